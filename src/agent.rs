@@ -1,0 +1,468 @@
+//! Agent files (`<config>/agents/<name>.toml`): loading, validation, the
+//! scaffold written by `axe agents init`, and the `axe agents show` view.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::{paths, tomlfile};
+
+/// Default nesting limit for sub-agents when `max_depth` is 0 or absent.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+/// Hard limit for `max_depth`.
+pub const MAX_DEPTH_LIMIT: i64 = 5;
+
+/// One agent file, as written. Optional keys are `None`/empty when absent.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AgentConfig {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub model: String,
+    pub system_prompt: Option<String>,
+    pub skill: Option<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    pub workdir: Option<String>,
+    #[serde(default)]
+    pub sub_agents: Vec<String>,
+    #[serde(default)]
+    pub sub_agents_config: SubAgentsConfig,
+    #[serde(default)]
+    pub params: Params,
+}
+
+/// `[sub_agents_config]`. Integers are signed so that negative values reach
+/// validation and get its message instead of a type error.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SubAgentsConfig {
+    /// 0 means the default (3); at most 5.
+    #[serde(default)]
+    pub max_depth: i64,
+    /// Absent means true.
+    pub parallel: Option<bool>,
+    /// Seconds per sub-agent call; 0 means the parent's deadline.
+    #[serde(default)]
+    pub timeout: i64,
+}
+
+/// `[params]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Params {
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+}
+
+/// A loaded, validated agent.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// The file stem: what `axe run` and `sub_agents` call it by.
+    pub id: String,
+    pub path: PathBuf,
+    pub config: AgentConfig,
+    /// Unknown keys, for the caller to print.
+    pub warnings: Vec<String>,
+}
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "model",
+    "system_prompt",
+    "skill",
+    "files",
+    "workdir",
+    "sub_agents",
+    "sub_agents_config",
+    "params",
+];
+const SUB_AGENTS_CONFIG_KEYS: &[&str] = &["max_depth", "parallel", "timeout"];
+const PARAMS_KEYS: &[&str] = &["temperature", "max_tokens"];
+
+impl SubAgentsConfig {
+    /// `max_depth` with 0 meaning [`DEFAULT_MAX_DEPTH`]. Call after validation.
+    pub fn effective_max_depth(&self) -> u32 {
+        match self.max_depth {
+            d if d > 0 => u32::try_from(d.min(MAX_DEPTH_LIMIT)).unwrap_or(DEFAULT_MAX_DEPTH),
+            _ => DEFAULT_MAX_DEPTH,
+        }
+    }
+
+    pub fn effective_parallel(&self) -> bool {
+        self.parallel.unwrap_or(true)
+    }
+
+    /// Seconds per sub-agent call; 0 means the parent's deadline.
+    pub fn timeout_secs(&self) -> u64 {
+        u64::try_from(self.timeout).unwrap_or(0)
+    }
+}
+
+impl AgentConfig {
+    /// Checks the rules of BASE.md and the sub-agents spec, in their order:
+    /// `name`, `model`, then `[sub_agents_config]` (whenever present, D17),
+    /// then `sub_agents` names (D9) and `[params]`.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.name.trim().is_empty() {
+            return Err(Error::config("agent config missing required field: name"));
+        }
+        if self.model.trim().is_empty() {
+            return Err(Error::config("agent config missing required field: model"));
+        }
+        let sac = &self.sub_agents_config;
+        if sac.max_depth > MAX_DEPTH_LIMIT {
+            return Err(Error::config("sub_agents_config.max_depth cannot exceed 5"));
+        }
+        if sac.max_depth < 0 {
+            return Err(Error::config(
+                "sub_agents_config.max_depth must be non-negative",
+            ));
+        }
+        if sac.timeout < 0 {
+            return Err(Error::config(
+                "sub_agents_config.timeout must be non-negative",
+            ));
+        }
+        for name in &self.sub_agents {
+            paths::check_agent_name(name)
+                .map_err(|e| Error::config(format!("sub_agents: {}", e.message)))?;
+        }
+        if let Some(t) = self.params.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(Error::config(
+                "params.temperature must be a non-negative number",
+            ));
+        }
+        if let Some(n) = self.params.max_tokens
+            && !(1..=i64::from(u32::MAX)).contains(&n)
+        {
+            return Err(Error::config(
+                "params.max_tokens must be a positive integer",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn max_tokens(&self) -> Option<u32> {
+        self.params.max_tokens.and_then(|n| u32::try_from(n).ok())
+    }
+}
+
+/// Loads and validates the agent `name` from the agents directory.
+pub fn load(name: &str) -> Result<Agent, Error> {
+    let path = paths::agent_file(name)?;
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::config(format!("agent config not found: {name}")));
+        }
+        Err(e) => {
+            return Err(Error::config(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let mut agent = parse(name, &path, &text)?;
+    agent.config.validate()?;
+    agent.warnings = agent
+        .warnings
+        .into_iter()
+        .map(|w| format!("{}: {w}", path.display()))
+        .collect();
+    Ok(agent)
+}
+
+/// Parses agent TOML (no validation). Unknown keys become warnings.
+pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
+    let (config, table): (AgentConfig, toml::Table) = tomlfile::parse(text)
+        .map_err(|e| Error::config(format!("invalid agent config {}: {e}", path.display())))?;
+    let mut warnings = Vec::new();
+    tomlfile::unknown_keys(&table, "", TOP_KEYS, &mut warnings);
+    for (key, known) in [
+        ("sub_agents_config", SUB_AGENTS_CONFIG_KEYS),
+        ("params", PARAMS_KEYS),
+    ] {
+        if let Some(toml::Value::Table(t)) = table.get(key) {
+            tomlfile::unknown_keys(t, &format!("{key}."), known, &mut warnings);
+        }
+    }
+    Ok(Agent {
+        id: id.to_string(),
+        path: path.to_path_buf(),
+        config,
+        warnings,
+    })
+}
+
+/// The ids of every `*.toml` file in the agents directory, sorted.
+pub fn list_ids() -> anyhow::Result<Vec<String>> {
+    let dir = paths::agents_dir()?;
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(Error::config(format!("cannot read {}: {e}", dir.display())).into());
+        }
+    };
+    let mut ids: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "toml") && p.is_file() {
+                p.file_stem().and_then(|s| s.to_str()).map(str::to_string)
+            } else {
+                None
+            }
+        })
+        .filter(|id| paths::check_agent_name(id).is_ok())
+        .collect();
+    ids.sort();
+    Ok(ids)
+}
+
+/// The file `axe agents init <name>` writes: required keys set, every
+/// optional key shown commented out.
+pub fn scaffold(name: &str) -> String {
+    format!(
+        r#"name = "{name}"
+description = ""
+model = "provider/model-name"
+
+# Model strings are provider/model: anthropic/claude-sonnet-4-5,
+# openai/gpt-4o, ollama/llama3.1. Any OpenAI-compatible server works through
+# the openai provider and AXE_OPENAI_BASE_URL.
+
+# The instructions the model gets as its system prompt.
+# system_prompt = """
+# You are a careful reviewer. Answer briefly.
+# """
+
+# A SKILL.md appended to the system prompt; relative paths resolve against
+# the config directory.
+# skill = "skills/sample/SKILL.md"
+
+# Files whose contents are appended to the system prompt: globs relative to
+# the workdir; ** matches any number of directories.
+# files = ["src/**/*.rs", "README.md"]
+
+# The directory the files are read from (default: the current directory).
+# workdir = "/path/to/project"
+
+# Agents this agent may delegate to through the call_agent tool.
+# sub_agents = ["helper"]
+
+# Sub-agent settings. max_depth: nesting limit for the whole tree (0 means 3,
+# at most 5); parallel: run the calls of one response at the same time;
+# timeout: seconds per sub-agent call (0 means the parent's deadline).
+# [sub_agents_config]
+# max_depth = 3
+# parallel = true
+# timeout = 120
+
+# Model parameters; unset ones are not sent (Anthropic requires max_tokens,
+# so 4096 is sent there when unset).
+# [params]
+# temperature = 0.2
+# max_tokens = 4096
+"#
+    )
+}
+
+/// The `axe agents show` text: one aligned `Label:` line per field.
+pub fn show(agent: &Agent) -> String {
+    let c = &agent.config;
+    let or_none = |s: Option<&str>| match s {
+        Some(s) if !s.trim().is_empty() => s.to_string(),
+        _ => "(none)".to_string(),
+    };
+    let mut rows: Vec<(&str, String)> = vec![
+        ("Name", c.name.clone()),
+        ("Description", or_none(Some(&c.description))),
+        ("Model", c.model.clone()),
+        (
+            "System Prompt",
+            or_none(c.system_prompt.as_deref().map(str::trim)),
+        ),
+        ("Skill", or_none(c.skill.as_deref())),
+        (
+            "Files",
+            if c.files.is_empty() {
+                "(none)".into()
+            } else {
+                c.files.join(", ")
+            },
+        ),
+        ("Workdir", or_none(c.workdir.as_deref())),
+        (
+            "Sub-Agents",
+            if c.sub_agents.is_empty() {
+                "(none)".into()
+            } else {
+                c.sub_agents.join(", ")
+            },
+        ),
+    ];
+    if !c.sub_agents.is_empty() {
+        let sac = &c.sub_agents_config;
+        rows.push(("Max Depth", sac.effective_max_depth().to_string()));
+        rows.push(("Parallel", yes_no(sac.effective_parallel()).into()));
+        rows.push((
+            "Sub-Agent Timeout",
+            match sac.timeout_secs() {
+                0 => "inherit (the parent's deadline)".into(),
+                n => format!("{n}s"),
+            },
+        ));
+    }
+    rows.push((
+        "Temperature",
+        c.params
+            .temperature
+            .map_or("default".into(), |t| t.to_string()),
+    ));
+    rows.push((
+        "Max Tokens",
+        c.params
+            .max_tokens
+            .map_or("default".into(), |t| t.to_string()),
+    ));
+    rows.push(("File", agent.path.display().to_string()));
+
+    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
+    let mut out = String::new();
+    for (label, value) in rows {
+        // Multi-line values (a system prompt) are indented under their label.
+        let value = value.replace('\n', &format!("\n{}", " ".repeat(width)));
+        out.push_str(&format!("{:<width$}{value}\n", format!("{label}:")));
+    }
+    out
+}
+
+pub fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Agent {
+        parse("t", Path::new("t.toml"), text).unwrap()
+    }
+
+    #[test]
+    fn validation_order_is_name_then_model_then_sub_agents_config() {
+        let a = parsed("[sub_agents_config]\nmax_depth = 9\n");
+        assert_eq!(
+            a.config.validate().unwrap_err().message,
+            "agent config missing required field: name"
+        );
+        let a = parsed("name = \"x\"\n[sub_agents_config]\nmax_depth = 9\n");
+        assert_eq!(
+            a.config.validate().unwrap_err().message,
+            "agent config missing required field: model"
+        );
+        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_depth = 6\n");
+        assert_eq!(
+            a.config.validate().unwrap_err().message,
+            "sub_agents_config.max_depth cannot exceed 5"
+        );
+        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_depth = -1\n");
+        assert_eq!(
+            a.config.validate().unwrap_err().message,
+            "sub_agents_config.max_depth must be non-negative"
+        );
+        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\ntimeout = -1\n");
+        assert_eq!(
+            a.config.validate().unwrap_err().message,
+            "sub_agents_config.timeout must be non-negative"
+        );
+        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_depth = 5\n");
+        assert!(a.config.validate().is_ok());
+    }
+
+    #[test]
+    fn blank_name_is_missing() {
+        let a = parsed("name = \"  \"\nmodel = \"a/b\"\n");
+        assert_eq!(
+            a.config.validate().unwrap_err().message,
+            "agent config missing required field: name"
+        );
+    }
+
+    #[test]
+    fn sub_agents_config_defaults_when_absent() {
+        let a = parsed("name = \"x\"\nmodel = \"a/b\"\nsub_agents = [\"h\"]\n");
+        let sac = &a.config.sub_agents_config;
+        assert_eq!((sac.max_depth, sac.parallel, sac.timeout), (0, None, 0));
+        assert_eq!(sac.effective_max_depth(), 3);
+        assert!(sac.effective_parallel());
+    }
+
+    #[test]
+    fn sub_agents_config_is_parsed() {
+        let a = parsed(
+            "name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_depth = 2\nparallel = false\ntimeout = 30\n",
+        );
+        let sac = &a.config.sub_agents_config;
+        assert_eq!(
+            (
+                sac.effective_max_depth(),
+                sac.effective_parallel(),
+                sac.timeout_secs()
+            ),
+            (2, false, 30)
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_named_in_warnings() {
+        let a = parsed(
+            "name = \"x\"\nmodel = \"a/b\"\nsub_agent = [\"h\"]\n[params]\ntemprature = 1\n",
+        );
+        assert_eq!(a.warnings.len(), 2, "{:?}", a.warnings);
+        assert!(a.warnings[0].contains("\"sub_agent\""));
+        assert!(a.warnings[1].contains("\"params.temprature\""));
+    }
+
+    #[test]
+    fn scaffold_parses_and_includes_every_optional_key() {
+        let s = scaffold("helper");
+        let a = parsed(&s);
+        assert!(a.warnings.is_empty());
+        assert_eq!(a.config.name, "helper");
+        for line in [
+            "# [sub_agents_config]",
+            "# max_depth = 3",
+            "# parallel = true",
+            "# timeout = 120",
+            "# [params]",
+        ] {
+            assert!(s.lines().any(|l| l == line), "missing {line}");
+        }
+        for key in TOP_KEYS
+            .iter()
+            .chain(SUB_AGENTS_CONFIG_KEYS)
+            .chain(PARAMS_KEYS)
+        {
+            assert!(
+                s.contains(&format!("# {key}"))
+                    || s.contains(&format!("{key} ="))
+                    || s.contains(&format!("[{key}]")),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn integer_temperature_is_accepted_as_float() {
+        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[params]\ntemperature = 0\n");
+        assert_eq!(a.config.params.temperature, Some(0.0));
+    }
+}

@@ -1,0 +1,363 @@
+//! The command line: argument parsing (argh) and one function per command.
+
+use std::io::{IsTerminal, Read, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use argh::FromArgs;
+
+use crate::agent;
+use crate::config::{self, GlobalConfig};
+use crate::error::Error;
+use crate::output::{self, UserInput, Verbose};
+use crate::paths;
+use crate::provider::{Message, Provider, Request};
+use crate::resolve::{self, Overrides};
+use crate::run::{self, Limits};
+use crate::write::{Created, create_new};
+
+/// Default `--timeout`, seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+
+#[derive(FromArgs, Debug)]
+/// Run LLM agents defined in TOML files. Agents live in
+/// $XDG_CONFIG_HOME/axe/agents/<name>.toml (default ~/.config/axe).
+struct Axe {
+    /// print the version and exit
+    #[argh(switch)]
+    version: bool,
+    #[argh(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+enum Command {
+    Run(RunCmd),
+    Agents(AgentsCmd),
+    Config(ConfigCmd),
+    Version(VersionCmd),
+}
+
+#[derive(FromArgs, Debug)]
+/// Print the version.
+#[argh(subcommand, name = "version")]
+struct VersionCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Show or create the config directory.
+#[argh(subcommand, name = "config")]
+struct ConfigCmd {
+    #[argh(subcommand)]
+    command: ConfigSub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+enum ConfigSub {
+    Path(ConfigPath),
+    Init(ConfigInit),
+}
+
+#[derive(FromArgs, Debug)]
+/// Print the config directory (creates nothing).
+#[argh(subcommand, name = "path")]
+struct ConfigPath {}
+
+#[derive(FromArgs, Debug)]
+/// Create the config directory, agents/, a sample skill and config.toml where
+/// missing; never overwrites.
+#[argh(subcommand, name = "init")]
+struct ConfigInit {}
+
+#[derive(FromArgs, Debug)]
+/// List, show, create and edit agents.
+#[argh(subcommand, name = "agents")]
+struct AgentsCmd {
+    #[argh(subcommand)]
+    command: AgentsSub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+enum AgentsSub {
+    List(AgentsList),
+    Show(AgentsShow),
+    Init(AgentsInit),
+    Edit(AgentsEdit),
+}
+
+#[derive(FromArgs, Debug)]
+/// List agents: one line each, "name - description", sorted.
+#[argh(subcommand, name = "list")]
+struct AgentsList {}
+
+#[derive(FromArgs, Debug)]
+/// Show an agent's settings.
+#[argh(subcommand, name = "show")]
+struct AgentsShow {
+    /// agent name
+    #[argh(positional)]
+    agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Write a scaffold agent file and print its path; never overwrites.
+#[argh(subcommand, name = "init")]
+struct AgentsInit {
+    /// agent name
+    #[argh(positional)]
+    agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Open an agent file in $VISUAL or $EDITOR.
+#[argh(subcommand, name = "edit")]
+struct AgentsEdit {
+    /// agent name
+    #[argh(positional)]
+    agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Run an agent: the user message is --prompt, else stdin, else "Execute the
+/// task described in your instructions."; the answer goes to stdout.
+#[argh(subcommand, name = "run")]
+struct RunCmd {
+    /// agent name
+    #[argh(positional)]
+    agent: String,
+    /// model override, as provider/model (default: the agent's model)
+    #[argh(option)]
+    model: Option<String>,
+    /// skill file override (default: the agent's skill)
+    #[argh(option)]
+    skill: Option<String>,
+    /// working directory override (default: the agent's, else the current one)
+    #[argh(option)]
+    workdir: Option<String>,
+    /// seconds for the whole run, sub-agents included (default: 120)
+    #[argh(option, default = "DEFAULT_TIMEOUT_SECS")]
+    timeout: u64,
+    /// print what would be sent, send nothing (no API key needed)
+    #[argh(switch)]
+    dry_run: bool,
+    /// print diagnostics to stderr
+    #[argh(switch, short = 'v')]
+    verbose: bool,
+    /// print one JSON object to stdout instead of the answer
+    #[argh(switch)]
+    json: bool,
+    /// the user message (beats stdin)
+    #[argh(option, short = 'p')]
+    prompt: Option<String>,
+}
+
+/// Parses the process arguments and runs the command.
+pub fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let axe = match Axe::from_args(&["axe"], &rest) {
+        Ok(a) => a,
+        Err(early) => return early_exit(early),
+    };
+    if axe.version {
+        return print_stdout(&version());
+    }
+    match axe.command {
+        None => match Axe::from_args(&["axe"], &["--help"]) {
+            Err(early) => early_exit(early),
+            Ok(_) => Ok(()),
+        },
+        Some(Command::Version(_)) => print_stdout(&version()),
+        Some(Command::Config(c)) => match c.command {
+            ConfigSub::Path(_) => print_stdout(&format!("{}\n", paths::config_dir()?.display())),
+            ConfigSub::Init(_) => print_stdout(&format!("{}\n", config::init()?.display())),
+        },
+        Some(Command::Agents(a)) => match a.command {
+            AgentsSub::List(_) => agents_list(),
+            AgentsSub::Show(s) => agents_show(&s.agent),
+            AgentsSub::Init(i) => agents_init(&i.agent),
+            AgentsSub::Edit(e) => agents_edit(&e.agent),
+        },
+        Some(Command::Run(r)) => run(r),
+    }
+}
+
+fn version() -> String {
+    format!("axe version {}\n", env!("CARGO_PKG_VERSION"))
+}
+
+/// `--help` (exit 0, stdout) or a usage error (exit 1, one line on stderr).
+fn early_exit(early: argh::EarlyExit) -> anyhow::Result<()> {
+    match early.status {
+        Ok(()) => print_stdout(&format!("{}\n", early.output.trim_end())),
+        Err(()) => {
+            let first = early
+                .output
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            Err(Error::general(format!("{} (see axe --help)", first.trim())).into())
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`axe ... | head -1`) is not an error.
+fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+fn load_agent(name: &str) -> anyhow::Result<agent::Agent> {
+    let a = agent::load(name)?;
+    for w in &a.warnings {
+        output::warn(w);
+    }
+    Ok(a)
+}
+
+fn agents_list() -> anyhow::Result<()> {
+    let mut out = String::new();
+    for id in agent::list_ids()? {
+        match agent::load(&id) {
+            Ok(a) if a.config.description.trim().is_empty() => out.push_str(&format!("{id}\n")),
+            Ok(a) => out.push_str(&format!("{id} - {}\n", a.config.description.trim())),
+            Err(e) => output::warn(&format!("skipping agent {id}: {e}")),
+        }
+    }
+    print_stdout(&out)
+}
+
+fn agents_show(name: &str) -> anyhow::Result<()> {
+    let a = load_agent(name)?;
+    print_stdout(&agent::show(&a))
+}
+
+fn agents_init(name: &str) -> anyhow::Result<()> {
+    let path = paths::agent_file(name)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::config(format!("cannot create directory {}: {e}", dir.display()))
+        })?;
+    }
+    match create_new(&path, agent::scaffold(name).as_bytes(), 0o644) {
+        Ok(Created::Written) => print_stdout(&format!("{}\n", path.display())),
+        Ok(Created::AlreadyExists) => {
+            Err(Error::config(format!("agent config already exists: {}", path.display())).into())
+        }
+        Err(e) => Err(Error::config(format!("cannot write {}: {e}", path.display())).into()),
+    }
+}
+
+fn agents_edit(name: &str) -> anyhow::Result<()> {
+    let path = paths::agent_file(name)?;
+    if !path.is_file() {
+        return Err(Error::config(format!("agent config not found: {name}")).into());
+    }
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+        .ok_or_else(|| Error::general("no editor configured: set $VISUAL or $EDITOR"))?;
+    let mut words = editor.split_whitespace();
+    let program = words.next().unwrap_or_default();
+    let status = std::process::Command::new(program)
+        .args(words)
+        .arg(&path)
+        .status()
+        .map_err(|e| Error::general(format!("cannot start editor \"{editor}\": {e}")))?;
+    if !status.success() {
+        return Err(Error::general(format!("editor \"{editor}\" exited with {status}")).into());
+    }
+    Ok(())
+}
+
+/// `--prompt`, else stdin when it is not a terminal and not blank, else the default.
+fn user_input(prompt: Option<String>) -> anyhow::Result<UserInput> {
+    if let Some(p) = prompt {
+        return Ok(UserInput::Prompt(p));
+    }
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(UserInput::Default);
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .lock()
+        .read_to_end(&mut bytes)
+        .context("cannot read stdin")?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(if text.trim().is_empty() {
+        UserInput::Default
+    } else {
+        UserInput::Stdin(text)
+    })
+}
+
+fn run(cmd: RunCmd) -> anyhow::Result<()> {
+    if cmd.timeout == 0 {
+        return Err(Error::general("--timeout must be at least 1 second").into());
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(cmd.timeout);
+    let verbose = Verbose {
+        enabled: cmd.verbose,
+    };
+
+    let (global, warnings) = GlobalConfig::load()?;
+    global.register_secrets();
+    for w in &warnings {
+        output::warn(w);
+    }
+    let agent = load_agent(&cmd.agent)?;
+    let overrides = Overrides {
+        model: cmd.model,
+        skill: cmd.skill,
+        workdir: cmd.workdir,
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
+    let resolved = resolve::resolve(agent, &overrides, &cwd)?;
+    let input = user_input(cmd.prompt)?;
+
+    if cmd.dry_run {
+        return print_stdout(&output::dry_run(&resolved, &input, cmd.timeout));
+    }
+    let provider = Provider::from_config(resolved.model.provider, &global)?;
+    output::verbose_header(&verbose, &resolved, &input, cmd.timeout);
+
+    let params = &resolved.agent.config.params;
+    let req = Request {
+        model: resolved.model.model.clone(),
+        system: resolved.system_prompt.clone(),
+        messages: vec![Message::user(input.text())],
+        temperature: params.temperature,
+        max_tokens: resolved.agent.config.max_tokens(),
+        tools: Vec::new(),
+    };
+    let limits = Limits {
+        deadline,
+        timeout_secs: cmd.timeout,
+    };
+    let execute =
+        |calls: &[crate::provider::ToolCall]| calls.iter().map(run::unknown_tool).collect();
+    let mut outcome = run::converse(&provider, req, &limits, &verbose, &execute)?;
+    outcome.duration = started.elapsed();
+    output::verbose_footer(&verbose, &outcome);
+
+    if cmd.json {
+        print_stdout(&format!("{}\n", output::json(&resolved, &outcome)))
+    } else {
+        let mut text = crate::redact::redact(&outcome.content);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        print_stdout(&text)
+    }
+}

@@ -1,0 +1,203 @@
+//! The global config file (`<config>/config.toml`): API keys and base URLs
+//! per provider, with environment variables taking precedence, and
+//! `axe config init`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::provider::Kind;
+use crate::write::{Created, create_new};
+use crate::{paths, redact, tomlfile};
+
+/// The parsed `config.toml`. A missing file is an empty config.
+#[derive(Debug, Default, Deserialize)]
+pub struct GlobalConfig {
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderSettings>,
+}
+
+/// One `[providers.<name>]` table.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct ProviderSettings {
+    pub api_key: Option<String>,
+    pub base_url: Option<String>,
+}
+
+/// `config.toml` written by `axe config init`.
+const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
+#
+# API keys are read from the environment first (ANTHROPIC_API_KEY,
+# OPENAI_API_KEY, ...), then from this file. Base URLs are read from
+# AXE_<PROVIDER>_BASE_URL first, then from this file, then the defaults.
+# This file is created with mode 0600 because it may hold keys.
+
+# [providers.anthropic]
+# api_key = "sk-ant-..."
+# base_url = "https://api.anthropic.com"
+
+# [providers.openai]
+# api_key = "sk-..."
+# base_url = "https://api.openai.com"     # or any OpenAI-compatible server
+
+# [providers.ollama]
+# base_url = "http://localhost:11434"
+"#;
+
+/// The sample skill written by `axe config init`.
+const SAMPLE_SKILL: &str = include_str!("../fixtures/skills/sample/SKILL.md");
+
+impl GlobalConfig {
+    /// Loads `<config>/config.toml`; a missing file gives the empty config.
+    /// Unknown keys are returned as warnings.
+    pub fn load() -> anyhow::Result<(GlobalConfig, Vec<String>)> {
+        let path = paths::config_file()?;
+        Self::load_from(&path)
+    }
+
+    pub fn load_from(path: &Path) -> anyhow::Result<(GlobalConfig, Vec<String>)> {
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((GlobalConfig::default(), Vec::new()));
+            }
+            Err(e) => {
+                return Err(Error::config(format!("cannot read {}: {e}", path.display())).into());
+            }
+        };
+        let (config, table): (GlobalConfig, _) = tomlfile::parse(&text)
+            .map_err(|e| Error::config(format!("invalid config {}: {e}", path.display())))?;
+        let mut warnings = Vec::new();
+        tomlfile::unknown_keys(&table, "", &["providers"], &mut warnings);
+        if let Some(toml::Value::Table(providers)) = table.get("providers") {
+            for (name, v) in providers {
+                if let toml::Value::Table(t) = v {
+                    let prefix = format!("providers.{name}.");
+                    tomlfile::unknown_keys(t, &prefix, &["api_key", "base_url"], &mut warnings);
+                }
+            }
+        }
+        let warnings = warnings
+            .into_iter()
+            .map(|w| format!("{}: {w}", path.display()))
+            .collect();
+        Ok((config, warnings))
+    }
+
+    /// The API key for `kind`: `<PROVIDER>_API_KEY`, then the file. Empty
+    /// values count as unset. The key is registered for redaction.
+    pub fn api_key(&self, kind: Kind) -> Option<String> {
+        let key = env_nonempty(&format!("{}_API_KEY", kind.name().to_ascii_uppercase())).or_else(
+            || {
+                self.settings(kind)
+                    .and_then(|s| s.api_key.clone())
+                    .filter(|k| !k.trim().is_empty())
+            },
+        )?;
+        redact::register(&key);
+        Some(key)
+    }
+
+    /// The base URL for `kind`: `AXE_<PROVIDER>_BASE_URL`, then the file, then
+    /// (Ollama) `OLLAMA_HOST`, then the provider's default. No trailing `/`.
+    pub fn base_url(&self, kind: Kind) -> String {
+        let env_name = format!("AXE_{}_BASE_URL", kind.name().to_ascii_uppercase());
+        let url = env_nonempty(&env_name)
+            .or_else(|| {
+                self.settings(kind)
+                    .and_then(|s| s.base_url.clone())
+                    .filter(|u| !u.trim().is_empty())
+            })
+            .or_else(|| match kind {
+                Kind::Ollama => env_nonempty("OLLAMA_HOST").map(|h| ollama_host_url(&h)),
+                _ => None,
+            })
+            .unwrap_or_else(|| kind.default_base_url().to_string());
+        url.trim().trim_end_matches('/').to_string()
+    }
+
+    /// Registers every key that could be used, so that none is ever printed,
+    /// even one belonging to a provider this run does not talk to.
+    pub fn register_secrets(&self) {
+        for kind in Kind::ALL {
+            let _ = self.api_key(kind);
+        }
+        for s in self.providers.values() {
+            if let Some(k) = &s.api_key {
+                redact::register(k);
+            }
+        }
+    }
+
+    fn settings(&self, kind: Kind) -> Option<&ProviderSettings> {
+        self.providers.get(kind.name())
+    }
+}
+
+/// `OLLAMA_HOST` may be `host`, `host:port` or a URL; Ollama's own client
+/// defaults the scheme to http and the port to 11434.
+fn ollama_host_url(host: &str) -> String {
+    let host = host.trim().trim_end_matches('/');
+    let (scheme, rest) = match host.split_once("://") {
+        Some((s, r)) => (s, r),
+        None => ("http", host),
+    };
+    let has_port = rest
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok());
+    if has_port {
+        format!("{scheme}://{rest}")
+    } else {
+        format!("{scheme}://{rest}:11434")
+    }
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `axe config init`: creates the config directory, `agents/`, the sample
+/// skill and a commented `config.toml` (0600) where missing. Never overwrites.
+/// Returns the config directory.
+pub fn init() -> anyhow::Result<PathBuf> {
+    let dir = paths::config_dir()?;
+    let skill_dir = dir.join("skills").join("sample");
+    for d in [dir.join("agents"), skill_dir.clone()] {
+        fs::create_dir_all(&d)
+            .with_context(|| format!("cannot create directory {}", d.display()))
+            .map_err(|e| Error::config(format!("{e:#}")))?;
+    }
+    let files: [(PathBuf, &str, u32); 2] = [
+        (skill_dir.join("SKILL.md"), SAMPLE_SKILL, 0o644),
+        (dir.join("config.toml"), CONFIG_TEMPLATE, 0o600),
+    ];
+    for (path, contents, mode) in files {
+        match create_new(&path, contents.as_bytes(), mode) {
+            Ok(Created::Written | Created::AlreadyExists) => {}
+            Err(e) => {
+                return Err(Error::config(format!("cannot write {}: {e}", path.display())).into());
+            }
+        }
+    }
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ollama_host_gets_scheme_and_port() {
+        assert_eq!(ollama_host_url("127.0.0.1"), "http://127.0.0.1:11434");
+        assert_eq!(ollama_host_url("10.0.0.2:9999"), "http://10.0.0.2:9999");
+        assert_eq!(
+            ollama_host_url("https://o.example/"),
+            "https://o.example:11434"
+        );
+        assert_eq!(ollama_host_url("http://h:1234"), "http://h:1234");
+    }
+}

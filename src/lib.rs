@@ -1,0 +1,20 @@
+//! axe: run LLM agents defined in TOML files, with sub-agent delegation.
+//!
+//! The way through the code follows a run: [`cli`] parses the command line;
+//! [`agent`] loads the agent file and [`config`] the global config;
+//! [`resolve`] turns them into a model, a workdir, context files and a system
+//! prompt; [`provider`] speaks the three wire formats; [`run`] is the
+//! conversation loop; [`output`] prints dry-run, JSON and verbose reports.
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod output;
+pub mod paths;
+pub mod provider;
+pub mod redact;
+pub mod resolve;
+pub mod run;
+pub mod tomlfile;
+pub mod write;

@@ -1,0 +1,30 @@
+//! The `axe` binary: runs the command line and turns its result into one
+//! `axe: ...` line on stderr and an exit code. A panic — a bug in axe — is
+//! reported the same way, without a backtrace.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // The panic is reported below as one line; the default hook's multi-line
+    // text and backtrace hint are not shown.
+    std::panic::set_hook(Box::new(|_| {}));
+    match std::panic::catch_unwind(axe::cli::main) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(err)) => {
+            eprintln!("axe: {}", axe::error::one_line(&err));
+            ExitCode::from(axe::error::exit_code(&err) as u8)
+        }
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            eprintln!(
+                "axe: internal error (a bug in axe): {}",
+                axe::redact::redact(&msg)
+            );
+            ExitCode::from(1)
+        }
+    }
+}

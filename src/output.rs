@@ -1,0 +1,161 @@
+//! What a run prints besides the answer: the `--dry-run` report, the `--json`
+//! object and the `--verbose` lines on stderr. Everything printed here passes
+//! through [`redact`](crate::redact) first.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::agent::yes_no;
+use crate::redact::redact;
+use crate::resolve::Resolved;
+use crate::run::Outcome;
+
+/// Diagnostics on stderr, one line at a time, when enabled.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Verbose {
+    pub enabled: bool,
+}
+
+impl Verbose {
+    pub fn line(&self, text: &str) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{}", redact(text));
+        }
+    }
+}
+
+/// Prints a warning on stderr (always, not only with `--verbose`).
+pub fn warn(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "axe: warning: {}", redact(text));
+}
+
+/// Where the user message came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserInput {
+    Prompt(String),
+    Stdin(String),
+    Default,
+}
+
+impl UserInput {
+    pub fn text(&self) -> &str {
+        match self {
+            UserInput::Prompt(t) | UserInput::Stdin(t) => t,
+            UserInput::Default => crate::resolve::DEFAULT_USER_MESSAGE,
+        }
+    }
+}
+
+fn params_line(r: &Resolved) -> String {
+    let p = &r.agent.config.params;
+    format!(
+        "temperature={}, max_tokens={}",
+        p.temperature.map_or("default".into(), |t| t.to_string()),
+        p.max_tokens.map_or("default".into(), |n| n.to_string())
+    )
+}
+
+/// The `--dry-run` report (BASE.md's format).
+pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
+    let mut s = String::new();
+    s.push_str("=== Dry Run ===\n\n");
+    s.push_str(&format!("Model:    {}\n", r.model));
+    s.push_str(&format!("Workdir:  {}\n", r.workdir.display()));
+    s.push_str(&format!("Timeout:  {timeout_secs}s\n"));
+    s.push_str(&format!("Params:   {}\n", params_line(r)));
+    s.push_str(&format!("\n--- System Prompt ---\n{}\n", r.system_prompt));
+    s.push_str(&format!(
+        "\n--- Skill ---\n{}\n",
+        r.skill.as_deref().unwrap_or("(none)")
+    ));
+    s.push_str(&format!("\n--- Files ({}) ---\n", r.files.len()));
+    if r.files.is_empty() {
+        s.push_str("(none)\n");
+    }
+    for f in &r.files {
+        s.push_str(&format!("{}\n", f.path));
+    }
+    let stdin = match input {
+        UserInput::Prompt(t) | UserInput::Stdin(t) => t.as_str(),
+        UserInput::Default => "(none)",
+    };
+    s.push_str(&format!("\n--- Stdin ---\n{stdin}\n"));
+    let c = &r.agent.config;
+    s.push_str("\n--- Sub-Agents ---\n");
+    if c.sub_agents.is_empty() {
+        s.push_str("(none)\n");
+    } else {
+        let sac = &c.sub_agents_config;
+        s.push_str(&format!("{}\n", c.sub_agents.join(", ")));
+        s.push_str(&format!("Max Depth: {}\n", sac.effective_max_depth()));
+        s.push_str(&format!(
+            "Parallel:  {}\n",
+            yes_no(sac.effective_parallel())
+        ));
+        let t = match sac.timeout_secs() {
+            0 => timeout_secs,
+            n => n,
+        };
+        s.push_str(&format!("Timeout:   {t}s\n"));
+    }
+    redact(&s)
+}
+
+/// The `--verbose` lines printed before the first request.
+pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs: u64) {
+    v.line(&format!("Model:    {}", r.model));
+    v.line(&format!("Workdir:  {}", r.workdir.display()));
+    let skill = r
+        .skill_path
+        .as_ref()
+        .map_or("(none)".into(), |p| p.display().to_string());
+    v.line(&format!("Skill:    {skill}"));
+    v.line(&format!("Files:    {} file(s)", r.files.len()));
+    for f in &r.skipped {
+        v.line(&format!("Skipped:  {} ({})", f.path, f.reason));
+    }
+    v.line(&format!(
+        "Stdin:    {}",
+        yes_no(matches!(input, UserInput::Stdin(_)))
+    ));
+    v.line(&format!("Timeout:  {timeout_secs}s"));
+    v.line(&format!("Params:   {}", params_line(r)));
+}
+
+/// The `--verbose` lines printed after the answer.
+pub fn verbose_footer(v: &Verbose, o: &Outcome) {
+    v.line(&format!("Duration: {}ms", o.duration.as_millis()));
+    v.line(&format!(
+        "Tokens:   {} input, {} output",
+        o.input_tokens, o.output_tokens
+    ));
+    v.line(&format!("Stop:     {}", o.stop_reason));
+}
+
+/// The `--json` object.
+#[derive(Debug, Serialize)]
+pub struct JsonOutput<'a> {
+    pub model: String,
+    pub content: &'a str,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub stop_reason: &'a str,
+    pub duration_ms: u64,
+    pub tool_calls: u64,
+}
+
+pub fn json(r: &Resolved, o: &Outcome) -> String {
+    let out = JsonOutput {
+        model: r.model.to_string(),
+        content: &o.content,
+        input_tokens: o.input_tokens,
+        output_tokens: o.output_tokens,
+        stop_reason: &o.stop_reason,
+        duration_ms: u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
+        tool_calls: o.tool_calls,
+    };
+    // Serializing plain strings and numbers cannot fail.
+    redact(&serde_json::to_string(&out).unwrap_or_default())
+}

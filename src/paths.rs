@@ -1,0 +1,106 @@
+//! Where axe keeps things (XDG directories) and what counts as an agent name.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// `$XDG_CONFIG_HOME/axe`, else `~/.config/axe`.
+pub fn config_dir() -> Result<PathBuf, Error> {
+    xdg_dir("XDG_CONFIG_HOME", ".config")
+}
+
+/// `$XDG_DATA_HOME/axe`, else `~/.local/share/axe`.
+pub fn data_dir() -> Result<PathBuf, Error> {
+    xdg_dir("XDG_DATA_HOME", ".local/share")
+}
+
+/// `<config>/agents`.
+pub fn agents_dir() -> Result<PathBuf, Error> {
+    Ok(config_dir()?.join("agents"))
+}
+
+/// `<config>/agents/<name>.toml`, after checking that `name` is a name.
+pub fn agent_file(name: &str) -> Result<PathBuf, Error> {
+    check_agent_name(name)?;
+    Ok(agents_dir()?.join(format!("{name}.toml")))
+}
+
+/// `<config>/config.toml`.
+pub fn config_file() -> Result<PathBuf, Error> {
+    Ok(config_dir()?.join("config.toml"))
+}
+
+/// An agent name is a plain file stem (DECISIONS D9): `[A-Za-z0-9._-]+`, not
+/// `.` or `..`. Checked before any file is touched.
+pub fn check_agent_name(name: &str) -> Result<(), Error> {
+    let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::config(format!(
+            "invalid agent name {name:?}: use only letters, digits, '.', '_' and '-'"
+        )))
+    }
+}
+
+/// Expands a leading `~/` (or a lone `~`) to the home directory.
+pub fn expand_tilde(path: &str) -> PathBuf {
+    if path == "~" {
+        if let Some(home) = home_dir() {
+            return home;
+        }
+    } else if let Some(rest) = path.strip_prefix("~/")
+        && let Some(home) = home_dir()
+    {
+        return home.join(rest);
+    }
+    PathBuf::from(path)
+}
+
+/// `path` if absolute, else `base/path`; `~` expanded.
+pub fn resolve_against(base: &Path, path: &str) -> PathBuf {
+    let p = expand_tilde(path);
+    if p.is_absolute() { p } else { base.join(p) }
+}
+
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+fn xdg_dir(var: &str, fallback: &str) -> Result<PathBuf, Error> {
+    if let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        // The XDG spec says relative values are invalid and must be ignored.
+        if dir.is_absolute() {
+            return Ok(dir.join("axe"));
+        }
+    }
+    match home_dir() {
+        Some(home) => Ok(home.join(fallback).join("axe")),
+        None => Err(Error::config(format!(
+            "cannot find the config directory: neither ${var} nor $HOME is set"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names_reject_paths_and_dots() {
+        for good in ["a", "code-review", "v1.2_x", "..a", "a.."] {
+            assert!(check_agent_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "a\\b", "a b", "é", "a\0"] {
+            assert!(check_agent_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

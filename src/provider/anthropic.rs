@@ -1,0 +1,126 @@
+//! The Anthropic Messages API wire format (`POST /v1/messages`).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    Message, Request, Response, Role, ToolCall, arguments_from_json, arguments_to_json,
+    input_schema, invalid_json_detail, number,
+};
+
+/// Anthropic requires `max_tokens`; this is sent when the agent sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The request body for `req`.
+pub fn body(req: &Request) -> Value {
+    let mut body = json!({
+        "model": req.model,
+        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
+    });
+    if !req.system.is_empty() {
+        body["system"] = json!(req.system);
+    }
+    if let Some(t) = req.temperature {
+        body["temperature"] = number(t);
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": input_schema(t)}))
+            .collect();
+    }
+    body
+}
+
+fn message(m: &Message) -> Value {
+    match m.role {
+        Role::User => json!({"role": "user", "content": m.content}),
+        Role::Assistant if m.tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": m.content})
+        }
+        Role::Assistant => {
+            let mut blocks = Vec::new();
+            if !m.content.is_empty() {
+                blocks.push(json!({"type": "text", "text": m.content}));
+            }
+            for c in &m.tool_calls {
+                blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": arguments_to_json(&c.arguments)}));
+            }
+            json!({"role": "assistant", "content": blocks})
+        }
+        Role::Tool => {
+            let blocks: Vec<Value> = m
+                .tool_results
+                .iter()
+                .map(|r| json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}))
+                .collect();
+            json!({"role": "user", "content": blocks})
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    content: Vec<Block>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+/// Parses a successful response body. Text blocks are concatenated; each
+/// `tool_use` block becomes a [`ToolCall`]; other block types are ignored.
+pub fn parse(body: &str) -> Result<Response, String> {
+    let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
+    let mut resp = Response {
+        stop_reason: wire.stop_reason.unwrap_or_default(),
+        ..Response::default()
+    };
+    if let Some(u) = wire.usage {
+        resp.input_tokens = u.input_tokens;
+        resp.output_tokens = u.output_tokens;
+    }
+    for (i, block) in wire.content.into_iter().enumerate() {
+        match block.kind.as_str() {
+            "text" => resp.content.push_str(block.text.as_deref().unwrap_or("")),
+            "tool_use" => resp.tool_calls.push(ToolCall {
+                id: block
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or_else(|| format!("call_{i}")),
+                name: block.name.unwrap_or_default(),
+                arguments: block
+                    .input
+                    .as_ref()
+                    .map(arguments_from_json)
+                    .unwrap_or_default(),
+            }),
+            _ => {}
+        }
+    }
+    Ok(resp)
+}

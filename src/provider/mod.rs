@@ -1,0 +1,722 @@
+//! The provider layer: the request/response types shared by every wire
+//! format, and the one HTTP path that sends a request to Anthropic, OpenAI
+//! (or any OpenAI-compatible server) or Ollama and classifies what comes back.
+//!
+//! Each wire format lives in its own file and owns three things: the endpoint
+//! path, the JSON body for a [`Request`], and the parsing of a successful
+//! response body into a [`Response`]. Everything else — headers, deadlines,
+//! size limits, error classification — is here, once.
+
+pub mod anthropic;
+pub mod ollama;
+pub mod openai;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::config::GlobalConfig;
+use crate::error::{Code, Error};
+use crate::redact;
+
+/// The largest response body axe reads; a larger one is refused, not read.
+pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------
+// Types shared by every wire format (the sub-agents spec, Req 1.1–1.9).
+// ---------------------------------------------------------------------------
+
+/// One parameter of a tool's input schema.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolParameter {
+    /// JSON Schema type, e.g. `"string"`.
+    pub kind: String,
+    pub description: String,
+    pub required: bool,
+    /// Allowed values (JSON Schema `enum`); empty means any (DECISIONS D19).
+    pub allowed: Vec<String>,
+}
+
+/// A tool definition sent to the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub parameters: BTreeMap<String, ToolParameter>,
+}
+
+/// A tool invocation requested by the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCall {
+    /// Provider-assigned id (generated as `ollama_<index>` for Ollama).
+    pub id: String,
+    pub name: String,
+    /// Argument values as strings; non-string JSON values as their JSON text
+    /// (DECISIONS D3), `null` as empty.
+    pub arguments: BTreeMap<String, String>,
+}
+
+/// The result of executing one [`ToolCall`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Role {
+    #[default]
+    User,
+    Assistant,
+    /// Tool results (sent as a `user` message by Anthropic).
+    Tool,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    /// May be empty when `tool_calls` is not; ignored when `tool_results` is not.
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_results: Vec<ToolResult>,
+}
+
+/// What is sent to a provider.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Request {
+    pub model: String,
+    /// Empty means no system prompt is sent.
+    pub system: String,
+    pub messages: Vec<Message>,
+    /// `None` is not sent; `Some(0.0)` is sent as `0` (DECISIONS D8).
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Empty means no `tools` key at all.
+    pub tools: Vec<Tool>,
+}
+
+/// What a provider answered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Response {
+    /// The text of the answer; empty when the model said nothing (D14).
+    pub content: String,
+    /// The provider's own stop reason, informational only.
+    pub stop_reason: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Empty when the model called no tools.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            content: content.into(),
+            ..Message::default()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Providers and model strings.
+// ---------------------------------------------------------------------------
+
+/// The supported wire formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Anthropic,
+    OpenAi,
+    Ollama,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Anthropic, Kind::OpenAi, Kind::Ollama];
+
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The name used in model strings, config tables and env variables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Anthropic => "anthropic",
+            Kind::OpenAi => "openai",
+            Kind::Ollama => "ollama",
+        }
+    }
+
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Kind::Anthropic => "https://api.anthropic.com",
+            Kind::OpenAi => "https://api.openai.com",
+            Kind::Ollama => "http://localhost:11434",
+        }
+    }
+
+    pub fn needs_key(self) -> bool {
+        !matches!(self, Kind::Ollama)
+    }
+}
+
+/// A `provider/model` string, split at the first `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    pub provider: Kind,
+    pub model: String,
+}
+
+impl ModelRef {
+    /// Parses `provider/model`. Errors are general errors (exit 1).
+    pub fn parse(s: &str) -> Result<ModelRef, Error> {
+        let (provider, model) = match s.split_once('/') {
+            Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => (p.trim(), m.trim()),
+            _ => {
+                return Err(Error::general(format!(
+                    "invalid model {s:?}: expected provider/model, e.g. anthropic/claude-sonnet-4-5"
+                )));
+            }
+        };
+        let provider = Kind::parse(provider).ok_or_else(|| {
+            Error::general(format!(
+                "unsupported provider \"{provider}\": supported providers are anthropic, openai, ollama"
+            ))
+        })?;
+        Ok(ModelRef {
+            provider,
+            model: model.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.provider.name(), self.model)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Errors.
+// ---------------------------------------------------------------------------
+
+/// What went wrong with a provider call; decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// 401, 403.
+    Auth,
+    /// 429.
+    RateLimit,
+    /// 529, or Anthropic's `overloaded_error`.
+    Overloaded,
+    /// Other 5xx.
+    Server,
+    /// The deadline passed before the answer was complete.
+    Timeout,
+    /// Connection refused, reset, DNS, TLS; also unexpected redirects.
+    Network,
+    /// 400, 404, 422 and other 4xx: the request itself is wrong.
+    BadRequest,
+    /// A 2xx whose body cannot be used (DECISIONS D13).
+    InvalidResponse,
+}
+
+/// A classified provider failure. Its text includes the provider's own error
+/// message, with every configured key redacted (D18).
+#[derive(Debug, Clone)]
+pub struct ProviderError {
+    pub provider: Kind,
+    pub kind: ErrorKind,
+    /// HTTP status, when there was a response.
+    pub status: Option<u16>,
+    pub message: String,
+}
+
+impl ProviderError {
+    fn new(provider: Kind, kind: ErrorKind, status: Option<u16>, message: impl AsRef<str>) -> Self {
+        let message = redact::redact(message.as_ref());
+        ProviderError {
+            provider,
+            kind,
+            status,
+            message,
+        }
+    }
+
+    pub fn exit_code(&self) -> Code {
+        match self.kind {
+            ErrorKind::BadRequest => Code::General,
+            _ => Code::Api,
+        }
+    }
+}
+
+impl fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.provider.name(), self.message)
+    }
+}
+
+impl std::error::Error for ProviderError {}
+
+// ---------------------------------------------------------------------------
+// The HTTP path.
+// ---------------------------------------------------------------------------
+
+/// A provider endpoint with its credentials. Cheap to build; the HTTP
+/// connection pool behind it is shared by every call in the process.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    pub kind: Kind,
+    pub base_url: String,
+    api_key: Option<String>,
+}
+
+impl Provider {
+    pub fn new(kind: Kind, base_url: impl Into<String>, api_key: Option<String>) -> Provider {
+        if let Some(k) = &api_key {
+            redact::register(k);
+        }
+        let base_url = base_url.into().trim_end_matches('/').to_string();
+        Provider {
+            kind,
+            base_url,
+            api_key,
+        }
+    }
+
+    /// The provider for `kind` as configured by env and `config.toml`. A
+    /// missing key is an API error (exit 3).
+    pub fn from_config(kind: Kind, config: &GlobalConfig) -> Result<Provider, Error> {
+        let key = config.api_key(kind);
+        if key.is_none() && kind.needs_key() {
+            let name = kind.name();
+            return Err(Error::api(format!(
+                "API key for provider \"{name}\" is not configured (set {}_API_KEY or add it to config.toml)",
+                name.to_ascii_uppercase()
+            )));
+        }
+        Ok(Provider::new(kind, config.base_url(kind), key))
+    }
+
+    /// The URL requests are sent to.
+    pub fn endpoint(&self) -> String {
+        match self.kind {
+            Kind::Anthropic => join_v1(&self.base_url, "messages"),
+            Kind::OpenAi => join_v1(&self.base_url, "chat/completions"),
+            Kind::Ollama => format!("{}/api/chat", self.base_url),
+        }
+    }
+
+    /// The JSON body for `req` in this provider's wire format.
+    pub fn body(&self, req: &Request) -> Value {
+        match self.kind {
+            Kind::Anthropic => anthropic::body(req),
+            Kind::OpenAi => openai::body(req),
+            Kind::Ollama => ollama::body(req),
+        }
+    }
+
+    /// Sends `req` and waits for the answer, at most until `deadline`.
+    pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(self.error(ErrorKind::Timeout, None, "no time left before the deadline"));
+        }
+        let url = self.endpoint();
+        let body = serde_json::to_vec(&self.body(req)).map_err(|e| {
+            self.error(
+                ErrorKind::BadRequest,
+                None,
+                format!("cannot encode request: {e}"),
+            )
+        })?;
+
+        let mut call = client(self.kind)
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json");
+        match (self.kind, &self.api_key) {
+            (Kind::Anthropic, key) => {
+                call = call
+                    .header("x-api-key", key.as_deref().unwrap_or(""))
+                    .header("anthropic-version", "2023-06-01");
+            }
+            (Kind::OpenAi | Kind::Ollama, Some(key)) => {
+                call = call.header("authorization", format!("Bearer {key}"));
+            }
+            (Kind::OpenAi | Kind::Ollama, None) => {}
+        }
+        let result = call
+            .config()
+            .timeout_global(Some(remaining))
+            .build()
+            .send(&body[..]);
+        let mut resp = result.map_err(|e| self.transport_error(e, &url))?;
+
+        let status = resp.status().as_u16();
+        let location = header(&resp, "location");
+        let bytes = read_body(resp.body_mut()).map_err(|e| self.transport_error(e, &url))?;
+        let text = String::from_utf8_lossy(&bytes);
+
+        if !(200..300).contains(&status) {
+            return Err(self.status_error(status, &text, location.as_deref()));
+        }
+        let parsed = match self.kind {
+            Kind::Anthropic => anthropic::parse(&text),
+            Kind::OpenAi => openai::parse(&text),
+            Kind::Ollama => ollama::parse(&text),
+        };
+        parsed.map_err(|detail| {
+            self.error(
+                ErrorKind::InvalidResponse,
+                Some(status),
+                format!("invalid response: {detail}"),
+            )
+        })
+    }
+
+    fn error(
+        &self,
+        kind: ErrorKind,
+        status: Option<u16>,
+        message: impl AsRef<str>,
+    ) -> ProviderError {
+        ProviderError::new(self.kind, kind, status, message)
+    }
+
+    /// Classifies a non-2xx answer; the provider's own message is kept.
+    fn status_error(&self, status: u16, body: &str, location: Option<&str>) -> ProviderError {
+        let detail = error_detail(body);
+        let overloaded = detail.error_type.as_deref() == Some("overloaded_error");
+        let (kind, what) = match status {
+            401 | 403 => (ErrorKind::Auth, "authentication failed"),
+            429 => (ErrorKind::RateLimit, "rate limited"),
+            529 => (ErrorKind::Overloaded, "overloaded"),
+            _ if overloaded => (ErrorKind::Overloaded, "overloaded"),
+            500..=599 => (ErrorKind::Server, "server error"),
+            404 => (ErrorKind::BadRequest, "not found"),
+            300..=399 => (ErrorKind::Network, "unexpected redirect"),
+            _ => (ErrorKind::BadRequest, "bad request"),
+        };
+        let mut msg = format!("{what} (HTTP {status})");
+        if (300..400).contains(&status) {
+            msg.push_str(&format!(
+                " to {}: redirects are not followed; check the base URL",
+                location.unwrap_or("(no location)")
+            ));
+        } else if !detail.message.is_empty() {
+            msg.push_str(": ");
+            msg.push_str(&detail.message);
+        }
+        self.error(kind, Some(status), msg)
+    }
+
+    fn transport_error(&self, err: ureq::Error, url: &str) -> ProviderError {
+        use std::io::ErrorKind as Io;
+        match err {
+            ureq::Error::Timeout(_) => self.error(ErrorKind::Timeout, None, "request timed out"),
+            ureq::Error::Io(e) if matches!(e.kind(), Io::TimedOut | Io::WouldBlock) => {
+                self.error(ErrorKind::Timeout, None, "request timed out")
+            }
+            ureq::Error::BodyExceedsLimit(_) => self.error(
+                ErrorKind::InvalidResponse,
+                None,
+                format!(
+                    "invalid response: body larger than {} MiB",
+                    MAX_BODY_BYTES >> 20
+                ),
+            ),
+            ureq::Error::ConnectionFailed => self.refused(url),
+            ureq::Error::Io(e) if e.kind() == Io::ConnectionRefused => self.refused(url),
+            ureq::Error::HostNotFound => {
+                self.error(ErrorKind::Network, None, format!("host not found ({url})"))
+            }
+            other => self.error(
+                ErrorKind::Network,
+                None,
+                format!("network error: {other} ({url})"),
+            ),
+        }
+    }
+
+    fn refused(&self, url: &str) -> ProviderError {
+        let msg = match self.kind {
+            Kind::Ollama => {
+                format!(
+                    "connection refused: is Ollama running? (expected at {})",
+                    self.base_url
+                )
+            }
+            _ => format!("connection refused ({url})"),
+        };
+        self.error(ErrorKind::Network, None, msg)
+    }
+}
+
+/// One HTTP client per provider, shared by every call in the process so that
+/// keep-alive connections are reused across turns and sub-agents.
+fn client(kind: Kind) -> &'static ureq::Agent {
+    static CLIENTS: [OnceLock<ureq::Agent>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = match kind {
+        Kind::Anthropic => &CLIENTS[0],
+        Kind::OpenAi => &CLIENTS[1],
+        Kind::Ollama => &CLIENTS[2],
+    };
+    slot.get_or_init(|| {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+            .max_idle_connections_per_host(64)
+            .max_idle_age(Duration::from_secs(30))
+            .build()
+            .into()
+    })
+}
+
+/// `{base}/v1/{path}`; a base that already ends in `/v1` (as many
+/// OpenAI-compatible servers are documented) is not given a second one.
+fn join_v1(base: &str, path: &str) -> String {
+    if base.ends_with("/v1") {
+        format!("{base}/{path}")
+    } else {
+        format!("{base}/v1/{path}")
+    }
+}
+
+fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// Reads at most [`MAX_BODY_BYTES`]; a longer body is an error, not read whole.
+fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
+    body.with_config().limit(MAX_BODY_BYTES).read_to_vec()
+}
+
+/// The message and type of a provider's error body, whatever its shape:
+/// Anthropic and OpenAI `{"error":{"message","type"}}`, Ollama
+/// `{"error":"..."}`, a plain `{"message":...}`, an HTML page, or text.
+#[derive(Debug, Default, PartialEq)]
+pub struct ErrorDetail {
+    pub message: String,
+    pub error_type: Option<String>,
+}
+
+pub fn error_detail(body: &str) -> ErrorDetail {
+    const MAX: usize = 300;
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return ErrorDetail {
+            message: "(empty body)".into(),
+            error_type: None,
+        };
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+        let err = &v["error"];
+        let message = err["message"]
+            .as_str()
+            .or_else(|| err.as_str())
+            .or_else(|| v["message"].as_str())
+            .or_else(|| v["detail"].as_str())
+            .map(str::to_string)
+            .unwrap_or_else(|| clip(trimmed, MAX));
+        let error_type = err["type"].as_str().map(str::to_string);
+        return ErrorDetail {
+            message: clip(&one_line(&message), MAX),
+            error_type,
+        };
+    }
+    if looks_like_html(trimmed) {
+        let title = between(trimmed, "<title>", "</title>").map(|t| one_line(t.trim()));
+        let message = match title {
+            Some(t) if !t.is_empty() => format!("HTML error page: {t}"),
+            _ => "HTML error page".into(),
+        };
+        return ErrorDetail {
+            message: clip(&message, MAX),
+            error_type: None,
+        };
+    }
+    ErrorDetail {
+        message: clip(&one_line(trimmed), MAX),
+        error_type: None,
+    }
+}
+
+/// Whether a body is an HTML page rather than JSON.
+pub fn looks_like_html(body: &str) -> bool {
+    let start: String = body
+        .trim_start()
+        .chars()
+        .take(15)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    start.starts_with("<!doctype") || start.starts_with("<html") || start.starts_with("<head")
+}
+
+/// Detail for a 2xx body that is not the JSON expected (D13).
+pub fn invalid_json_detail(body: &str, err: &serde_json::Error) -> String {
+    if body.trim().is_empty() {
+        "empty body".into()
+    } else if looks_like_html(body) {
+        "got an HTML page instead of JSON".into()
+    } else if err.is_eof() {
+        format!("truncated JSON ({err})")
+    } else {
+        err.to_string()
+    }
+}
+
+fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let lower = s.to_ascii_lowercase();
+    let start = lower.find(open)? + open.len();
+    let end = lower[start..].find(close)? + start;
+    s.get(start..end)
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers shared by the wire formats.
+// ---------------------------------------------------------------------------
+
+/// The JSON Schema object for a tool's parameters.
+pub(crate) fn input_schema(tool: &Tool) -> Value {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (name, p) in &tool.parameters {
+        let mut prop = json!({"type": p.kind, "description": p.description});
+        if !p.allowed.is_empty() {
+            prop["enum"] = json!(p.allowed);
+        }
+        properties.insert(name.clone(), prop);
+        if p.required {
+            required.push(name.clone());
+        }
+    }
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// A number as JSON, whole numbers without a fraction (`0`, not `0.0`: D8).
+pub(crate) fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
+/// Tool-call arguments from a JSON object: strings as they are, `null` as
+/// empty, anything else as its JSON text (D3). A non-object gives no arguments.
+pub(crate) fn arguments_from_json(v: &Value) -> BTreeMap<String, String> {
+    let Some(obj) = v.as_object() else {
+        return BTreeMap::new();
+    };
+    obj.iter()
+        .map(|(k, v)| {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            (k.clone(), s)
+        })
+        .collect()
+}
+
+/// Arguments as a wire format sends them: a JSON object, or a string that
+/// holds one. Invalid JSON gives no arguments (Req 3.4).
+pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
+    match v {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .map(|v| arguments_from_json(&v))
+            .unwrap_or_default(),
+        other => arguments_from_json(other),
+    }
+}
+
+/// Arguments as a JSON object of strings, for writing history back.
+pub(crate) fn arguments_to_json(args: &BTreeMap<String, String>) -> Value {
+    Value::Object(
+        args.iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_strings_split_at_the_first_slash() {
+        let m = ModelRef::parse("openai/meta-llama/Llama-3-8b").unwrap();
+        assert_eq!(
+            (m.provider, m.model.as_str()),
+            (Kind::OpenAi, "meta-llama/Llama-3-8b")
+        );
+        assert_eq!(ModelRef::parse("nope").unwrap_err().code, Code::General);
+        assert_eq!(ModelRef::parse("/m").unwrap_err().code, Code::General);
+        assert_eq!(
+            ModelRef::parse("x/m").unwrap_err().message,
+            "unsupported provider \"x\": supported providers are anthropic, openai, ollama"
+        );
+    }
+
+    #[test]
+    fn error_detail_reads_each_providers_shape() {
+        let a = error_detail(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!(
+            a,
+            ErrorDetail {
+                message: "Overloaded".into(),
+                error_type: Some("overloaded_error".into())
+            }
+        );
+        let o = error_detail(
+            r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error"}}"#,
+        );
+        assert_eq!(o.message, "Incorrect API key");
+        let l = error_detail(r#"{"error":"model \"x\" not found"}"#);
+        assert_eq!(l.message, "model \"x\" not found");
+        let h = error_detail("<html><head><title>502 Bad Gateway</title></head></html>");
+        assert_eq!(h.message, "HTML error page: 502 Bad Gateway");
+        assert_eq!(error_detail("").message, "(empty body)");
+    }
+
+    #[test]
+    fn whole_numbers_are_sent_without_fraction() {
+        assert_eq!(number(0.0).to_string(), "0");
+        assert_eq!(number(0.7).to_string(), "0.7");
+    }
+
+    #[test]
+    fn base_urls_ending_in_v1_get_no_second_v1() {
+        assert_eq!(join_v1("http://h:1", "messages"), "http://h:1/v1/messages");
+        assert_eq!(
+            join_v1("http://h:1/v1", "chat/completions"),
+            "http://h:1/v1/chat/completions"
+        );
+    }
+}

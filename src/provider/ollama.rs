@@ -1,0 +1,115 @@
+//! The Ollama chat wire format (`POST /api/chat`, `stream: false`).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_to_json,
+    invalid_json_detail, number,
+};
+
+/// The request body for `req`. The system prompt is the first message;
+/// temperature and max tokens go in `options`.
+pub fn body(req: &Request) -> Value {
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    for m in &req.messages {
+        push_message(&mut messages, m);
+    }
+    let mut body = json!({"model": req.model, "messages": messages, "stream": false});
+    let mut options = serde_json::Map::new();
+    if let Some(t) = req.temperature {
+        options.insert("temperature".into(), number(t));
+    }
+    if let Some(n) = req.max_tokens {
+        options.insert("num_predict".into(), json!(n));
+    }
+    if !options.is_empty() {
+        body["options"] = Value::Object(options);
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = super::openai::function_tools(req);
+    }
+    body
+}
+
+fn push_message(out: &mut Vec<Value>, m: &Message) {
+    match m.role {
+        Role::User => out.push(json!({"role": "user", "content": m.content})),
+        Role::Assistant if m.tool_calls.is_empty() => {
+            out.push(json!({"role": "assistant", "content": m.content}));
+        }
+        Role::Assistant => out.push(json!({
+            "role": "assistant",
+            "content": m.content,
+            "tool_calls": m.tool_calls.iter().map(|c| json!({
+                "function": {"name": c.name, "arguments": arguments_to_json(&c.arguments)},
+            })).collect::<Vec<_>>(),
+        })),
+        // Ollama has no tool_call_id: one `tool` message per result, in order.
+        Role::Tool => {
+            for r in &m.tool_results {
+                out.push(json!({"role": "tool", "content": r.content}));
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    message: WireMessage,
+    #[serde(default)]
+    done_reason: Option<String>,
+    #[serde(default)]
+    prompt_eval_count: u64,
+    #[serde(default)]
+    eval_count: u64,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: String,
+    /// An object per the API; a JSON string is accepted too.
+    #[serde(default)]
+    arguments: Value,
+}
+
+/// Parses a successful response body. Tool calls get ids `ollama_<index>`.
+pub fn parse(body: &str) -> Result<Response, String> {
+    let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
+    let tool_calls = wire
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCall {
+            id: format!("ollama_{i}"),
+            name: c.function.name,
+            arguments: arguments_from_wire(&c.function.arguments),
+        })
+        .collect();
+    Ok(Response {
+        content: wire.message.content.unwrap_or_default(),
+        stop_reason: wire.done_reason.unwrap_or_default(),
+        input_tokens: wire.prompt_eval_count,
+        output_tokens: wire.eval_count,
+        tool_calls,
+    })
+}

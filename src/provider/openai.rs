@@ -1,0 +1,151 @@
+//! The OpenAI Chat Completions wire format (`POST /v1/chat/completions`),
+//! spoken by OpenAI and every OpenAI-compatible server.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_to_json,
+    input_schema, invalid_json_detail, number,
+};
+
+/// The request body for `req`. The system prompt is the first message.
+pub fn body(req: &Request) -> Value {
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    for m in &req.messages {
+        push_message(&mut messages, m);
+    }
+    let mut body = json!({"model": req.model, "messages": messages});
+    if let Some(t) = req.temperature {
+        body["temperature"] = number(t);
+    }
+    if let Some(n) = req.max_tokens {
+        body["max_tokens"] = json!(n);
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = function_tools(req);
+    }
+    body
+}
+
+/// Tools in the `{"type": "function", "function": {...}}` shape (shared with Ollama).
+pub(crate) fn function_tools(req: &Request) -> Value {
+    req.tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": input_schema(t)
+            }})
+        })
+        .collect()
+}
+
+fn push_message(out: &mut Vec<Value>, m: &Message) {
+    match m.role {
+        Role::User => out.push(json!({"role": "user", "content": m.content})),
+        Role::Assistant if m.tool_calls.is_empty() => {
+            out.push(json!({"role": "assistant", "content": m.content}));
+        }
+        // `content` is a string, "" when empty, never null (DECISIONS D15).
+        Role::Assistant => out.push(json!({
+            "role": "assistant",
+            "content": m.content,
+            "tool_calls": m.tool_calls.iter().map(|c| json!({
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": arguments_to_json(&c.arguments).to_string()},
+            })).collect::<Vec<_>>(),
+        })),
+        Role::Tool => {
+            for r in &m.tool_results {
+                out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: WireMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    /// A string, null, or (some compatible servers) an array of text parts.
+    #[serde(default)]
+    content: Value,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    #[serde(default)]
+    id: Option<String>,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: String,
+    /// A JSON-encoded string per the API; some servers send an object.
+    #[serde(default)]
+    arguments: Value,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+/// Parses a successful response body (the first choice).
+pub fn parse(body: &str) -> Result<Response, String> {
+    let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
+    let usage = wire.usage;
+    let Some(choice) = wire.choices.into_iter().next() else {
+        return Err("no choices in the response".into());
+    };
+    let content = match &choice.message.content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    };
+    let tool_calls = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCall {
+            id: c
+                .id
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| format!("call_{i}")),
+            name: c.function.name,
+            arguments: arguments_from_wire(&c.function.arguments),
+        })
+        .collect();
+    Ok(Response {
+        content,
+        stop_reason: choice.finish_reason.unwrap_or_default(),
+        input_tokens: usage.as_ref().map_or(0, |u| u.prompt_tokens),
+        output_tokens: usage.as_ref().map_or(0, |u| u.completion_tokens),
+        tool_calls,
+    })
+}

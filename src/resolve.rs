@@ -1,0 +1,361 @@
+//! Resolution: from an agent file and a run's overrides to what is sent —
+//! the model, the workdir, the context files, the skill and the system
+//! prompt, assembled byte for byte as BASE.md says.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use crate::agent::Agent;
+use crate::error::Error;
+use crate::paths;
+use crate::provider::ModelRef;
+
+/// The user message when neither `--prompt` nor stdin gives one.
+pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
+
+/// How many leading bytes are checked for a NUL to call a file binary.
+const BINARY_SNIFF: usize = 8 * 1024;
+
+/// Command-line overrides of an agent's settings (empty for sub-agents).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub model: Option<String>,
+    pub skill: Option<String>,
+    pub workdir: Option<String>,
+}
+
+/// A context file, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextFile {
+    /// `/`-separated, relative to the workdir.
+    pub path: String,
+    pub content: String,
+}
+
+/// A file a glob matched but that was not used, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Everything needed to build the first request of a run.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub agent: Agent,
+    pub model: ModelRef,
+    pub workdir: PathBuf,
+    pub skill_path: Option<PathBuf>,
+    pub skill: Option<String>,
+    pub files: Vec<ContextFile>,
+    pub skipped: Vec<Skipped>,
+    pub system_prompt: String,
+}
+
+/// Resolves `agent` with `overrides`; relative paths given on the command line
+/// resolve against `cwd`.
+pub fn resolve(agent: Agent, overrides: &Overrides, cwd: &Path) -> Result<Resolved, Error> {
+    let model_str = overrides.model.as_deref().unwrap_or(&agent.config.model);
+    let model = ModelRef::parse(model_str)?;
+    let workdir = resolve_workdir(&agent, overrides, cwd)?;
+    let (skill_path, skill) = resolve_skill(&agent, overrides, cwd)?;
+    let (files, skipped) = collect_files(&workdir, &agent.config.files)?;
+    let system_prompt = system_prompt(
+        agent.config.system_prompt.as_deref().unwrap_or(""),
+        skill.as_deref(),
+        &files,
+    );
+    Ok(Resolved {
+        agent,
+        model,
+        workdir,
+        skill_path,
+        skill,
+        files,
+        skipped,
+        system_prompt,
+    })
+}
+
+/// `system_prompt`, then the skill, then the context files, with BASE.md's
+/// separators.
+pub fn system_prompt(base: &str, skill: Option<&str>, files: &[ContextFile]) -> String {
+    let mut sp = base.to_string();
+    if let Some(skill) = skill {
+        sp.push_str("\n\n---\n\n## Skill\n\n");
+        sp.push_str(skill);
+    }
+    if !files.is_empty() {
+        sp.push_str("\n\n---\n\n## Context Files\n\n");
+        let blocks: Vec<String> = files
+            .iter()
+            .map(|f| {
+                let ext = Path::new(&f.path)
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .unwrap_or("");
+                format!("### {}\n```{ext}\n{}\n```", f.path, f.content)
+            })
+            .collect();
+        sp.push_str(&blocks.join("\n\n"));
+    }
+    sp
+}
+
+/// `--workdir`, then the TOML `workdir` (relative to `cwd`), then `cwd`.
+fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<PathBuf, Error> {
+    let dir = match overrides
+        .workdir
+        .as_deref()
+        .or(agent.config.workdir.as_deref())
+    {
+        Some(d) if !d.trim().is_empty() => paths::resolve_against(cwd, d),
+        _ => return Ok(cwd.to_path_buf()),
+    };
+    match fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(Error::config(format!(
+            "workdir is not a directory: {}",
+            dir.display()
+        ))),
+        Err(_) => Err(Error::config(format!(
+            "workdir does not exist: {}",
+            dir.display()
+        ))),
+    }
+}
+
+/// `--skill` (relative to `cwd`), else the TOML `skill` (relative to the
+/// config directory). A directory means its `SKILL.md`.
+fn resolve_skill(
+    agent: &Agent,
+    overrides: &Overrides,
+    cwd: &Path,
+) -> Result<(Option<PathBuf>, Option<String>), Error> {
+    let path = match (&overrides.skill, &agent.config.skill) {
+        (Some(s), _) if !s.trim().is_empty() => paths::resolve_against(cwd, s),
+        (_, Some(s)) if !s.trim().is_empty() => paths::resolve_against(&paths::config_dir()?, s),
+        _ => return Ok((None, None)),
+    };
+    let path = if path.is_dir() {
+        path.join("SKILL.md")
+    } else {
+        path
+    };
+    match fs::read(&path) {
+        Ok(bytes) => Ok((
+            Some(path),
+            Some(String::from_utf8_lossy(&bytes).into_owned()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::config(format!(
+            "skill not found: {}",
+            path.display()
+        ))),
+        Err(e) => Err(Error::config(format!(
+            "cannot read skill {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Expands every glob against `workdir`: matches de-duplicated and sorted by
+/// relative path; files outside the workdir (also through symlinks), binary
+/// files and unreadable files skipped. An invalid glob is a config error.
+pub fn collect_files(
+    workdir: &Path,
+    patterns: &[String],
+) -> Result<(Vec<ContextFile>, Vec<Skipped>), Error> {
+    if patterns.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let root = workdir
+        .canonicalize()
+        .map_err(|e| Error::config(format!("cannot resolve workdir {}: {e}", workdir.display())))?;
+    let mut matched: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for pattern in patterns {
+        let pattern = normalize_pattern(pattern);
+        let matcher = compile(&pattern)?;
+        let (base, rest) = split_literal_base(&pattern);
+        let max_depth = if rest.iter().any(|c| c.contains("**")) {
+            usize::MAX
+        } else {
+            rest.len()
+        };
+        let start = if base.is_empty() {
+            root.clone()
+        } else {
+            root.join(&base)
+        };
+        walk(&start, &base, max_depth, &matcher, &mut matched);
+    }
+
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for (rel, path) in matched {
+        let inside = path
+            .canonicalize()
+            .is_ok_and(|real| real.starts_with(&root));
+        if !inside {
+            skipped.push(Skipped {
+                path: rel,
+                reason: "outside the workdir".into(),
+            });
+            continue;
+        }
+        match read_text(&path) {
+            Ok(Some(content)) => files.push(ContextFile { path: rel, content }),
+            Ok(None) => skipped.push(Skipped {
+                path: rel,
+                reason: "binary".into(),
+            }),
+            Err(e) => skipped.push(Skipped {
+                path: rel,
+                reason: format!("unreadable: {e}"),
+            }),
+        }
+    }
+    Ok((files, skipped))
+}
+
+/// Drops `./` components, which would otherwise never match.
+fn normalize_pattern(p: &str) -> String {
+    let parts: Vec<&str> = p.split('/').filter(|c| *c != ".").collect();
+    let joined = parts.join("/");
+    if p.starts_with('/') && !joined.starts_with('/') {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+fn compile(pattern: &str) -> Result<GlobMatcher, Error> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| Error::config(format!("invalid glob {pattern:?}: {}", e.kind())))
+}
+
+/// Splits a pattern into the leading directories without glob syntax (where
+/// the walk starts) and the remaining components.
+fn split_literal_base(pattern: &str) -> (String, Vec<String>) {
+    let comps: Vec<&str> = pattern.split('/').collect();
+    let is_meta = |c: &str| c.contains(['*', '?', '[', '{', '\\']);
+    let n = comps
+        .iter()
+        .take(comps.len().saturating_sub(1))
+        .take_while(|c| !is_meta(c))
+        .count();
+    let base = comps[..n].join("/");
+    // An absolute pattern keeps its leading `/`.
+    let base = if pattern.starts_with('/') && base.is_empty() {
+        "/".to_string()
+    } else {
+        base
+    };
+    (base, comps[n..].iter().map(|c| c.to_string()).collect())
+}
+
+/// Walks `dir` (whose path relative to the workdir is `rel`) up to `depth`
+/// levels, adding every file whose relative path matches. Symlinked
+/// directories are not entered (no loops); `.git` is not entered.
+fn walk(dir: &Path, rel: &str, depth: usize, m: &GlobMatcher, out: &mut BTreeMap<String, PathBuf>) {
+    if depth == 0 {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let child_rel = match rel {
+            "" => name.clone(),
+            "/" => format!("/{name}"),
+            _ => format!("{rel}/{name}"),
+        };
+        let path = entry.path();
+        let Ok(ft) = entry.file_type() else { continue };
+        let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
+        if ft.is_dir() {
+            if name != ".git" {
+                walk(&path, &child_rel, depth - 1, m, out);
+            }
+        } else if is_file && m.is_match(&child_rel) {
+            out.insert(child_rel, path);
+        }
+    }
+}
+
+/// The file's text, or `None` if it is binary (a NUL in its first 8 KiB).
+fn read_text(path: &Path) -> std::io::Result<Option<String>> {
+    let mut bytes = Vec::new();
+    fs::File::open(path)?.read_to_end(&mut bytes)?;
+    if bytes[..bytes.len().min(BINARY_SNIFF)].contains(&0) {
+        return Ok(None);
+    }
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_base_stops_at_the_first_glob_component() {
+        assert_eq!(
+            split_literal_base("src/**/*.rs"),
+            ("src".into(), vec!["**".into(), "*.rs".into()])
+        );
+        assert_eq!(
+            split_literal_base("README.md"),
+            (String::new(), vec!["README.md".into()])
+        );
+        assert_eq!(
+            split_literal_base("a/b/c.txt"),
+            ("a/b".into(), vec!["c.txt".into()])
+        );
+        assert_eq!(
+            split_literal_base("/etc/*.conf"),
+            ("/etc".into(), vec!["*.conf".into()])
+        );
+        assert_eq!(normalize_pattern("./src/./*.rs"), "src/*.rs");
+    }
+
+    #[test]
+    fn system_prompt_is_assembled_byte_for_byte() {
+        let files = vec![
+            ContextFile {
+                path: "a.rs".into(),
+                content: "fn a() {}".into(),
+            },
+            ContextFile {
+                path: "docs/b".into(),
+                content: "B".into(),
+            },
+        ];
+        let sp = system_prompt("You help.", Some("SKILL"), &files);
+        assert_eq!(
+            sp,
+            "You help.\n\n---\n\n## Skill\n\nSKILL\n\n---\n\n## Context Files\n\n### a.rs\n```rs\nfn a() {}\n```\n\n### docs/b\n```\nB\n```"
+        );
+        assert_eq!(system_prompt("Only.", None, &[]), "Only.");
+    }
+
+    #[test]
+    fn invalid_glob_is_a_config_error() {
+        let err = collect_files(Path::new("."), &["src/[".into()]).unwrap_err();
+        assert_eq!(err.code, crate::error::Code::Config);
+        assert!(
+            err.message.starts_with("invalid glob \"src/[\""),
+            "{}",
+            err.message
+        );
+    }
+}
