@@ -1,0 +1,327 @@
+//! Test harness shared by the integration tests: a fake provider (a real
+//! tiny_http server on 127.0.0.1 that records every request and answers from
+//! a script) and a temporary config home for driving the real `axe` binary.
+
+#![allow(dead_code)]
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+/// One request the fake provider received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).expect("request body is JSON")
+    }
+}
+
+/// What the fake provider answers.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// `status` with a body, content-type application/json.
+    Json(u16, String),
+    /// `status` with a body, a content type of your choosing, and extra headers.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+    /// Accept the request and never answer (held for a minute).
+    Hang,
+    /// Wait, then answer.
+    Delay(Duration, Box<Reply>),
+}
+
+/// A fake provider on 127.0.0.1. Replies are used in order; the last one
+/// repeats. Each request is answered on its own thread.
+pub struct FakeServer {
+    pub url: String,
+    server: Arc<tiny_http::Server>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl FakeServer {
+    pub fn start(replies: Vec<Reply>) -> FakeServer {
+        assert!(
+            !replies.is_empty(),
+            "a fake server needs at least one reply"
+        );
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
+        let port = server.server_addr().to_ip().expect("ip address").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let next = Arc::new(AtomicUsize::new(0));
+        let replies = Arc::new(replies);
+        {
+            let server = server.clone();
+            let requests = requests.clone();
+            thread::spawn(move || {
+                for mut req in server.incoming_requests() {
+                    let mut body = String::new();
+                    let _ = req.as_reader().read_to_string(&mut body);
+                    requests.lock().unwrap().push(Recorded {
+                        method: req.method().to_string(),
+                        path: req.url().to_string(),
+                        headers: req
+                            .headers()
+                            .iter()
+                            .map(|h| {
+                                (
+                                    h.field.as_str().as_str().to_ascii_lowercase(),
+                                    h.value.as_str().to_string(),
+                                )
+                            })
+                            .collect(),
+                        body,
+                    });
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let reply = replies[i.min(replies.len() - 1)].clone();
+                    thread::spawn(move || answer(req, reply));
+                }
+            });
+        }
+        FakeServer {
+            url: format!("http://127.0.0.1:{port}"),
+            server,
+            requests,
+        }
+    }
+
+    /// A server answering every request with `status` and `body` as JSON.
+    pub fn json(status: u16, body: &str) -> FakeServer {
+        FakeServer::start(vec![Reply::Json(status, body.to_string())])
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// The only request received (panics if there was not exactly one).
+    pub fn only_request(&self) -> Recorded {
+        let r = self.requests();
+        assert_eq!(r.len(), 1, "expected exactly one request, got {}", r.len());
+        r[0].clone()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+    }
+}
+
+fn answer(req: tiny_http::Request, reply: Reply) {
+    match reply {
+        Reply::Json(status, body) => {
+            let _ = req.respond(response(status, "application/json", body, &[]));
+        }
+        Reply::Raw {
+            status,
+            content_type,
+            body,
+            headers,
+        } => {
+            let _ = req.respond(response(status, &content_type, body, &headers));
+        }
+        Reply::Hang => {
+            thread::sleep(Duration::from_secs(60));
+            drop(req);
+        }
+        Reply::Delay(d, inner) => {
+            thread::sleep(d);
+            answer(req, *inner);
+        }
+    }
+}
+
+fn response(
+    status: u16,
+    content_type: &str,
+    body: String,
+    headers: &[(String, String)],
+) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let mut r = tiny_http::Response::from_string(body)
+        .with_status_code(status)
+        .with_header(tiny_http::Header::from_bytes("content-type", content_type).unwrap());
+    for (k, v) in headers {
+        r.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
+    }
+    r
+}
+
+// ---------------------------------------------------------------------------
+// Real provider response shapes (as the APIs document them).
+// ---------------------------------------------------------------------------
+
+pub fn anthropic_text(text: &str, input: u64, output: u64) -> String {
+    serde_json::json!({
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": null,
+        "usage": {"input_tokens": input, "output_tokens": output}
+    })
+    .to_string()
+}
+
+pub fn openai_text(text: &str, input: u64, output: u64) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-123",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-2024-08-06",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text, "refusal": null},
+            "logprobs": null,
+            "finish_reason": "stop"
+        }],
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}
+    })
+    .to_string()
+}
+
+pub fn ollama_text(text: &str, input: u64, output: u64) -> String {
+    serde_json::json!({
+        "model": "llama3.1",
+        "created_at": "2026-11-23T10:00:00.000000Z",
+        "message": {"role": "assistant", "content": text},
+        "done_reason": "stop",
+        "done": true,
+        "total_duration": 4_883_583_458u64,
+        "load_duration": 1_334_875,
+        "prompt_eval_count": input,
+        "prompt_eval_duration": 342_546_000,
+        "eval_count": output,
+        "eval_duration": 4_535_599_000u64
+    })
+    .to_string()
+}
+
+// ---------------------------------------------------------------------------
+// A config home for running the binary.
+// ---------------------------------------------------------------------------
+
+/// A fresh temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "axe-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p.canonicalize().unwrap())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `XDG_CONFIG_HOME` (and `HOME`) in a temp dir; the config dir is `<home>/axe`.
+pub struct Home {
+    pub dir: TempDir,
+}
+
+impl Home {
+    pub fn new() -> Home {
+        let dir = TempDir::new("home");
+        std::fs::create_dir_all(dir.path().join("axe/agents")).unwrap();
+        Home { dir }
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.dir.path().join("axe")
+    }
+
+    /// Writes `<config>/agents/<name>.toml`.
+    pub fn agent(&self, name: &str, toml: &str) -> PathBuf {
+        let p = self
+            .config_dir()
+            .join("agents")
+            .join(format!("{name}.toml"));
+        std::fs::write(&p, toml).unwrap();
+        p
+    }
+
+    /// Writes `<config>/config.toml`.
+    pub fn config(&self, toml: &str) {
+        std::fs::write(self.config_dir().join("config.toml"), toml).unwrap();
+    }
+
+    /// The `axe` binary with this home and a clean environment: no keys, no
+    /// base URLs, no editor from the developer's shell. Stdin is null.
+    pub fn axe(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_axe"));
+        c.env("XDG_CONFIG_HOME", self.dir.path())
+            .env("HOME", self.dir.path())
+            .env_remove("XDG_DATA_HOME")
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        for var in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "OLLAMA_API_KEY",
+            "AXE_ANTHROPIC_BASE_URL",
+            "AXE_OPENAI_BASE_URL",
+            "AXE_OLLAMA_BASE_URL",
+            "OLLAMA_HOST",
+            "VISUAL",
+            "EDITOR",
+        ] {
+            c.env_remove(var);
+        }
+        c
+    }
+
+    /// Runs `axe <args>` and returns its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.axe().args(args).output().expect("run axe")
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
