@@ -4,7 +4,6 @@
 
 #![allow(dead_code)]
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
