@@ -326,11 +326,11 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
     let resolved = resolve::resolve(agent, &overrides, &cwd)?;
     let input = user_input(cmd.prompt)?;
 
+    output::verbose_header(&verbose, &resolved, &input, cmd.timeout);
     if cmd.dry_run {
         return print_stdout(&output::dry_run(&resolved, &input, cmd.timeout));
     }
     let provider = Provider::from_config(resolved.model.provider, &global)?;
-    output::verbose_header(&verbose, &resolved, &input, cmd.timeout);
 
     let params = &resolved.agent.config.params;
     let req = Request {
