@@ -305,7 +305,10 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         return Err(Error::general("--timeout must be at least 1 second").into());
     }
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(cmd.timeout);
+    // A timeout too large for the clock is a deadline that never comes.
+    let deadline = started
+        .checked_add(Duration::from_secs(cmd.timeout))
+        .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     let verbose = Verbose {
         enabled: cmd.verbose,
     };

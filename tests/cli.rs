@@ -1782,3 +1782,26 @@ fn key_from_config_toml_echoed_in_an_error_is_not_printed() {
         Some(&*format!("Bearer {SECRET}"))
     );
 }
+
+#[test]
+fn run_with_huge_timeout_does_not_overflow_the_clock() {
+    let server = FakeServer::json(200, &openai_text("fine", 1, 1));
+    let home = Home::new();
+    home.agent("big", "name = \"big\"\nmodel = \"openai/gpt-4o\"\n");
+    let out = home
+        .axe()
+        .args([
+            "run",
+            "big",
+            "-p",
+            "hi",
+            "--timeout",
+            "18446744073709551615",
+        ])
+        .env("OPENAI_API_KEY", "sk-test-huge-timeout")
+        .env("AXE_OPENAI_BASE_URL", &server.url)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "fine\n");
+}
