@@ -220,7 +220,13 @@ pub fn list_ids() -> anyhow::Result<Vec<String>> {
                 None
             }
         })
-        .filter(|id| paths::check_agent_name(id).is_ok())
+        .filter(|id| match paths::check_agent_name(id) {
+            Ok(()) => true,
+            Err(e) => {
+                crate::output::warn(&format!("skipping {}/{id}.toml: {e}", dir.display()));
+                false
+            }
+        })
         .collect();
     ids.sort();
     Ok(ids)

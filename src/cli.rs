@@ -195,12 +195,17 @@ fn early_exit(early: argh::EarlyExit) -> anyhow::Result<()> {
     match early.status {
         Ok(()) => print_stdout(&format!("{}\n", early.output.trim_end())),
         Err(()) => {
-            let first = early
+            let text = early
                 .output
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            Err(Error::general(format!("{} (see axe --help)", first.trim())).into())
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let text = if text.is_empty() {
+                "invalid arguments".to_string()
+            } else {
+                text
+            };
+            Err(Error::general(format!("{text} (see axe --help)")).into())
         }
     }
 }
@@ -228,7 +233,10 @@ fn agents_list() -> anyhow::Result<()> {
     for id in agent::list_ids()? {
         match agent::load(&id) {
             Ok(a) if a.config.description.trim().is_empty() => out.push_str(&format!("{id}\n")),
-            Ok(a) => out.push_str(&format!("{id} - {}\n", a.config.description.trim())),
+            Ok(a) => {
+                let description = a.config.description.split_whitespace().collect::<Vec<_>>();
+                out.push_str(&format!("{id} - {}\n", description.join(" ")));
+            }
             Err(e) => output::warn(&format!("skipping agent {id}: {e}")),
         }
     }
@@ -281,7 +289,12 @@ fn agents_edit(name: &str) -> anyhow::Result<()> {
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the default.
 fn user_input(prompt: Option<String>) -> anyhow::Result<UserInput> {
     if let Some(p) = prompt {
-        return Ok(UserInput::Prompt(p));
+        // A blank prompt would be rejected by some APIs; it means the default.
+        return Ok(if p.trim().is_empty() {
+            UserInput::Default
+        } else {
+            UserInput::Prompt(p)
+        });
     }
     let stdin = std::io::stdin();
     if stdin.is_terminal() {

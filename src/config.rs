@@ -138,22 +138,32 @@ impl GlobalConfig {
     }
 }
 
-/// `OLLAMA_HOST` may be `host`, `host:port` or a URL; Ollama's own client
-/// defaults the scheme to http and the port to 11434.
+/// `OLLAMA_HOST` read as Ollama's own client reads it: the scheme defaults
+/// to http; the port to 11434 without a scheme, else the scheme's port (80 or
+/// 443); a path is kept; an empty host means 127.0.0.1.
 fn ollama_host_url(host: &str) -> String {
     let host = host.trim().trim_end_matches('/');
-    let (scheme, rest) = match host.split_once("://") {
-        Some((s, r)) => (s, r),
-        None => ("http", host),
+    let (scheme, rest, default_port) = match host.split_once("://") {
+        Some((s, r)) => (s, r, if s == "https" { "443" } else { "80" }),
+        None => ("http", host, "11434"),
     };
-    let has_port = rest
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok());
-    if has_port {
-        format!("{scheme}://{rest}")
-    } else {
-        format!("{scheme}://{rest}:11434")
-    }
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let (h, port) = match authority.rsplit_once(':') {
+        // `::1` and other bare IPv6 addresses have colons but no port.
+        Some((h, p)) if p.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']')) => {
+            (h, p)
+        }
+        _ => (authority, default_port),
+    };
+    let h = match h {
+        "" => "127.0.0.1".to_string(),
+        h if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
+        h => h.to_string(),
+    };
+    format!("{scheme}://{h}:{port}{path}")
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -196,8 +206,16 @@ mod tests {
         assert_eq!(ollama_host_url("10.0.0.2:9999"), "http://10.0.0.2:9999");
         assert_eq!(
             ollama_host_url("https://o.example/"),
-            "https://o.example:11434"
+            "https://o.example:443"
         );
+        assert_eq!(ollama_host_url("http://h"), "http://h:80");
         assert_eq!(ollama_host_url("http://h:1234"), "http://h:1234");
+        assert_eq!(
+            ollama_host_url("127.0.0.1:1/ollama"),
+            "http://127.0.0.1:1/ollama"
+        );
+        assert_eq!(ollama_host_url(":18777"), "http://127.0.0.1:18777");
+        assert_eq!(ollama_host_url("::1"), "http://[::1]:11434");
+        assert_eq!(ollama_host_url("[::1]:5000"), "http://[::1]:5000");
     }
 }

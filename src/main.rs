@@ -2,6 +2,7 @@
 //! `axe: ...` line on stderr and an exit code. A panic — a bug in axe — is
 //! reported the same way, without a backtrace.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -11,7 +12,8 @@ fn main() -> ExitCode {
     match std::panic::catch_unwind(axe::cli::main) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(err)) => {
-            eprintln!("axe: {}", axe::error::one_line(&err));
+            // Not eprintln!: with stderr closed it would panic and change the code.
+            let _ = writeln!(std::io::stderr(), "axe: {}", axe::error::one_line(&err));
             ExitCode::from(axe::error::exit_code(&err) as u8)
         }
         Err(payload) => {

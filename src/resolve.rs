@@ -193,6 +193,17 @@ pub fn collect_files(
         walk(&start, &base, max_depth, &matcher, &mut matched);
     }
 
+    // A match of an absolute (or `..`) pattern that lies in the workdir is
+    // shown, and de-duplicated, by its path relative to the workdir.
+    let matched: BTreeMap<String, PathBuf> = matched
+        .into_iter()
+        .map(|(rel, path)| match path.strip_prefix(&root) {
+            Ok(inner) if rel.starts_with('/') || rel.starts_with("..") => {
+                (inner.to_string_lossy().replace('\\', "/"), path)
+            }
+            _ => (rel, path),
+        })
+        .collect();
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for (rel, path) in matched {

@@ -1805,3 +1805,127 @@ fn run_with_huge_timeout_does_not_overflow_the_clock() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "fine\n");
 }
+
+#[test]
+fn dry_run_shows_absolute_glob_matches_relative_to_the_workdir() {
+    let home = Home::new();
+    let wd = TempDir::new("absglob");
+    std::fs::write(wd.path().join("x.md"), "X").unwrap();
+    let pattern = format!("{}/*.md", wd.path().display());
+    home.agent(
+        "g",
+        &format!("name = \"g\"\nmodel = \"openai/m\"\nfiles = [\"{pattern}\", \"*.md\"]\n"),
+    );
+    let wd_arg = wd.path().to_str().unwrap();
+    let out = home.run(&["run", "g", "--dry-run", "--workdir", wd_arg, "-p", "hi"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let s = stdout(&out);
+    assert!(s.contains("--- Files (1) ---\nx.md\n"), "{s}");
+    assert!(s.contains("### x.md\n```md\nX\n```"), "{s}");
+}
+
+#[test]
+fn agents_list_prints_one_line_per_agent_even_with_a_multi_line_description() {
+    let home = Home::new();
+    home.agent(
+        "b",
+        "name = \"b\"\nmodel = \"openai/m\"\ndescription = \"\"\"\nmulti\nline\"\"\"\n",
+    );
+    let out = home.run(&["agents", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "b - multi line\n");
+}
+
+#[test]
+fn agents_list_reports_files_whose_name_is_not_an_agent_name() {
+    let home = Home::new();
+    home.agent("ok", "name = \"ok\"\nmodel = \"openai/m\"\n");
+    home.agent("my agent", "name = \"x\"\nmodel = \"openai/m\"\n");
+    let out = home.run(&["agents", "list"]);
+    assert_eq!(stdout(&out), "ok\n");
+    assert!(stderr(&out).contains("my agent.toml"), "{}", stderr(&out));
+}
+
+#[test]
+fn run_without_agent_names_the_missing_argument_on_one_line() {
+    let home = Home::new();
+    let out = home.run(&["run"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("axe: ") && err.contains("agent"), "{err}");
+}
+
+#[test]
+fn run_with_blank_prompt_sends_the_default_message() {
+    let server = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let home = Home::new();
+    home.agent("a", "name = \"a\"\nmodel = \"openai/m\"\n");
+    let out = home
+        .axe()
+        .args(["run", "a", "-p", "  "])
+        .env("OPENAI_API_KEY", "sk-test-blank")
+        .env("AXE_OPENAI_BASE_URL", &server.url)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let body = server.only_request().json();
+    assert_eq!(
+        body["messages"][0]["content"],
+        "Execute the task described in your instructions."
+    );
+}
+
+#[test]
+fn run_with_a_base_url_without_scheme_is_a_config_error() {
+    let home = Home::new();
+    home.agent("a", "name = \"a\"\nmodel = \"ollama/m\"\n");
+    let out = home
+        .axe()
+        .args(["run", "a", "-p", "hi"])
+        .env("AXE_OLLAMA_BASE_URL", "127.0.0.1:1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("axe: invalid base URL for provider \"ollama\""),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn ollama_host_without_scheme_gets_port_11434_and_keeps_its_path() {
+    let home = Home::new();
+    home.agent("o", "name = \"o\"\nmodel = \"ollama/m\"\n");
+    // Nothing listens on port 1: the message shows the URL axe derived.
+    let out = home
+        .axe()
+        .args(["run", "o", "-p", "hi"])
+        .env("OLLAMA_HOST", "127.0.0.1:1/ollama")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("expected at http://127.0.0.1:1/ollama)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_closed_stderr_does_not_change_the_exit_code() {
+    use std::process::Stdio;
+    let home = Home::new();
+    let mut child = home
+        .axe()
+        .args(["run", "missing"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+}

@@ -301,7 +301,14 @@ impl Provider {
                 name.to_ascii_uppercase()
             )));
         }
-        Ok(Provider::new(kind, config.base_url(kind), key))
+        let base_url = config.base_url(kind);
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(Error::config(format!(
+                "invalid base URL for provider \"{}\": {base_url:?} (expected http:// or https://)",
+                kind.name()
+            )));
+        }
+        Ok(Provider::new(kind, base_url, key))
     }
 
     /// The URL requests are sent to.
