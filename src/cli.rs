@@ -195,11 +195,7 @@ fn early_exit(early: argh::EarlyExit) -> anyhow::Result<()> {
     match early.status {
         Ok(()) => print_stdout(&format!("{}\n", early.output.trim_end())),
         Err(()) => {
-            let text = early
-                .output
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
+            let text = output::one_line(&early.output);
             let text = if text.is_empty() {
                 "invalid arguments".to_string()
             } else {
@@ -233,10 +229,10 @@ fn agents_list() -> anyhow::Result<()> {
     for id in agent::list_ids()? {
         match agent::load(&id) {
             Ok(a) if a.config.description.trim().is_empty() => out.push_str(&format!("{id}\n")),
-            Ok(a) => {
-                let description = a.config.description.split_whitespace().collect::<Vec<_>>();
-                out.push_str(&format!("{id} - {}\n", description.join(" ")));
-            }
+            Ok(a) => out.push_str(&format!(
+                "{id} - {}\n",
+                output::one_line(&a.config.description)
+            )),
             Err(e) => output::warn(&format!("skipping agent {id}: {e}")),
         }
     }

@@ -26,6 +26,12 @@ impl Verbose {
     }
 }
 
+/// `text` on one line: every run of whitespace, newlines included, becomes
+/// one space.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Prints a warning on stderr (always, not only with `--verbose`).
 pub fn warn(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "axe: warning: {}", redact(text));

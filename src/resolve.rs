@@ -193,14 +193,12 @@ pub fn collect_files(
         walk(&start, &base, max_depth, &matcher, &mut matched);
     }
 
-    // A match of an absolute (or `..`) pattern that lies in the workdir is
-    // shown, and de-duplicated, by its path relative to the workdir.
+    // A match of an absolute pattern that lies in the workdir is shown, and
+    // de-duplicated, by its path relative to the workdir.
     let matched: BTreeMap<String, PathBuf> = matched
         .into_iter()
         .map(|(rel, path)| match path.strip_prefix(&root) {
-            Ok(inner) if rel.starts_with('/') || rel.starts_with("..") => {
-                (inner.to_string_lossy().replace('\\', "/"), path)
-            }
+            Ok(inner) if rel.starts_with('/') => (inner.to_string_lossy().replace('\\', "/"), path),
             _ => (rel, path),
         })
         .collect();

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::config::GlobalConfig;
 use crate::error::{Code, Error};
+use crate::output::one_line;
 use crate::redact;
 
 /// The largest response body axe reads; a larger one is refused, not read.
@@ -589,10 +590,6 @@ fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
     let start = lower.find(open)? + open.len();
     let end = lower[start..].find(close)? + start;
     s.get(start..end)
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn clip(s: &str, max: usize) -> String {
