@@ -153,9 +153,24 @@ impl AgentConfig {
     }
 }
 
+impl Agent {
+    /// The config directory the agent was loaded from (its file is
+    /// `<config>/agents/<id>.toml`); relative `skill` paths resolve against it.
+    pub fn config_dir(&self) -> Option<&Path> {
+        self.path.parent().and_then(Path::parent)
+    }
+}
+
 /// Loads and validates the agent `name` from the agents directory.
 pub fn load(name: &str) -> Result<Agent, Error> {
-    let path = paths::agent_file(name)?;
+    load_in(&paths::config_dir()?, name)
+}
+
+/// Loads and validates the agent `name` from `<config_dir>/agents/`. The
+/// name is checked (D9) before any file is touched.
+pub fn load_in(config_dir: &Path, name: &str) -> Result<Agent, Error> {
+    paths::check_agent_name(name)?;
+    let path = config_dir.join("agents").join(format!("{name}.toml"));
     let text = match fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

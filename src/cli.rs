@@ -11,9 +11,8 @@ use crate::config::{self, GlobalConfig};
 use crate::error::Error;
 use crate::output::{self, UserInput, Verbose};
 use crate::paths;
-use crate::provider::{Message, Provider, Request};
 use crate::resolve::{self, Overrides};
-use crate::run::{self, Limits};
+use crate::run::{self, Ctx, Limits};
 use crate::write::{Created, create_new};
 
 /// Default `--timeout`, seconds.
@@ -318,9 +317,7 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
     let deadline = started
         .checked_add(Duration::from_secs(cmd.timeout))
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
-    let verbose = Verbose {
-        enabled: cmd.verbose,
-    };
+    let verbose = Verbose::new(cmd.verbose);
 
     let (global, warnings) = GlobalConfig::load()?;
     global.register_secrets();
@@ -342,26 +339,26 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
     if cmd.dry_run {
         return print_stdout(&output::dry_run(&resolved, &input, cmd.timeout));
     }
-    let provider = Provider::from_config(resolved.model.provider, &global)?;
-
-    let params = &resolved.agent.config.params;
-    let req = Request {
-        model: resolved.model.model.clone(),
-        system: resolved.system_prompt.clone(),
-        messages: vec![Message::user(input.text())],
-        temperature: params.temperature,
-        max_tokens: resolved.agent.config.max_tokens(),
-        tools: Vec::new(),
+    let config_dir = paths::config_dir()?;
+    let ctx = Ctx {
+        global: &global,
+        config_dir: &config_dir,
+        cwd: &cwd,
+        depth: 0,
+        max_depth: resolved
+            .agent
+            .config
+            .sub_agents_config
+            .effective_max_depth(),
+        limits: Limits {
+            deadline,
+            timeout_secs: cmd.timeout,
+        },
+        verbose,
     };
-    let limits = Limits {
-        deadline,
-        timeout_secs: cmd.timeout,
-    };
-    let execute =
-        |calls: &[crate::provider::ToolCall]| calls.iter().map(run::unknown_tool).collect();
-    let mut outcome = run::converse(&provider, req, &limits, &verbose, &execute)?;
+    let mut outcome = run::run_agent(&resolved, input.text(), &ctx)?;
     outcome.duration = started.elapsed();
-    output::verbose_footer(&verbose, &outcome);
+    output::verbose_footer(&ctx.verbose, &outcome);
 
     if cmd.json {
         print_stdout(&format!("{}\n", output::json(&resolved, &outcome)))

@@ -4,7 +4,9 @@
 //! [`agent`] loads the agent file and [`config`] the global config;
 //! [`resolve`] turns them into a model, a workdir, context files and a system
 //! prompt; [`provider`] speaks the three wire formats; [`run`] is the
-//! conversation loop; [`output`] prints dry-run, JSON and verbose reports.
+//! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
+//! sub-agent through the same [`run`] path; [`output`] prints dry-run, JSON
+//! and verbose reports.
 
 pub mod agent;
 pub mod cli;
@@ -17,4 +19,5 @@ pub mod redact;
 pub mod resolve;
 pub mod run;
 pub mod tomlfile;
+pub mod tool;
 pub mod write;

@@ -2,7 +2,9 @@
 //! object and the `--verbose` lines on stderr. Everything printed here passes
 //! through [`redact`](crate::redact) first.
 
+use std::collections::BTreeSet;
 use std::io::Write;
+use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 
@@ -11,17 +13,36 @@ use crate::redact::redact;
 use crate::resolve::Resolved;
 use crate::run::Outcome;
 
-/// Diagnostics on stderr, one line at a time, when enabled.
-#[derive(Debug, Clone, Copy, Default)]
+/// Diagnostics on stderr, one whole line at a time (lines of parallel
+/// sub-agents never interleave), when enabled.
+#[derive(Debug, Clone, Default)]
 pub struct Verbose {
     pub enabled: bool,
+    /// Put before every line: empty for the top-level agent; for a
+    /// sub-agent, two spaces per level and its name, e.g. `  helper: `.
+    pub prefix: String,
 }
 
 impl Verbose {
+    pub fn new(enabled: bool) -> Verbose {
+        Verbose {
+            enabled,
+            prefix: String::new(),
+        }
+    }
+
     pub fn line(&self, text: &str) {
         if self.enabled {
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{}", redact(text));
+            let _ = writeln!(err, "{}{}", self.prefix, redact(text));
+        }
+    }
+
+    /// The reporter for the sub-agent `name` running at `depth`.
+    pub fn nested(&self, name: &str, depth: u32) -> Verbose {
+        Verbose {
+            enabled: self.enabled,
+            prefix: format!("{}{name}: ", "  ".repeat(depth as usize)),
         }
     }
 }
@@ -35,6 +56,16 @@ pub fn one_line(text: &str) -> String {
 /// Prints a warning on stderr (always, not only with `--verbose`).
 pub fn warn(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "axe: warning: {}", redact(text));
+}
+
+/// Prints a warning once per process, however many times it comes up (a
+/// sub-agent called sixteen times warns about its file once).
+pub fn warn_once(text: &str) {
+    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if seen.insert(text.to_string()) {
+        warn(text);
+    }
 }
 
 /// Where the user message came from.

@@ -138,7 +138,13 @@ fn resolve_skill(
 ) -> Result<(Option<PathBuf>, Option<String>), Error> {
     let path = match (&overrides.skill, &agent.config.skill) {
         (Some(s), _) if !s.trim().is_empty() => paths::resolve_against(cwd, s),
-        (_, Some(s)) if !s.trim().is_empty() => paths::resolve_against(&paths::config_dir()?, s),
+        (_, Some(s)) if !s.trim().is_empty() => {
+            let config_dir = match agent.config_dir() {
+                Some(d) => d.to_path_buf(),
+                None => paths::config_dir()?,
+            };
+            paths::resolve_against(&config_dir, s)
+        }
         _ => return Ok((None, None)),
     };
     let path = if path.is_dir() {

@@ -1,14 +1,23 @@
-//! The conversation loop: send, and while the model calls tools, run them and
-//! send the results back (the sub-agents spec, Req 8.1–8.4). Without tools it
-//! is exactly one request. There is one loop; later a sub-agent runs through
-//! it too.
+//! Running an agent: [`run_agent`] builds the first request of a resolved
+//! agent (injecting `call_agent` when it has sub-agents and the tree is not
+//! at its depth limit) and [`converse`] is the conversation loop — send, and
+//! while the model calls tools, run them and send the results back (the
+//! sub-agents spec, Req 8.1–8.4, 9.1–9.4, 10.1–10.4). Without tools it is
+//! exactly one request.
+//!
+//! The top-level run and every sub-agent go through these two functions
+//! (Constraint 9); a sub-agent differs only in its [`Ctx`].
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::config::GlobalConfig;
 use crate::output::Verbose;
 use crate::provider::{
     ErrorKind, Message, Provider, ProviderError, Request, Role, ToolCall, ToolResult,
 };
+use crate::resolve::Resolved;
+use crate::tool::{self, Caller};
 
 /// The most send-receive cycles one conversation may take.
 pub const MAX_TURNS: u32 = 50;
@@ -20,6 +29,43 @@ pub struct Limits {
     pub deadline: Instant,
     /// The seconds the deadline stands for, for the timeout message.
     pub timeout_secs: u64,
+}
+
+/// Where an agent runs in the tree and what bounds it. The top-level run is
+/// depth 0; a sub-agent gets its parent's context one level down, with a
+/// deadline no later than its parent's.
+#[derive(Debug, Clone)]
+pub struct Ctx<'a> {
+    /// API keys and base URLs for every provider in the tree.
+    pub global: &'a GlobalConfig,
+    /// Where sub-agents' files are loaded from (`<config>/agents/<name>.toml`).
+    pub config_dir: &'a Path,
+    /// The process's current directory: a sub-agent's workdir when its file
+    /// sets none (D7), and what relative paths resolve against.
+    pub cwd: &'a Path,
+    /// 0 for the top-level agent; one more per level of delegation.
+    pub depth: u32,
+    /// The root agent's effective `max_depth`, bounding the whole tree (D6).
+    pub max_depth: u32,
+    pub limits: Limits,
+    pub verbose: Verbose,
+}
+
+impl Limits {
+    /// The limits of a sub-agent call with its own timeout of `secs` (0: none):
+    /// the earlier of this deadline and `now + secs` (D5).
+    pub fn narrowed(&self, secs: u64) -> Limits {
+        if secs == 0 {
+            return self.clone();
+        }
+        match Instant::now().checked_add(Duration::from_secs(secs)) {
+            Some(own) if own < self.deadline => Limits {
+                deadline: own,
+                timeout_secs: secs,
+            },
+            _ => self.clone(),
+        }
+    }
 }
 
 /// The result of a finished conversation.
@@ -65,6 +111,43 @@ impl RunError {
             RunError::TooManyTurns => crate::error::Code::General,
         }
     }
+}
+
+/// Runs the agent `resolved` on the user message `message`: the same path
+/// for the top-level run and for every sub-agent. The `call_agent` tool is
+/// injected when the agent has `sub_agents` and `ctx.depth < ctx.max_depth`
+/// (Req 9.1, 10.3); its calls run as the agent's `[sub_agents_config]` says.
+pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Result<Outcome> {
+    let provider = Provider::from_config(resolved.model.provider, ctx.global)?;
+    let config = &resolved.agent.config;
+    let tools = if !config.sub_agents.is_empty() && ctx.depth < ctx.max_depth {
+        vec![tool::call_agent_tool(&config.sub_agents)]
+    } else {
+        Vec::new()
+    };
+    let req = Request {
+        model: resolved.model.model.clone(),
+        system: resolved.system_prompt.clone(),
+        messages: vec![Message::user(message)],
+        temperature: config.params.temperature,
+        max_tokens: config.max_tokens(),
+        tools,
+    };
+    let sac = &config.sub_agents_config;
+    let caller = Caller {
+        allowed_agents: &config.sub_agents,
+        parallel: sac.effective_parallel(),
+        timeout_secs: sac.timeout_secs(),
+        ctx,
+    };
+    let execute = |calls: &[ToolCall]| tool::execute(calls, &caller);
+    Ok(converse(
+        &provider,
+        req,
+        &ctx.limits,
+        &ctx.verbose,
+        &execute,
+    )?)
 }
 
 /// Runs the conversation that starts with `req`. `execute` runs the tool
@@ -127,14 +210,5 @@ pub fn converse(
             tool_results: results,
             ..Message::default()
         });
-    }
-}
-
-/// The result for a call to a tool that does not exist (Req 8.2).
-pub fn unknown_tool(call: &ToolCall) -> ToolResult {
-    ToolResult {
-        call_id: call.id.clone(),
-        content: format!("Unknown tool: \"{}\"", call.name),
-        is_error: true,
     }
 }

@@ -1,0 +1,367 @@
+//! The tools a model can call, and running them: the `call_agent` definition
+//! (the sub-agents spec, Req 6.1–6.4), its execution with every check in the
+//! spec's order (Req 7.3–7.5, 13.1–13.3), dispatch by tool name (Req 8.2),
+//! and the fan-out that runs the calls of one response at the same time on a
+//! rayon pool sized for them (DECISIONS D4).
+//!
+//! A sub-agent runs through [`crate::run::run_agent`], the same path as the
+//! top-level run (Constraint 9); only its inputs differ: its own agent file,
+//! no command-line overrides, the `Task: ...` message, one level deeper, and
+//! a deadline no later than its parent's (D5).
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use crate::agent;
+use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
+use crate::resolve::{self, Overrides};
+use crate::run::{self, Ctx, RunError};
+
+/// The name of the one tool axe injects (Req 6.2).
+pub const CALL_AGENT: &str = "call_agent";
+
+/// The most calls of one response that run at the same time; more wait for
+/// a free thread. Far above what a model sends in practice, it only bounds
+/// the threads (and provider connections) a runaway response can open.
+pub const MAX_PARALLEL_CALLS: usize = 256;
+
+/// How many characters of a task the `--verbose` line shows (Req 7.5).
+const TASK_PREVIEW_CHARS: usize = 80;
+
+/// The agent whose model made the tool calls: what it may call, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    /// Its `sub_agents` list.
+    pub allowed_agents: &'a [String],
+    /// Its `sub_agents_config.parallel`.
+    pub parallel: bool,
+    /// Its `sub_agents_config.timeout`, seconds per call; 0 means its own deadline.
+    pub timeout_secs: u64,
+    /// Where it runs: its depth, deadline, config and verbosity.
+    pub ctx: &'a Ctx<'a>,
+}
+
+/// The `call_agent` tool definition for an agent that may call `allowed`
+/// (Req 6.3). The names are in both descriptions and, as a JSON Schema
+/// `enum`, in the `agent` parameter (D19).
+pub fn call_agent_tool(allowed: &[String]) -> Tool {
+    let names = allowed.join(", ");
+    let mut unique: Vec<String> = Vec::with_capacity(allowed.len());
+    for name in allowed {
+        if !unique.contains(name) {
+            unique.push(name.clone());
+        }
+    }
+    let param = |description: String, required: bool, allowed: Vec<String>| ToolParameter {
+        kind: "string".into(),
+        description,
+        required,
+        allowed,
+    };
+    Tool {
+        name: CALL_AGENT.into(),
+        description: format!(
+            "Delegate a task to a sub-agent. The sub-agent runs independently with its own \
+             context and returns only its final result. Available agents: {names}"
+        ),
+        parameters: [
+            (
+                "agent".to_string(),
+                param(
+                    format!("Name of the sub-agent to invoke (must be one of: {names})"),
+                    true,
+                    unique,
+                ),
+            ),
+            (
+                "task".to_string(),
+                param("What you need the sub-agent to do".into(), true, Vec::new()),
+            ),
+            (
+                "context".to_string(),
+                param(
+                    "Additional context from your conversation to pass along".into(),
+                    false,
+                    Vec::new(),
+                ),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+    }
+}
+
+/// Runs the tool calls of one response and returns one result per call, in
+/// call order: at the same time when the caller is `parallel` and there is
+/// more than one call, else one after another (Req 8.2, 11.1–11.5).
+pub fn execute(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
+    fan_out(calls, caller.parallel, |call| dispatch(call, caller))
+}
+
+/// Runs one tool call by its name (Req 8.2).
+pub fn dispatch(call: &ToolCall, caller: &Caller) -> ToolResult {
+    match call.name.as_str() {
+        CALL_AGENT => execute_call_agent(call, caller),
+        _ => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
+    }
+}
+
+/// Runs `run` for every call and collects the results in call order. With
+/// `parallel` and more than one call, every call gets its own thread of a
+/// pool built for this fan-out (up to [`MAX_PARALLEL_CALLS`]); a single call
+/// runs on the current thread. A panic in one call becomes that call's error
+/// result; its siblings and the caller go on (D4, Req 13.1).
+pub fn fan_out<F>(calls: &[ToolCall], parallel: bool, run: F) -> Vec<ToolResult>
+where
+    F: Fn(&ToolCall) -> ToolResult + Sync,
+{
+    let guarded = |call: &ToolCall| {
+        catch_unwind(AssertUnwindSafe(|| run(call))).unwrap_or_else(|p| panicked(call, p.as_ref()))
+    };
+    if !parallel || calls.len() < 2 {
+        return calls.iter().map(guarded).collect();
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(calls.len().min(MAX_PARALLEL_CALLS))
+        .thread_name(|i| format!("axe-call-{i}"))
+        .build();
+    let pool = match pool {
+        Ok(p) => p,
+        // No threads to be had: the calls still run, one after another.
+        Err(_) => return calls.iter().map(guarded).collect(),
+    };
+    let slots: Vec<OnceLock<ToolResult>> = calls.iter().map(|_| OnceLock::new()).collect();
+    pool.scope(|scope| {
+        for (call, slot) in calls.iter().zip(&slots) {
+            let guarded = &guarded;
+            scope.spawn(move |_| {
+                let _ = slot.set(guarded(call));
+            });
+        }
+    });
+    calls
+        .iter()
+        .zip(slots)
+        .map(|(call, slot)| {
+            slot.into_inner()
+                .unwrap_or_else(|| panicked(call, &"the call returned no result"))
+        })
+        .collect()
+}
+
+/// Executes one `call_agent` call: checks its arguments, the allowed names
+/// and the depth, in the spec's order (Req 7.3), then runs the sub-agent one
+/// level down. Every failure is an error result, never an error (Req 7.1).
+pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
+    let ctx = caller.ctx;
+    let arg = |k: &str| call.arguments.get(k).map_or("", |v| v.trim());
+    let (name, task, context) = (arg("agent"), arg("task"), arg("context"));
+    let refused = |message: String| {
+        ctx.verbose
+            .line(&format!("[sub-agent] \"{name}\" failed: {message}"));
+        error_result(call, message)
+    };
+    if name.is_empty() {
+        return refused("call_agent error: \"agent\" argument is required".into());
+    }
+    if task.is_empty() {
+        return refused("call_agent error: \"task\" argument is required".into());
+    }
+    if !caller.allowed_agents.iter().any(|a| a == name) {
+        return refused(format!(
+            "call_agent error: agent \"{name}\" is not in this agent's sub_agents list"
+        ));
+    }
+    if ctx.depth >= ctx.max_depth {
+        return refused(format!(
+            "call_agent error: maximum sub-agent depth ({}) reached",
+            ctx.max_depth
+        ));
+    }
+
+    let depth = ctx.depth + 1;
+    ctx.verbose.line(&format!(
+        "[sub-agent] Calling \"{name}\" (depth {depth}) with task: {}",
+        preview(task)
+    ));
+    let started = Instant::now();
+    let message = if context.is_empty() {
+        format!("Task: {task}")
+    } else {
+        format!("Task: {task}\n\nContext:\n{context}")
+    };
+    match run_sub_agent(name, &message, caller) {
+        Ok(content) => {
+            ctx.verbose.line(&format!(
+                "[sub-agent] \"{name}\" completed in {}ms ({} chars returned)",
+                started.elapsed().as_millis(),
+                content.chars().count()
+            ));
+            ToolResult {
+                call_id: call.id.clone(),
+                content,
+                is_error: false,
+            }
+        }
+        Err(message) => refused(message),
+    }
+}
+
+/// Steps 6–15 of Req 7.3: load, resolve and run the sub-agent `name` with
+/// the user message `message`. The error is the tool result's text.
+fn run_sub_agent(name: &str, message: &str, caller: &Caller) -> Result<String, String> {
+    let ctx = caller.ctx;
+    let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
+        format!(
+            "call_agent error: failed to load agent \"{name}\": {}",
+            e.message
+        )
+    })?;
+    for w in &loaded.warnings {
+        crate::output::warn_once(w);
+    }
+    if let Err(e) = ModelRef::parse(&loaded.config.model) {
+        return Err(format!(
+            "call_agent error: invalid model for agent \"{name}\": {}",
+            e.message
+        ));
+    }
+    #[cfg(debug_assertions)]
+    inject_panic(name);
+
+    let failed = |description: String| {
+        let description = description.trim_end_matches('.').to_string();
+        format!(
+            "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."
+        )
+    };
+    // Its own workdir, skill and files; never the parent's overrides (D7).
+    let resolved =
+        resolve::resolve(loaded, &Overrides::default(), ctx.cwd).map_err(|e| failed(e.message))?;
+    let sub_ctx = Ctx {
+        depth: ctx.depth + 1,
+        limits: ctx.limits.narrowed(caller.timeout_secs),
+        verbose: ctx.verbose.nested(name, ctx.depth + 1),
+        ..ctx.clone()
+    };
+    match run::run_agent(&resolved, message, &sub_ctx) {
+        Ok(outcome) => Ok(outcome.content),
+        Err(err) => Err(failed(describe(&err))),
+    }
+}
+
+/// What went wrong in a sub-agent, for its error result: a timeout reads
+/// exactly `timeout after <N>s` (D5); anything else is the one-line error.
+fn describe(err: &anyhow::Error) -> String {
+    for cause in err.chain() {
+        if let Some(RunError::Provider(e)) = cause.downcast_ref::<RunError>()
+            && e.kind == ErrorKind::Timeout
+        {
+            return e.message.clone();
+        }
+    }
+    crate::error::one_line(err)
+}
+
+/// A test hook, compiled into debug builds only: a sub-agent named by
+/// `AXE_DEBUG_PANIC_AGENT` panics after loading, so that tests can show a
+/// panic stays inside its own call (D4).
+#[cfg(debug_assertions)]
+fn inject_panic(name: &str) {
+    if std::env::var_os("AXE_DEBUG_PANIC_AGENT").is_some_and(|v| v == name) {
+        panic!("injected by AXE_DEBUG_PANIC_AGENT");
+    }
+}
+
+fn error_result(call: &ToolCall, content: String) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        content,
+        is_error: true,
+    }
+}
+
+/// The error result of a call that panicked: a bug in axe, reported to the
+/// model like any other failure of that one call.
+fn panicked(call: &ToolCall, payload: &(dyn Any + Send)) -> ToolResult {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    let what = crate::redact::redact(&crate::output::one_line(&what));
+    let content = match call.arguments.get("agent") {
+        Some(name) if call.name == CALL_AGENT => format!(
+            "Error: sub-agent \"{}\" failed - internal error in axe: {what}. You may retry or proceed without this result.",
+            name.trim()
+        ),
+        _ => format!(
+            "Error: tool \"{}\" failed - internal error in axe: {what}",
+            call.name
+        ),
+    };
+    error_result(call, content)
+}
+
+/// The first [`TASK_PREVIEW_CHARS`] characters of a task on one line, with
+/// `...` when it was cut.
+fn preview(task: &str) -> String {
+    let line = crate::output::one_line(task);
+    match line.char_indices().nth(TASK_PREVIEW_CHARS) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str, agent: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: CALL_AGENT.into(),
+            arguments: [("agent".to_string(), agent.to_string())]
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn fan_out_keeps_call_order_and_turns_a_panic_into_that_calls_error() {
+        let calls: Vec<ToolCall> = (0..6).map(|i| call(&format!("c{i}"), "a")).collect();
+        for parallel in [true, false] {
+            let results = fan_out(&calls, parallel, |c| {
+                if c.id == "c3" {
+                    panic!("boom in {}", c.id);
+                }
+                // Later calls finish first when run in parallel.
+                let n: u64 = c.id[1..].parse().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(60 - 10 * n));
+                ToolResult {
+                    call_id: c.id.clone(),
+                    content: format!("done {}", c.id),
+                    is_error: false,
+                }
+            });
+            let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
+            assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4", "c5"]);
+            assert!(results[3].is_error);
+            assert_eq!(
+                results[3].content,
+                "Error: sub-agent \"a\" failed - internal error in axe: boom in c3. You may retry or proceed without this result."
+            );
+            assert_eq!(results[5].content, "done c5");
+            assert!(!results[5].is_error);
+        }
+    }
+
+    #[test]
+    fn preview_cuts_at_80_chars_on_one_line() {
+        assert_eq!(preview("short\ntask"), "short task");
+        let long = "x".repeat(100);
+        assert_eq!(preview(&long), format!("{}...", "x".repeat(80)));
+    }
+}
