@@ -52,33 +52,54 @@ pub enum Reply {
     Delay(Duration, Box<Reply>),
 }
 
-/// A fake provider on 127.0.0.1. Replies are used in order; the last one
-/// repeats. Each request is answered on its own thread.
+/// A fake provider on 127.0.0.1. Each request is answered on its own thread.
 pub struct FakeServer {
     pub url: String,
     server: Arc<tiny_http::Server>,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
 }
 
 impl FakeServer {
+    /// Replies are used in order; the last one repeats.
     pub fn start(replies: Vec<Reply>) -> FakeServer {
         assert!(
             !replies.is_empty(),
             "a fake server needs at least one reply"
         );
+        let next = AtomicUsize::new(0);
+        FakeServer::route(move |_| {
+            let i = next.fetch_add(1, Ordering::SeqCst);
+            replies[i.min(replies.len() - 1)].clone()
+        })
+    }
+
+    /// Each request is answered with what `handler` returns for it. The
+    /// handler runs on the request's own thread, so it may block (at a
+    /// [`Gate`], say) without holding up other requests.
+    pub fn route<F>(handler: F) -> FakeServer
+    where
+        F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
         let port = server.server_addr().to_ip().expect("ip address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let next = Arc::new(AtomicUsize::new(0));
-        let replies = Arc::new(replies);
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let max_in_flight = Arc::new(AtomicUsize::new(0));
+        let handler = Arc::new(handler);
         {
             let server = server.clone();
             let requests = requests.clone();
+            let in_flight = in_flight.clone();
+            let max_in_flight = max_in_flight.clone();
             thread::spawn(move || {
                 for mut req in server.incoming_requests() {
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_in_flight.fetch_max(now, Ordering::SeqCst);
                     let mut body = String::new();
                     let _ = req.as_reader().read_to_string(&mut body);
-                    requests.lock().unwrap().push(Recorded {
+                    let recorded = Recorded {
                         method: req.method().to_string(),
                         path: req.url().to_string(),
                         headers: req
@@ -92,10 +113,15 @@ impl FakeServer {
                             })
                             .collect(),
                         body,
+                    };
+                    requests.lock().unwrap().push(recorded.clone());
+                    let handler = handler.clone();
+                    let in_flight = in_flight.clone();
+                    thread::spawn(move || {
+                        let reply = handler(&recorded);
+                        answer(req, reply);
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
                     });
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let reply = replies[i.min(replies.len() - 1)].clone();
-                    thread::spawn(move || answer(req, reply));
                 }
             });
         }
@@ -103,6 +129,8 @@ impl FakeServer {
             url: format!("http://127.0.0.1:{port}"),
             server,
             requests,
+            in_flight,
+            max_in_flight,
         }
     }
 
@@ -120,6 +148,55 @@ impl FakeServer {
         let r = self.requests();
         assert_eq!(r.len(), 1, "expected exactly one request, got {}", r.len());
         r[0].clone()
+    }
+
+    /// The most requests that were being answered at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+/// A barrier with a bounded wait: [`Gate::arrive`] returns `true` once `n`
+/// callers have arrived, or `false` when `timeout` passes first. A test that
+/// needs N requests in flight together lets each one arrive; a sequential
+/// implementation then fails in bounded time instead of hanging.
+pub struct Gate {
+    n: usize,
+    arrived: Mutex<usize>,
+    cv: std::sync::Condvar,
+    /// Set when any arrival timed out.
+    pub timed_out: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    pub fn new(n: usize) -> Gate {
+        Gate {
+            n,
+            arrived: Mutex::new(0),
+            cv: std::sync::Condvar::new(),
+            timed_out: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub fn arrive(&self, timeout: Duration) -> bool {
+        let mut arrived = self.arrived.lock().unwrap();
+        *arrived += 1;
+        self.cv.notify_all();
+        let (guard, result) = self
+            .cv
+            .wait_timeout_while(arrived, timeout, |a| *a < self.n)
+            .unwrap();
+        drop(guard);
+        if result.timed_out() {
+            self.timed_out.store(true, Ordering::SeqCst);
+            false
+        } else {
+            true
+        }
+    }
+
+    pub fn arrived(&self) -> usize {
+        *self.arrived.lock().unwrap()
     }
 }
 
@@ -218,6 +295,126 @@ pub fn ollama_text(text: &str, input: u64, output: u64) -> String {
         "eval_duration": 4_535_599_000u64
     })
     .to_string()
+}
+
+/// A tool call for the response builders: id, tool name, arguments.
+pub type Call<'a> = (&'a str, &'a str, serde_json::Value);
+
+/// A `call_agent` call's arguments.
+pub fn delegate(agent: &str, task: &str) -> serde_json::Value {
+    serde_json::json!({"agent": agent, "task": task})
+}
+
+/// An Anthropic response with `text` (omitted when empty) and `tool_use` blocks.
+pub fn anthropic_tool_use(text: &str, calls: &[Call], input: u64, output: u64) -> String {
+    let mut content = Vec::new();
+    if !text.is_empty() {
+        content.push(serde_json::json!({"type": "text", "text": text}));
+    }
+    for (id, name, args) in calls {
+        content
+            .push(serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": args}));
+    }
+    serde_json::json!({
+        "id": "msg_01Aq9w938a90dw8q",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": content,
+        "stop_reason": "tool_use",
+        "stop_sequence": null,
+        "usage": {"input_tokens": input, "output_tokens": output}
+    })
+    .to_string()
+}
+
+/// An OpenAI response whose message has `tool_calls` (arguments as a JSON
+/// string, as the API sends them) and null content.
+pub fn openai_tool_calls(calls: &[Call], input: u64, output: u64) -> String {
+    let calls: Vec<serde_json::Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            serde_json::json!({
+                "id": id,
+                "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "id": "chatcmpl-abc123",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-2024-08-06",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": null, "tool_calls": calls, "refusal": null},
+            "logprobs": null,
+            "finish_reason": "tool_calls"
+        }],
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}
+    })
+    .to_string()
+}
+
+/// An Ollama response whose message has `tool_calls` (object arguments, no ids).
+pub fn ollama_tool_calls(calls: &[Call], input: u64, output: u64) -> String {
+    let calls: Vec<serde_json::Value> = calls
+        .iter()
+        .map(|(_, name, args)| serde_json::json!({"function": {"name": name, "arguments": args}}))
+        .collect();
+    serde_json::json!({
+        "model": "llama3.1",
+        "created_at": "2026-11-23T10:00:00.000000Z",
+        "message": {"role": "assistant", "content": "", "tool_calls": calls},
+        "done_reason": "stop",
+        "done": true,
+        "prompt_eval_count": input,
+        "eval_count": output
+    })
+    .to_string()
+}
+
+impl Recorded {
+    /// The system prompt, in any of the three wire formats.
+    pub fn system_prompt(&self) -> String {
+        let body = self.json();
+        if let Some(s) = body["system"].as_str() {
+            return s.to_string();
+        }
+        match body["messages"].get(0) {
+            Some(m) if m["role"] == "system" => m["content"].as_str().unwrap_or("").to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// The messages array of the request body.
+    pub fn messages(&self) -> Vec<serde_json::Value> {
+        self.json()["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The text of the first user message, in any of the three wire formats.
+    pub fn first_user_text(&self) -> String {
+        self.messages()
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// Whether the last message carries tool results (a later turn).
+    pub fn has_tool_results(&self) -> bool {
+        self.messages().iter().any(|m| {
+            m["role"] == "tool"
+                || m["content"]
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------
