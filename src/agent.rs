@@ -377,6 +377,11 @@ mod tests {
         parse("t", Path::new("t.toml"), text).unwrap()
     }
 
+    /// A valid agent with `extra` appended.
+    fn with(extra: &str) -> Agent {
+        parsed(&format!("name = \"x\"\nmodel = \"a/b\"\n{extra}"))
+    }
+
     #[test]
     fn validation_order_is_name_then_model_then_sub_agents_config() {
         let a = parsed("[sub_agents_config]\nmax_depth = 9\n");
@@ -389,23 +394,110 @@ mod tests {
             a.config.validate().unwrap_err().message,
             "agent config missing required field: model"
         );
-        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_depth = 6\n");
+        // [sub_agents_config] before the sub_agents names (D17, D9).
+        let a = with("sub_agents = [\"../x\"]\n[sub_agents_config]\nmax_depth = 6\n");
         assert_eq!(
             a.config.validate().unwrap_err().message,
             "sub_agents_config.max_depth cannot exceed 5"
         );
-        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_depth = -1\n");
+        // max_depth before timeout.
+        let a = with("[sub_agents_config]\nmax_depth = -1\ntimeout = -1\n");
         assert_eq!(
             a.config.validate().unwrap_err().message,
             "sub_agents_config.max_depth must be non-negative"
         );
-        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\ntimeout = -1\n");
+    }
+
+    #[test]
+    fn validate_max_depth_too_high() {
+        for d in [6, 100] {
+            let a = with(&format!("[sub_agents_config]\nmax_depth = {d}\n"));
+            assert_eq!(
+                a.config.validate().unwrap_err().message,
+                "sub_agents_config.max_depth cannot exceed 5"
+            );
+        }
+    }
+
+    #[test]
+    fn validate_max_depth_negative() {
+        let a = with("[sub_agents_config]\nmax_depth = -1\n");
+        assert_eq!(
+            a.config.validate().unwrap_err().message,
+            "sub_agents_config.max_depth must be non-negative"
+        );
+    }
+
+    #[test]
+    fn validate_timeout_negative() {
+        let a = with("[sub_agents_config]\ntimeout = -1\n");
         assert_eq!(
             a.config.validate().unwrap_err().message,
             "sub_agents_config.timeout must be non-negative"
         );
-        let a = parsed("name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_depth = 5\n");
+    }
+
+    #[test]
+    fn validate_max_depth_5_is_valid() {
+        let a = with("[sub_agents_config]\nmax_depth = 5\n");
         assert!(a.config.validate().is_ok());
+        assert_eq!(a.config.sub_agents_config.effective_max_depth(), 5);
+        for extra in [
+            "[sub_agents_config]\nmax_depth = 0\ntimeout = 0\n",
+            "[sub_agents_config]\nmax_depth = 1\n",
+        ] {
+            assert!(with(extra).config.validate().is_ok(), "{extra}");
+        }
+    }
+
+    #[test]
+    fn load_sub_agents_config_from_a_file() {
+        let dir = std::env::temp_dir().join(format!(
+            "axe-agent-load-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("agents")).unwrap();
+        let file = dir.join("agents").join("lead.toml");
+        fs::write(
+            &file,
+            "name = \"lead\"\nmodel = \"openai/gpt-4o\"\nsub_agents = [\"helper\", \"runner\"]\n\
+             [sub_agents_config]\nmax_depth = 2\nparallel = false\ntimeout = 45\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("agents").join("deep.toml"),
+            "name = \"deep\"\nmodel = \"openai/gpt-4o\"\n[sub_agents_config]\nmax_depth = 6\n",
+        )
+        .unwrap();
+        let loaded = load_in(&dir, "lead");
+        let deep = load_in(&dir, "deep");
+        let _ = fs::remove_dir_all(&dir);
+
+        let a = loaded.unwrap();
+        assert_eq!(a.id, "lead");
+        assert_eq!(a.path, file);
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+        assert_eq!(a.config.sub_agents, ["helper", "runner"]);
+        let sac = &a.config.sub_agents_config;
+        assert_eq!(
+            (sac.max_depth, sac.parallel, sac.timeout),
+            (2, Some(false), 45)
+        );
+        assert_eq!(
+            (
+                sac.effective_max_depth(),
+                sac.effective_parallel(),
+                sac.timeout_secs()
+            ),
+            (2, false, 45)
+        );
+        // Loading validates: max_depth = 6 fails at load time (§5.2).
+        assert_eq!(
+            deep.unwrap_err().message,
+            "sub_agents_config.max_depth cannot exceed 5"
+        );
     }
 
     #[test]

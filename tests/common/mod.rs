@@ -1,6 +1,14 @@
 //! Test harness shared by the integration tests: a fake provider (a real
-//! tiny_http server on 127.0.0.1 that records every request and answers from
+//! HTTP/1.1 server on 127.0.0.1 that records every request and answers from
 //! a script) and a temporary config home for driving the real `axe` binary.
+//!
+//! The server is written here on `std::net` rather than taken from
+//! tiny_http: tiny_http 0.12 serves connections from a task pool that, in a
+//! burst of new connections, can queue one behind threads that are busy with
+//! kept-alive connections (its `spawn` counts a just-woken thread as still
+//! waiting). A fan-out of N sub-agents then never has N requests in flight
+//! at the server, and the concurrency tests stall. Here every connection has
+//! its own thread, `TCP_NODELAY` is set, and each response is one write.
 
 #![allow(dead_code)]
 
@@ -52,12 +60,24 @@ pub enum Reply {
     Delay(Duration, Box<Reply>),
 }
 
-/// A fake provider on 127.0.0.1. Each request is answered on its own thread.
+/// A fake provider on 127.0.0.1. Every connection is served on its own
+/// thread, keep-alive included; a request's handler runs on that thread.
 pub struct FakeServer {
     pub url: String,
-    server: Arc<tiny_http::Server>,
+    addr: std::net::SocketAddr,
+    stop: Arc<std::sync::atomic::AtomicBool>,
     requests: Arc<Mutex<Vec<Recorded>>>,
-    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+    connections: Arc<AtomicUsize>,
+}
+
+type Handler = dyn Fn(&Recorded) -> Reply + Send + Sync;
+
+/// What every connection thread shares.
+struct Shared {
+    handler: Box<Handler>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    in_flight: AtomicUsize,
     max_in_flight: Arc<AtomicUsize>,
 }
 
@@ -76,61 +96,46 @@ impl FakeServer {
     }
 
     /// Each request is answered with what `handler` returns for it. The
-    /// handler runs on the request's own thread, so it may block (at a
-    /// [`Gate`], say) without holding up other requests.
+    /// handler runs on the connection's own thread, so it may block (at a
+    /// [`Gate`], say) without holding up other connections.
     pub fn route<F>(handler: F) -> FakeServer
     where
         F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
     {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
-        let port = server.server_addr().to_ip().expect("ip address").port();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local address");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let in_flight = Arc::new(AtomicUsize::new(0));
         let max_in_flight = Arc::new(AtomicUsize::new(0));
-        let handler = Arc::new(handler);
+        let connections = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new(Shared {
+            handler: Box::new(handler),
+            requests: requests.clone(),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: max_in_flight.clone(),
+        });
         {
-            let server = server.clone();
-            let requests = requests.clone();
-            let in_flight = in_flight.clone();
-            let max_in_flight = max_in_flight.clone();
+            let stop = stop.clone();
+            let connections = connections.clone();
             thread::spawn(move || {
-                for mut req in server.incoming_requests() {
-                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    max_in_flight.fetch_max(now, Ordering::SeqCst);
-                    let mut body = String::new();
-                    let _ = req.as_reader().read_to_string(&mut body);
-                    let recorded = Recorded {
-                        method: req.method().to_string(),
-                        path: req.url().to_string(),
-                        headers: req
-                            .headers()
-                            .iter()
-                            .map(|h| {
-                                (
-                                    h.field.as_str().as_str().to_ascii_lowercase(),
-                                    h.value.as_str().to_string(),
-                                )
-                            })
-                            .collect(),
-                        body,
-                    };
-                    requests.lock().unwrap().push(recorded.clone());
-                    let handler = handler.clone();
-                    let in_flight = in_flight.clone();
-                    thread::spawn(move || {
-                        let reply = handler(&recorded);
-                        answer(req, reply);
-                        in_flight.fetch_sub(1, Ordering::SeqCst);
-                    });
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    connections.fetch_add(1, Ordering::SeqCst);
+                    let shared = shared.clone();
+                    thread::spawn(move || serve(stream, &shared));
                 }
             });
         }
         FakeServer {
-            url: format!("http://127.0.0.1:{port}"),
-            server,
+            url: format!("http://{addr}"),
+            addr,
+            stop,
             requests,
-            in_flight,
             max_in_flight,
+            connections,
         }
     }
 
@@ -154,6 +159,126 @@ impl FakeServer {
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight.load(Ordering::SeqCst)
     }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so that it sees the flag.
+        let _ = std::net::TcpStream::connect(self.addr);
+    }
+}
+
+/// Serves one connection: requests one after another until the client
+/// closes it (or sends something that is not HTTP/1.1 with a length).
+fn serve(stream: std::net::TcpStream, shared: &Shared) {
+    use std::io::BufRead;
+    let _ = stream.set_nodelay(true);
+    let Ok(write_half) = stream.try_clone() else {
+        return;
+    };
+    let mut writer = write_half;
+    let mut reader = std::io::BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        match reader.read_line(&mut request_line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or("").to_string();
+        let path = parts.next().unwrap_or("").to_string();
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
+        }
+        let length: usize = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        if std::io::Read::read_exact(&mut reader, &mut body).is_err() {
+            return;
+        }
+        let recorded = Recorded {
+            method,
+            path,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        };
+        shared.requests.lock().unwrap().push(recorded.clone());
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let reply = (shared.handler)(&recorded);
+        let keep = answer(&mut writer, reply);
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if !keep {
+            return;
+        }
+    }
+}
+
+/// Writes `reply`; false when the connection is to be closed.
+fn answer(out: &mut std::net::TcpStream, reply: Reply) -> bool {
+    use std::io::Write;
+    let written = match reply {
+        Reply::Json(status, body) => write_response(out, status, "application/json", &body, &[]),
+        Reply::Raw {
+            status,
+            content_type,
+            body,
+            headers,
+        } => write_response(out, status, &content_type, &body, &headers),
+        Reply::Hang => {
+            thread::sleep(Duration::from_secs(60));
+            false
+        }
+        Reply::Delay(d, inner) => {
+            thread::sleep(d);
+            return answer(out, *inner);
+        }
+    };
+    written && out.flush().is_ok()
+}
+
+/// One response in one write (so no delayed-ACK stall between head and body).
+fn write_response(
+    out: &mut std::net::TcpStream,
+    status: u16,
+    content_type: &str,
+    body: &str,
+    headers: &[(String, String)],
+) -> bool {
+    use std::io::Write;
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n",
+        if status < 400 { "OK" } else { "Error" },
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body.as_bytes());
+    out.write_all(&bytes).is_ok()
 }
 
 /// A barrier with a bounded wait: [`Gate::arrive`] returns `true` once `n`
@@ -198,51 +323,6 @@ impl Gate {
     pub fn arrived(&self) -> usize {
         *self.arrived.lock().unwrap()
     }
-}
-
-impl Drop for FakeServer {
-    fn drop(&mut self) {
-        self.server.unblock();
-    }
-}
-
-fn answer(req: tiny_http::Request, reply: Reply) {
-    match reply {
-        Reply::Json(status, body) => {
-            let _ = req.respond(response(status, "application/json", body, &[]));
-        }
-        Reply::Raw {
-            status,
-            content_type,
-            body,
-            headers,
-        } => {
-            let _ = req.respond(response(status, &content_type, body, &headers));
-        }
-        Reply::Hang => {
-            thread::sleep(Duration::from_secs(60));
-            drop(req);
-        }
-        Reply::Delay(d, inner) => {
-            thread::sleep(d);
-            answer(req, *inner);
-        }
-    }
-}
-
-fn response(
-    status: u16,
-    content_type: &str,
-    body: String,
-    headers: &[(String, String)],
-) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let mut r = tiny_http::Response::from_string(body)
-        .with_status_code(status)
-        .with_header(tiny_http::Header::from_bytes("content-type", content_type).unwrap());
-    for (k, v) in headers {
-        r.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
-    }
-    r
 }
 
 // ---------------------------------------------------------------------------
