@@ -21,10 +21,14 @@ lint:
 unit:
 	$(CARGO) test
 
-## example: build, then show what the shipped example agent would send (no key needed)
+## example: build, then show what the shipped example agents would send (no key needed)
 example: build
 	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run reviewer --dry-run \
 		-p "Review the error handling." | head -40
+	@echo "..."
+	@echo
+	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run lead --dry-run \
+		-p "Is the error handling sound?"
 
 clean:
 	$(CARGO) clean

@@ -1167,3 +1167,27 @@ fn run_verbose_shows_nested_agents_turns_under_their_names() {
     // c runs without tools: a single request, no turn lines.
     assert!(!err.contains("    c: [turn"), "{err}");
 }
+
+#[test]
+fn run_sub_agent_unknown_key_is_warned_about_once_per_run() {
+    let home = Home::new();
+    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"h\"]\n");
+    // A typo a user would otherwise never hear about.
+    agent(&home, "h", "openai/gpt-4o", "sub_agent = [\"x\"]\n");
+    let server = openai_delegation(calls(&[
+        ("c1", delegate("h", "one")),
+        ("c2", delegate("h", "two")),
+        ("c3", delegate("h", "three")),
+    ]));
+    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    assert_ok(&out);
+    assert_eq!(
+        stdout(&out),
+        "answer from h | answer from h | answer from h\n"
+    );
+    let err = stderr(&out);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("sub_agent")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].starts_with("axe: warning: "), "{err}");
+    assert!(warnings[0].contains("h.toml"), "{err}");
+}
