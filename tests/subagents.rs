@@ -105,6 +105,18 @@ fn anthropic_tool_results(req: &Recorded) -> Vec<Value> {
         .collect()
 }
 
+/// The contents of every tool result in a request, in order, joined by
+/// `sep`: OpenAI/Ollama `role: tool` messages or Anthropic `tool_result` blocks.
+fn results_text(req: &Recorded, sep: &str) -> String {
+    let mut results = tool_messages(req);
+    results.extend(anthropic_tool_results(req));
+    results
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
 /// An OpenAI server playing a parent `lead` that delegates `calls` in its
 /// first response and then answers `final` (echoing the tool results'
 /// contents, joined by ` | `), and any other agent answering
@@ -119,11 +131,7 @@ fn openai_delegation_with(calls: Vec<(String, Value)>, delay: Duration) -> FakeS
         let name = who(req);
         if name == "lead" {
             if req.has_tool_results() {
-                let results: Vec<String> = tool_messages(req)
-                    .iter()
-                    .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                    .collect();
-                Reply::Json(200, openai_text(&results.join(" | "), 7, 3))
+                Reply::Json(200, openai_text(&results_text(req, " | "), 7, 3))
             } else {
                 let calls: Vec<Call> = calls
                     .iter()
@@ -290,11 +298,7 @@ fn run_anthropic_parent_delegates_to_two_sub_agents_and_prints_the_final_answer(
         let name = who(req);
         match name.as_str() {
             "lead" if req.has_tool_results() => {
-                let texts: Vec<String> = anthropic_tool_results(req)
-                    .iter()
-                    .map(|b| b["content"].as_str().unwrap_or("").to_string())
-                    .collect();
-                Reply::Json(200, anthropic_text(&texts.join(" | "), 7, 3))
+                Reply::Json(200, anthropic_text(&results_text(req, " | "), 7, 3))
             }
             "lead" => Reply::Json(
                 200,
@@ -355,11 +359,7 @@ fn run_ollama_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
         let name = who(req);
         match name.as_str() {
             "lead" if req.has_tool_results() => {
-                let texts: Vec<String> = tool_messages(req)
-                    .iter()
-                    .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                    .collect();
-                Reply::Json(200, ollama_text(&texts.join(" | "), 7, 3))
+                Reply::Json(200, ollama_text(&results_text(req, " | "), 7, 3))
             }
             "lead" => Reply::Json(
                 200,
@@ -402,11 +402,7 @@ fn run_sub_agents_use_their_own_provider_not_the_parents() {
     agent(&home, "local", "ollama/llama3.1", "");
     let anthropic = FakeServer::route(|req| {
         if req.has_tool_results() {
-            let texts: Vec<String> = anthropic_tool_results(req)
-                .iter()
-                .map(|b| b["content"].as_str().unwrap_or("").to_string())
-                .collect();
-            Reply::Json(200, anthropic_text(&texts.join(" + "), 1, 1))
+            Reply::Json(200, anthropic_text(&results_text(req, " + "), 1, 1))
         } else {
             Reply::Json(
                 200,
@@ -739,13 +735,7 @@ fn run_parallel_calls_are_all_in_flight_at_once() {
                     .collect();
                 Reply::Json(200, openai_tool_calls(&calls, 1, 1))
             }
-            ("lead", true) => {
-                let r: Vec<String> = tool_messages(req)
-                    .iter()
-                    .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                    .collect();
-                Reply::Json(200, openai_text(&r.join(","), 1, 1))
-            }
+            ("lead", true) => Reply::Json(200, openai_text(&results_text(req, ","), 1, 1)),
             _ => gated_answer(&g, &name, || openai_text(&format!("ok {name}"), 1, 1)),
         }
     });
@@ -776,13 +766,7 @@ fn run_nested_fan_out_is_parallel_at_every_level() {
     let (c, l) = (children.clone(), leaves.clone());
     let server = FakeServer::route(move |req| {
         let name = who(req);
-        let joined = || {
-            tool_messages(req)
-                .iter()
-                .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
+        let joined = || results_text(req, ",");
         match (name.as_str(), req.has_tool_results()) {
             ("root", false) => Reply::Json(
                 200,
@@ -1000,13 +984,7 @@ fn run_sub_agent_timeout_gives_the_exact_error_and_the_parent_goes_on() {
                 1,
             ),
         ),
-        ("lead", true) => {
-            let r: Vec<String> = tool_messages(req)
-                .iter()
-                .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                .collect();
-            Reply::Json(200, openai_text(&r.join(" | "), 1, 1))
-        }
+        ("lead", true) => Reply::Json(200, openai_text(&results_text(req, " | "), 1, 1)),
         ("slow", _) => Reply::Hang,
         _ => Reply::Json(200, openai_text("quick answer", 1, 1)),
     });
