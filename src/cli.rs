@@ -332,7 +332,11 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
-    let resolved = resolve::resolve(agent, &overrides, &cwd)?;
+    let limits = Limits {
+        deadline,
+        timeout_secs: cmd.timeout,
+    };
+    let resolved = resolve::resolve(agent, &overrides, &cwd, &limits)?;
     let input = user_input(cmd.prompt)?;
 
     output::verbose_header(&verbose, &resolved, &input, cmd.timeout);
@@ -350,10 +354,7 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
             .config
             .sub_agents_config
             .effective_max_depth(),
-        limits: Limits {
-            deadline,
-            timeout_secs: cmd.timeout,
-        },
+        limits,
         verbose,
     };
     let mut outcome = run::run_agent(&resolved, input.text(), &ctx)?;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use globset::{GlobBuilder, GlobMatcher};
 
@@ -13,6 +14,7 @@ use crate::agent::Agent;
 use crate::error::Error;
 use crate::paths;
 use crate::provider::ModelRef;
+use crate::run::Limits;
 
 /// The user message when neither `--prompt` nor stdin gives one.
 pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
@@ -57,13 +59,19 @@ pub struct Resolved {
 }
 
 /// Resolves `agent` with `overrides`; relative paths given on the command line
-/// resolve against `cwd`.
-pub fn resolve(agent: Agent, overrides: &Overrides, cwd: &Path) -> Result<Resolved, Error> {
+/// resolve against `cwd`. Reading the context files stops at the run's
+/// deadline (a `**` glob over a huge tree must not outlive `--timeout`).
+pub fn resolve(
+    agent: Agent,
+    overrides: &Overrides,
+    cwd: &Path,
+    limits: &Limits,
+) -> Result<Resolved, Error> {
     let model_str = overrides.model.as_deref().unwrap_or(&agent.config.model);
     let model = ModelRef::parse(model_str)?;
     let workdir = resolve_workdir(&agent, overrides, cwd)?;
     let (skill_path, skill) = resolve_skill(&agent, overrides, cwd)?;
-    let (files, skipped) = collect_files(&workdir, &agent.config.files)?;
+    let (files, skipped) = collect_files(&workdir, &agent.config.files, limits)?;
     let system_prompt = system_prompt(
         agent.config.system_prompt.as_deref().unwrap_or(""),
         skill.as_deref(),
@@ -170,10 +178,12 @@ fn resolve_skill(
 
 /// Expands every glob against `workdir`: matches de-duplicated and sorted by
 /// relative path; files outside the workdir (also through symlinks), binary
-/// files and unreadable files skipped. An invalid glob is a config error.
+/// files and unreadable files skipped. An invalid glob is a config error;
+/// reaching the deadline of `limits` is a timeout (an API error, exit 3).
 pub fn collect_files(
     workdir: &Path,
     patterns: &[String],
+    limits: &Limits,
 ) -> Result<(Vec<ContextFile>, Vec<Skipped>), Error> {
     if patterns.is_empty() {
         return Ok((Vec::new(), Vec::new()));
@@ -196,7 +206,14 @@ pub fn collect_files(
         } else {
             root.join(&base)
         };
-        walk(&start, &base, max_depth, &matcher, &mut matched);
+        let mut walk = Walk {
+            matcher: &matcher,
+            deadline: limits.deadline,
+            out: &mut matched,
+        };
+        if walk.dir(&start, &base, max_depth).is_err() {
+            return Err(deadline_passed(limits));
+        }
     }
 
     // A match of an absolute pattern that lies in the workdir is shown, and
@@ -211,6 +228,9 @@ pub fn collect_files(
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for (rel, path) in matched {
+        if Instant::now() >= limits.deadline {
+            return Err(deadline_passed(limits));
+        }
         let inside = path
             .canonicalize()
             .is_ok_and(|real| real.starts_with(&root));
@@ -276,35 +296,61 @@ fn split_literal_base(pattern: &str) -> (String, Vec<String>) {
     (base, comps[n..].iter().map(|c| c.to_string()).collect())
 }
 
-/// Walks `dir` (whose path relative to the workdir is `rel`) up to `depth`
-/// levels, adding every file whose relative path matches. Symlinked
-/// directories are not entered (no loops); `.git` is not entered.
-fn walk(dir: &Path, rel: &str, depth: usize, m: &GlobMatcher, out: &mut BTreeMap<String, PathBuf>) {
-    if depth == 0 {
-        return;
-    }
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-            continue;
-        };
-        let child_rel = match rel {
-            "" => name.clone(),
-            "/" => format!("/{name}"),
-            _ => format!("{rel}/{name}"),
-        };
-        let path = entry.path();
-        let Ok(ft) = entry.file_type() else { continue };
-        let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
-        if ft.is_dir() {
-            if name != ".git" {
-                walk(&path, &child_rel, depth - 1, m, out);
-            }
-        } else if is_file && m.is_match(&child_rel) {
-            out.insert(child_rel, path);
+/// The error for a deadline that passed while context files were read.
+fn deadline_passed(limits: &Limits) -> Error {
+    Error::api(format!(
+        "timeout after {}s (while reading context files)",
+        limits.timeout_secs
+    ))
+}
+
+/// One glob's walk: the matches so far, and when to give up.
+struct Walk<'a> {
+    matcher: &'a GlobMatcher,
+    deadline: Instant,
+    out: &'a mut BTreeMap<String, PathBuf>,
+}
+
+/// The walk reached the deadline.
+struct DeadlinePassed;
+
+impl Walk<'_> {
+    /// Walks `dir` (whose path relative to the workdir is `rel`) up to
+    /// `depth` levels, adding every file whose relative path matches.
+    /// Symlinked directories are not entered (no loops); `.git` is not
+    /// entered; only regular files (or links to them) match, so a FIFO is
+    /// never opened.
+    fn dir(&mut self, dir: &Path, rel: &str, depth: usize) -> Result<(), DeadlinePassed> {
+        if depth == 0 {
+            return Ok(());
         }
+        if Instant::now() >= self.deadline {
+            return Err(DeadlinePassed);
+        }
+        let Ok(entries) = fs::read_dir(dir) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let child_rel = match rel {
+                "" => name.clone(),
+                "/" => format!("/{name}"),
+                _ => format!("{rel}/{name}"),
+            };
+            let path = entry.path();
+            let Ok(ft) = entry.file_type() else { continue };
+            let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
+            if ft.is_dir() {
+                if name != ".git" {
+                    self.dir(&path, &child_rel, depth - 1)?;
+                }
+            } else if is_file && self.matcher.is_match(&child_rel) {
+                self.out.insert(child_rel, path);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -365,12 +411,36 @@ mod tests {
 
     #[test]
     fn invalid_glob_is_a_config_error() {
-        let err = collect_files(Path::new("."), &["src/[".into()]).unwrap_err();
+        let err = collect_files(Path::new("."), &["src/[".into()], &later()).unwrap_err();
         assert_eq!(err.code, crate::error::Code::Config);
         assert!(
             err.message.starts_with("invalid glob \"src/[\""),
             "{}",
             err.message
         );
+    }
+
+    fn later() -> Limits {
+        Limits {
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+            timeout_secs: 60,
+        }
+    }
+
+    #[test]
+    fn reading_files_stops_at_the_deadline() {
+        let passed = Limits {
+            deadline: Instant::now(),
+            timeout_secs: 7,
+        };
+        let err = collect_files(Path::new("."), &["src/**/*.rs".into()], &passed).unwrap_err();
+        assert_eq!(err.code, crate::error::Code::Api);
+        assert_eq!(
+            err.message,
+            "timeout after 7s (while reading context files)"
+        );
+        // The same glob with time left reads this crate's sources.
+        let (files, _) = collect_files(Path::new("."), &["src/**/*.rs".into()], &later()).unwrap();
+        assert!(files.iter().any(|f| f.path == "src/resolve.rs"));
     }
 }

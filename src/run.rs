@@ -117,6 +117,9 @@ impl RunError {
 /// for the top-level run and for every sub-agent. The `call_agent` tool is
 /// injected when the agent has `sub_agents` and `ctx.depth < ctx.max_depth`
 /// (Req 9.1, 10.3); its calls run as the agent's `[sub_agents_config]` says.
+/// At the depth limit such an agent gets no tool, and a call its model makes
+/// anyway is answered with the depth error (D6). An agent without
+/// `sub_agents` sends exactly one request (Req 8.4).
 pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Result<Outcome> {
     let provider = Provider::from_config(resolved.model.provider, ctx.global)?;
     let config = &resolved.agent.config;
@@ -141,31 +144,39 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
         ctx,
     };
     let execute = |calls: &[ToolCall]| tool::execute(calls, &caller);
+    let execute: Option<&ToolRunner> = if config.sub_agents.is_empty() {
+        None
+    } else {
+        Some(&execute)
+    };
     Ok(converse(
         &provider,
         req,
         &ctx.limits,
         &ctx.verbose,
-        &execute,
+        execute,
     )?)
 }
 
-/// Runs the conversation that starts with `req`. `execute` runs the tool
-/// calls of one response and returns one result per call, in call order.
+/// Runs the tool calls of one response and returns one result per call, in
+/// call order.
+pub type ToolRunner<'a> = dyn Fn(&[ToolCall]) -> Vec<ToolResult> + 'a;
+
+/// Runs the conversation that starts with `req`. With `execute`, every
+/// response that calls tools has them run and the results sent back, for at
+/// most [`MAX_TURNS`] requests; without it, the first answer is the answer
+/// (and tool calls a model invents are not acted on).
 pub fn converse(
     provider: &Provider,
     mut req: Request,
     limits: &Limits,
     verbose: &Verbose,
-    execute: &dyn Fn(&[ToolCall]) -> Vec<ToolResult>,
+    execute: Option<&ToolRunner>,
 ) -> Result<Outcome, RunError> {
     let started = Instant::now();
     let mut out = Outcome::default();
-    let looping = !req.tools.is_empty();
+    let looping = execute.is_some();
     loop {
-        if out.turns == MAX_TURNS {
-            return Err(RunError::TooManyTurns);
-        }
         out.turns += 1;
         let turn = out.turns;
         if looping {
@@ -190,12 +201,18 @@ pub fn converse(
                 resp.tool_calls.len()
             ));
         }
-        // Without tools, tool calls a model invents are not acted on (Req 8.4).
-        if !looping || resp.tool_calls.is_empty() {
-            out.content = resp.content;
-            out.stop_reason = resp.stop_reason;
-            out.duration = started.elapsed();
-            return Ok(out);
+        let execute = match execute {
+            Some(execute) if !resp.tool_calls.is_empty() => execute,
+            _ => {
+                out.content = resp.content;
+                out.stop_reason = resp.stop_reason;
+                out.duration = started.elapsed();
+                return Ok(out);
+            }
+        };
+        // The last turn's calls would never be answered: do not run them.
+        if turn == MAX_TURNS {
+            return Err(RunError::TooManyTurns);
         }
         let results = execute(&resp.tool_calls);
         out.tool_calls += resp.tool_calls.len() as u64;

@@ -97,7 +97,9 @@ pub fn call_agent_tool(allowed: &[String]) -> Tool {
 /// call order: at the same time when the caller is `parallel` and there is
 /// more than one call, else one after another (Req 8.2, 11.1–11.5).
 pub fn execute(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
-    fan_out(calls, caller.parallel, |call| dispatch(call, caller))
+    fan_out(calls, caller.parallel, MAX_PARALLEL_CALLS, |call| {
+        dispatch(call, caller)
+    })
 }
 
 /// Runs one tool call by its name (Req 8.2).
@@ -109,11 +111,12 @@ pub fn dispatch(call: &ToolCall, caller: &Caller) -> ToolResult {
 }
 
 /// Runs `run` for every call and collects the results in call order. With
-/// `parallel` and more than one call, every call gets its own thread of a
-/// pool built for this fan-out (up to [`MAX_PARALLEL_CALLS`]); a single call
-/// runs on the current thread. A panic in one call becomes that call's error
-/// result; its siblings and the caller go on (D4, Req 13.1).
-pub fn fan_out<F>(calls: &[ToolCall], parallel: bool, run: F) -> Vec<ToolResult>
+/// `parallel` and more than one call, the calls run on a rayon pool built
+/// for this fan-out with one thread per call (at most `max_threads`; further
+/// calls wait for a free thread); a single call runs on the current thread.
+/// A panic in one call becomes that call's error result; its siblings and
+/// the caller go on (D4, Req 13.1).
+pub fn fan_out<F>(calls: &[ToolCall], parallel: bool, max_threads: usize, run: F) -> Vec<ToolResult>
 where
     F: Fn(&ToolCall) -> ToolResult + Sync,
 {
@@ -124,7 +127,7 @@ where
         return calls.iter().map(guarded).collect();
     }
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(calls.len().min(MAX_PARALLEL_CALLS))
+        .num_threads(calls.len().min(max_threads.max(1)))
         .thread_name(|i| format!("axe-call-{i}"))
         .build();
     let pool = match pool {
@@ -133,14 +136,36 @@ where
         Err(_) => return calls.iter().map(guarded).collect(),
     };
     let slots: Vec<OnceLock<ToolResult>> = calls.iter().map(|_| OnceLock::new()).collect();
-    pool.scope(|scope| {
-        for (call, slot) in calls.iter().zip(&slots) {
-            let guarded = &guarded;
-            scope.spawn(move |_| {
-                let _ = slot.set(guarded(call));
-            });
-        }
-    });
+    let run_all = || {
+        pool.scope(|scope| {
+            for (call, slot) in calls.iter().zip(&slots) {
+                let guarded = &guarded;
+                scope.spawn(move |_| {
+                    let _ = slot.set(guarded(call));
+                });
+            }
+        })
+    };
+    // Inside a sub-agent this thread is a worker of its parent's fan-out.
+    // Waiting for this fan-out inside rayon would let the worker pick up a
+    // queued sibling call of the parent meanwhile (rayon's cross-pool wait
+    // steals work) and finish this call only when that sibling is done.
+    // Waiting on a plain thread's join steals nothing.
+    if rayon::current_thread_index().is_some() {
+        std::thread::scope(|s| {
+            match std::thread::Builder::new()
+                .name("axe-fan-out".into())
+                .spawn_scoped(s, &run_all)
+            {
+                Ok(handle) => {
+                    let _ = handle.join();
+                }
+                Err(_) => run_all(),
+            }
+        });
+    } else {
+        run_all();
+    }
     calls
         .iter()
         .zip(slots)
@@ -205,50 +230,72 @@ pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
                 is_error: false,
             }
         }
-        Err(message) => refused(message),
+        Err(SubAgentError::Refused(message)) => refused(message),
+        Err(SubAgentError::Failed(description)) => {
+            let description = description.trim_end_matches('.');
+            ctx.verbose
+                .line(&format!("[sub-agent] \"{name}\" failed: {description}"));
+            error_result(
+                call,
+                format!(
+                    "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."
+                ),
+            )
+        }
     }
 }
 
+/// Why a sub-agent gave no answer.
+enum SubAgentError {
+    /// It could not be started: the whole `call_agent error: ...` text.
+    Refused(String),
+    /// It started and failed: what went wrong, for `Error: sub-agent ...`.
+    Failed(String),
+}
+
 /// Steps 6–15 of Req 7.3: load, resolve and run the sub-agent `name` with
-/// the user message `message`. The error is the tool result's text.
-fn run_sub_agent(name: &str, message: &str, caller: &Caller) -> Result<String, String> {
+/// the user message `message`, within the caller's deadline narrowed by its
+/// per-call timeout (D5), which starts now, before any file is read.
+fn run_sub_agent(name: &str, message: &str, caller: &Caller) -> Result<String, SubAgentError> {
     let ctx = caller.ctx;
+    let limits = ctx.limits.narrowed(caller.timeout_secs);
+    let timed_out = || SubAgentError::Failed(format!("timeout after {}s", limits.timeout_secs));
     let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
-        format!(
+        SubAgentError::Refused(format!(
             "call_agent error: failed to load agent \"{name}\": {}",
             e.message
-        )
+        ))
     })?;
     for w in &loaded.warnings {
         crate::output::warn_once(w);
     }
     if let Err(e) = ModelRef::parse(&loaded.config.model) {
-        return Err(format!(
+        return Err(SubAgentError::Refused(format!(
             "call_agent error: invalid model for agent \"{name}\": {}",
             e.message
-        ));
+        )));
     }
     #[cfg(debug_assertions)]
     inject_panic(name);
 
-    let failed = |description: String| {
-        let description = description.trim_end_matches('.').to_string();
-        format!(
-            "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."
-        )
-    };
     // Its own workdir, skill and files; never the parent's overrides (D7).
     let resolved =
-        resolve::resolve(loaded, &Overrides::default(), ctx.cwd).map_err(|e| failed(e.message))?;
+        resolve::resolve(loaded, &Overrides::default(), ctx.cwd, &limits).map_err(|e| {
+            if Instant::now() >= limits.deadline {
+                timed_out()
+            } else {
+                SubAgentError::Failed(e.message)
+            }
+        })?;
     let sub_ctx = Ctx {
         depth: ctx.depth + 1,
-        limits: ctx.limits.narrowed(caller.timeout_secs),
+        limits: limits.clone(),
         verbose: ctx.verbose.nested(name, ctx.depth + 1),
         ..ctx.clone()
     };
     match run::run_agent(&resolved, message, &sub_ctx) {
         Ok(outcome) => Ok(outcome.content),
-        Err(err) => Err(failed(describe(&err))),
+        Err(err) => Err(SubAgentError::Failed(describe(&err))),
     }
 }
 
@@ -333,7 +380,7 @@ mod tests {
     fn fan_out_keeps_call_order_and_turns_a_panic_into_that_calls_error() {
         let calls: Vec<ToolCall> = (0..6).map(|i| call(&format!("c{i}"), "a")).collect();
         for parallel in [true, false] {
-            let results = fan_out(&calls, parallel, |c| {
+            let results = fan_out(&calls, parallel, 8, |c| {
                 if c.id == "c3" {
                     panic!("boom in {}", c.id);
                 }
@@ -363,5 +410,48 @@ mod tests {
         assert_eq!(preview("short\ntask"), "short task");
         let long = "x".repeat(100);
         assert_eq!(preview(&long), format!("{}...", "x".repeat(80)));
+    }
+
+    /// A fan-out inside a call (a sub-agent delegating in turn) must not
+    /// run a queued sibling of that call on the call's own thread while it
+    /// waits (rayon's cross-pool wait would), or the call finishes only when
+    /// the sibling does. Three calls on two threads leave one queued.
+    #[test]
+    fn nested_fan_out_never_runs_a_sibling_on_a_busy_thread() {
+        use std::cell::Cell;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        thread_local!(static BUSY: Cell<bool> = const { Cell::new(false) });
+        let overlaps = AtomicUsize::new(0);
+        let enter = || {
+            if BUSY.with(|b| b.replace(true)) {
+                overlaps.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        let leave = || BUSY.with(|b| b.set(false));
+        let ok = |c: &ToolCall| ToolResult {
+            call_id: c.id.clone(),
+            content: String::new(),
+            is_error: false,
+        };
+        let outer: Vec<ToolCall> = ["nested", "slow-1", "slow-2"]
+            .iter()
+            .map(|id| call(id, "a"))
+            .collect();
+        let inner: Vec<ToolCall> = ["x", "y"].iter().map(|id| call(id, "b")).collect();
+        let results = fan_out(&outer, true, 2, |c| {
+            enter();
+            if c.id == "nested" {
+                fan_out(&inner, true, 2, |i| {
+                    std::thread::sleep(std::time::Duration::from_millis(150));
+                    ok(i)
+                });
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            leave();
+            ok(c)
+        });
+        assert_eq!(results.len(), 3);
+        assert_eq!(overlaps.load(Ordering::SeqCst), 0);
     }
 }

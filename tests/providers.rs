@@ -703,6 +703,18 @@ fn anthropic_omits_text_block_when_assistant_tool_call_content_is_empty() {
     assert!(blocks.iter().all(|b| b["type"] == "tool_use"), "{body}");
 }
 
+#[test]
+fn anthropic_omits_whitespace_only_text_before_tool_calls() {
+    // The API refuses text blocks with no non-whitespace text (HTTP 400).
+    let body = sent_body(Kind::Anthropic, &tool_history("\n\n"));
+    let blocks = messages(&body)[1]["content"]
+        .as_array()
+        .expect("assistant content blocks")
+        .clone();
+    assert_eq!(blocks.len(), 2, "{body}");
+    assert!(blocks.iter().all(|b| b["type"] == "tool_use"), "{body}");
+}
+
 // ---------------------------------------------------------------------------
 // Anthropic: errors.
 // ---------------------------------------------------------------------------

@@ -796,6 +796,40 @@ fn execute_call_agent_parent_deadline_already_passed() {
     assert_no_request(&server);
 }
 
+#[test]
+fn execute_call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
+    // A `**` glob over a tree stops at the deadline, with D5's exact text,
+    // and nothing is sent.
+    let server = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let s = Setup::openai(&server);
+    for i in 0..20 {
+        let dir = s.dir().join(format!("tree/d{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("f.txt"), "x").unwrap();
+    }
+    s.agent(
+        "reader",
+        &format!(
+            "{}files = [\"tree/**/*\"]\n",
+            openai_agent("reader", "Reader.")
+        ),
+    );
+    let ctx = Ctx {
+        limits: Limits {
+            deadline: Instant::now(),
+            timeout_secs: 4,
+        },
+        ..s.ctx(0, 3, 4)
+    };
+    let r = run_timed(&ctx, &["reader"], 0, &call("t4", "reader", "read"));
+    assert_error(
+        &r,
+        "t4",
+        "Error: sub-agent \"reader\" failed - timeout after 4s. You may retry or proceed without this result.",
+    );
+    assert_no_request(&server);
+}
+
 // ---------------------------------------------------------------------------
 // The sub-agent's own conversation (§3.8, §3.10, §5.7).
 // ---------------------------------------------------------------------------

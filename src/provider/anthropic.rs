@@ -42,7 +42,9 @@ fn message(m: &Message) -> Value {
         }
         Role::Assistant => {
             let mut blocks = Vec::new();
-            if !m.content.is_empty() {
+            // The API refuses text blocks without non-whitespace text, and
+            // Claude often writes "\n\n" before a tool_use: leave them out.
+            if !m.content.trim().is_empty() {
                 blocks.push(json!({"type": "text", "text": m.content}));
             }
             for c in &m.tool_calls {
