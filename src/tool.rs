@@ -155,7 +155,7 @@ where
         std::thread::scope(|s| {
             match std::thread::Builder::new()
                 .name("axe-fan-out".into())
-                .spawn_scoped(s, &run_all)
+                .spawn_scoped(s, run_all)
             {
                 Ok(handle) => {
                     let _ = handle.join();
