@@ -1,7 +1,7 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build test fmt lint unit example clean
+.PHONY: all build test fmt lint unit example bench clean
 
 all: build
 
@@ -20,6 +20,11 @@ lint:
 
 unit:
 	$(CARGO) test
+
+## bench: delegation latency, per-run cost, memory, connections, binary size
+## (prints a table and target/bench/results.json; not part of `make test`)
+bench:
+	$(CARGO) bench --bench delegation
 
 ## example: build, then show what the shipped example agents would send (no key needed)
 example: build

@@ -17,6 +17,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use crate::config::GlobalConfig;
 use crate::error::{Code, Error};
@@ -478,15 +480,64 @@ fn client(kind: Kind) -> &'static ureq::Agent {
         Kind::Ollama => &CLIENTS[2],
     };
     slot.get_or_init(|| {
-        ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
             .max_idle_connections_per_host(64)
             .max_idle_age(Duration::from_secs(30))
-            .build()
-            .into()
+            // ureq's defaults are 128 KiB each way per connection: 64 MiB
+            // for a 256-way fan-out. Provider response heads are a few KiB;
+            // bodies are read in pieces, requests written in pieces.
+            .input_buffer_size(32 * 1024)
+            .max_response_header_size(32 * 1024)
+            .output_buffer_size(16 * 1024)
+            .build();
+        ureq::Agent::with_parts(config, DefaultConnector::default(), LiteralFirst::default())
     })
+}
+
+/// ureq's resolver runs every lookup on a thread of its own when a request
+/// has a deadline (so that a stuck DNS cannot outlive it): one thread per
+/// new connection, even to `127.0.0.1`. A host that is an IP address needs
+/// no lookup and is resolved in place; any other host goes through ureq's
+/// resolver as before. (A 256-way fan-out to a local server otherwise
+/// starts 512 threads, not 256.)
+#[derive(Debug, Default)]
+struct LiteralFirst(DefaultResolver);
+
+impl Resolver for LiteralFirst {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        match literal_address(uri) {
+            Some(addr) => {
+                let mut found = self.empty();
+                found.push(addr);
+                Ok(found)
+            }
+            None => self.0.resolve(uri, config, timeout),
+        }
+    }
+}
+
+/// The socket address of a URI whose host is an IP address (`[::1]` too).
+fn literal_address(uri: &ureq::http::Uri) -> Option<std::net::SocketAddr> {
+    let host = uri.host()?;
+    let ip: std::net::IpAddr = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
+    let port = uri.port_u16().or(match uri.scheme_str() {
+        Some("https") => Some(443),
+        Some("http") => Some(80),
+        _ => None,
+    })?;
+    Some(std::net::SocketAddr::new(ip, port))
 }
 
 /// `{base}/v1/{path}`; a base that already ends in `/v1` (as many
@@ -713,6 +764,25 @@ mod tests {
     fn whole_numbers_are_sent_without_fraction() {
         assert_eq!(number(0.0).to_string(), "0");
         assert_eq!(number(0.7).to_string(), "0.7");
+    }
+
+    #[test]
+    fn ip_literal_hosts_resolve_in_place_and_names_do_not() {
+        let addr = |u: &str| literal_address(&u.parse().unwrap());
+        assert_eq!(
+            addr("http://127.0.0.1:8080/v1/messages"),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(
+            addr("http://[::1]/api/chat"),
+            Some("[::1]:80".parse().unwrap())
+        );
+        assert_eq!(
+            addr("https://10.0.0.2/x"),
+            Some("10.0.0.2:443".parse().unwrap())
+        );
+        assert_eq!(addr("https://api.openai.com/v1/chat/completions"), None);
+        assert_eq!(addr("http://localhost:11434/api/chat"), None);
     }
 
     #[test]

@@ -103,6 +103,7 @@ impl FakeServer {
         F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
     {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        deepen_backlog(&listener);
         let addr = listener.local_addr().expect("local address");
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -173,6 +174,27 @@ impl Drop for FakeServer {
         let _ = std::net::TcpStream::connect(self.addr);
     }
 }
+
+/// Raises the listen backlog from std's 128 to the kernel's limit. A 256-way
+/// fan-out connects all at once; with 128 the overflowing SYNs are dropped
+/// and retried a second later, and the fake provider, not axe, would be
+/// what the benchmark measures. Linux takes a second `listen` on a
+/// listening socket as a new backlog.
+#[cfg(target_os = "linux")]
+fn deepen_backlog(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    unsafe extern "C" {
+        fn listen(fd: i32, backlog: i32) -> i32;
+    }
+    // SAFETY: the fd is a valid listening socket owned by `listener`, and
+    // listen() only changes its backlog.
+    unsafe {
+        listen(listener.as_raw_fd(), 4096);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn deepen_backlog(_: &std::net::TcpListener) {}
 
 /// Serves one connection: requests one after another until the client
 /// closes it (or sends something that is not HTTP/1.1 with a length).
