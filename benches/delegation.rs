@@ -44,9 +44,10 @@ fn main() {
     let mut figures = Vec::new();
 
     for n in [1, 4, 16, 64, 256] {
-        let mut runs: Vec<_> = (0..REPEATS).map(|_| fan_out(n, None)).collect();
-        runs.sort_by_key(|r| r.0);
-        let (wall, in_flight, t) = runs[REPEATS / 2];
+        let mut runs: Vec<_> = (0..REPEATS).map(|_| fan_out(n)).collect();
+        runs.sort_by_key(|r| r.0.wall);
+        let (m, in_flight, t, server_cpu) = runs[REPEATS / 2];
+        let wall = m.wall;
         figures.push(Figure {
             name: format!("fan-out N={n}: wall / L"),
             value: wall.as_secs_f64() / L.as_secs_f64(),
@@ -55,11 +56,13 @@ fn main() {
             detail: format!(
                 "median of {REPEATS}: {:.1} ms, max in flight {in_flight}/{n}; sub-agent requests \
                  arrived {:.1}-{:.1} ms after the calls, parent's next request {:.1} ms after the \
-                 last answer",
+                 last answer; CPU: axe {:.0} ms, fake provider {:.0} ms",
                 ms(wall),
                 ms(t.first),
                 ms(t.last),
-                ms(t.tail)
+                ms(t.tail),
+                ms(m.cpu),
+                ms(server_cpu)
             ),
         });
     }
@@ -197,9 +200,10 @@ struct Timeline {
 }
 
 /// N `call_agent` calls in one instant parent response; every sub-agent
-/// answer takes L. With `rss`, runs under the RSS shim and stores the
-/// child's peak RSS (KiB) there.
-fn fan_out(n: usize, rss: Option<&mut u64>) -> (Duration, usize, Timeline) {
+/// answer takes L. Returns axe's wall time, RSS and CPU (measured by the
+/// shim), the server's maximum in-flight count, the timeline, and the CPU
+/// the fake provider used meanwhile (it shares the machine with axe).
+fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
     use std::sync::Mutex;
     let home = home_with(&[("lead", "sub_agents = [\"w\"]\n"), ("w", "")]);
     // (calls sent, sub-agent arrivals, last sub-agent answer, parent's next request)
@@ -234,13 +238,9 @@ fn fan_out(n: usize, rss: Option<&mut u64>) -> (Duration, usize, Timeline) {
     });
     let mut cmd = axe_at(&home, &server);
     cmd.args(["run", "lead"]);
-    let wall = match rss {
-        Some(kb) => {
-            *kb = rss_of(&cmd);
-            Duration::ZERO
-        }
-        None => timed(&mut cmd),
-    };
+    let (_, server_cpu_before) = rusage(RUSAGE_SELF);
+    let measured = measure(&cmd);
+    let (_, server_cpu_after) = rusage(RUSAGE_SELF);
     let g = marks.lock().unwrap();
     let since = |t: Option<Instant>| match (g.0, t) {
         (Some(a), Some(b)) => b.saturating_duration_since(a),
@@ -254,7 +254,12 @@ fn fan_out(n: usize, rss: Option<&mut u64>) -> (Duration, usize, Timeline) {
             _ => Duration::ZERO,
         },
     };
-    (wall, server.max_in_flight(), timeline)
+    (
+        measured,
+        server.max_in_flight(),
+        timeline,
+        server_cpu_after.saturating_sub(server_cpu_before),
+    )
 }
 
 /// root -> 4 children -> 4 leaves each; every response takes L. The
@@ -344,10 +349,8 @@ fn per_run() -> (Times, Times) {
 fn memory() -> (u64, u64) {
     let home = home_with(&[("solo", "")]);
     let server = FakeServer::json(200, &openai_text("hello", 1, 1));
-    let single = rss_of(axe_at(&home, &server).args(["run", "solo", "-p", "hi"]));
-    let mut fan = 0;
-    fan_out(256, Some(&mut fan));
-    (single, fan)
+    let single = measure(axe_at(&home, &server).args(["run", "solo", "-p", "hi"]));
+    (single.max_rss_kib, fan_out(256).0.max_rss_kib)
 }
 
 /// An 11-request parent conversation delegating once per turn, 10 times,
@@ -382,10 +385,21 @@ fn connections() -> (usize, usize) {
 // that getrusage(RUSAGE_CHILDREN) is that one child's high-water mark.
 // ---------------------------------------------------------------------------
 
-/// The child's peak RSS in KiB (0 where it cannot be measured).
-fn rss_of(cmd: &Command) -> u64 {
+/// What the shim measured of its one child.
+#[derive(Default, Clone, Copy)]
+struct Measured {
+    /// From spawn to exit, timed by the shim (its own start-up excluded).
+    wall: Duration,
+    /// Peak resident set, KiB.
+    max_rss_kib: u64,
+    /// User plus system CPU time.
+    cpu: Duration,
+}
+
+/// Runs `cmd` under the shim (0s where it cannot be measured).
+fn measure(cmd: &Command) -> Measured {
     let Ok(me) = std::env::current_exe() else {
-        return 0;
+        return Measured::default();
     };
     let mut shim = Command::new(me);
     shim.arg("--rss-of")
@@ -404,13 +418,23 @@ fn rss_of(cmd: &Command) -> u64 {
         .stdin(Stdio::null())
         .output()
         .expect("run the RSS shim");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
+    let text = String::from_utf8_lossy(&out.stdout);
+    let n: Vec<u64> = text
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    match n[..] {
+        [wall_us, rss, cpu_us] => Measured {
+            wall: Duration::from_micros(wall_us),
+            max_rss_kib: rss,
+            cpu: Duration::from_micros(cpu_us),
+        },
+        _ => Measured::default(),
+    }
 }
 
 fn rss_shim(cmd: &[String]) {
+    let started = Instant::now();
     let status = Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdin(Stdio::null())
@@ -418,12 +442,18 @@ fn rss_shim(cmd: &[String]) {
         .stderr(Stdio::null())
         .status()
         .expect("run the measured command");
+    let wall = started.elapsed();
     assert!(status.success(), "measured command failed");
-    println!("{}", children_max_rss_kib());
+    let (rss, cpu) = rusage(RUSAGE_CHILDREN);
+    println!("{} {rss} {}", wall.as_micros(), cpu.as_micros());
 }
 
+const RUSAGE_SELF: i32 = 0;
+const RUSAGE_CHILDREN: i32 = -1;
+
+/// Peak RSS (KiB) and user + system CPU of `who` (0s where unsupported).
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn children_max_rss_kib() -> u64 {
+fn rusage(who: i32) -> (u64, Duration) {
     #[repr(C)]
     struct Rusage {
         utime: [i64; 2],
@@ -434,7 +464,6 @@ fn children_max_rss_kib() -> u64 {
     unsafe extern "C" {
         fn getrusage(who: i32, usage: *mut Rusage) -> i32;
     }
-    const RUSAGE_CHILDREN: i32 = -1;
     let mut usage = Rusage {
         utime: [0; 2],
         stime: [0; 2],
@@ -443,17 +472,22 @@ fn children_max_rss_kib() -> u64 {
     };
     // SAFETY: `usage` is a properly laid out, writable `struct rusage` for
     // 64-bit Linux, and getrusage writes nothing else.
-    let rc = unsafe { getrusage(RUSAGE_CHILDREN, &mut usage) };
-    if rc == 0 {
-        u64::try_from(usage.maxrss).unwrap_or(0)
-    } else {
-        0
+    if unsafe { getrusage(who, &mut usage) } != 0 {
+        return (0, Duration::ZERO);
     }
+    let tv = |t: [i64; 2]| {
+        Duration::from_secs(u64::try_from(t[0]).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t[1]).unwrap_or(0))
+    };
+    (
+        u64::try_from(usage.maxrss).unwrap_or(0),
+        tv(usage.utime) + tv(usage.stime),
+    )
 }
 
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn children_max_rss_kib() -> u64 {
-    0
+fn rusage(_: i32) -> (u64, Duration) {
+    (0, Duration::ZERO)
 }
 
 // ---------------------------------------------------------------------------

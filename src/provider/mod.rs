@@ -484,6 +484,9 @@ fn client(kind: Kind) -> &'static ureq::Agent {
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+            // ureq keeps 10 idle connections overall by default, whatever
+            // the per-host limit: a fan-out's connections would be closed.
+            .max_idle_connections(64)
             .max_idle_connections_per_host(64)
             .max_idle_age(Duration::from_secs(30))
             // ureq's defaults are 128 KiB each way per connection: 64 MiB
