@@ -153,13 +153,27 @@ pub fn fan_out<F>(calls: &[ToolCall], parallel: bool, max_threads: usize, run: F
 where
     F: Fn(&ToolCall) -> ToolResult + Sync,
 {
+    fan_out_spawning(calls, parallel, max_threads, usize::MAX, run)
+}
+
+/// [`fan_out`], with thread creation failing after `spawnable` threads (the
+/// tests' stand-in for a machine out of threads).
+fn fan_out_spawning<F>(
+    calls: &[ToolCall],
+    parallel: bool,
+    max_threads: usize,
+    spawnable: usize,
+    run: F,
+) -> Vec<ToolResult>
+where
+    F: Fn(&ToolCall) -> ToolResult + Sync,
+{
     let guarded = |call: &ToolCall| {
         catch_unwind(AssertUnwindSafe(|| run(call))).unwrap_or_else(|p| panicked(call, p.as_ref()))
     };
     if !parallel || calls.len() < 2 {
         return calls.iter().map(guarded).collect();
     }
-    let threads = calls.len().min(max_threads.max(1));
     // rayon's workers look for work while they have none, each probing every
     // other worker's queue: with hundreds of workers on a few cores that
     // spinning, not the calls, takes most of the CPU (measured at N = 256:
@@ -170,38 +184,53 @@ where
     let start = Arc::new(Gate::default());
     let finished = Gate::default();
     let start_handler = start.clone();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("axe-call-{i}"))
-        .start_handler(move |_| start_handler.wait())
-        .build_scoped(
-            |thread| thread.run(),
-            |pool| {
-                let slots: Vec<OnceLock<ToolResult>> =
-                    calls.iter().map(|_| OnceLock::new()).collect();
-                let next = AtomicUsize::new(0);
-                let done = AtomicUsize::new(0);
-                start.open();
-                pool.broadcast(|_| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let (Some(call), Some(slot)) = (calls.get(i), slots.get(i)) else {
-                            break;
-                        };
-                        let _ = slot.set(guarded(call));
-                        if done.fetch_add(1, Ordering::AcqRel) + 1 == calls.len() {
-                            finished.open();
-                        }
-                    }
-                    finished.wait();
-                });
-                slots
-            },
-        );
-    let slots = match pool {
-        Ok(slots) => slots,
+    let spawned = AtomicUsize::new(0);
+    let slots = std::thread::scope(|scope| {
+        let built = rayon::ThreadPoolBuilder::new()
+            .num_threads(calls.len().min(max_threads.max(1)))
+            .start_handler(move |_| start_handler.wait())
+            .spawn_handler(|thread| {
+                if spawned.fetch_add(1, Ordering::Relaxed) >= spawnable {
+                    return Err(std::io::Error::other("no more threads"));
+                }
+                std::thread::Builder::new()
+                    .name(format!("axe-call-{}", thread.index()))
+                    .spawn_scoped(scope, || thread.run())?;
+                Ok(())
+            })
+            .build();
+        let Ok(pool) = built else {
+            // rayon has terminated the half-built pool; the threads it did
+            // start are waiting at the gate. Let them go, so that they see
+            // the termination and end, and this scope can join them.
+            start.open();
+            return None;
+        };
+        let slots: Vec<OnceLock<ToolResult>> = calls.iter().map(|_| OnceLock::new()).collect();
+        let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        start.open();
+        pool.broadcast(|_| {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let (Some(call), Some(slot)) = (calls.get(i), slots.get(i)) else {
+                    break;
+                };
+                let _ = slot.set(guarded(call));
+                if done.fetch_add(1, Ordering::AcqRel) + 1 == calls.len() {
+                    finished.open();
+                }
+            }
+            finished.wait();
+        });
+        // Ends the workers, which the scope then joins: no thread outlives
+        // its fan-out.
+        drop(pool);
+        Some(slots)
+    });
+    let Some(slots) = slots else {
         // No threads to be had: the calls still run, one after another.
-        Err(_) => return calls.iter().map(guarded).collect(),
+        return calls.iter().map(guarded).collect();
     };
     calls
         .iter()
@@ -490,5 +519,33 @@ mod tests {
         });
         assert_eq!(results.len(), 3);
         assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+    }
+
+    /// A machine out of threads must not hang the fan-out (threads that did
+    /// start wait at the start gate): the calls run one after another.
+    #[test]
+    fn fan_out_without_enough_threads_runs_the_calls_in_order() {
+        for spawnable in [0, 1, 3] {
+            // On a thread of its own, so that a hang fails the test in
+            // bounded time instead of hanging the suite.
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let calls: Vec<ToolCall> = (0..5).map(|i| call(&format!("c{i}"), "a")).collect();
+                let results = fan_out_spawning(&calls, true, 8, spawnable, |c| ToolResult {
+                    call_id: c.id.clone(),
+                    content: format!("done {}", c.id),
+                    is_error: false,
+                });
+                let _ = tx.send(results);
+            });
+            let results = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("the fan-out hung when threads ran out");
+            let contents: Vec<&str> = results.iter().map(|r| r.content.as_str()).collect();
+            assert_eq!(
+                contents,
+                ["done c0", "done c1", "done c2", "done c3", "done c4"]
+            );
+        }
     }
 }
