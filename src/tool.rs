@@ -66,6 +66,21 @@ impl Gate {
     }
 }
 
+/// Counts one finished call when dropped, and opens `gate` at the last.
+struct Countdown<'a> {
+    done: &'a AtomicUsize,
+    of: usize,
+    gate: &'a Gate,
+}
+
+impl Drop for Countdown<'_> {
+    fn drop(&mut self) {
+        if self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.of {
+            self.gate.open();
+        }
+    }
+}
+
 /// The `call_agent` tool definition for an agent that may call `allowed`
 /// (Req 6.3). The names are in both descriptions and, as a JSON Schema
 /// `enum`, in the `agent` parameter (D19).
@@ -216,10 +231,13 @@ where
                 let (Some(call), Some(slot)) = (calls.get(i), slots.get(i)) else {
                     break;
                 };
+                // Counted even if this unwinds, so `finished` always opens.
+                let _counted = Countdown {
+                    done: &done,
+                    of: calls.len(),
+                    gate: &finished,
+                };
                 let _ = slot.set(guarded(call));
-                if done.fetch_add(1, Ordering::AcqRel) + 1 == calls.len() {
-                    finished.open();
-                }
             }
             finished.wait();
         });
