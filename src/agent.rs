@@ -34,6 +34,9 @@ pub struct AgentConfig {
     pub sub_agents_config: SubAgentsConfig,
     #[serde(default)]
     pub params: Params,
+    /// Transport retries for this agent's requests (over `config.toml`'s).
+    #[serde(default)]
+    pub retry: crate::config::RetrySettings,
 }
 
 /// `[sub_agents_config]`. Integers are signed so that negative values reach
@@ -79,6 +82,7 @@ const TOP_KEYS: &[&str] = &[
     "sub_agents",
     "sub_agents_config",
     "params",
+    "retry",
 ];
 const SUB_AGENTS_CONFIG_KEYS: &[&str] = &["max_depth", "parallel", "timeout"];
 const PARAMS_KEYS: &[&str] = &["temperature", "max_tokens"];
@@ -202,6 +206,7 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
     for (key, known) in [
         ("sub_agents_config", SUB_AGENTS_CONFIG_KEYS),
         ("params", PARAMS_KEYS),
+        ("retry", crate::config::RETRY_KEYS),
     ] {
         if let Some(toml::Value::Table(t)) = table.get(key) {
             tomlfile::unknown_keys(t, &format!("{key}."), known, &mut warnings);
@@ -291,6 +296,13 @@ model = "provider/model-name"
 # [params]
 # temperature = 0.2
 # max_tokens = 4096
+
+# Retries of one HTTP request on 429/5xx/refused connections (over the
+# [retry] of config.toml; `axe run --retries N` wins over both).
+# [retry]
+# max_retries = 2
+# initial_delay_ms = 500
+# max_delay_ms = 30000
 "#
     )
 }
@@ -563,6 +575,7 @@ mod tests {
             .iter()
             .chain(SUB_AGENTS_CONFIG_KEYS)
             .chain(PARAMS_KEYS)
+            .chain(crate::config::RETRY_KEYS)
         {
             assert!(
                 s.contains(&format!("# {key}"))

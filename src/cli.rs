@@ -150,6 +150,10 @@ struct RunCmd {
     /// the user message (beats stdin)
     #[argh(option, short = 'p')]
     prompt: Option<String>,
+    /// retries of one failed HTTP request (429, 5xx, refused), over any
+    /// [retry] setting (default: 2)
+    #[argh(option)]
+    retries: Option<u32>,
 }
 
 /// Parses the process arguments and runs the command.
@@ -356,6 +360,7 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
             .effective_max_depth(),
         limits,
         verbose,
+        retries: cmd.retries,
     };
     let mut outcome = run::run_agent(&resolved, input.text(), &ctx)?;
     outcome.duration = started.elapsed();

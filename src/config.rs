@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::provider::Kind;
+use crate::provider::{Kind, RetryPolicy};
 use crate::write::{Created, create_new};
 use crate::{paths, redact, tomlfile};
 
@@ -19,6 +20,37 @@ use crate::{paths, redact, tomlfile};
 pub struct GlobalConfig {
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSettings>,
+    /// Transport retries for every agent (an agent's own `[retry]` wins).
+    #[serde(default)]
+    pub retry: RetrySettings,
+}
+
+/// A `[retry]` table, in `config.toml` or an agent file: each key that is
+/// set overrides the one below it (defaults, then `config.toml`, then the
+/// agent, then `--retries`).
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+pub struct RetrySettings {
+    pub max_retries: Option<u32>,
+    pub initial_delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}
+
+/// The keys of a `[retry]` table.
+pub const RETRY_KEYS: &[&str] = &["max_retries", "initial_delay_ms", "max_delay_ms"];
+
+impl RetrySettings {
+    /// `base` with every key set here applied.
+    pub fn over(&self, base: RetryPolicy) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.max_retries.unwrap_or(base.max_retries),
+            initial_delay: self
+                .initial_delay_ms
+                .map_or(base.initial_delay, Duration::from_millis),
+            max_delay: self
+                .max_delay_ms
+                .map_or(base.max_delay, Duration::from_millis),
+        }
+    }
 }
 
 /// One `[providers.<name>]` table.
@@ -46,6 +78,15 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 
 # [providers.ollama]
 # base_url = "http://localhost:11434"
+
+# Retries of one HTTP request (429, 529, 500, 502, 503, 504, connection
+# refused or closed), with exponential backoff and jitter, honouring
+# Retry-After, never past the run's --timeout. An agent's own [retry] wins;
+# `axe run --retries N` wins over both.
+# [retry]
+# max_retries = 2
+# initial_delay_ms = 500
+# max_delay_ms = 30000
 "#;
 
 /// The sample skill written by `axe config init`.
@@ -72,7 +113,10 @@ impl GlobalConfig {
         let (config, table): (GlobalConfig, _) = tomlfile::parse(&text)
             .map_err(|e| Error::config(format!("invalid config {}: {e}", path.display())))?;
         let mut warnings = Vec::new();
-        tomlfile::unknown_keys(&table, "", &["providers"], &mut warnings);
+        tomlfile::unknown_keys(&table, "", &["providers", "retry"], &mut warnings);
+        if let Some(toml::Value::Table(t)) = table.get("retry") {
+            tomlfile::unknown_keys(t, "retry.", RETRY_KEYS, &mut warnings);
+        }
         if let Some(toml::Value::Table(providers)) = table.get("providers") {
             for (name, v) in providers {
                 if let toml::Value::Table(t) = v {

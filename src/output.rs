@@ -181,6 +181,7 @@ pub struct JsonOutput<'a> {
     pub stop_reason: &'a str,
     pub duration_ms: u64,
     pub tool_calls: u64,
+    pub retry_attempts: u64,
 }
 
 pub fn json(r: &Resolved, o: &Outcome) -> String {
@@ -192,6 +193,7 @@ pub fn json(r: &Resolved, o: &Outcome) -> String {
         stop_reason: &o.stop_reason,
         duration_ms: u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         tool_calls: o.tool_calls,
+        retry_attempts: o.retry_attempts,
     };
     // Serializing plain strings and numbers cannot fail.
     redact(&serde_json::to_string(&out).unwrap_or_default())

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::config::GlobalConfig;
 use crate::output::Verbose;
 use crate::provider::{
-    ErrorKind, Message, Provider, ProviderError, Request, Role, ToolCall, ToolResult,
+    ErrorKind, Message, Provider, ProviderError, Request, RetryPolicy, Role, ToolCall, ToolResult,
 };
 use crate::resolve::Resolved;
 use crate::tool::{self, Caller};
@@ -49,6 +49,9 @@ pub struct Ctx<'a> {
     pub max_depth: u32,
     pub limits: Limits,
     pub verbose: Verbose,
+    /// `--retries`: the most transport retries per request, over any
+    /// `[retry]` setting, for the whole tree.
+    pub retries: Option<u32>,
 }
 
 impl Limits {
@@ -79,6 +82,8 @@ pub struct Outcome {
     pub turns: u32,
     /// Tool calls executed.
     pub tool_calls: u64,
+    /// HTTP requests retried (DECISIONS D12), summed over every turn.
+    pub retry_attempts: u64,
     pub duration: Duration,
 }
 
@@ -121,8 +126,16 @@ impl RunError {
 /// anyway is answered with the depth error (D6). An agent without
 /// `sub_agents` sends exactly one request (Req 8.4).
 pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Result<Outcome> {
-    let provider = Provider::from_config(resolved.model.provider, ctx.global)?;
     let config = &resolved.agent.config;
+    let mut provider = Provider::from_config(resolved.model.provider, ctx.global)?;
+    let mut retry = config
+        .retry
+        .over(ctx.global.retry.over(RetryPolicy::default()));
+    if let Some(n) = ctx.retries {
+        retry.max_retries = n;
+    }
+    provider.retry = retry;
+    provider.report = ctx.verbose.clone();
     let tools = if !config.sub_agents.is_empty() && ctx.depth < ctx.max_depth {
         vec![tool::call_agent_tool(&config.sub_agents)]
     } else {
@@ -194,6 +207,7 @@ pub fn converse(
         })?;
         out.input_tokens += resp.input_tokens;
         out.output_tokens += resp.output_tokens;
+        out.retry_attempts += u64::from(resp.retries);
         if looping {
             verbose.line(&format!(
                 "[turn {turn}] Received response: {} ({} tool calls)",

@@ -961,6 +961,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "input_tokens",
             "model",
             "output_tokens",
+            "retry_attempts",
             "stop_reason",
             "tool_calls"
         ]
@@ -972,6 +973,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
     assert_eq!(obj["stop_reason"], "stop");
     assert!(obj["duration_ms"].is_u64(), "{v}");
     assert_eq!(obj["tool_calls"], 0);
+    assert_eq!(obj["retry_attempts"], 0);
 }
 
 #[test]

@@ -115,6 +115,8 @@ pub struct Response {
     pub output_tokens: u64,
     /// Empty when the model called no tools.
     pub tool_calls: Vec<ToolCall>,
+    /// HTTP requests retried before this answer (DECISIONS D12).
+    pub retries: u32,
 }
 
 impl Message {
@@ -238,6 +240,8 @@ pub struct ProviderError {
     /// HTTP status, when there was a response.
     pub status: Option<u16>,
     pub message: String,
+    /// HTTP requests retried before giving up (DECISIONS D12).
+    pub retries: u32,
 }
 
 impl ProviderError {
@@ -248,6 +252,7 @@ impl ProviderError {
             kind,
             status,
             message,
+            retries: 0,
         }
     }
 
@@ -268,6 +273,155 @@ impl fmt::Display for ProviderError {
 impl std::error::Error for ProviderError {}
 
 // ---------------------------------------------------------------------------
+// Transport retries (DECISIONS D12).
+// ---------------------------------------------------------------------------
+
+/// How one provider call retries its HTTP request: 429, 529 / overloaded,
+/// 500, 502, 503, 504, and connections refused or closed before any
+/// response; never another 4xx, never a deadline timeout. These retries are
+/// not the spec's sub-agent retries, which stay the parent model's to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt; 0 turns retrying off.
+    pub max_retries: u32,
+    /// The first backoff ceiling; each retry doubles it, up to `max_delay`.
+    pub initial_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 2,
+            initial_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub const NONE: RetryPolicy = RetryPolicy {
+        max_retries: 0,
+        initial_delay: Duration::ZERO,
+        max_delay: Duration::ZERO,
+    };
+
+    /// The wait before retry number `retry` (0-based): "full jitter", a
+    /// uniformly random duration up to `min(max_delay, initial_delay * 2^retry)`.
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let ceiling = self
+            .initial_delay
+            .saturating_mul(2u32.saturating_pow(retry.min(31)))
+            .min(self.max_delay);
+        let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+        if nanos == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(random_u64() % (nanos + 1))
+    }
+}
+
+/// 64 random bits, from the standard library's randomly keyed hasher (no
+/// dependency for a few jitter values).
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+/// A failed attempt and what the server said about trying again.
+struct Attempt {
+    error: ProviderError,
+    /// `Retry-After` (seconds or an HTTP date), or `retry-after-ms`.
+    retry_after: Option<Duration>,
+    /// Anthropic's `x-should-retry`, which overrides the status.
+    should_retry: Option<bool>,
+    /// Whether the failure is of a retryable kind (D12).
+    retryable: bool,
+}
+
+impl Attempt {
+    fn failed(error: ProviderError) -> Attempt {
+        Attempt {
+            error,
+            retry_after: None,
+            should_retry: None,
+            retryable: false,
+        }
+    }
+
+    fn may_retry(&self) -> bool {
+        if self.error.kind == ErrorKind::Timeout {
+            return false;
+        }
+        self.should_retry.unwrap_or(self.retryable)
+    }
+}
+
+/// The wait a response asks for: `retry-after-ms`, else `Retry-After` as
+/// seconds or as an HTTP date (RFC 9110).
+fn retry_after(resp: &ureq::http::Response<ureq::Body>) -> Option<Duration> {
+    if let Some(ms) = header(resp, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = header(resp, "retry-after")?;
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
+    }
+    let at = http_date(value)?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date format.
+pub fn http_date(s: &str) -> Option<std::time::SystemTime> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts[..] else {
+        return None;
+    };
+    let day: u64 = day.parse().ok()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| *m == month)? as u64
+        + 1;
+    let year: u64 = year.parse().ok()?;
+    let hms: Vec<u64> = time.split(':').filter_map(|p| p.parse().ok()).collect();
+    let [h, m, sec] = hms[..] else {
+        return None;
+    };
+    if !(1..=31).contains(&day) || year < 1970 || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    // Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    let secs = days * 86_400 + h * 3600 + m * 60 + sec;
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+// ---------------------------------------------------------------------------
 // The HTTP path.
 // ---------------------------------------------------------------------------
 
@@ -278,6 +432,10 @@ pub struct Provider {
     pub kind: Kind,
     pub base_url: String,
     api_key: Option<String>,
+    /// How failed requests are retried; none unless set.
+    pub retry: RetryPolicy,
+    /// Where `[retry] ...` lines go (`--verbose`).
+    pub report: crate::output::Verbose,
 }
 
 impl Provider {
@@ -290,6 +448,8 @@ impl Provider {
             kind,
             base_url,
             api_key,
+            retry: RetryPolicy::NONE,
+            report: crate::output::Verbose::default(),
         }
     }
 
@@ -332,13 +492,10 @@ impl Provider {
         }
     }
 
-    /// Sends `req` and waits for the answer, at most until `deadline`.
+    /// Sends `req` and waits for the answer, at most until `deadline`,
+    /// retrying as [`Provider::retry`] says; a wait that would pass the
+    /// deadline is not started, and the last error is returned instead.
     pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(self.error(ErrorKind::Timeout, None, "no time left before the deadline"));
-        }
-        let url = self.endpoint();
         let body = serde_json::to_vec(&self.body(req)).map_err(|e| {
             self.error(
                 ErrorKind::BadRequest,
@@ -346,7 +503,56 @@ impl Provider {
                 format!("cannot encode request: {e}"),
             )
         })?;
+        let mut retries = 0;
+        loop {
+            let failed = match self.attempt(&body, deadline) {
+                Ok(mut resp) => {
+                    resp.retries = retries;
+                    return Ok(resp);
+                }
+                Err(failed) => failed,
+            };
+            let mut error = failed.error.clone();
+            error.retries = retries;
+            if retries >= self.retry.max_retries || !failed.may_retry() {
+                return Err(error);
+            }
+            let wait = failed
+                .retry_after
+                .unwrap_or_else(|| self.retry.backoff(retries));
+            if Instant::now()
+                .checked_add(wait)
+                .is_none_or(|t| t >= deadline)
+            {
+                return Err(error);
+            }
+            retries += 1;
+            let what = match failed.error.status {
+                Some(status) => status.to_string(),
+                None => one_line(&failed.error.message),
+            };
+            self.report.line(&format!(
+                "[retry] {} {what}, attempt {}/{} in {:.1}s",
+                self.kind.name(),
+                retries + 1,
+                self.retry.max_retries + 1,
+                wait.as_secs_f64()
+            ));
+            std::thread::sleep(wait);
+        }
+    }
 
+    /// One HTTP request and its classified outcome.
+    fn attempt(&self, body: &[u8], deadline: Instant) -> Result<Response, Attempt> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(Attempt::failed(self.error(
+                ErrorKind::Timeout,
+                None,
+                "no time left before the deadline",
+            )));
+        }
+        let url = self.endpoint();
         let mut call = client(self.kind)
             .post(&url)
             .header("content-type", "application/json")
@@ -366,16 +572,40 @@ impl Provider {
             .config()
             .timeout_global(Some(remaining))
             .build()
-            .send(&body[..]);
-        let mut resp = result.map_err(|e| self.transport_error(e, &url))?;
+            .send(body);
+        let mut resp = match result {
+            Ok(resp) => resp,
+            // Nothing came back: a refused or dropped connection may be retried.
+            Err(e) => {
+                let retryable = closed_before_response(&e);
+                let mut failed = Attempt::failed(self.transport_error(e, &url));
+                failed.retryable = retryable;
+                return Err(failed);
+            }
+        };
 
         let status = resp.status().as_u16();
         let location = header(&resp, "location");
-        let bytes = read_body(resp.body_mut()).map_err(|e| self.transport_error(e, &url))?;
+        let wait = retry_after(&resp);
+        let should_retry = header(&resp, "x-should-retry").and_then(|v| match v.trim() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        });
+        let bytes = read_body(resp.body_mut())
+            .map_err(|e| Attempt::failed(self.transport_error(e, &url)))?;
         let text = String::from_utf8_lossy(&bytes);
 
         if !(200..300).contains(&status) {
-            return Err(self.status_error(status, &text, location.as_deref()));
+            let error = self.status_error(status, &text, location.as_deref());
+            let retryable = matches!(status, 429 | 500 | 502 | 503 | 504 | 529)
+                || error.kind == ErrorKind::Overloaded;
+            return Err(Attempt {
+                error,
+                retry_after: wait,
+                should_retry,
+                retryable,
+            });
         }
         let parsed = match self.kind {
             Kind::Anthropic => anthropic::parse(&text),
@@ -383,11 +613,11 @@ impl Provider {
             Kind::Ollama => ollama::parse(&text),
         };
         parsed.map_err(|detail| {
-            self.error(
+            Attempt::failed(self.error(
                 ErrorKind::InvalidResponse,
                 Some(status),
                 format!("invalid response: {detail}"),
-            )
+            ))
         })
     }
 
@@ -466,6 +696,25 @@ impl Provider {
             _ => format!("connection refused ({url})"),
         };
         self.error(ErrorKind::Network, None, msg)
+    }
+}
+
+/// Whether a transport error happened before any response: the connection
+/// was refused, reset or closed. (A deadline timeout is not one of these.)
+fn closed_before_response(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind as Io;
+    match e {
+        ureq::Error::ConnectionFailed => true,
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            Io::ConnectionRefused
+                | Io::ConnectionReset
+                | Io::ConnectionAborted
+                | Io::BrokenPipe
+                | Io::UnexpectedEof
+                | Io::NotConnected
+        ),
+        _ => false,
     }
 }
 

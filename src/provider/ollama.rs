@@ -111,5 +111,6 @@ pub fn parse(body: &str) -> Result<Response, String> {
         input_tokens: wire.prompt_eval_count,
         output_tokens: wire.eval_count,
         tool_calls,
+        retries: 0,
     })
 }

@@ -147,5 +147,6 @@ pub fn parse(body: &str) -> Result<Response, String> {
         input_tokens: usage.as_ref().map_or(0, |u| u.prompt_tokens),
         output_tokens: usage.as_ref().map_or(0, |u| u.completion_tokens),
         tool_calls,
+        retries: 0,
     })
 }
