@@ -105,14 +105,14 @@ fn main() {
     figures.push(Figure {
         name: "peak RSS, single run".into(),
         value: single_kb as f64 / 1024.0,
-        unit: "MB",
+        unit: "MiB",
         target: "<= 6".into(),
         detail: "ru_maxrss of the child".into(),
     });
     figures.push(Figure {
         name: "peak RSS, fan-out N=256".into(),
         value: fan_kb as f64 / 1024.0,
-        unit: "MB",
+        unit: "MiB",
         target: "<= 64".into(),
         detail: "ru_maxrss of the child".into(),
     });
@@ -130,7 +130,7 @@ fn main() {
     figures.push(Figure {
         name: "release binary".into(),
         value: size as f64 / (1024.0 * 1024.0),
-        unit: "MB",
+        unit: "MiB",
         target: "<= 4".into(),
         detail: format!("{size} bytes"),
     });
@@ -225,7 +225,13 @@ fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
         }
         if req.has_tool_results() {
             m.lock().unwrap().3 = Some(Instant::now());
-            return Reply::Json(200, openai_text("done", 1, 1));
+            // Every sub-agent must have answered, or the figure means nothing.
+            let answered = req
+                .messages()
+                .iter()
+                .filter(|m| m["role"] == "tool" && m["content"] == "ok")
+                .count();
+            return Reply::Json(200, openai_text(&format!("{answered} answered"), 1, 1));
         }
         let ids: Vec<String> = (0..n).map(|i| format!("call_{i}")).collect();
         let calls: Vec<Call> = ids
@@ -241,6 +247,15 @@ fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
     let (_, server_cpu_before) = rusage(RUSAGE_SELF);
     let measured = measure(&cmd);
     let (_, server_cpu_after) = rusage(RUSAGE_SELF);
+    let last = server.requests().pop().expect("the parent's last request");
+    assert!(
+        last.messages()
+            .iter()
+            .filter(|m| m["role"] == "tool" && m["content"] == "ok")
+            .count()
+            == n,
+        "not every sub-agent answered"
+    );
     let g = marks.lock().unwrap();
     let since = |t: Option<Instant>| match (g.0, t) {
         (Some(a), Some(b)) => b.saturating_duration_since(a),
@@ -297,7 +312,19 @@ fn tree() -> (Duration, usize) {
         };
         Reply::Delay(L, Box::new(Reply::Json(200, body)))
     });
-    let wall = timed(axe_at(&home, &server).args(["run", "root"]));
+    let started = Instant::now();
+    let out = axe_at(&home, &server)
+        .args(["run", "root"])
+        .output()
+        .expect("run axe");
+    let wall = started.elapsed();
+    // The whole tree answered, or the figure means nothing.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "root done\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (wall, max_leaves.load(std::sync::atomic::Ordering::SeqCst))
 }
 
@@ -423,27 +450,33 @@ fn measure(cmd: &Command) -> Measured {
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();
-    match n[..] {
-        [wall_us, rss, cpu_us] => Measured {
+    // A run that failed must not read as a fast one.
+    match (out.status.success(), &n[..]) {
+        (true, &[wall_us, rss, cpu_us]) => Measured {
             wall: Duration::from_micros(wall_us),
             max_rss_kib: rss,
             cpu: Duration::from_micros(cpu_us),
         },
-        _ => Measured::default(),
+        _ => panic!(
+            "the measured run failed: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ),
     }
 }
 
 fn rss_shim(cmd: &[String]) {
     let started = Instant::now();
-    let status = Command::new(&cmd[0])
+    let out = Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+        .output()
         .expect("run the measured command");
     let wall = started.elapsed();
-    assert!(status.success(), "measured command failed");
+    if !out.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        std::process::exit(1);
+    }
     let (rss, cpu) = rusage(RUSAGE_CHILDREN);
     println!("{} {rss} {}", wall.as_micros(), cpu.as_micros());
 }

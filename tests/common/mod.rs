@@ -123,7 +123,11 @@ impl FakeServer {
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
-                    let Ok(stream) = stream else { continue };
+                    let Ok(stream) = stream else {
+                        // Out of descriptors, say: do not spin.
+                        thread::sleep(Duration::from_millis(10));
+                        continue;
+                    };
                     connections.fetch_add(1, Ordering::SeqCst);
                     let shared = shared.clone();
                     thread::spawn(move || serve(stream, &shared));
@@ -229,6 +233,15 @@ fn serve(stream: std::net::TcpStream, shared: &Shared) {
             if let Some((k, v)) = line.split_once(':') {
                 headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
             }
+        }
+        // Only bodies with a content-length are understood; anything else
+        // would put the connection out of step, so it is refused and closed.
+        if headers
+            .iter()
+            .any(|(k, _)| k == "transfer-encoding" || k == "expect")
+        {
+            let _ = write_response(&mut writer, 501, "text/plain", "not supported", &[]);
+            return;
         }
         let length: usize = headers
             .iter()
@@ -600,6 +613,15 @@ impl Home {
             "OLLAMA_HOST",
             "VISUAL",
             "EDITOR",
+            // ureq honours proxy variables: loopback traffic must not go there.
+            "ALL_PROXY",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "all_proxy",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy",
         ] {
             c.env_remove(var);
         }
