@@ -168,11 +168,7 @@ fn axe_at(home: &Home, server: &FakeServer) -> Command {
 
 /// Which agent sent a request, from its system prompt.
 fn who(req: &Recorded) -> String {
-    req.system_prompt()
-        .strip_prefix("You are ")
-        .and_then(|s| s.split_once('.'))
-        .map_or("?", |(name, _)| name)
-        .to_string()
+    req.who()
 }
 
 /// Runs `cmd`, checks it succeeded, returns its wall time.

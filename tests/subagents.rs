@@ -45,11 +45,7 @@ fn agent(home: &Home, name: &str, model: &str, extra: &str) {
 
 /// Which agent sent a request, from its system prompt.
 fn who(req: &Recorded) -> String {
-    req.system_prompt()
-        .strip_prefix("You are ")
-        .and_then(|s| s.split_once('.'))
-        .map_or("?", |(name, _)| name)
-        .to_string()
+    req.who()
 }
 
 /// The requests that agent `name` sent.

@@ -503,6 +503,17 @@ impl Recorded {
         }
     }
 
+    /// Which agent sent the request, when every agent's system prompt
+    /// starts `You are <name>.` (as the sub-agent tests and the bench write
+    /// them); `?` otherwise.
+    pub fn who(&self) -> String {
+        self.system_prompt()
+            .strip_prefix("You are ")
+            .and_then(|s| s.split_once('.'))
+            .map_or("?", |(name, _)| name)
+            .to_string()
+    }
+
     /// The messages array of the request body.
     pub fn messages(&self) -> Vec<serde_json::Value> {
         self.json()["messages"]
