@@ -243,8 +243,13 @@ fn agents_list() -> anyhow::Result<()> {
 }
 
 fn agents_show(name: &str) -> anyhow::Result<()> {
+    // A key pasted into an agent file is not shown either. A config.toml
+    // that does not load is `axe run`'s to report, not this command's.
+    if let Ok((global, _)) = GlobalConfig::load() {
+        global.register_secrets();
+    }
     let a = load_agent(name)?;
-    print_stdout(&agent::show(&a))
+    print_stdout(&crate::redact::redact(&agent::show(&a)))
 }
 
 fn agents_init(name: &str) -> anyhow::Result<()> {

@@ -1,0 +1,188 @@
+//! API keys never appear in any output (DECISIONS D10, D18): every output
+//! mode of the binary is run with two recognisable keys (one from the
+//! environment, one from config.toml) placed where they would leak — echoed
+//! by the model, by a provider's error body, in a task, in a context file,
+//! in an agent file — and all of stdout and stderr is searched for them. Each
+//! case also checks that `[redacted]` stands where a key was, so that no
+//! case passes merely because the key never came near the output.
+//!
+//! A key also never travels to another provider: a sub-agent's provider
+//! error echoing its key reaches the parent's provider redacted.
+
+mod common;
+use common::*;
+
+use std::process::Output;
+
+/// From the environment.
+const ENV_KEY: &str = "sk-proj-LEAKCHECK-env-0123456789abcdef";
+/// From config.toml.
+const FILE_KEY: &str = "sk-ant-LEAKCHECK-file-fedcba9876543210";
+const MARK: &str = "[redacted]";
+
+fn home() -> Home {
+    let home = Home::new();
+    home.config(&format!(
+        "[providers.anthropic]\napi_key = \"{FILE_KEY}\"\n\n[retry]\ninitial_delay_ms = 1\nmax_delay_ms = 2\n"
+    ));
+    home
+}
+
+/// `axe` with the env key and both base URLs.
+fn axe(home: &Home, openai: &FakeServer, anthropic: &FakeServer) -> std::process::Command {
+    let mut c = home.axe();
+    c.env("OPENAI_API_KEY", ENV_KEY)
+        .env("AXE_OPENAI_BASE_URL", &openai.url)
+        .env("AXE_ANTHROPIC_BASE_URL", &anthropic.url);
+    c
+}
+
+/// Neither key anywhere in the output, and the mark where one was.
+#[track_caller]
+fn assert_no_key(case: &str, out: &Output) {
+    let all = format!("{}{}", stdout(out), stderr(out));
+    for key in [ENV_KEY, FILE_KEY] {
+        assert!(!all.contains(key), "{case}: key printed:\n{all}");
+        // Nor a long piece of one.
+        assert!(
+            !all.contains(&key[..20]),
+            "{case}: part of a key printed:\n{all}"
+        );
+    }
+    assert!(all.contains(MARK), "{case}: nothing was redacted:\n{all}");
+}
+
+fn echoing(text: &str) -> FakeServer {
+    FakeServer::json(200, &openai_text(text, 1, 1))
+}
+
+#[test]
+fn secrets_never_appear_in_any_output_mode() {
+    let home = home();
+    let wd = TempDir::new("secrets-wd");
+    std::fs::write(wd.path().join("notes.txt"), format!("key: {ENV_KEY}")).unwrap();
+    home.agent(
+        "a",
+        &format!(
+            "name = \"a\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"Never say {FILE_KEY}.\"\nfiles = [\"*.txt\"]\n"
+        ),
+    );
+    let wd_arg = wd.path().to_str().unwrap();
+    let anthropic = FakeServer::json(200, &anthropic_text("unused", 1, 1));
+    let leaky = echoing(&format!("Your keys are {ENV_KEY} and {FILE_KEY}."));
+
+    // The answer on stdout, plain and as JSON.
+    let out = axe(&home, &leaky, &anthropic)
+        .args(["run", "a", "--workdir", wd_arg])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_no_key("plain answer", &out);
+    let out = axe(&home, &leaky, &anthropic)
+        .args(["run", "a", "--json", "--workdir", wd_arg])
+        .output()
+        .unwrap();
+    assert_no_key("--json", &out);
+
+    // --verbose and --dry-run show the system prompt's sources and the prompt.
+    let out = axe(&home, &leaky, &anthropic)
+        .args(["run", "a", "--verbose", "-p", &format!("use {ENV_KEY}")])
+        .args(["--workdir", wd_arg])
+        .output()
+        .unwrap();
+    assert_no_key("--verbose", &out);
+    let out = axe(&home, &leaky, &anthropic)
+        .args(["run", "a", "--dry-run", "--verbose", "--workdir", wd_arg])
+        .args(["-p", &format!("use {FILE_KEY}")])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_no_key("--dry-run", &out);
+
+    // An error body echoing the key, with and without retries shown.
+    let echo_401 = FakeServer::json(
+        401,
+        &format!(
+            r#"{{"error":{{"message":"Incorrect API key provided: {ENV_KEY}","type":"invalid_request_error"}}}}"#
+        ),
+    );
+    let out = axe(&home, &echo_401, &anthropic)
+        .args(["run", "a", "--verbose", "--workdir", wd_arg])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3);
+    assert_no_key("401 error", &out);
+    let echo_429 = FakeServer::json(
+        429,
+        &format!(r#"{{"error":{{"message":"Slow down, {ENV_KEY}","type":"requests"}}}}"#),
+    );
+    let out = axe(&home, &echo_429, &anthropic)
+        .args(["run", "a", "--verbose", "--json", "--workdir", wd_arg])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3);
+    assert!(
+        stderr(&out).contains("[retry] openai 429"),
+        "{}",
+        stderr(&out)
+    );
+    assert_no_key("429 with retries", &out);
+
+    // agents show prints the agent file.
+    let out = home.axe().args(["agents", "show", "a"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_no_key("agents show", &out);
+}
+
+#[test]
+fn secrets_do_not_travel_from_a_sub_agent_to_its_parents_provider() {
+    let home = home();
+    home.agent(
+        "lead",
+        "name = \"lead\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"You are lead.\"\nsub_agents = [\"claude\"]\n",
+    );
+    home.agent(
+        "claude",
+        "name = \"claude\"\nmodel = \"anthropic/claude-haiku-4-5\"\n",
+    );
+    // The sub-agent's provider echoes its key in a 401.
+    let anthropic = FakeServer::json(
+        401,
+        &format!(
+            r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {FILE_KEY}"}}}}"#
+        ),
+    );
+    // The parent delegates, then repeats what it got back.
+    let openai = FakeServer::route(|req| {
+        if req.has_tool_results() {
+            let got = req
+                .messages()
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].as_str().unwrap_or("").to_string())
+                .collect::<String>();
+            Reply::Json(200, openai_text(&got, 1, 1))
+        } else {
+            Reply::Json(
+                200,
+                openai_tool_calls(&[("c1", "call_agent", delegate("claude", "go"))], 1, 1),
+            )
+        }
+    });
+    let out = axe(&home, &openai, &anthropic)
+        .args(["run", "lead", "--verbose"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_no_key("sub-agent error", &out);
+    // What the parent's provider received.
+    let second = &openai.requests()[1];
+    assert!(!second.body.contains(FILE_KEY), "{}", second.body);
+    assert!(
+        second
+            .body
+            .contains("authentication failed (HTTP 401): invalid x-api-key [redacted]"),
+        "{}",
+        second.body
+    );
+}
