@@ -58,6 +58,14 @@ pub enum Reply {
     Hang,
     /// Wait, then answer.
     Delay(Duration, Box<Reply>),
+    /// Send `status`'s head with a content-length 1 KiB larger than
+    /// `partial_body`, then `partial_body`, then close the connection: a
+    /// server that dies in the middle of its answer.
+    CloseMidBody { status: u16, partial_body: String },
+    /// A 200 JSON answer of `bytes` bytes in all, streamed in pieces:
+    /// spaces, then `tail` (so the whole body, read to the end, would be
+    /// `tail` as valid JSON). Stops quietly when the client hangs up.
+    Huge { bytes: u64, tail: String },
 }
 
 /// A fake provider on 127.0.0.1. Every connection is served on its own
@@ -288,6 +296,41 @@ fn answer(out: &mut std::net::TcpStream, reply: Reply) -> bool {
         Reply::Delay(d, inner) => {
             thread::sleep(d);
             return answer(out, *inner);
+        }
+        Reply::CloseMidBody {
+            status,
+            partial_body,
+        } => {
+            let head = format!(
+                "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                if status < 400 { "OK" } else { "Error" },
+                partial_body.len() + 1024
+            );
+            let mut bytes = head.into_bytes();
+            bytes.extend_from_slice(partial_body.as_bytes());
+            let _ = out.write_all(&bytes);
+            let _ = out.flush();
+            let _ = out.shutdown(std::net::Shutdown::Both);
+            false
+        }
+        Reply::Huge { bytes, tail } => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {bytes}\r\n\r\n"
+            );
+            if out.write_all(head.as_bytes()).is_err() {
+                return false;
+            }
+            let padding = [b' '; 64 * 1024];
+            let mut left = bytes.saturating_sub(tail.len() as u64);
+            while left > 0 {
+                let n = left.min(padding.len() as u64) as usize;
+                if out.write_all(&padding[..n]).is_err() {
+                    // The client hung up (as it should, past its limit).
+                    return false;
+                }
+                left -= n as u64;
+            }
+            out.write_all(tail.as_bytes()).is_ok()
         }
     };
     written && out.flush().is_ok()

@@ -1,0 +1,149 @@
+//! Under load nothing leaks: after a 256-way fan-out no fan-out thread is
+//! left, and 1,000 sequential sub-agent runs end with as many threads and
+//! file descriptors as they started with (give or take the connection pool).
+//! Counted from `/proc/self`, in-process, against a loopback fake provider.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+use common::*;
+
+use std::time::{Duration, Instant};
+
+use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
+use axe::output::Verbose;
+use axe::provider::ToolCall;
+use axe::run::{Ctx, Limits};
+use axe::tool::{Caller, execute};
+
+fn global(server: &FakeServer) -> GlobalConfig {
+    GlobalConfig {
+        providers: [(
+            "openai".to_string(),
+            ProviderSettings {
+                api_key: Some("sk-test-load-0123456789".into()),
+                base_url: Some(server.url.clone()),
+            },
+        )]
+        .into_iter()
+        .collect(),
+        retry: RetrySettings::default(),
+    }
+}
+
+fn calls(n: usize) -> Vec<ToolCall> {
+    (0..n)
+        .map(|i| ToolCall {
+            id: format!("c{i}"),
+            name: "call_agent".into(),
+            arguments: [("agent", "w"), ("task", "work")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Threads of this process whose name starts with `prefix`.
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
+        })
+        .count()
+}
+
+/// Waits (at most 5 s) until no thread named `prefix...` is left: a scope
+/// returns once every thread's work is done, a moment before the OS has
+/// reaped the threads; a leaked thread never goes.
+fn no_threads_left(prefix: &str) -> usize {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let n = threads_named(prefix);
+        if n == 0 || Instant::now() > until {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[test]
+fn load_fan_out_of_256_leaves_no_thread_behind_and_reuses_connections() {
+    let server = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let dir = TempDir::new("load");
+    std::fs::create_dir_all(dir.path().join("agents")).unwrap();
+    std::fs::write(
+        dir.path().join("agents/w.toml"),
+        "name = \"w\"\nmodel = \"openai/gpt-4o\"\n",
+    )
+    .unwrap();
+    let global = global(&server);
+    let ctx = Ctx {
+        global: &global,
+        config_dir: dir.path(),
+        cwd: dir.path(),
+        depth: 0,
+        max_depth: 3,
+        limits: Limits {
+            deadline: Instant::now() + Duration::from_secs(60),
+            timeout_secs: 60,
+        },
+        verbose: Verbose::new(false),
+        retries: None,
+    };
+    let allowed = vec!["w".to_string()];
+    let caller = Caller {
+        allowed_agents: &allowed,
+        parallel: true,
+        timeout_secs: 0,
+        ctx: &ctx,
+    };
+
+    let results = execute(&calls(256), &caller);
+    assert!(results.iter().all(|r| !r.is_error && r.content == "ok"));
+    // The pool's threads are joined before execute returns.
+    assert_eq!(no_threads_left("axe-call"), 0);
+    let fds_after_first = open_fds();
+
+    let results = execute(&calls(256), &caller);
+    assert!(results.iter().all(|r| !r.is_error));
+    assert_eq!(no_threads_left("axe-call"), 0);
+    // A second fan-out reuses pooled connections rather than piling up
+    // sockets: at most the pool's 64 idle connections more (each has a
+    // server-side socket in this process too).
+    let fds_after_second = open_fds();
+    assert!(
+        fds_after_second <= fds_after_first + 2 * 64,
+        "fds grew from {fds_after_first} to {fds_after_second}"
+    );
+
+    // 1,000 sub-agent runs one after another: threads and descriptors stay
+    // flat (one kept-alive connection is reused).
+    let before_threads = std::fs::read_dir("/proc/self/task").unwrap().count();
+    let before_fds = open_fds();
+    let sequential = Caller {
+        parallel: false,
+        ..caller
+    };
+    for chunk in 0..100 {
+        let results = execute(&calls(10), &sequential);
+        assert!(results.iter().all(|r| !r.is_error), "chunk {chunk}");
+    }
+    let after_threads = std::fs::read_dir("/proc/self/task").unwrap().count();
+    let after_fds = open_fds();
+    assert!(
+        after_fds <= before_fds + 4,
+        "fds grew from {before_fds} to {after_fds} over 1,000 runs"
+    );
+    assert!(
+        after_threads <= before_threads + 4,
+        "threads grew from {before_threads} to {after_threads} over 1,000 runs"
+    );
+    assert!(server.requests().len() >= 1_512);
+}
