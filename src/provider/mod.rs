@@ -592,8 +592,16 @@ impl Provider {
             "false" => Some(false),
             _ => None,
         });
-        let bytes = read_body(resp.body_mut())
-            .map_err(|e| Attempt::failed(self.transport_error(e, &url)))?;
+        let bytes = match read_body(resp.body_mut()) {
+            Ok(bytes) => bytes,
+            // A 2xx whose body cannot be read is the body's failure; any other
+            // status is still that status (a 503 cut off mid-body is a 503,
+            // retried as one), with what went wrong reading it as its detail.
+            Err(e) if (200..300).contains(&status) => {
+                return Err(Attempt::failed(self.transport_error(e, &url)));
+            }
+            Err(e) => format!("(body unreadable: {e})").into_bytes(),
+        };
         let text = String::from_utf8_lossy(&bytes);
 
         if !(200..300).contains(&status) {
