@@ -173,8 +173,7 @@ pub fn load(name: &str) -> Result<Agent, Error> {
 /// Loads and validates the agent `name` from `<config_dir>/agents/`. The
 /// name is checked (D9) before any file is touched.
 pub fn load_in(config_dir: &Path, name: &str) -> Result<Agent, Error> {
-    paths::check_agent_name(name)?;
-    let path = config_dir.join("agents").join(format!("{name}.toml"));
+    let path = paths::agent_file_in(config_dir, name)?;
     let text = match fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -76,6 +76,15 @@ pub fn exit_code(err: &anyhow::Error) -> Code {
     Code::General
 }
 
+/// The text a panic carried (`panic!("...")` gives a `&str` or a `String`).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
 /// The one-line text of an error: every cause joined by `: `, newlines folded,
 /// configured secrets redacted.
 pub fn one_line(err: &anyhow::Error) -> String {

@@ -17,11 +17,7 @@ fn main() -> ExitCode {
             ExitCode::from(axe::error::exit_code(&err) as u8)
         }
         Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let msg = axe::error::panic_message(payload.as_ref());
             eprintln!(
                 "axe: internal error (a bug in axe): {}",
                 axe::redact::redact(&msg)

@@ -21,8 +21,14 @@ pub fn agents_dir() -> Result<PathBuf, Error> {
 
 /// `<config>/agents/<name>.toml`, after checking that `name` is a name.
 pub fn agent_file(name: &str) -> Result<PathBuf, Error> {
+    agent_file_in(&config_dir()?, name)
+}
+
+/// `<config_dir>/agents/<name>.toml`, after checking that `name` is a name
+/// (D9): nothing is touched for a name that is not one.
+pub fn agent_file_in(config_dir: &Path, name: &str) -> Result<PathBuf, Error> {
     check_agent_name(name)?;
-    Ok(agents_dir()?.join(format!("{name}.toml")))
+    Ok(config_dir.join("agents").join(format!("{name}.toml")))
 }
 
 /// `<config>/config.toml`.

@@ -367,12 +367,7 @@ pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
             let description = description.trim_end_matches('.');
             ctx.verbose
                 .line(&format!("[sub-agent] \"{name}\" failed: {description}"));
-            error_result(
-                call,
-                format!(
-                    "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."
-                ),
-            )
+            error_result(call, sub_agent_failed(name, description))
         }
     }
 }
@@ -454,6 +449,13 @@ fn inject_panic(name: &str) {
     }
 }
 
+/// The result text of a sub-agent that started and failed (Req 13.3).
+fn sub_agent_failed(name: &str, description: &str) -> String {
+    format!(
+        "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."
+    )
+}
+
 fn error_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
@@ -465,17 +467,12 @@ fn error_result(call: &ToolCall, content: String) -> ToolResult {
 /// The error result of a call that panicked: a bug in axe, reported to the
 /// model like any other failure of that one call.
 fn panicked(call: &ToolCall, payload: &(dyn Any + Send)) -> ToolResult {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
+    let what = crate::error::panic_message(payload);
     let what = crate::redact::redact(&crate::output::one_line(&what));
     let content = match call.arguments.get("agent") {
-        Some(name) if call.name == CALL_AGENT => format!(
-            "Error: sub-agent \"{}\" failed - internal error in axe: {what}. You may retry or proceed without this result.",
-            name.trim()
-        ),
+        Some(name) if call.name == CALL_AGENT => {
+            sub_agent_failed(name.trim(), &format!("internal error in axe: {what}"))
+        }
         _ => format!(
             "Error: tool \"{}\" failed - internal error in axe: {what}",
             call.name

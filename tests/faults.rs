@@ -1006,21 +1006,6 @@ fn fault_truncated_json_200_is_an_invalid_response_exit_3_or_an_error_result() {
     });
 }
 
-/// A captive portal / login page.
-const LOGIN_PAGE: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head><title>Sign in</title></head>\n<body><form action=\"/login\"></form></body>\n</html>\n";
-
-/// nginx's own 502 page, as a reverse proxy in front of a provider sends it.
-const NGINX_502: &str = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
-
-fn html(status: u16, page: &str) -> Reply {
-    Reply::Raw {
-        status,
-        content_type: "text/html".into(),
-        body: page.into(),
-        headers: vec![],
-    }
-}
-
 #[test]
 fn fault_html_page_with_200_is_an_invalid_response_exit_3_or_an_error_result() {
     fault_matrix("HTML 200", |_| {

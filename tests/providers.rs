@@ -151,21 +151,6 @@ fn invalid_response(provider: Kind, reply: Reply, detail: &str) {
     assert_eq!(err.status, Some(200), "{err}");
 }
 
-fn html(status: u16, page: &str) -> Reply {
-    Reply::Raw {
-        status,
-        content_type: "text/html".into(),
-        body: page.into(),
-        headers: vec![],
-    }
-}
-
-/// nginx's own 502 page, as a reverse proxy in front of a provider sends it.
-const NGINX_502: &str = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
-
-/// A captive portal / login page served with 200.
-const LOGIN_PAGE: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head><title>Sign in</title></head>\n<body><form action=\"/login\"></form></body>\n</html>\n";
-
 /// A URL where nothing listens: a port that was just bound and released.
 fn refused_url() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");

@@ -455,6 +455,22 @@ pub fn ollama_text(text: &str, input: u64, output: u64) -> String {
     .to_string()
 }
 
+/// An HTML page served with `status` (a proxy's error page, a login page).
+pub fn html(status: u16, page: &str) -> Reply {
+    Reply::Raw {
+        status,
+        content_type: "text/html".into(),
+        body: page.into(),
+        headers: vec![],
+    }
+}
+
+/// nginx's own 502 page, as a reverse proxy in front of a provider sends it.
+pub const NGINX_502: &str = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+
+/// A captive portal / login page.
+pub const LOGIN_PAGE: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head><title>Sign in</title></head>\n<body><form action=\"/login\"></form></body>\n</html>\n";
+
 /// A tool call for the response builders: id, tool name, arguments.
 pub type Call<'a> = (&'a str, &'a str, serde_json::Value);
 
