@@ -4,7 +4,9 @@
 //! hard-linked to the target name. A hard link never replaces an existing
 //! file, so a file that appeared meanwhile is kept, and a reader never sees
 //! a half-written file. Where hard links are not supported, an exclusive
-//! create is used instead.
+//! create is used instead. The directory is synced after the link, so the
+//! new name survives a crash. Modes are given to `open(2)`, so the user's
+//! umask still applies (it can only take permissions away).
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -32,6 +34,13 @@ pub fn create_new(path: &Path, contents: &[u8], mode: u32) -> io::Result<Created
         Err(_) => write_exclusive(path, contents, mode),
     });
     let _ = fs::remove_file(&tmp);
+    if result.as_ref().is_ok_and(|c| *c == Created::Written) {
+        // Best effort: a directory that cannot be opened or synced (some
+        // network filesystems) does not undo a file that was written.
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
     result
 }
 
