@@ -13,6 +13,9 @@ use crate::{paths, tomlfile};
 pub const DEFAULT_MAX_DEPTH: u32 = 3;
 /// Hard limit for `max_depth`.
 pub const MAX_DEPTH_LIMIT: i64 = 5;
+/// Default `max_result_chars`: the most characters of a sub-agent's answer
+/// that reach its parent.
+pub const DEFAULT_MAX_RESULT_CHARS: usize = 20_000;
 
 /// One agent file, as written. Optional keys are `None`/empty when absent.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -37,6 +40,19 @@ pub struct AgentConfig {
     /// Transport retries for this agent's requests (over `config.toml`'s).
     #[serde(default)]
     pub retry: crate::config::RetrySettings,
+    /// Bounds on the whole tree this agent starts.
+    #[serde(default)]
+    pub budget: BudgetSettings,
+}
+
+/// `[budget]`: bounds on the whole tree an agent starts, its sub-agents at
+/// every depth included. Absent means unbounded.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct BudgetSettings {
+    /// Input plus output tokens.
+    pub max_tokens: Option<i64>,
+    /// Requests sent.
+    pub max_turns: Option<i64>,
 }
 
 /// `[sub_agents_config]`. Integers are signed so that negative values reach
@@ -51,6 +67,11 @@ pub struct SubAgentsConfig {
     /// Seconds per sub-agent call; 0 means the parent's deadline.
     #[serde(default)]
     pub timeout: i64,
+    /// At most this many calls of one response in flight; absent: no limit.
+    pub max_parallel: Option<i64>,
+    /// A longer sub-agent result is cut to this many characters; absent:
+    /// [`DEFAULT_MAX_RESULT_CHARS`].
+    pub max_result_chars: Option<i64>,
 }
 
 /// `[params]`.
@@ -83,8 +104,16 @@ const TOP_KEYS: &[&str] = &[
     "sub_agents_config",
     "params",
     "retry",
+    "budget",
 ];
-const SUB_AGENTS_CONFIG_KEYS: &[&str] = &["max_depth", "parallel", "timeout"];
+const SUB_AGENTS_CONFIG_KEYS: &[&str] = &[
+    "max_depth",
+    "parallel",
+    "timeout",
+    "max_parallel",
+    "max_result_chars",
+];
+const BUDGET_KEYS: &[&str] = &["max_tokens", "max_turns"];
 const PARAMS_KEYS: &[&str] = &["temperature", "max_tokens"];
 
 impl SubAgentsConfig {
@@ -103,6 +132,31 @@ impl SubAgentsConfig {
     /// Seconds per sub-agent call; 0 means the parent's deadline.
     pub fn timeout_secs(&self) -> u64 {
         u64::try_from(self.timeout).unwrap_or(0)
+    }
+
+    /// Calls of one response in flight at once; `usize::MAX` when unlimited.
+    /// Call after validation.
+    pub fn effective_max_parallel(&self) -> usize {
+        self.max_parallel
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::MAX)
+    }
+
+    /// Call after validation.
+    pub fn effective_max_result_chars(&self) -> usize {
+        self.max_result_chars
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(DEFAULT_MAX_RESULT_CHARS)
+    }
+}
+
+impl BudgetSettings {
+    pub fn tokens(&self) -> Option<u64> {
+        self.max_tokens.and_then(|n| u64::try_from(n).ok())
+    }
+
+    pub fn turns(&self) -> Option<u64> {
+        self.max_turns.and_then(|n| u64::try_from(n).ok())
     }
 }
 
@@ -130,6 +184,16 @@ impl AgentConfig {
             return Err(Error::config(
                 "sub_agents_config.timeout must be non-negative",
             ));
+        }
+        for (key, value) in [
+            ("sub_agents_config.max_parallel", sac.max_parallel),
+            ("sub_agents_config.max_result_chars", sac.max_result_chars),
+            ("budget.max_tokens", self.budget.max_tokens),
+            ("budget.max_turns", self.budget.max_turns),
+        ] {
+            if value.is_some_and(|n| n < 1) {
+                return Err(Error::config(format!("{key} must be a positive integer")));
+            }
         }
         for name in &self.sub_agents {
             paths::check_agent_name(name)
@@ -206,6 +270,7 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
         ("sub_agents_config", SUB_AGENTS_CONFIG_KEYS),
         ("params", PARAMS_KEYS),
         ("retry", crate::config::RETRY_KEYS),
+        ("budget", BUDGET_KEYS),
     ] {
         if let Some(toml::Value::Table(t)) = table.get(key) {
             tomlfile::unknown_keys(t, &format!("{key}."), known, &mut warnings);
@@ -284,11 +349,22 @@ model = "provider/model-name"
 
 # Sub-agent settings. max_depth: nesting limit for the whole tree (0 means 3,
 # at most 5); parallel: run the calls of one response at the same time;
-# timeout: seconds per sub-agent call (0 means the parent's deadline).
+# timeout: seconds per sub-agent call (0 means the parent's deadline);
+# max_parallel: calls of one response in flight at once (default: all);
+# max_result_chars: a longer sub-agent answer is cut, and says so.
 # [sub_agents_config]
 # max_depth = 3
 # parallel = true
 # timeout = 120
+# max_parallel = 4
+# max_result_chars = 20000
+
+# Bounds on the whole tree this agent starts, sub-agents included:
+# max_tokens (input plus output) and max_turns (requests). When one is
+# spent, a sub-agent's call fails and the top-level run exits 4.
+# [budget]
+# max_tokens = 200000
+# max_turns = 40
 
 # Model parameters; unset ones are not sent (Anthropic requires max_tokens,
 # so 4096 is sent there when unset).
@@ -351,6 +427,18 @@ pub fn show(agent: &Agent) -> String {
                 n => format!("{n}s"),
             },
         ));
+        if let Some(n) = sac.max_parallel {
+            rows.push(("Max Parallel", n.to_string()));
+        }
+        if let Some(n) = sac.max_result_chars {
+            rows.push(("Max Result Chars", n.to_string()));
+        }
+    }
+    if let Some(n) = c.budget.max_tokens {
+        rows.push(("Budget Tokens", n.to_string()));
+    }
+    if let Some(n) = c.budget.max_turns {
+        rows.push(("Budget Turns", n.to_string()));
     }
     rows.push((
         "Temperature",
@@ -575,12 +663,47 @@ mod tests {
             .chain(SUB_AGENTS_CONFIG_KEYS)
             .chain(PARAMS_KEYS)
             .chain(crate::config::RETRY_KEYS)
+            .chain(BUDGET_KEYS)
         {
             assert!(
                 s.contains(&format!("# {key}"))
                     || s.contains(&format!("{key} ="))
                     || s.contains(&format!("[{key}]")),
                 "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn budget_and_result_settings_load_and_must_be_positive() {
+        let a = parsed(
+            "name = \"x\"\nmodel = \"a/b\"\n[sub_agents_config]\nmax_parallel = 2\n\
+             max_result_chars = 100\n[budget]\nmax_tokens = 5000\nmax_turns = 7\n",
+        );
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+        a.config.validate().unwrap();
+        let sac = &a.config.sub_agents_config;
+        assert_eq!(sac.effective_max_parallel(), 2);
+        assert_eq!(sac.effective_max_result_chars(), 100);
+        assert_eq!(a.config.budget.tokens(), Some(5000));
+        assert_eq!(a.config.budget.turns(), Some(7));
+        let defaults = parsed("name = \"x\"\nmodel = \"a/b\"\n");
+        let sac = &defaults.config.sub_agents_config;
+        assert_eq!(sac.effective_max_parallel(), usize::MAX);
+        assert_eq!(sac.effective_max_result_chars(), DEFAULT_MAX_RESULT_CHARS);
+        assert_eq!(defaults.config.budget.tokens(), None);
+        for (table, key) in [
+            ("sub_agents_config", "max_parallel"),
+            ("sub_agents_config", "max_result_chars"),
+            ("budget", "max_tokens"),
+            ("budget", "max_turns"),
+        ] {
+            let a = parsed(&format!(
+                "name = \"x\"\nmodel = \"a/b\"\n[{table}]\n{key} = 0\n"
+            ));
+            assert_eq!(
+                a.config.validate().unwrap_err().message,
+                format!("{table}.{key} must be a positive integer")
             );
         }
     }

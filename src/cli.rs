@@ -1,6 +1,8 @@
 //! The command line: argument parsing (argh) and one function per command.
 
 use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -13,6 +15,7 @@ use crate::output::{self, UserInput, Verbose};
 use crate::paths;
 use crate::resolve::{self, Overrides};
 use crate::run::{self, Ctx, Limits};
+use crate::tree::{Budget, Node, Tree};
 use crate::write::{Created, create_new};
 
 /// Default `--timeout`, seconds.
@@ -154,6 +157,23 @@ struct RunCmd {
     /// [retry] setting (default: 2)
     #[argh(option)]
     retries: Option<u32>,
+    /// append a JSON Lines trace of the whole tree to FILE (also AXE_TRACE)
+    #[argh(option)]
+    trace: Option<String>,
+    /// include messages and answers in the trace
+    #[argh(switch)]
+    trace_bodies: bool,
+    /// token budget (input plus output) for the whole tree, over the
+    /// agent's [budget] max_tokens; exit 4 when spent
+    #[argh(option)]
+    max_tokens: Option<u64>,
+    /// request budget for the whole tree, over the agent's [budget]
+    /// max_turns; exit 4 when spent
+    #[argh(option)]
+    max_turns: Option<u64>,
+    /// no live progress view and no warnings on stderr
+    #[argh(switch, short = 'q')]
+    quiet: bool,
 }
 
 /// Parses the process arguments and runs the command.
@@ -327,6 +347,7 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         .checked_add(Duration::from_secs(cmd.timeout))
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     let verbose = Verbose::new(cmd.verbose);
+    output::set_quiet(cmd.quiet);
 
     let (global, warnings) = GlobalConfig::load()?;
     global.register_secrets();
@@ -353,6 +374,26 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         return print_stdout(&output::dry_run(&resolved, &input, cmd.timeout));
     }
     let config_dir = paths::config_dir()?;
+    let trace = cmd.trace.filter(|t| !t.trim().is_empty()).or_else(|| {
+        std::env::var("AXE_TRACE")
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+    });
+    let tree = match &trace {
+        Some(path) => Tree::with_trace(Path::new(path), cmd.trace_bodies)
+            .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}")))?,
+        None => Tree::new(),
+    };
+    let file_budget = &resolved.agent.config.budget;
+    let (max_tokens, max_turns) = (
+        cmd.max_tokens.or(file_budget.tokens()),
+        cmd.max_turns.or(file_budget.turns()),
+    );
+    let budgets = if max_tokens.is_some() || max_turns.is_some() {
+        vec![Arc::new(Budget::new(max_tokens, max_turns))]
+    } else {
+        Vec::new()
+    };
     let ctx = Ctx {
         global: &global,
         config_dir: &config_dir,
@@ -366,13 +407,20 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         limits,
         verbose,
         retries: cmd.retries,
+        tree: Arc::new(tree),
+        node: Node::root(&cmd.agent),
+        budgets,
     };
     let mut outcome = run::run_agent(&resolved, input.text(), &ctx)?;
     outcome.duration = started.elapsed();
-    output::verbose_footer(&ctx.verbose, &outcome);
+    let usage = ctx.tree.usage();
+    output::verbose_footer(&ctx.verbose, &outcome, &usage);
 
     if cmd.json {
-        print_stdout(&format!("{}\n", output::json(&resolved, &outcome)))
+        print_stdout(&format!(
+            "{}\n",
+            output::json(&resolved, &outcome, &ctx.tree.run_id, &usage)
+        ))
     } else {
         let mut text = crate::redact::redact(&outcome.content);
         if !text.is_empty() && !text.ends_with('\n') {

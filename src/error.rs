@@ -19,6 +19,8 @@ pub enum Code {
     Config = 2,
     /// Missing key, auth, rate limit, overloaded, timeout, server error, network.
     Api = 3,
+    /// A `[budget]` or `--max-tokens` / `--max-turns` bound was reached.
+    Budget = 4,
 }
 
 /// A failure whose exit code is known where it happens.

@@ -20,4 +20,5 @@ pub mod resolve;
 pub mod run;
 pub mod tomlfile;
 pub mod tool;
+pub mod tree;
 pub mod write;

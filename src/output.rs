@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
@@ -12,6 +13,14 @@ use crate::agent::yes_no;
 use crate::redact::redact;
 use crate::resolve::Resolved;
 use crate::run::Outcome;
+use crate::tree::{self, AgentUsage};
+
+/// `--quiet`: no warnings (errors are still printed).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
 
 /// Diagnostics on stderr, one whole line at a time (lines of parallel
 /// sub-agents never interleave), when enabled.
@@ -55,6 +64,9 @@ pub fn one_line(text: &str) -> String {
 
 /// Prints a warning on stderr (always, not only with `--verbose`).
 pub fn warn(text: &str) {
+    if QUIET.load(Ordering::Relaxed) {
+        return;
+    }
     let _ = writeln!(std::io::stderr().lock(), "axe: warning: {}", redact(text));
 }
 
@@ -161,17 +173,72 @@ pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs
     v.line(&format!("Params:   {}", params_line(r)));
 }
 
-/// The `--verbose` lines printed after the answer.
-pub fn verbose_footer(v: &Verbose, o: &Outcome) {
+/// The `--verbose` lines printed after the answer, ending with usage per
+/// agent when sub-agents ran.
+pub fn verbose_footer(v: &Verbose, o: &Outcome, usage: &[AgentUsage]) {
     v.line(&format!("Duration: {}ms", o.duration.as_millis()));
     v.line(&format!(
         "Tokens:   {} input, {} output",
         o.input_tokens, o.output_tokens
     ));
     v.line(&format!("Stop:     {}", o.stop_reason));
+    if usage.len() > 1 {
+        for line in usage_table(usage).lines() {
+            v.line(line);
+        }
+    }
 }
 
-/// The `--json` object.
+/// Usage per agent and the tree's totals, as an aligned table.
+pub fn usage_table(usage: &[AgentUsage]) -> String {
+    let mut rows = vec![
+        [
+            "agent", "calls", "turns", "input", "output", "time", "errors",
+        ]
+        .map(String::from),
+    ];
+    for u in usage {
+        rows.push([
+            u.name.clone(),
+            u.calls.to_string(),
+            u.turns.to_string(),
+            u.input_tokens.to_string(),
+            u.output_tokens.to_string(),
+            format!("{:.1}s", u.duration_ms as f64 / 1000.0),
+            u.errors.to_string(),
+        ]);
+    }
+    let (input, output) = tree::totals(usage);
+    let sum = |f: fn(&AgentUsage) -> u64| usage.iter().map(f).sum::<u64>().to_string();
+    rows.push([
+        "total".into(),
+        sum(|u| u.calls),
+        sum(|u| u.turns),
+        input.to_string(),
+        output.to_string(),
+        String::new(),
+        sum(|u| u.errors),
+    ]);
+    let mut widths = [0; 7];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = format!("{:<w$}", row[0], w = widths[0]);
+        for (cell, w) in row.iter().zip(widths).skip(1) {
+            line.push_str(&format!("  {cell:>w$}"));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The `--json` object: BASE.md's fields and the sub-agents spec's
+/// `tool_calls` (the top-level agent's own), then the whole tree's usage.
 #[derive(Debug, Serialize)]
 pub struct JsonOutput<'a> {
     pub model: String,
@@ -182,9 +249,14 @@ pub struct JsonOutput<'a> {
     pub duration_ms: u64,
     pub tool_calls: u64,
     pub retry_attempts: u64,
+    pub run_id: &'a str,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    pub agents: &'a [AgentUsage],
 }
 
-pub fn json(r: &Resolved, o: &Outcome) -> String {
+pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> String {
+    let (total_input_tokens, total_output_tokens) = tree::totals(usage);
     let out = JsonOutput {
         model: r.model.to_string(),
         content: &o.content,
@@ -194,6 +266,10 @@ pub fn json(r: &Resolved, o: &Outcome) -> String {
         duration_ms: u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
         tool_calls: o.tool_calls,
         retry_attempts: o.retry_attempts,
+        run_id,
+        total_input_tokens,
+        total_output_tokens,
+        agents: usage,
     };
     // Serializing plain strings and numbers cannot fail.
     redact(&serde_json::to_string(&out).unwrap_or_default())

@@ -9,15 +9,20 @@
 //! (Constraint 9); a sub-agent differs only in its [`Ctx`].
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use serde_json::json;
 
 use crate::config::GlobalConfig;
 use crate::output::Verbose;
 use crate::provider::{
-    ErrorKind, Message, Provider, ProviderError, Request, RetryPolicy, Role, ToolCall, ToolResult,
+    ErrorKind, Message, Provider, ProviderError, Request, Retry, RetryPolicy, Role, ToolCall,
+    ToolResult,
 };
 use crate::resolve::Resolved;
 use crate::tool::{self, Caller};
+use crate::tree::{self, Budget, Children, Exceeded, Node, Tree};
 
 /// The most send-receive cycles one conversation may take.
 pub const MAX_TURNS: u32 = 50;
@@ -52,6 +57,13 @@ pub struct Ctx<'a> {
     /// `--retries`: the most transport retries per request, over any
     /// `[retry]` setting, for the whole tree.
     pub retries: Option<u32>,
+    /// The trace, usage and running agents of the whole tree.
+    pub tree: Arc<Tree>,
+    /// This agent run's name, path and depth in the tree.
+    pub node: Node,
+    /// The budgets that bound this run: the root's, then those of every
+    /// ancestor that has a `[budget]` (its own is added by [`run_agent`]).
+    pub budgets: Vec<Arc<Budget>>,
 }
 
 impl Limits {
@@ -94,6 +106,8 @@ pub enum RunError {
     Provider(ProviderError),
     /// More than [`MAX_TURNS`] turns (exit 1).
     TooManyTurns,
+    /// A token or turn budget is spent (exit 4).
+    Budget(Exceeded),
 }
 
 impl std::fmt::Display for RunError {
@@ -103,6 +117,7 @@ impl std::fmt::Display for RunError {
             RunError::TooManyTurns => {
                 write!(f, "agent exceeded maximum conversation turns ({MAX_TURNS})")
             }
+            RunError::Budget(e) => e.fmt(f),
         }
     }
 }
@@ -114,6 +129,7 @@ impl RunError {
         match self {
             RunError::Provider(e) => e.exit_code(),
             RunError::TooManyTurns => crate::error::Code::General,
+            RunError::Budget(_) => crate::error::Code::Budget,
         }
     }
 }
@@ -125,6 +141,10 @@ impl RunError {
 /// At the depth limit such an agent gets no tool, and a call its model makes
 /// anyway is answered with the depth error (D6). An agent without
 /// `sub_agents` sends exactly one request (Req 8.4).
+///
+/// The run is reported to `ctx.tree` (`run_start`, `run_end` and what
+/// [`converse`] reports), and an agent with a `[budget]` bounds its own
+/// subtree with it, under any budget of its ancestors.
 pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Result<Outcome> {
     let config = &resolved.agent.config;
     let mut provider = Provider::from_config(resolved.model.provider, ctx.global)?;
@@ -135,7 +155,6 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
         retry.max_retries = n;
     }
     provider.retry = retry;
-    provider.report = ctx.verbose.clone();
     let tools = if !config.sub_agents.is_empty() && ctx.depth < ctx.max_depth {
         vec![tool::call_agent_tool(&config.sub_agents)]
     } else {
@@ -149,49 +168,107 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
         max_tokens: config.max_tokens(),
         tools,
     };
+    // The top-level agent's own budget is the caller's to set (the command
+    // line wins over the file); a sub-agent's bounds its subtree.
+    let mut own = ctx.clone();
+    if ctx.depth > 0 && (config.budget.tokens().is_some() || config.budget.turns().is_some()) {
+        own.budgets.push(Arc::new(Budget::new(
+            config.budget.tokens(),
+            config.budget.turns(),
+        )));
+    }
+    let ctx = &own;
+
     let sac = &config.sub_agents_config;
+    let children = Children::default();
     let caller = Caller {
         allowed_agents: &config.sub_agents,
         parallel: sac.effective_parallel(),
+        max_parallel: sac.effective_max_parallel(),
+        max_result_chars: sac.effective_max_result_chars(),
         timeout_secs: sac.timeout_secs(),
         ctx,
+        children: &children,
+        turn: 0,
     };
-    let execute = |calls: &[ToolCall]| tool::execute(calls, &caller);
+    let execute = |turn: u32, calls: &[ToolCall]| tool::execute(calls, &Caller { turn, ..caller });
     let execute: Option<&ToolRunner> = if config.sub_agents.is_empty() {
         None
     } else {
         Some(&execute)
     };
-    Ok(converse(
-        &provider,
-        req,
-        &ctx.limits,
-        &ctx.verbose,
-        execute,
-    )?)
+
+    let started = Instant::now();
+    ctx.tree.record_start(&ctx.node);
+    ctx.tree.event(
+        "run_start",
+        &ctx.node,
+        0,
+        json!({
+            "provider": provider.kind.name(),
+            "model": req.model,
+            "tools": req.tools.len(),
+        }),
+    );
+    let result = converse(&provider, req, ctx, execute);
+    let took = started.elapsed();
+    ctx.tree.record_end(&ctx.node, took, result.is_err());
+    let mut end = json!({
+        "duration_ms": millis(took),
+        "ok": result.is_ok(),
+    });
+    match &result {
+        Ok(o) => {
+            end["turns"] = o.turns.into();
+            end["input_tokens"] = o.input_tokens.into();
+            end["output_tokens"] = o.output_tokens.into();
+            end["tool_calls"] = o.tool_calls.into();
+            end["stop_reason"] = o.stop_reason.clone().into();
+        }
+        Err(e) => end["error"] = e.to_string().into(),
+    }
+    if ctx.depth == 0 {
+        let (input, output) = tree::totals(&ctx.tree.usage());
+        end["total_input_tokens"] = input.into();
+        end["total_output_tokens"] = output.into();
+    }
+    let turn = result.as_ref().map_or(0, |o| o.turns);
+    ctx.tree.event("run_end", &ctx.node, turn, end);
+    Ok(result?)
 }
 
-/// Runs the tool calls of one response and returns one result per call, in
-/// call order.
-pub type ToolRunner<'a> = dyn Fn(&[ToolCall]) -> Vec<ToolResult> + 'a;
+/// Runs the tool calls made in turn `turn` and returns one result per call,
+/// in call order.
+pub type ToolRunner<'a> = dyn Fn(u32, &[ToolCall]) -> Vec<ToolResult> + 'a;
 
 /// Runs the conversation that starts with `req`. With `execute`, every
 /// response that calls tools has them run and the results sent back, for at
 /// most [`MAX_TURNS`] requests; without it, the first answer is the answer
-/// (and tool calls a model invents are not acted on).
+/// (and tool calls a model invents are not acted on). Every request is
+/// taken from `ctx`'s budgets first, and reported to its tree.
 pub fn converse(
     provider: &Provider,
     mut req: Request,
-    limits: &Limits,
-    verbose: &Verbose,
+    ctx: &Ctx,
     execute: Option<&ToolRunner>,
 ) -> Result<Outcome, RunError> {
+    let (limits, verbose, tree, node) = (&ctx.limits, &ctx.verbose, &*ctx.tree, &ctx.node);
     let started = Instant::now();
     let mut out = Outcome::default();
     let looping = execute.is_some();
     loop {
         out.turns += 1;
         let turn = out.turns;
+        if let Err(e) = tree::take_turn(&ctx.budgets) {
+            tree.event(
+                "error",
+                node,
+                turn,
+                json!({ "error": e.to_string(), "kind": "budget" }),
+            );
+            return Err(RunError::Budget(e));
+        }
+        tree.record_turn(node, turn);
         if looping {
             let pending = req.messages.last().map_or(0, |m| m.tool_results.len());
             verbose.line(&format!(
@@ -199,15 +276,85 @@ pub fn converse(
                 req.messages.len()
             ));
         }
-        let resp = provider.send(&req, limits.deadline).map_err(|mut e| {
-            if e.kind == ErrorKind::Timeout {
-                e.message = format!("timeout after {}s", limits.timeout_secs);
-            }
-            RunError::Provider(e)
-        })?;
+        let mut fields = json!({
+            "provider": provider.kind.name(),
+            "model": req.model,
+            "messages": req.messages.len(),
+        });
+        if tree.bodies() {
+            fields["body"] = provider.body(&req);
+        }
+        tree.event("request", node, turn, fields);
+        let sent = Instant::now();
+        let on_retry = |r: &Retry| {
+            verbose.line(&format!(
+                "[retry] {} {}, attempt {}/{} in {:.1}s",
+                provider.kind.name(),
+                r.what,
+                r.attempt,
+                r.of,
+                r.wait.as_secs_f64()
+            ));
+            tree.event(
+                "retry",
+                node,
+                turn,
+                json!({
+                    "provider": provider.kind.name(),
+                    "model": req.model,
+                    "status": r.status,
+                    "reason": r.what,
+                    "attempt": r.attempt,
+                    "of": r.of,
+                    "delay_ms": millis(r.wait),
+                }),
+            );
+        };
+        let resp = provider
+            .send_with(&req, limits.deadline, &on_retry)
+            .map_err(|mut e| {
+                if e.kind == ErrorKind::Timeout {
+                    e.message = format!("timeout after {}s", limits.timeout_secs);
+                }
+                tree.event(
+                    "error",
+                    node,
+                    turn,
+                    json!({
+                        "provider": provider.kind.name(),
+                        "model": req.model,
+                        "duration_ms": millis(sent.elapsed()),
+                        "status": e.status,
+                        "error": e.to_string(),
+                        "kind": format!("{:?}", e.kind),
+                    }),
+                );
+                RunError::Provider(e)
+            })?;
         out.input_tokens += resp.input_tokens;
         out.output_tokens += resp.output_tokens;
         out.retry_attempts += u64::from(resp.retries);
+        tree.record_tokens(node, resp.input_tokens, resp.output_tokens);
+        tree::spend_tokens(&ctx.budgets, resp.input_tokens + resp.output_tokens);
+        let mut fields = json!({
+            "provider": provider.kind.name(),
+            "model": req.model,
+            "duration_ms": millis(sent.elapsed()),
+            "input_tokens": resp.input_tokens,
+            "output_tokens": resp.output_tokens,
+            "stop_reason": resp.stop_reason,
+            "tool_calls": resp.tool_calls.len(),
+            "retries": resp.retries,
+        });
+        if tree.bodies() {
+            fields["content"] = resp.content.clone().into();
+            fields["calls"] = resp
+                .tool_calls
+                .iter()
+                .map(|c| json!({ "id": c.id, "name": c.name, "arguments": c.arguments }))
+                .collect();
+        }
+        tree.event("response", node, turn, fields);
         if looping {
             verbose.line(&format!(
                 "[turn {turn}] Received response: {} ({} tool calls)",
@@ -228,7 +375,7 @@ pub fn converse(
         if turn == MAX_TURNS {
             return Err(RunError::TooManyTurns);
         }
-        let results = execute(&resp.tool_calls);
+        let results = execute(turn, &resp.tool_calls);
         out.tool_calls += resp.tool_calls.len() as u64;
         req.messages.push(Message {
             role: Role::Assistant,
@@ -242,4 +389,9 @@ pub fn converse(
             ..Message::default()
         });
     }
+}
+
+/// Whole milliseconds, saturating.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

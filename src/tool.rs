@@ -18,7 +18,8 @@ use std::time::Instant;
 use crate::agent;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides};
-use crate::run::{self, Ctx, RunError};
+use crate::run::{self, Ctx, RunError, millis};
+use crate::tree::Children;
 
 /// The name of the one tool axe injects (Req 6.2).
 pub const CALL_AGENT: &str = "call_agent";
@@ -38,10 +39,19 @@ pub struct Caller<'a> {
     pub allowed_agents: &'a [String],
     /// Its `sub_agents_config.parallel`.
     pub parallel: bool,
+    /// Its `sub_agents_config.max_parallel`: calls of one response in flight
+    /// at once (`usize::MAX`: no limit beyond [`MAX_PARALLEL_CALLS`]).
+    pub max_parallel: usize,
+    /// Its `sub_agents_config.max_result_chars`: a longer answer is cut.
+    pub max_result_chars: usize,
     /// Its `sub_agents_config.timeout`, seconds per call; 0 means its own deadline.
     pub timeout_secs: u64,
-    /// Where it runs: its depth, deadline, config and verbosity.
+    /// Where it runs: its depth, deadline, config, verbosity and tree.
     pub ctx: &'a Ctx<'a>,
+    /// The calls it has made to each sub-agent, to number their paths.
+    pub children: &'a Children,
+    /// The turn whose response made these calls.
+    pub turn: u32,
 }
 
 /// A one-shot gate: [`Gate::wait`] blocks until [`Gate::open`].
@@ -134,18 +144,61 @@ pub fn call_agent_tool(allowed: &[String]) -> Tool {
 /// Runs the tool calls of one response and returns one result per call, in
 /// call order: at the same time when the caller is `parallel` and there is
 /// more than one call, else one after another (Req 8.2, 11.1–11.5).
+///
+/// Sub-agent paths are numbered here, in call order, before any call runs,
+/// so a trace names the same call the same way whatever finishes first.
 pub fn execute(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
-    fan_out(calls, caller.parallel, MAX_PARALLEL_CALLS, |call| {
-        dispatch(call, caller)
+    let seqs: Vec<u32> = calls.iter().map(|c| next_seq(c, caller)).collect();
+    let threads = caller.max_parallel.clamp(1, MAX_PARALLEL_CALLS);
+    fan_out(calls, caller.parallel, threads, |i, call| {
+        dispatch_numbered(call, caller, seqs.get(i).copied().unwrap_or(0))
     })
 }
 
 /// Runs one tool call by its name (Req 8.2).
 pub fn dispatch(call: &ToolCall, caller: &Caller) -> ToolResult {
-    match call.name.as_str() {
-        CALL_AGENT => execute_call_agent(call, caller),
-        _ => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
+    dispatch_numbered(call, caller, next_seq(call, caller))
+}
+
+/// The number of this call among the caller's calls to the same agent.
+fn next_seq(call: &ToolCall, caller: &Caller) -> u32 {
+    let name = call.arguments.get("agent").map_or("", |a| a.trim());
+    caller.children.next(name)
+}
+
+fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
+    let ctx = caller.ctx;
+    let agent = call.arguments.get("agent").map_or("", |a| a.trim());
+    let args_chars: usize = call.arguments.values().map(|v| v.chars().count()).sum();
+    let mut fields = serde_json::json!({
+        "call_id": call.id,
+        "tool": call.name,
+        "agent_called": agent,
+        "chars": args_chars,
+    });
+    if ctx.tree.bodies() {
+        fields["arguments"] = serde_json::json!(call.arguments);
     }
+    ctx.tree.event("tool_call", &ctx.node, caller.turn, fields);
+    let started = Instant::now();
+    let result = match call.name.as_str() {
+        CALL_AGENT => call_agent_numbered(call, caller, seq),
+        _ => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
+    };
+    let mut fields = serde_json::json!({
+        "call_id": call.id,
+        "tool": call.name,
+        "agent_called": agent,
+        "is_error": result.is_error,
+        "chars": result.content.chars().count(),
+        "duration_ms": millis(started.elapsed()),
+    });
+    if ctx.tree.bodies() {
+        fields["content"] = result.content.clone().into();
+    }
+    ctx.tree
+        .event("tool_result", &ctx.node, caller.turn, fields);
+    result
 }
 
 /// Runs `run` for every call and collects the results in call order. With
@@ -166,7 +219,7 @@ pub fn dispatch(call: &ToolCall, caller: &Caller) -> ToolResult {
 /// has nothing to pick up.
 pub fn fan_out<F>(calls: &[ToolCall], parallel: bool, max_threads: usize, run: F) -> Vec<ToolResult>
 where
-    F: Fn(&ToolCall) -> ToolResult + Sync,
+    F: Fn(usize, &ToolCall) -> ToolResult + Sync,
 {
     fan_out_spawning(calls, parallel, max_threads, usize::MAX, run)
 }
@@ -181,27 +234,28 @@ fn fan_out_spawning<F>(
     run: F,
 ) -> Vec<ToolResult>
 where
-    F: Fn(&ToolCall) -> ToolResult + Sync,
+    F: Fn(usize, &ToolCall) -> ToolResult + Sync,
 {
-    let guarded = |call: &ToolCall| {
-        catch_unwind(AssertUnwindSafe(|| run(call))).unwrap_or_else(|p| panicked(call, p.as_ref()))
+    let guarded = |i: usize, call: &ToolCall| {
+        catch_unwind(AssertUnwindSafe(|| run(i, call)))
+            .unwrap_or_else(|p| panicked(call, p.as_ref()))
+    };
+    let in_order = || {
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| guarded(i, c))
+            .collect()
     };
     if !parallel || calls.len() < 2 {
-        return calls.iter().map(guarded).collect();
+        return in_order();
     }
-    // rayon's workers look for work while they have none, each probing every
-    // other worker's queue: with hundreds of workers on a few cores that
-    // spinning, not the calls, takes most of the CPU (measured at N = 256:
-    // 489 ms of CPU and 14,561 context switches, against 193 ms and 1,098
-    // for the same calls on plain threads). So no worker is idle in rayon
-    // here: each waits at `start` until its call is ready for it, and one
-    // whose calls are done waits at `finished` until all are.
     // Fewer threads than wanted (a machine short of them) still beats one
     // call at a time: try again with as many as could be started.
     let mut threads = calls.len().min(max_threads.max(1));
     let slots = loop {
         if threads < 2 {
-            return calls.iter().map(guarded).collect();
+            return in_order();
         }
         match on_pool(calls, threads, spawnable, &guarded) {
             Ok(slots) => break slots,
@@ -228,7 +282,7 @@ fn on_pool<G>(
     guarded: &G,
 ) -> Result<Vec<OnceLock<ToolResult>>, usize>
 where
-    G: Fn(&ToolCall) -> ToolResult + Sync,
+    G: Fn(usize, &ToolCall) -> ToolResult + Sync,
 {
     // rayon's workers look for work while they have none, each probing every
     // other worker's queue: with hundreds of workers on a few cores that
@@ -279,7 +333,7 @@ where
                         of: calls.len(),
                         gate: &finished,
                     };
-                    let _ = slot.set(guarded(call));
+                    let _ = slot.set(guarded(i, call));
                 }
                 finished.wait();
             });
@@ -312,6 +366,11 @@ where
 /// and the depth, in the spec's order (Req 7.3), then runs the sub-agent one
 /// level down. Every failure is an error result, never an error (Req 7.1).
 pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
+    call_agent_numbered(call, caller, next_seq(call, caller))
+}
+
+/// [`execute_call_agent`] as the caller's `seq`-th call to this agent.
+fn call_agent_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     let ctx = caller.ctx;
     let arg = |k: &str| call.arguments.get(k).map_or("", |v| v.trim());
     let (name, task, context) = (arg("agent"), arg("task"), arg("context"));
@@ -349,8 +408,9 @@ pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
     } else {
         format!("Task: {task}\n\nContext:\n{context}")
     };
-    match run_sub_agent(name, &message, caller) {
+    match run_sub_agent(name, &message, caller, seq) {
         Ok(content) => {
+            let content = truncate_result(content, caller.max_result_chars);
             ctx.verbose.line(&format!(
                 "[sub-agent] \"{name}\" completed in {}ms ({} chars returned)",
                 started.elapsed().as_millis(),
@@ -383,7 +443,12 @@ enum SubAgentError {
 /// Steps 6–15 of Req 7.3: load, resolve and run the sub-agent `name` with
 /// the user message `message`, within the caller's deadline narrowed by its
 /// per-call timeout (D5), which starts now, before any file is read.
-fn run_sub_agent(name: &str, message: &str, caller: &Caller) -> Result<String, SubAgentError> {
+fn run_sub_agent(
+    name: &str,
+    message: &str,
+    caller: &Caller,
+    seq: u32,
+) -> Result<String, SubAgentError> {
     let ctx = caller.ctx;
     let limits = ctx.limits.narrowed(caller.timeout_secs);
     let timed_out = || SubAgentError::Failed(format!("timeout after {}s", limits.timeout_secs));
@@ -418,6 +483,7 @@ fn run_sub_agent(name: &str, message: &str, caller: &Caller) -> Result<String, S
         depth: ctx.depth + 1,
         limits: limits.clone(),
         verbose: ctx.verbose.nested(name, ctx.depth + 1),
+        node: ctx.node.child(name, seq),
         ..ctx.clone()
     };
     match run::run_agent(&resolved, message, &sub_ctx) {
@@ -447,6 +513,21 @@ fn inject_panic(name: &str) {
     if std::env::var_os("AXE_DEBUG_PANIC_AGENT").is_some_and(|v| v == name) {
         panic!("injected by AXE_DEBUG_PANIC_AGENT");
     }
+}
+
+/// `content` cut to at most `max` characters (never inside a character),
+/// ending with `[truncated: N of M chars]` so the parent knows; the marker
+/// is not counted in `max`.
+pub fn truncate_result(content: String, max: usize) -> String {
+    let total = content.chars().count();
+    if total <= max {
+        return content;
+    }
+    let cut = content
+        .char_indices()
+        .nth(max)
+        .map_or(content.len(), |(i, _)| i);
+    format!("{}\n[truncated: {max} of {total} chars]", &content[..cut])
 }
 
 /// The result text of a sub-agent that started and failed (Req 13.3).
@@ -509,7 +590,7 @@ mod tests {
     fn fan_out_keeps_call_order_and_turns_a_panic_into_that_calls_error() {
         let calls: Vec<ToolCall> = (0..6).map(|i| call(&format!("c{i}"), "a")).collect();
         for parallel in [true, false] {
-            let results = fan_out(&calls, parallel, 8, |c| {
+            let results = fan_out(&calls, parallel, 8, |_, c| {
                 if c.id == "c3" {
                     panic!("boom in {}", c.id);
                 }
@@ -567,10 +648,10 @@ mod tests {
             .map(|id| call(id, "a"))
             .collect();
         let inner: Vec<ToolCall> = ["x", "y"].iter().map(|id| call(id, "b")).collect();
-        let results = fan_out(&outer, true, 2, |c| {
+        let results = fan_out(&outer, true, 2, |_, c| {
             enter();
             if c.id == "nested" {
-                fan_out(&inner, true, 2, |i| {
+                fan_out(&inner, true, 2, |_, i| {
                     std::thread::sleep(std::time::Duration::from_millis(150));
                     ok(i)
                 });
@@ -594,7 +675,7 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
                 let calls: Vec<ToolCall> = (0..5).map(|i| call(&format!("c{i}"), "a")).collect();
-                let results = fan_out_spawning(&calls, true, 8, spawnable, |c| ToolResult {
+                let results = fan_out_spawning(&calls, true, 8, spawnable, |_, c| ToolResult {
                     call_id: c.id.clone(),
                     content: format!("done {}", c.id),
                     is_error: false,
@@ -620,7 +701,7 @@ mod tests {
         let calls: Vec<ToolCall> = (0..6).map(|i| call(&format!("c{i}"), "a")).collect();
         let now = AtomicUsize::new(0);
         let most = AtomicUsize::new(0);
-        let results = fan_out_spawning(&calls, true, 8, 3, |c| {
+        let results = fan_out_spawning(&calls, true, 8, 3, |_, c| {
             let n = now.fetch_add(1, Ordering::SeqCst) + 1;
             most.fetch_max(n, Ordering::SeqCst);
             std::thread::sleep(std::time::Duration::from_millis(50));

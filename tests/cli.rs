@@ -956,16 +956,31 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
     assert_eq!(
         keys,
         [
+            "agents",
             "content",
             "duration_ms",
             "input_tokens",
             "model",
             "output_tokens",
             "retry_attempts",
+            "run_id",
             "stop_reason",
-            "tool_calls"
+            "tool_calls",
+            "total_input_tokens",
+            "total_output_tokens",
         ]
     );
+    // A single agent: the tree's totals are its own, in one agents entry.
+    assert_eq!(obj["total_input_tokens"], 12);
+    assert_eq!(obj["total_output_tokens"], 3);
+    let agents = obj["agents"].as_array().expect("agents array");
+    assert_eq!(agents.len(), 1, "{v}");
+    assert_eq!(agents[0]["name"], "o");
+    assert_eq!(agents[0]["calls"], 1);
+    assert_eq!(agents[0]["turns"], 1);
+    assert_eq!(agents[0]["input_tokens"], 12);
+    assert_eq!(agents[0]["errors"], 0);
+    assert_eq!(obj["run_id"].as_str().map(str::len), Some(16), "{v}");
     assert_eq!(obj["model"], "openai/gpt-4o");
     assert_eq!(obj["content"], "The answer.");
     assert_eq!(obj["input_tokens"], 12);

@@ -37,7 +37,7 @@ const ANTHROPIC_KEY: &str = "sk-ant-test-faults-0123456789";
 const FAST: &str = "[retry]\ninitial_delay_ms = 1\nmax_delay_ms = 5\n";
 
 /// `--timeout` of every run that is not about timeouts.
-const TIMEOUT: &str = "5";
+const TIMEOUT: &str = "15";
 
 /// A run whose deadline is 1 s must end well before this (it would take 5 s
 /// or a minute if it waited for the slow or hanging server).
@@ -792,7 +792,14 @@ fn tool_matrix(case: &str, fault: impl Fn(P) -> ToolFault + Sync) {
             }
             Level::Sub => {
                 let parent = p.other();
-                agent(&home, "lead", parent, "sub_agents = [\"s\"]\n");
+                // The echo of 1,000 results is longer than the default
+                // max_result_chars; this case is about the calls, not the cut.
+                agent(
+                    &home,
+                    "lead",
+                    parent,
+                    "sub_agents = [\"s\"]\n[sub_agents_config]\nmax_result_chars = 1000000\n",
+                );
                 let lead = lead_server(parent);
                 let (out, _) = run(
                     axe(&home, &[(parent, &lead), (p, &server)]),

@@ -15,6 +15,7 @@ use axe::output::Verbose;
 use axe::provider::ToolCall;
 use axe::run::{Ctx, Limits};
 use axe::tool::{Caller, execute};
+use axe::tree::{Children, Node, Tree};
 
 fn global(server: &FakeServer) -> GlobalConfig {
     GlobalConfig {
@@ -95,6 +96,9 @@ fn load_fan_out_of_256_leaves_no_thread_behind_and_reuses_connections() {
             timeout_secs: 60,
         },
         verbose: Verbose::new(false),
+        tree: std::sync::Arc::new(Tree::new()),
+        node: Node::default(),
+        budgets: Vec::new(),
         retries: None,
     };
     let allowed = vec!["w".to_string()];
@@ -103,6 +107,10 @@ fn load_fan_out_of_256_leaves_no_thread_behind_and_reuses_connections() {
         parallel: true,
         timeout_secs: 0,
         ctx: &ctx,
+        max_parallel: usize::MAX,
+        max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
+        children: &Children::default(),
+        turn: 1,
     };
 
     let results = execute(&calls(256), &caller);

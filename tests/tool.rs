@@ -16,6 +16,7 @@ use axe::output::Verbose;
 use axe::provider::{ToolCall, ToolResult};
 use axe::run::{Ctx, Limits};
 use axe::tool::*;
+use axe::tree::{Children, Node, Tree};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------
@@ -106,6 +107,9 @@ impl Setup {
             },
             retries: None,
             verbose: Verbose::new(false),
+            tree: std::sync::Arc::new(Tree::new()),
+            node: Node::default(),
+            budgets: Vec::new(),
         }
     }
 }
@@ -148,6 +152,10 @@ fn run_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCall) ->
         parallel: true,
         timeout_secs,
         ctx,
+        max_parallel: usize::MAX,
+        max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
+        children: &Children::default(),
+        turn: 1,
     };
     execute_call_agent(call, &caller)
 }
@@ -891,6 +899,10 @@ fn dispatch_unknown_tool() {
         parallel: true,
         timeout_secs: 0,
         ctx: &ctx,
+        max_parallel: usize::MAX,
+        max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
+        children: &Children::default(),
+        turn: 1,
     };
     let unknown = ToolCall {
         id: "call_rf".into(),
@@ -1182,6 +1194,10 @@ fn parallel_calls_at(depth: u32) {
         parallel: true,
         timeout_secs: 0,
         ctx: &ctx,
+        max_parallel: usize::MAX,
+        max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
+        children: &Children::default(),
+        turn: 1,
     };
     let calls = [
         call("c1", "w", "first"),
@@ -1265,6 +1281,10 @@ fn execute_sequential_runs_calls_one_after_another_in_order() {
         parallel: false,
         timeout_secs: 0,
         ctx: &ctx,
+        max_parallel: usize::MAX,
+        max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
+        children: &Children::default(),
+        turn: 1,
     };
     let calls = [
         call("c1", "w", "first"),

@@ -434,8 +434,20 @@ pub struct Provider {
     api_key: Option<String>,
     /// How failed requests are retried; none unless set.
     pub retry: RetryPolicy,
-    /// Where `[retry] ...` lines go (`--verbose`).
-    pub report: crate::output::Verbose,
+}
+
+/// One retry about to happen, as reported to [`Provider::send_with`]'s
+/// caller (for `--verbose` and the trace).
+#[derive(Debug, Clone)]
+pub struct Retry {
+    /// The status that failed, or the network error's text.
+    pub what: String,
+    pub status: Option<u16>,
+    /// The attempt about to be made (2 for the first retry), of `of`.
+    pub attempt: u32,
+    pub of: u32,
+    /// How long it waits first.
+    pub wait: Duration,
 }
 
 impl Provider {
@@ -449,7 +461,6 @@ impl Provider {
             base_url,
             api_key,
             retry: RetryPolicy::NONE,
-            report: crate::output::Verbose::default(),
         }
     }
 
@@ -496,6 +507,16 @@ impl Provider {
     /// retrying as [`Provider::retry`] says; a wait that would pass the
     /// deadline is not started, and the last error is returned instead.
     pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
+        self.send_with(req, deadline, &|_| {})
+    }
+
+    /// [`Provider::send`], telling `on_retry` about each retry before its wait.
+    pub fn send_with(
+        &self,
+        req: &Request,
+        deadline: Instant,
+        on_retry: &dyn Fn(&Retry),
+    ) -> Result<Response, ProviderError> {
         let body = serde_json::to_vec(&self.body(req)).map_err(|e| {
             self.error(
                 ErrorKind::BadRequest,
@@ -531,13 +552,13 @@ impl Provider {
                 Some(status) => status.to_string(),
                 None => one_line(&failed.error.message),
             };
-            self.report.line(&format!(
-                "[retry] {} {what}, attempt {}/{} in {:.1}s",
-                self.kind.name(),
-                retries + 1,
-                self.retry.max_retries + 1,
-                wait.as_secs_f64()
-            ));
+            on_retry(&Retry {
+                what,
+                status: failed.error.status,
+                attempt: retries + 1,
+                of: self.retry.max_retries + 1,
+                wait,
+            });
             std::thread::sleep(wait);
         }
     }

@@ -1,0 +1,466 @@
+//! What one `axe run` shares across its whole delegation tree: the trace
+//! (`--trace FILE`, JSON Lines), usage per agent (the `--json` totals and
+//! the `--verbose` summary), the token and turn budgets, and the list of
+//! agents running now (what the live progress view draws).
+//!
+//! Every agent run in the tree has a [`Node`]: its name, its depth and a
+//! path such as `lead/researcher#2` (the second `researcher` call made by
+//! `lead`). The conversation loop reports to the [`Tree`] through
+//! [`Tree::event`] and the `record_*` methods; all of them may be called
+//! from parallel sub-agents at once.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::redact::redact;
+
+/// Where one agent run sits in the tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Node {
+    /// The agent's name (its file stem).
+    pub agent: String,
+    /// `lead`, `lead/researcher#1`, `lead/researcher#1/fetcher#3`, ...
+    pub path: String,
+    pub depth: u32,
+}
+
+/// Usage of one agent, summed over every time it ran in the tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AgentUsage {
+    pub name: String,
+    /// Times it was run (the top-level agent: 1).
+    pub calls: u64,
+    /// Requests it sent.
+    pub turns: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Wall-clock time of its runs, summed (parallel runs overlap).
+    pub duration_ms: u64,
+    /// Runs that ended in an error.
+    pub errors: u64,
+}
+
+/// An agent running now, for the progress view.
+#[derive(Debug, Clone)]
+pub struct Running {
+    pub node: Node,
+    pub turn: u32,
+    pub started: Instant,
+}
+
+/// A bound on the whole tree below (and including) one agent run: at most
+/// `max_tokens` tokens (input plus output) and `max_turns` requests.
+#[derive(Debug, Default)]
+pub struct Budget {
+    pub max_tokens: Option<u64>,
+    pub max_turns: Option<u64>,
+    tokens: AtomicU64,
+    turns: AtomicU64,
+}
+
+/// A budget that is spent (exit code 4 at top level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exceeded {
+    Tokens { used: u64, max: u64 },
+    Turns { used: u64, max: u64 },
+}
+
+/// The trace file, written one whole line per event.
+#[derive(Debug)]
+struct Trace {
+    file: Mutex<File>,
+    bodies: bool,
+    /// Set after a write failed: tracing stops, the run goes on.
+    broken: AtomicBool,
+}
+
+/// What the whole tree of one run shares.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// Identifies this run in the trace and in `--json`.
+    pub run_id: String,
+    trace: Option<Trace>,
+    /// In order of first run; the top-level agent first.
+    usage: Mutex<Vec<AgentUsage>>,
+    running: Mutex<Vec<Running>>,
+}
+
+impl Budget {
+    pub fn new(max_tokens: Option<u64>, max_turns: Option<u64>) -> Budget {
+        Budget {
+            max_tokens,
+            max_turns,
+            ..Budget::default()
+        }
+    }
+
+    /// Takes one request from the budget, or says which bound it would pass:
+    /// no tokens left (the tokens a request will use are not known before
+    /// it is sent), or no turns left.
+    fn take_turn(&self) -> Result<(), Exceeded> {
+        if let Some(max) = self.max_tokens {
+            let used = self.tokens.load(Ordering::Acquire);
+            if used >= max {
+                return Err(Exceeded::Tokens { used, max });
+            }
+        }
+        if let Some(max) = self.max_turns {
+            let taken = self
+                .turns
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                    (t < max).then_some(t + 1)
+                });
+            if let Err(used) = taken {
+                return Err(Exceeded::Turns { used, max });
+            }
+        } else {
+            self.turns.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    fn spend_tokens(&self, n: u64) {
+        self.tokens.fetch_add(n, Ordering::AcqRel);
+    }
+}
+
+impl std::fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exceeded::Tokens { used, max } => {
+                write!(f, "token budget exceeded (used {used} of {max})")
+            }
+            Exceeded::Turns { used, max } => {
+                write!(f, "turn budget exceeded (used {used} of {max})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Exceeded {}
+
+/// Takes one request from every budget that bounds this agent (its own and
+/// its ancestors'), checking them all first; the first spent one is the
+/// error. A request refused by one budget takes nothing from the others.
+pub fn take_turn(budgets: &[Arc<Budget>]) -> Result<(), Exceeded> {
+    for (i, b) in budgets.iter().enumerate() {
+        if let Err(e) = b.take_turn() {
+            // Give back the turns already taken from the budgets before it.
+            for earlier in &budgets[..i] {
+                earlier.turns.fetch_sub(1, Ordering::AcqRel);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Charges `n` tokens to every budget that bounds this agent.
+pub fn spend_tokens(budgets: &[Arc<Budget>], n: u64) {
+    for b in budgets {
+        b.spend_tokens(n);
+    }
+}
+
+impl Node {
+    /// The top-level agent.
+    pub fn root(agent: &str) -> Node {
+        Node {
+            agent: agent.to_string(),
+            path: agent.to_string(),
+            depth: 0,
+        }
+    }
+
+    /// The `seq`-th call (from 1) this node makes to the agent `name`.
+    pub fn child(&self, name: &str, seq: u32) -> Node {
+        let path = if self.path.is_empty() {
+            format!("{name}#{seq}")
+        } else {
+            format!("{}/{name}#{seq}", self.path)
+        };
+        Node {
+            agent: name.to_string(),
+            path,
+            depth: self.depth + 1,
+        }
+    }
+}
+
+impl Tree {
+    /// A tree that traces nothing (the library's and the tests' default).
+    pub fn new() -> Tree {
+        Tree {
+            run_id: new_run_id(),
+            ..Tree::default()
+        }
+    }
+
+    /// A tree tracing to `path`: appended to (created 0600 when missing), so
+    /// one file can collect many runs, told apart by `run_id`. With
+    /// `bodies`, requests and responses carry their messages.
+    pub fn with_trace(path: &Path, bodies: bool) -> std::io::Result<Tree> {
+        let mut o = std::fs::OpenOptions::new();
+        o.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o600);
+        }
+        let file = o.open(path)?;
+        Ok(Tree {
+            trace: Some(Trace {
+                file: Mutex::new(file),
+                bodies,
+                broken: AtomicBool::new(false),
+            }),
+            ..Tree::new()
+        })
+    }
+
+    /// Whether trace events should carry message bodies.
+    pub fn bodies(&self) -> bool {
+        self.trace.as_ref().is_some_and(|t| t.bodies)
+    }
+
+    /// Whether anything is traced (so callers can skip building events).
+    pub fn tracing(&self) -> bool {
+        self.trace
+            .as_ref()
+            .is_some_and(|t| !t.broken.load(Ordering::Relaxed))
+    }
+
+    /// Writes one event: `ts`, `run_id`, `event`, `agent`, `path`, `depth`,
+    /// `turn`, then `fields`. The line is redacted and written with one
+    /// `write` call, so lines from parallel sub-agents never interleave.
+    pub fn event(&self, kind: &str, node: &Node, turn: u32, fields: Value) {
+        let Some(trace) = &self.trace else {
+            return;
+        };
+        if trace.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut event = Map::new();
+        event.insert("ts".into(), Value::String(rfc3339(SystemTime::now())));
+        event.insert("run_id".into(), Value::String(self.run_id.clone()));
+        event.insert("event".into(), Value::String(kind.into()));
+        event.insert("agent".into(), Value::String(node.agent.clone()));
+        event.insert("path".into(), Value::String(node.path.clone()));
+        event.insert("depth".into(), node.depth.into());
+        event.insert("turn".into(), turn.into());
+        if let Value::Object(extra) = fields {
+            event.extend(extra);
+        }
+        let mut line = redact(&Value::Object(event).to_string());
+        line.push('\n');
+        let mut file = trace.file.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            trace.broken.store(true, Ordering::Relaxed);
+            crate::output::warn(&format!("cannot write the trace ({e}); tracing stopped"));
+        }
+    }
+
+    /// An agent run started.
+    pub fn record_start(&self, node: &Node) {
+        self.with_usage(&node.agent, |u| u.calls += 1);
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Running {
+                node: node.clone(),
+                turn: 0,
+                started: Instant::now(),
+            });
+    }
+
+    /// An agent run is sending request number `turn`.
+    pub fn record_turn(&self, node: &Node, turn: u32) {
+        self.with_usage(&node.agent, |u| u.turns += 1);
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(r) = running.iter_mut().find(|r| r.node == *node) {
+            r.turn = turn;
+        }
+    }
+
+    /// A response arrived and billed these tokens.
+    pub fn record_tokens(&self, node: &Node, input: u64, output: u64) {
+        self.with_usage(&node.agent, |u| {
+            u.input_tokens += input;
+            u.output_tokens += output;
+        });
+    }
+
+    /// An agent run ended, after `took`, in an error or not.
+    pub fn record_end(&self, node: &Node, took: Duration, failed: bool) {
+        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        self.with_usage(&node.agent, |u| {
+            u.duration_ms += ms;
+            u.errors += u64::from(failed);
+        });
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = running.iter().position(|r| r.node == *node) {
+            running.remove(i);
+        }
+    }
+
+    /// Usage per agent, in order of first run.
+    pub fn usage(&self) -> Vec<AgentUsage> {
+        self.usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The agents running now, in order of start.
+    pub fn running(&self) -> Vec<Running> {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn with_usage(&self, agent: &str, f: impl FnOnce(&mut AgentUsage)) {
+        let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        let i = match usage.iter().position(|u| u.name == agent) {
+            Some(i) => i,
+            None => {
+                usage.push(AgentUsage {
+                    name: agent.to_string(),
+                    ..AgentUsage::default()
+                });
+                usage.len() - 1
+            }
+        };
+        f(&mut usage[i]);
+    }
+}
+
+/// Input and output tokens of the whole tree.
+pub fn totals(usage: &[AgentUsage]) -> (u64, u64) {
+    usage.iter().fold((0, 0), |(i, o), u| {
+        (i + u.input_tokens, o + u.output_tokens)
+    })
+}
+
+/// Counts the calls a node makes to each sub-agent, to number their paths.
+#[derive(Debug, Default)]
+pub struct Children(Mutex<BTreeMap<String, u32>>);
+
+impl Children {
+    /// The number (from 1) of the next call to `name`.
+    pub fn next(&self, name: &str) -> u32 {
+        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = seen.entry(name.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    }
+}
+
+/// A run id: 16 hex digits from the clock, the process id and std's random
+/// hash keys.
+fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(nanos);
+    h.write_u32(std::process::id());
+    format!("{:016x}", h.finish())
+}
+
+/// `t` as RFC 3339 in UTC with milliseconds: `2026-11-23T16:28:01.123Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(951_782_400_007);
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.007Z");
+        // The HTTP-date parser is the inverse for whole seconds.
+        let t = crate::provider::http_date("Mon, 23 Nov 2026 16:28:01 GMT").unwrap();
+        assert_eq!(rfc3339(t), "2026-11-23T16:28:01.000Z");
+        let t = crate::provider::http_date("Fri, 31 Dec 2100 23:59:59 GMT").unwrap();
+        assert_eq!(rfc3339(t), "2100-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn take_turn_stops_at_max_turns_and_gives_back_on_refusal() {
+        let outer = Arc::new(Budget::new(None, Some(5)));
+        let inner = Arc::new(Budget::new(None, Some(1)));
+        let chain = [outer.clone(), inner.clone()];
+        assert_eq!(take_turn(&chain), Ok(()));
+        assert_eq!(take_turn(&chain), Err(Exceeded::Turns { used: 1, max: 1 }));
+        // The refused request took nothing from the outer budget.
+        assert_eq!(outer.turns.load(Ordering::Acquire), 1);
+    }
+
+    #[test]
+    fn take_turn_refuses_once_the_tokens_are_spent() {
+        let b = [Arc::new(Budget::new(Some(100), None))];
+        assert_eq!(take_turn(&b), Ok(()));
+        spend_tokens(&b, 99);
+        assert_eq!(take_turn(&b), Ok(()));
+        spend_tokens(&b, 2);
+        assert_eq!(
+            take_turn(&b),
+            Err(Exceeded::Tokens {
+                used: 101,
+                max: 100
+            })
+        );
+        assert_eq!(
+            Exceeded::Tokens {
+                used: 101,
+                max: 100
+            }
+            .to_string(),
+            "token budget exceeded (used 101 of 100)"
+        );
+    }
+
+    #[test]
+    fn children_are_numbered_per_name_from_one() {
+        let c = Children::default();
+        let root = Node::root("lead");
+        assert_eq!(root.child("r", c.next("r")).path, "lead/r#1");
+        assert_eq!(root.child("w", c.next("w")).path, "lead/w#1");
+        let second = root.child("r", c.next("r"));
+        assert_eq!(second.path, "lead/r#2");
+        assert_eq!(second.child("f", 1).path, "lead/r#2/f#1");
+        assert_eq!(second.child("f", 1).depth, 2);
+    }
+}
