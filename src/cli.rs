@@ -71,7 +71,7 @@ struct ConfigPath {}
 struct ConfigInit {}
 
 #[derive(FromArgs, Debug)]
-/// List, show, create and edit agents.
+/// List, show, create, edit and check agents.
 #[argh(subcommand, name = "agents")]
 struct AgentsCmd {
     #[argh(subcommand)]
