@@ -11,6 +11,7 @@ use argh::FromArgs;
 use crate::agent;
 use crate::config::{self, GlobalConfig};
 use crate::error::Error;
+use crate::graph;
 use crate::output::{self, UserInput, Verbose};
 use crate::paths;
 use crate::resolve::{self, Overrides};
@@ -73,7 +74,7 @@ struct ConfigPath {}
 struct ConfigInit {}
 
 #[derive(FromArgs, Debug)]
-/// List, show, create and edit agents.
+/// List, show, create, edit and check agents.
 #[argh(subcommand, name = "agents")]
 struct AgentsCmd {
     #[argh(subcommand)]
@@ -87,6 +88,8 @@ enum AgentsSub {
     Show(AgentsShow),
     Init(AgentsInit),
     Edit(AgentsEdit),
+    Check(AgentsCheck),
+    Tree(AgentsTree),
 }
 
 #[derive(FromArgs, Debug)]
@@ -116,6 +119,25 @@ struct AgentsInit {
 /// Open an agent file in $VISUAL or $EDITOR.
 #[argh(subcommand, name = "edit")]
 struct AgentsEdit {
+    /// agent name
+    #[argh(positional)]
+    agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Check the delegation graph of an agent (or of every agent): missing or
+/// invalid agents, bad models, missing API keys, cycles. Exit 2 on problems.
+#[argh(subcommand, name = "check")]
+struct AgentsCheck {
+    /// agent name (default: every agent)
+    #[argh(positional)]
+    agent: Option<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Print an agent's delegation graph as a tree, as far as its max_depth goes.
+#[argh(subcommand, name = "tree")]
+struct AgentsTree {
     /// agent name
     #[argh(positional)]
     agent: String,
@@ -204,6 +226,8 @@ pub fn main() -> anyhow::Result<()> {
             AgentsSub::Show(s) => agents_show(&s.agent),
             AgentsSub::Init(i) => agents_init(&i.agent),
             AgentsSub::Edit(e) => agents_edit(&e.agent),
+            AgentsSub::Check(c) => agents_check(c.agent.as_deref()),
+            AgentsSub::Tree(t) => agents_tree(&t.agent),
         },
         Some(Command::Run(r)) => run(r),
     }
@@ -308,6 +332,56 @@ fn agents_edit(name: &str) -> anyhow::Result<()> {
         return Err(Error::general(format!("editor \"{editor}\" exited with {status}")).into());
     }
     Ok(())
+}
+
+/// `axe agents check [agent]`: the problems and a summary on stdout; exit 2
+/// with a count on stderr when there is any problem.
+fn agents_check(name: Option<&str>) -> anyhow::Result<()> {
+    let (global, warnings) = GlobalConfig::load()?;
+    global.register_secrets();
+    for w in &warnings {
+        output::warn(w);
+    }
+    let config_dir = paths::config_dir()?;
+    let roots = match name {
+        Some(n) => {
+            paths::check_agent_name(n)?;
+            vec![n.to_string()]
+        }
+        None => agent::list_ids()?,
+    };
+    let graph = graph::load(&config_dir, &roots, u32::MAX);
+    for w in &graph.warnings {
+        output::warn(w);
+    }
+    let report = graph::check(&graph, &global);
+    print_stdout(&crate::redact::redact(&graph::report_text(&report)))?;
+    if report.problems.is_empty() {
+        return Ok(());
+    }
+    let problems = graph::count(report.problems.len(), "problem");
+    let scope = match name {
+        Some(n) => format!("the delegation graph of {n}"),
+        None => graph::count(report.checked, "agent"),
+    };
+    Err(Error::config(format!("{problems} in {scope}")).into())
+}
+
+/// `axe agents tree <agent>`: exit 2 only when the root does not load.
+fn agents_tree(name: &str) -> anyhow::Result<()> {
+    // As for `agents show`: no key is shown, and a config.toml that does not
+    // load is `axe run`'s to report.
+    if let Ok((global, _)) = GlobalConfig::load() {
+        global.register_secrets();
+    }
+    let config_dir = paths::config_dir()?;
+    paths::check_agent_name(name)?;
+    let graph = graph::load_tree(&config_dir, name);
+    for w in &graph.warnings {
+        output::warn(w);
+    }
+    let text = graph::tree(&graph, name)?;
+    print_stdout(&crate::redact::redact(&text))
 }
 
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the default.

@@ -6,12 +6,14 @@
 //! prompt; [`provider`] speaks the three wire formats; [`run`] is the
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path; [`output`] prints dry-run, JSON
-//! and verbose reports.
+//! and verbose reports. [`graph`] loads the delegation graph without running
+//! anything, for `axe agents check` and `axe agents tree`.
 
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod graph;
 pub mod output;
 pub mod paths;
 pub mod provider;

@@ -1,0 +1,507 @@
+//! The delegation graph: every agent reachable from a root through
+//! `sub_agents`, loaded without running anything. It owns `axe agents check`
+//! (missing and invalid agents, bad model strings, missing API keys and
+//! cycles, one line each) and `axe agents tree` (the graph drawn from one
+//! root, as far as the root's `max_depth` lets a run go, DECISIONS D6).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::agent::{self, Agent};
+use crate::config::GlobalConfig;
+use crate::error::Error;
+use crate::output::one_line;
+use crate::paths;
+use crate::provider::{Kind, ModelRef, Provider};
+
+/// The most cycles `check` lists; a graph can have exponentially many.
+pub const MAX_CYCLES: usize = 100;
+/// The most lines `tree` draws; agents shared by many parents are drawn
+/// under each, and a wide graph five levels deep could otherwise fill memory.
+pub const MAX_TREE_LINES: usize = 10_000;
+
+/// What loading one agent name gave.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// The file loaded and validated. `model` is the parsed model string, or
+    /// `ModelRef::parse`'s message.
+    Agent {
+        agent: Box<Agent>,
+        model: Result<ModelRef, String>,
+    },
+    /// No file at `path`.
+    Missing { path: PathBuf },
+    /// The file is there but does not load: the loader's message.
+    Invalid { message: String },
+}
+
+/// The agents reachable from `roots`, each loaded once, keyed by name.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    pub roots: Vec<String>,
+    pub nodes: BTreeMap<String, Node>,
+    /// Unknown-key warnings of the loaded files, in load order, for the
+    /// caller to print.
+    pub warnings: Vec<String>,
+}
+
+/// A tree being drawn: what it is drawn from and what is drawn so far.
+struct Drawing<'g> {
+    graph: &'g Graph,
+    /// The root's effective `max_depth`: agents at that depth call no one.
+    max_depth: u32,
+    /// The agents from the root down to the one being drawn.
+    on_path: Vec<&'g str>,
+    out: String,
+    lines: usize,
+}
+
+/// What `check` found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Agents whose file was there (loaded or invalid); missing ones are not
+    /// counted.
+    pub checked: usize,
+    /// One line each, without a trailing newline.
+    pub problems: Vec<String>,
+}
+
+/// Loads every agent reachable from `roots` in `<config_dir>/agents/`,
+/// breadth first, each once. Agents `levels` steps below a root are loaded
+/// but their own sub-agents are not followed (`u32::MAX`: the whole graph).
+/// Never fails: what does not load is a [`Node::Missing`] or
+/// [`Node::Invalid`].
+pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
+    let mut graph = Graph {
+        roots: roots.to_vec(),
+        ..Graph::default()
+    };
+    let mut queue: VecDeque<(String, u32)> = roots.iter().map(|r| (r.clone(), 0)).collect();
+    while let Some((name, level)) = queue.pop_front() {
+        if graph.nodes.contains_key(&name) {
+            continue;
+        }
+        let node = load_node(config_dir, &name);
+        if let Node::Agent { agent, .. } = &node {
+            graph.warnings.extend(agent.warnings.iter().cloned());
+            if level < levels {
+                for sub in sub_agents(&node) {
+                    if !graph.nodes.contains_key(sub) {
+                        queue.push_back((sub.to_string(), level + 1));
+                    }
+                }
+            }
+        }
+        graph.nodes.insert(name, node);
+    }
+    graph
+}
+
+/// Loads what `axe agents tree <root>` shows: the root, and everything down
+/// to one level past the root's effective `max_depth` (the first agents a run
+/// never calls are shown, marked, and not followed).
+pub fn load_tree(config_dir: &Path, root: &str) -> Graph {
+    let levels = match load_node(config_dir, root) {
+        Node::Agent { agent, .. } => agent
+            .config
+            .sub_agents_config
+            .effective_max_depth()
+            .saturating_add(1),
+        _ => 0,
+    };
+    load(config_dir, &[root.to_string()], levels)
+}
+
+/// Loads one agent: missing when there is no file, invalid when the file does
+/// not load (bad TOML, validation, an invalid name).
+pub fn load_node(config_dir: &Path, name: &str) -> Node {
+    let path = match paths::agent_file_in(config_dir, name) {
+        Ok(p) => p,
+        Err(e) => {
+            return Node::Invalid { message: e.message };
+        }
+    };
+    if let Err(e) = fs::metadata(&path)
+        && e.kind() == std::io::ErrorKind::NotFound
+    {
+        return Node::Missing { path };
+    }
+    match agent::load_in(config_dir, name) {
+        Ok(agent) => {
+            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.message);
+            Node::Agent {
+                agent: Box::new(agent),
+                model,
+            }
+        }
+        Err(e) => Node::Invalid { message: e.message },
+    }
+}
+
+/// A loaded agent's `sub_agents`, each name once, in file order; nothing for
+/// an agent that did not load.
+pub fn sub_agents(node: &Node) -> Vec<&str> {
+    let Node::Agent { agent, .. } = node else {
+        return Vec::new();
+    };
+    let mut seen = BTreeSet::new();
+    agent
+        .config
+        .sub_agents
+        .iter()
+        .map(String::as_str)
+        .filter(|s| seen.insert(*s))
+        .collect()
+}
+
+/// Checks a loaded graph: per agent in name order its problems (invalid
+/// file, bad model string, missing sub-agents, or a missing root), then each
+/// provider whose key is missing (the check `Provider::from_config` makes,
+/// once per provider, naming the agents that use it), then every cycle.
+pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
+    let mut problems = Vec::new();
+    let mut users: Vec<(Kind, Vec<&str>)> = Kind::ALL.iter().map(|k| (*k, Vec::new())).collect();
+    for (name, node) in &graph.nodes {
+        match node {
+            Node::Agent { model, .. } => {
+                match model {
+                    Ok(m) => {
+                        if let Some((_, names)) = users.iter_mut().find(|(k, _)| *k == m.provider) {
+                            names.push(name);
+                        }
+                    }
+                    Err(message) => problems.push(format!("{name}: {}", one_line(message))),
+                }
+                for sub in sub_agents(node) {
+                    if let Some(Node::Missing { path }) = graph.nodes.get(sub) {
+                        problems.push(format!(
+                            "{name}: sub-agent \"{sub}\" not found ({})",
+                            path.display()
+                        ));
+                    }
+                }
+            }
+            Node::Invalid { message } => problems.push(format!("{name}: {}", one_line(message))),
+            Node::Missing { path } => {
+                if graph.roots.iter().any(|r| r == name) {
+                    problems.push(format!("agent \"{name}\" not found ({})", path.display()));
+                }
+            }
+        }
+    }
+    for (kind, names) in &users {
+        if names.is_empty() {
+            continue;
+        }
+        if let Err(e) = Provider::from_config(*kind, global) {
+            problems.push(format!("{}: {}", names.join(", "), e.message));
+        }
+    }
+    for cycle in cycles(graph) {
+        problems.push(format!("cycle: {}", cycle.join(" -> ")));
+    }
+    let checked = graph
+        .nodes
+        .values()
+        .filter(|n| !matches!(n, Node::Missing { .. }))
+        .count();
+    Report { checked, problems }
+}
+
+/// The text `axe agents check` prints: the problems, then the summary line.
+pub fn report_text(report: &Report) -> String {
+    let mut out = String::new();
+    for p in &report.problems {
+        out.push_str(p);
+        out.push('\n');
+    }
+    let problems = match report.problems.len() {
+        0 => "no problems".to_string(),
+        n => count(n, "problem"),
+    };
+    out.push_str(&format!(
+        "{} checked, {problems}\n",
+        count(report.checked, "agent")
+    ));
+    out
+}
+
+/// `1 problem`, `2 problems`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Every elementary cycle through `sub_agents` (self-loops included), each
+/// once, as the names along it with the first repeated at the end, starting
+/// at its lexicographically smallest name; sorted; at most [`MAX_CYCLES`].
+/// Johnson's algorithm, iterative so that no graph can exhaust the stack.
+pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    // Node indices follow name order, so the start of each cycle found is
+    // its smallest name.
+    let names: Vec<&String> = graph.nodes.keys().collect();
+    let index: BTreeMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let adj: Vec<Vec<usize>> = graph
+        .nodes
+        .values()
+        .map(|node| {
+            sub_agents(node)
+                .into_iter()
+                .filter_map(|s| index.get(s).copied())
+                .collect()
+        })
+        .collect();
+    let n = names.len();
+    let mut found: Vec<Vec<usize>> = Vec::new();
+    for s in 0..n {
+        if found.len() >= MAX_CYCLES {
+            break;
+        }
+        let mut blocked = vec![false; n];
+        let mut b: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut path = vec![s];
+        // (vertex, next neighbour to try, a cycle was found below it)
+        let mut frames: Vec<(usize, usize, bool)> = vec![(s, 0, false)];
+        blocked[s] = true;
+        while let Some(&(v, i, _)) = frames.last() {
+            if found.len() >= MAX_CYCLES {
+                break;
+            }
+            if let Some(&w) = adj[v].get(i) {
+                if let Some(top) = frames.last_mut() {
+                    top.1 += 1;
+                }
+                if w < s {
+                    continue;
+                }
+                if w == s {
+                    found.push(path.clone());
+                    if let Some(top) = frames.last_mut() {
+                        top.2 = true;
+                    }
+                } else if !blocked[w] {
+                    blocked[w] = true;
+                    path.push(w);
+                    frames.push((w, 0, false));
+                }
+                continue;
+            }
+            let Some((v, _, closed)) = frames.pop() else {
+                break;
+            };
+            path.pop();
+            if closed {
+                unblock(v, &mut blocked, &mut b);
+                if let Some(parent) = frames.last_mut() {
+                    parent.2 = true;
+                }
+            } else {
+                for &w in &adj[v] {
+                    if w >= s && !b[w].contains(&v) {
+                        b[w].push(v);
+                    }
+                }
+            }
+        }
+    }
+    let mut out: Vec<Vec<String>> = found
+        .into_iter()
+        .map(|c| {
+            let mut names: Vec<String> = c.iter().map(|&i| names[i].clone()).collect();
+            if let Some(first) = names.first().cloned() {
+                names.push(first);
+            }
+            names
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Johnson's unblock, with a work list instead of recursion.
+fn unblock(u: usize, blocked: &mut [bool], b: &mut [Vec<usize>]) {
+    let mut work = vec![u];
+    while let Some(x) = work.pop() {
+        blocked[x] = false;
+        for w in std::mem::take(&mut b[x]) {
+            if blocked[w] {
+                work.push(w);
+            }
+        }
+    }
+}
+
+/// The `axe agents tree` text for `root` in `graph` (from [`load_tree`]).
+/// The root line carries the effective `max_depth` and whether calls run in
+/// parallel; below it each sub-agent with its model, or a mark: `[missing]`,
+/// `[invalid: ...]`, `[cycle]` (already on the path; not expanded) or
+/// `[beyond max_depth N: never called]` (a child of an agent at depth N,
+/// which gets no `call_agent` tool; not expanded). Fails, as `axe agents
+/// show` does, when the root does not load.
+pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
+    let node = graph.nodes.get(root);
+    let Some(root_node @ Node::Agent { agent, model }) = node else {
+        return Err(match node {
+            Some(Node::Invalid { message }) => Error::config(message.clone()),
+            _ => Error::config(format!("agent config not found: {root}")),
+        });
+    };
+    let sac = &agent.config.sub_agents_config;
+    let max_depth = sac.effective_max_depth();
+    let mode = if sac.effective_parallel() {
+        "parallel"
+    } else {
+        "sequential"
+    };
+    let out = format!(
+        "{root} ({}, max_depth {max_depth}, {mode}){}\n",
+        one_line(&agent.config.model),
+        model_mark(model)
+    );
+    let mut drawing = Drawing {
+        graph,
+        max_depth,
+        on_path: vec![root],
+        out,
+        lines: 1,
+    };
+    draw_children(&mut drawing, &sub_agents(root_node), 1, "");
+    if drawing.lines > MAX_TREE_LINES {
+        drawing
+            .out
+            .push_str(&format!("... (cut at {MAX_TREE_LINES} lines)\n"));
+    }
+    Ok(drawing.out)
+}
+
+/// Draws `children` (at `depth`) under `prefix`, each followed by its own
+/// children where a run would get there, until [`MAX_TREE_LINES`].
+fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, prefix: &str) {
+    for (i, &name) in children.iter().enumerate() {
+        if d.lines >= MAX_TREE_LINES {
+            // One more than the limit says that something was left out.
+            d.lines = MAX_TREE_LINES + 1;
+            return;
+        }
+        d.lines += 1;
+        let last = i + 1 == children.len();
+        let node = d.graph.nodes.get(name);
+        let (mark, expand) = if depth > d.max_depth {
+            let limit = d.max_depth;
+            let mark = format!(
+                "{} [beyond max_depth {limit}: never called]",
+                describe(node)
+            );
+            (mark, false)
+        } else if d.on_path.contains(&name) {
+            (" [cycle]".to_string(), false)
+        } else {
+            (describe(node), matches!(node, Some(Node::Agent { .. })))
+        };
+        let branch = if last { "└── " } else { "├── " };
+        d.out.push_str(&format!("{prefix}{branch}{name}{mark}\n"));
+        if let (true, Some(node)) = (expand, node) {
+            let below = format!("{prefix}{}", if last { "    " } else { "│   " });
+            d.on_path.push(name);
+            draw_children(d, &sub_agents(node), depth + 1, &below);
+            d.on_path.pop();
+        }
+    }
+}
+
+/// What follows a node's name: ` (model)` and any mark.
+fn describe(node: Option<&Node>) -> String {
+    match node {
+        Some(Node::Agent { agent, model }) => {
+            format!(" ({}){}", one_line(&agent.config.model), model_mark(model))
+        }
+        Some(Node::Invalid { message }) => format!(" [invalid: {}]", one_line(message)),
+        Some(Node::Missing { .. }) | None => " [missing]".to_string(),
+    }
+}
+
+fn model_mark(model: &Result<ModelRef, String>) -> String {
+    match model {
+        Ok(_) => String::new(),
+        Err(message) => format!(" [invalid model: {}]", one_line(message)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A graph of loaded agents, each `(name, sub_agents)`.
+    fn graph(edges: &[(&str, &[&str])]) -> Graph {
+        let mut g = Graph::default();
+        for (name, subs) in edges {
+            let subs: Vec<String> = subs.iter().map(|s| format!("\"{s}\"")).collect();
+            let text = format!(
+                "name = \"{name}\"\nmodel = \"ollama/x\"\nsub_agents = [{}]\n",
+                subs.join(", ")
+            );
+            let agent = agent::parse(name, Path::new("t.toml"), &text).unwrap();
+            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.message);
+            g.nodes.insert(
+                name.to_string(),
+                Node::Agent {
+                    agent: Box::new(agent),
+                    model,
+                },
+            );
+        }
+        g
+    }
+
+    /// Every agent delegating to every agent, itself included.
+    fn complete(n: usize) -> Graph {
+        let names: Vec<String> = (0..n).map(|i| format!("a{i:02}")).collect();
+        let subs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let edges: Vec<(&str, &[&str])> = subs.iter().map(|s| (*s, &subs[..])).collect();
+        graph(&edges)
+    }
+
+    #[test]
+    fn cycles_of_a_complete_graph_are_each_found_once() {
+        // 4 self-loops, 6 pairs, 4 triangles in 2 directions, 6 orders of 4.
+        let found = cycles(&complete(4));
+        assert_eq!(found.len(), 4 + 6 + 8 + 6, "{found:?}");
+        let distinct: BTreeSet<_> = found.iter().collect();
+        assert_eq!(distinct.len(), found.len());
+        for c in &found {
+            let smallest = c.iter().min().unwrap();
+            assert_eq!(&c[0], smallest, "{c:?}");
+            assert_eq!(c.first(), c.last(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn cycles_stop_at_the_cap_on_a_graph_with_very_many() {
+        // 30 agents all calling each other: more cycles than atoms.
+        assert_eq!(cycles(&complete(30)).len(), MAX_CYCLES);
+    }
+
+    #[test]
+    fn tree_of_a_wide_dense_graph_is_cut_at_the_line_limit() {
+        let mut g = complete(30);
+        g.roots = vec!["a00".into()];
+        let text = tree(&g, "a00").unwrap();
+        assert_eq!(text.lines().count(), MAX_TREE_LINES + 1);
+        assert!(text.ends_with(&format!("... (cut at {MAX_TREE_LINES} lines)\n")));
+        assert!(text.contains("├── a01 (ollama/x)\n│   ├── a00 [cycle]\n"));
+    }
+
+    #[test]
+    fn a_graph_without_edges_back_has_no_cycles() {
+        let g = graph(&[("a", &["b", "c"]), ("b", &["c"]), ("c", &[])]);
+        assert!(cycles(&g).is_empty());
+    }
+}
