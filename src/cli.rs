@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::graph;
 use crate::output::{self, UserInput, Verbose};
 use crate::paths;
+use crate::progress::{self, Progress};
 use crate::resolve::{self, Overrides};
 use crate::run::{self, Ctx, Limits};
 use crate::tree::{Budget, Node, Tree};
@@ -193,7 +194,8 @@ struct RunCmd {
     /// max_turns; exit 4 when spent
     #[argh(option)]
     max_turns: Option<u64>,
-    /// no live progress view and no warnings on stderr
+    /// no live progress view (shown when stderr is a terminal) and no
+    /// warnings on stderr
     #[argh(switch, short = 'q')]
     quiet: bool,
 }
@@ -485,7 +487,12 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         node: Node::root(&cmd.agent),
         budgets,
     };
-    let mut outcome = run::run_agent(&resolved, input.text(), &ctx)?;
+    let progress = progress::wanted(cmd.json, cmd.quiet)
+        .then(|| Progress::start(ctx.tree.clone(), progress::color()));
+    let outcome = run::run_agent(&resolved, input.text(), &ctx);
+    // Erases the view before anything else is printed.
+    drop(progress);
+    let mut outcome = outcome?;
     outcome.duration = started.elapsed();
     let usage = ctx.tree.usage();
     output::verbose_footer(&ctx.verbose, &outcome, &usage);

@@ -16,6 +16,7 @@ pub mod error;
 pub mod graph;
 pub mod output;
 pub mod paths;
+pub mod progress;
 pub mod provider;
 pub mod redact;
 pub mod resolve;

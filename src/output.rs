@@ -15,6 +15,55 @@ use crate::resolve::Resolved;
 use crate::run::Outcome;
 use crate::tree::{self, AgentUsage};
 
+/// How many lines of the live progress view are on screen; every write to
+/// stderr during a run takes this lock, so the view and lines never mix.
+static PROGRESS_LINES: Mutex<usize> = Mutex::new(0);
+
+/// The escape sequence that erases the `n` lines above the cursor.
+fn erase_lines(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!("\r\x1b[{n}A\x1b[J")
+    }
+}
+
+/// Writes `text` (whole lines) to stderr in one write, erasing the progress
+/// view first if it is drawn (it is drawn again on its next tick).
+fn write_stderr(text: &str) {
+    let mut drawn = PROGRESS_LINES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let out = erase_lines(*drawn) + text;
+    *drawn = 0;
+    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+}
+
+/// Replaces the progress view on screen with `block` (whole lines).
+pub fn draw_progress(block: &str) {
+    let mut drawn = PROGRESS_LINES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let out = erase_lines(*drawn) + block;
+    *drawn = block.lines().count();
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(out.as_bytes());
+    let _ = err.flush();
+}
+
+/// Erases the progress view, if drawn.
+pub fn erase_progress() {
+    let mut drawn = PROGRESS_LINES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if *drawn > 0 {
+        let _ = std::io::stderr()
+            .lock()
+            .write_all(erase_lines(*drawn).as_bytes());
+        *drawn = 0;
+    }
+}
+
 /// `--quiet`: no warnings (errors are still printed).
 static QUIET: AtomicBool = AtomicBool::new(false);
 
@@ -42,8 +91,7 @@ impl Verbose {
 
     pub fn line(&self, text: &str) {
         if self.enabled {
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{}{}", self.prefix, redact(text));
+            write_stderr(&format!("{}{}\n", self.prefix, redact(text)));
         }
     }
 
@@ -67,7 +115,7 @@ pub fn warn(text: &str) {
     if QUIET.load(Ordering::Relaxed) {
         return;
     }
-    let _ = writeln!(std::io::stderr().lock(), "axe: warning: {}", redact(text));
+    write_stderr(&format!("axe: warning: {}\n", redact(text)));
 }
 
 /// Prints a warning once per process, however many times it comes up (a

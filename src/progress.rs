@@ -1,0 +1,207 @@
+//! The live progress view: while a run goes on and stderr is a terminal, a
+//! compact tree of the agents running now (name, depth, turn, elapsed time)
+//! is redrawn in place on stderr about ten times a second, and erased when
+//! the run ends, so the terminal is left as if it had never been there.
+//!
+//! The view is drawn by one thread from the tree's list of running agents
+//! ([`crate::tree::Tree::running`]). Verbose lines and warnings go through
+//! the same lock in [`crate::output`], which erases the view before writing
+//! a line; the next tick draws it again below.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::output;
+use crate::tree::{Running, Tree};
+
+/// How often the view is redrawn.
+const TICK: Duration = Duration::from_millis(100);
+/// Nothing is drawn for a run shorter than this (no flicker).
+const FIRST_DRAW: Duration = Duration::from_millis(200);
+/// The most agent lines shown; more are summed up in one line.
+const MAX_LINES: usize = 12;
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// The running view; dropping it stops the thread and erases the view.
+pub struct Progress {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Whether the view should be shown: stderr is a terminal that can move its
+/// cursor (not `TERM=dumb`), and neither `--json` nor `--quiet` was given.
+pub fn wanted(json: bool, quiet: bool) -> bool {
+    use std::io::IsTerminal;
+    !json
+        && !quiet
+        && std::io::stderr().is_terminal()
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
+/// Whether to color the view: not when `NO_COLOR` is set to anything.
+pub fn color() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+impl Progress {
+    /// Starts drawing `tree`'s running agents. Never fails: without a
+    /// thread there is simply no view.
+    pub fn start(tree: Arc<Tree>, color: bool) -> Progress {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&c| c >= 20)
+            .unwrap_or(80);
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("axe-progress".into())
+                .spawn(move || draw_until_stopped(&tree, &stop, color, width))
+                .ok()
+        };
+        Progress { stop, thread }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        output::erase_progress();
+    }
+}
+
+fn draw_until_stopped(tree: &Tree, stop: &(Mutex<bool>, Condvar), color: bool, width: usize) {
+    let started = Instant::now();
+    let (lock, cv) = stop;
+    let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut frame = 0usize;
+    loop {
+        let (guard, _) = cv
+            .wait_timeout(stopped, TICK)
+            .unwrap_or_else(PoisonError::into_inner);
+        stopped = guard;
+        if *stopped {
+            return;
+        }
+        if started.elapsed() < FIRST_DRAW {
+            continue;
+        }
+        frame += 1;
+        let block = render(&tree.running(), frame, color, width);
+        output::draw_progress(&block);
+    }
+}
+
+/// The view: one line per running agent, children under their parent,
+/// indented by depth, each cut to `width - 1` columns so it never wraps.
+pub fn render(running: &[Running], frame: usize, color: bool, width: usize) -> String {
+    let mut agents: Vec<&Running> = running.iter().collect();
+    agents.sort_by(|a, b| a.node.path.cmp(&b.node.path));
+    let (dim, cyan, reset) = if color {
+        ("\x1b[2m", "\x1b[36m", "\x1b[0m")
+    } else {
+        ("", "", "")
+    };
+    let mut out = String::new();
+    for (i, r) in agents.iter().take(MAX_LINES).enumerate() {
+        let name = r.node.path.rsplit('/').next().unwrap_or(&r.node.agent);
+        let lead = if i == 0 {
+            format!("{} ", SPINNER[frame % SPINNER.len()])
+        } else {
+            format!("{}└ ", "  ".repeat(r.node.depth as usize))
+        };
+        let turn = if r.turn == 0 {
+            "starting".to_string()
+        } else {
+            format!("turn {}", r.turn)
+        };
+        let plain = format!(
+            "{lead}{name}  depth {}  {turn}  {:.1}s",
+            r.node.depth,
+            r.started.elapsed().as_secs_f64()
+        );
+        let cut: String = plain.chars().take(width.saturating_sub(1)).collect();
+        if color && cut.len() == plain.len() {
+            let rest = &cut[lead.len() + name.len()..];
+            out.push_str(&format!("{lead}{cyan}{name}{reset}{dim}{rest}{reset}\n"));
+        } else {
+            out.push_str(&cut);
+            out.push('\n');
+        }
+    }
+    if agents.len() > MAX_LINES {
+        out.push_str(&format!(
+            "{dim}  … and {} more running{reset}\n",
+            agents.len() - MAX_LINES
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::Node;
+
+    fn running(path: &str, depth: u32, turn: u32) -> Running {
+        Running {
+            node: Node {
+                agent: path.rsplit('/').next().unwrap().into(),
+                path: path.into(),
+                depth,
+            },
+            turn,
+            started: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn render_puts_children_under_their_parent_indented_by_depth() {
+        let view = render(
+            &[
+                running("lead/b#1", 1, 1),
+                running("lead", 0, 2),
+                running("lead/a#1/x#1", 2, 0),
+                running("lead/a#1", 1, 3),
+            ],
+            0,
+            false,
+            80,
+        );
+        let names: Vec<&str> = view
+            .lines()
+            .map(|l| l.split("  depth").next().unwrap())
+            .collect();
+        assert_eq!(names, ["⠋ lead", "  └ a#1", "    └ x#1", "  └ b#1"]);
+        assert!(
+            view.lines()
+                .next()
+                .unwrap()
+                .contains("depth 0  turn 2  0.0s")
+        );
+        assert!(view.contains("x#1  depth 2  starting"));
+        assert!(!view.contains('\x1b'), "no color asked for");
+    }
+
+    #[test]
+    fn render_cuts_lines_to_the_width_and_sums_up_the_rest() {
+        let many: Vec<Running> = (0..20)
+            .map(|i| running(&format!("lead/a-very-long-agent-name#{i}"), 1, 1))
+            .collect();
+        let view = render(&many, 3, true, 30);
+        assert_eq!(view.lines().count(), MAX_LINES + 1);
+        assert!(
+            view.lines()
+                .take(MAX_LINES)
+                .all(|l| l.chars().count() <= 29)
+        );
+        assert!(view.contains("and 8 more running"));
+    }
+}
