@@ -73,6 +73,20 @@ pub enum Exceeded {
     Turns { used: u64, max: u64 },
 }
 
+/// One trace line: the fields every event has, in this order, then its own.
+#[derive(Serialize)]
+struct Event<'a> {
+    ts: String,
+    run_id: &'a str,
+    event: &'a str,
+    agent: &'a str,
+    path: &'a str,
+    depth: u32,
+    turn: u32,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
 /// The trace file, written one whole line per event.
 #[derive(Debug)]
 struct Trace {
@@ -248,18 +262,22 @@ impl Tree {
         if trace.broken.load(Ordering::Relaxed) {
             return;
         }
-        let mut event = Map::new();
-        event.insert("ts".into(), Value::String(rfc3339(SystemTime::now())));
-        event.insert("run_id".into(), Value::String(self.run_id.clone()));
-        event.insert("event".into(), Value::String(kind.into()));
-        event.insert("agent".into(), Value::String(node.agent.clone()));
-        event.insert("path".into(), Value::String(node.path.clone()));
-        event.insert("depth".into(), node.depth.into());
-        event.insert("turn".into(), turn.into());
-        if let Value::Object(extra) = fields {
-            event.extend(extra);
-        }
-        let mut line = redact(&Value::Object(event).to_string());
+        let extra = match fields {
+            Value::Object(extra) => extra,
+            _ => Map::new(),
+        };
+        let event = Event {
+            ts: rfc3339(SystemTime::now()),
+            run_id: &self.run_id,
+            event: kind,
+            agent: &node.agent,
+            path: &node.path,
+            depth: node.depth,
+            turn,
+            extra,
+        };
+        // Serializing strings, numbers and JSON values cannot fail.
+        let mut line = redact(&serde_json::to_string(&event).unwrap_or_default());
         line.push('\n');
         let mut file = trace.file.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(e) = file.write_all(line.as_bytes()) {
