@@ -230,7 +230,8 @@ pub fn verbose_footer(v: &Verbose, o: &Outcome, usage: &[AgentUsage]) {
         o.input_tokens, o.output_tokens
     ));
     v.line(&format!("Stop:     {}", o.stop_reason));
-    if usage.len() > 1 {
+    let sub_agents_ran = usage.len() > 1 || usage.iter().any(|u| u.calls > 1);
+    if sub_agents_ran {
         for line in usage_table(usage).lines() {
             v.line(line);
         }
