@@ -188,7 +188,7 @@ ensure_llama_server() {
         local dl=$DEMO/llama.cpp/sdist
         rm -rf "$dl" "$src"
         "$VENV/bin/python" -m pip download --disable-pip-version-check --quiet --no-deps \
-            --no-binary :all: "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$dl"
+            --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$dl"
         mkdir -p "$src"
         tar -xzf "$dl"/llama_cpp_python-*.tar.gz -C "$src" --strip-components=3 \
             "llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
