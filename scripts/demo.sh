@@ -68,14 +68,25 @@ say "running: axe run lead --verbose -p \"$INPUT\""
 echo >&2
 t0=$(now)
 status=0
-answer=$("$AXE" run lead --verbose --timeout 300 -p "$INPUT") || status=$?
+# One deadline for the whole tree: a model that keeps delegating cannot
+# hold the demo for long.
+mkdir -p "$LOGS"
+run_child "$AXE" run lead --verbose --timeout 180 -p "$INPUT" >"$LOGS/answer.txt" || status=$?
+answer=$(cat "$LOGS/answer.txt")
 echo >&2
 say "axe exited $status after $(($(now) - t0)) s"
 echo "--- answer from lead ---"
-printf '%s\n' "$answer"
+if [ -n "$answer" ]; then
+    printf '%s\n' "$answer"
+else
+    echo "(empty: the model ended its turn without text)"
+fi
 echo "------------------------"
 if [ -z "${DEMO_MODEL:-}" ]; then
     say "the model is tiny (135M parameters): expect weak answers; the delegation above is real."
+    if [ "$status" != 0 ]; then
+        say "this model sometimes keeps delegating until the deadline; try another DEMO_INPUT"
+    fi
 fi
 say "done in $(($(now) - t_start)) s"
 exit "$status"

