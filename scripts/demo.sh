@@ -75,13 +75,17 @@ run_child "$AXE" run lead --verbose --timeout 180 -p "$INPUT" >"$LOGS/answer.txt
 answer=$(cat "$LOGS/answer.txt")
 echo >&2
 say "axe exited $status after $(($(now) - t0)) s"
-echo "--- answer from lead ---"
-if [ -n "$answer" ]; then
-    printf '%s\n' "$answer"
+if [ "$status" = 0 ]; then
+    echo "--- answer from lead ---"
+    if [ -n "$answer" ]; then
+        printf '%s\n' "$answer"
+    else
+        echo "(empty: the model ended its turn without text)"
+    fi
+    echo "------------------------"
 else
-    echo "(empty: the model ended its turn without text)"
+    say "no answer: axe failed (its error line is above)"
 fi
-echo "------------------------"
 if [ -z "${DEMO_MODEL:-}" ]; then
     say "the model is tiny (135M parameters): expect weak answers; the delegation above is real."
     if [ "$status" != 0 ]; then
