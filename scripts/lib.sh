@@ -98,16 +98,16 @@ watch_child() {
     wait "$pid"
 }
 
-# A python for the venv: python3.11+ preferred (what was measured).
+# A python that can make a venv (a pyenv shim may exist and still not run).
 base_python() {
     local p
-    for p in python3.12 python3.11 python3; do
-        if command -v "$p" >/dev/null 2>&1; then
+    for p in python3 python3.12 python3.11; do
+        if "$p" -c 'import venv, ensurepip' >/dev/null 2>&1; then
             echo "$p"
             return
         fi
     done
-    die "python3 not found (needed for the local model server)"
+    die "no python3 with venv found (Debian: apt-get install python3-venv)"
 }
 
 venv_ready() {
