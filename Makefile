@@ -1,7 +1,7 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build test fmt lint unit example bench clean
+.PHONY: all build test fmt lint unit example demo e2e bench clean
 
 all: build
 
@@ -34,6 +34,17 @@ example: build
 	@echo
 	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run lead --dry-run \
 		-p "Is the error handling sound?"
+
+## demo: a real model end to end, no key needed: installs a local llama.cpp
+## server and a 135M model into .demo/ (several minutes the first time, then
+## reused), runs examples/demo's lead, which delegates to two sub-agents
+demo:
+	bash scripts/demo.sh
+
+## e2e: the opt-in end-to-end tests (tests/e2e.rs) against llama-cpp-python's
+## server, llama.cpp's llama-server and aimock, all in .demo/ (not in `make test`)
+e2e:
+	bash scripts/e2e.sh
 
 clean:
 	$(CARGO) clean

@@ -1059,6 +1059,15 @@ fn openai_null_content_without_tool_calls_is_an_empty_answer() {
 fn openai_without_tools_sends_no_tools_key() {
     let body = sent_body(Kind::OpenAi, &hello());
     assert!(body.get("tools").is_none(), "{body}");
+    assert!(body.get("tool_choice").is_none(), "{body}");
+}
+
+#[test]
+fn openai_with_tools_sends_tool_choice_auto() {
+    // OpenAI's default, sent explicitly: llama-cpp-python's server reads a
+    // missing tool_choice as "none" and never calls a tool.
+    let body = sent_body(Kind::OpenAi, &with_tools());
+    assert_eq!(body["tool_choice"], "auto", "{body}");
 }
 
 #[test]

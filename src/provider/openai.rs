@@ -27,6 +27,10 @@ pub fn body(req: &Request) -> Value {
     }
     if !req.tools.is_empty() {
         body["tools"] = function_tools(req);
+        // OpenAI's own default when tools are present, sent explicitly:
+        // llama-cpp-python's server takes a missing `tool_choice` as "none"
+        // and then never calls a tool (measured).
+        body["tool_choice"] = json!("auto");
     }
     body
 }

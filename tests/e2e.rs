@@ -1,0 +1,757 @@
+//! End-to-end tests against real third-party servers, run by `make e2e`
+//! (scripts/e2e.sh starts the servers on 127.0.0.1 and passes their URLs):
+//!
+//! - `AXE_E2E_OPENAI_URL`: llama-cpp-python's OpenAI-compatible server with
+//!   SmolLM2-135M-Instruct and `--chat_format chatml-function-calling`: a
+//!   real model whose real `tool_calls` go through `call_agent`;
+//! - `AXE_E2E_ANTHROPIC_URL`: llama.cpp's own `llama-server`, which serves
+//!   the Anthropic Messages API (`/v1/messages`) with the same model;
+//! - `AXE_E2E_AIMOCK_URL`: `@copilotkit/aimock` serving OpenAI, Anthropic and
+//!   Ollama from `fixtures/e2e/aimock.json`: a third-party implementation of
+//!   each wire format, scripted to call `call_agent` and to answer once the
+//!   tool result arrives.
+//!
+//! Every test is `#[ignore]`, so `cargo test` (and `make test`, and CI) skips
+//! them; `cargo test --test e2e -- --ignored` runs them, and a test whose
+//! server variable is unset fails saying so instead of passing.
+//!
+//! axe talks to each server through a recording proxy (the test harness's
+//! loopback server, forwarding with ureq), so the tests see every request
+//! axe sent and every response the server really gave. They assert protocol
+//! facts and structure (status codes, messages, ids, token counts, which
+//! agent asked what), never a model's wording.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// Sent as the key to servers that ignore it (axe's OpenAI and Anthropic
+/// providers require one).
+const DUMMY_KEY: &str = "sk-e2e-local-server-ignores-this";
+
+/// The server's URL from `var`, or a failure that says how to run these.
+fn require(var: &str) -> String {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => v.trim().trim_end_matches('/').to_string(),
+        _ => panic!(
+            "{var} is not set: this end-to-end test needs a real server. Run `make e2e` \
+             (scripts/e2e.sh starts the servers and sets AXE_E2E_OPENAI_URL, \
+             AXE_E2E_ANTHROPIC_URL and AXE_E2E_AIMOCK_URL)"
+        ),
+    }
+}
+
+/// The model name the local llama.cpp servers answer to.
+fn local_model() -> String {
+    std::env::var("AXE_E2E_MODEL")
+        .ok()
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| "smollm2-135m".to_string())
+}
+
+// ---------------------------------------------------------------------------
+// The recording proxy.
+// ---------------------------------------------------------------------------
+
+/// One request axe sent and the upstream server's real answer.
+#[derive(Debug, Clone)]
+struct Exchange {
+    request: Recorded,
+    status: u16,
+    response: String,
+    millis: u128,
+}
+
+impl Exchange {
+    fn response_json(&self) -> Value {
+        serde_json::from_str(&self.response).unwrap_or_else(|e| {
+            panic!(
+                "{} answered {} with a body that is not JSON ({e}): {}",
+                self.request.path, self.status, self.response
+            )
+        })
+    }
+}
+
+/// A loopback server that forwards every request to `upstream` and records
+/// both sides. Requests are forwarded as they come, several at once when
+/// axe sends several, so the proxy also sees how many were in flight.
+struct Proxy {
+    server: FakeServer,
+    log: Arc<Mutex<Vec<Exchange>>>,
+}
+
+impl Proxy {
+    fn start(upstream: &str) -> Proxy {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(600)))
+            .build()
+            .into();
+        let upstream = upstream.to_string();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let record = log.clone();
+        let server = FakeServer::route(move |req| {
+            let started = std::time::Instant::now();
+            let mut out = agent.post(format!("{upstream}{}", req.path));
+            for (k, v) in &req.headers {
+                if matches!(
+                    k.as_str(),
+                    "content-type" | "authorization" | "x-api-key" | "anthropic-version"
+                ) {
+                    out = out.header(k.as_str(), v.as_str());
+                }
+            }
+            let (status, body) = match out.send(req.body.as_bytes()) {
+                Ok(mut resp) => (
+                    resp.status().as_u16(),
+                    resp.body_mut()
+                        .with_config()
+                        .limit(64 << 20)
+                        .read_to_string()
+                        .unwrap_or_else(|e| format!("(proxy: body unreadable: {e})")),
+                ),
+                Err(e) => (
+                    502,
+                    json!({"error": {"message": format!("proxy: upstream failed: {e}")}})
+                        .to_string(),
+                ),
+            };
+            record.lock().unwrap().push(Exchange {
+                request: req.clone(),
+                status,
+                response: body.clone(),
+                millis: started.elapsed().as_millis(),
+            });
+            Reply::Json(status, body)
+        });
+        Proxy { server, log }
+    }
+
+    fn url(&self) -> &str {
+        &self.server.url
+    }
+
+    fn exchanges(&self) -> Vec<Exchange> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The three wire formats, read from the outside.
+// ---------------------------------------------------------------------------
+
+/// A tool call as a response carries it: id (Ollama has none), name, arguments.
+#[derive(Debug, Clone, PartialEq)]
+struct WireCall {
+    id: Option<String>,
+    name: String,
+    arguments: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Format {
+    OpenAi,
+    Anthropic,
+    Ollama,
+}
+
+impl Format {
+    fn provider(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::Ollama => "ollama",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Format::OpenAi => "/v1/chat/completions",
+            Format::Anthropic => "/v1/messages",
+            Format::Ollama => "/api/chat",
+        }
+    }
+
+    /// (input, output) tokens of a response, as the server reported them.
+    fn usage(self, resp: &Value) -> (u64, u64) {
+        let n = |v: &Value| v.as_u64().unwrap_or(0);
+        match self {
+            Format::OpenAi => (
+                n(&resp["usage"]["prompt_tokens"]),
+                n(&resp["usage"]["completion_tokens"]),
+            ),
+            Format::Anthropic => (
+                n(&resp["usage"]["input_tokens"]),
+                n(&resp["usage"]["output_tokens"]),
+            ),
+            Format::Ollama => (n(&resp["prompt_eval_count"]), n(&resp["eval_count"])),
+        }
+    }
+
+    fn stop_reason(self, resp: &Value) -> String {
+        let v = match self {
+            Format::OpenAi => &resp["choices"][0]["finish_reason"],
+            Format::Anthropic => &resp["stop_reason"],
+            Format::Ollama => &resp["done_reason"],
+        };
+        v.as_str().unwrap_or("").to_string()
+    }
+
+    /// The answer's text.
+    fn content(self, resp: &Value) -> String {
+        match self {
+            Format::OpenAi => resp["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            Format::Anthropic => resp["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect(),
+            Format::Ollama => resp["message"]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        }
+    }
+
+    /// The tool calls of a response.
+    fn calls(self, resp: &Value) -> Vec<WireCall> {
+        match self {
+            Format::OpenAi => openai_calls(&resp["choices"][0]["message"]),
+            Format::Anthropic => anthropic_calls(&resp["content"]),
+            Format::Ollama => ollama_calls(&resp["message"]),
+        }
+    }
+
+    /// The messages of a request: for Anthropic, as sent; for the others,
+    /// after the system message.
+    fn messages(self, req: &Value) -> Vec<Value> {
+        let all = req["messages"].as_array().cloned().unwrap_or_default();
+        match self {
+            Format::Anthropic => all,
+            _ => all.into_iter().filter(|m| m["role"] != "system").collect(),
+        }
+    }
+
+    /// The tool calls of an assistant message in a request.
+    fn calls_in_message(self, m: &Value) -> Vec<WireCall> {
+        match self {
+            Format::OpenAi => openai_calls(m),
+            Format::Anthropic => anthropic_calls(&m["content"]),
+            Format::Ollama => ollama_calls(m),
+        }
+    }
+
+    /// The tool results of a request message: (call id, content) each. An
+    /// OpenAI or Ollama `tool` message is one result; an Anthropic user
+    /// message may hold several `tool_result` blocks.
+    fn results_in_message(self, m: &Value) -> Vec<(Option<String>, String)> {
+        match self {
+            Format::Anthropic => m["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["type"] == "tool_result")
+                .map(|b| {
+                    (
+                        b["tool_use_id"].as_str().map(String::from),
+                        b["content"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect(),
+            _ if m["role"] == "tool" => vec![(
+                m["tool_call_id"].as_str().map(String::from),
+                m["content"].as_str().unwrap_or("").to_string(),
+            )],
+            _ => vec![],
+        }
+    }
+}
+
+fn openai_calls(message: &Value) -> Vec<WireCall> {
+    message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| WireCall {
+            id: c["id"].as_str().map(String::from),
+            name: c["function"]["name"].as_str().unwrap_or("").to_string(),
+            arguments: match &c["function"]["arguments"] {
+                Value::String(s) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+                other => other.clone(),
+            },
+        })
+        .collect()
+}
+
+fn anthropic_calls(content: &Value) -> Vec<WireCall> {
+    content
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| WireCall {
+            id: b["id"].as_str().map(String::from),
+            name: b["name"].as_str().unwrap_or("").to_string(),
+            arguments: b["input"].clone(),
+        })
+        .collect()
+}
+
+fn ollama_calls(message: &Value) -> Vec<WireCall> {
+    message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| WireCall {
+            id: None,
+            name: c["function"]["name"].as_str().unwrap_or("").to_string(),
+            arguments: c["function"]["arguments"].clone(),
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Running axe.
+// ---------------------------------------------------------------------------
+
+/// `axe` with every provider pointed at the proxy and dummy keys.
+fn axe(home: &Home, proxy: &Proxy) -> std::process::Command {
+    let mut c = home.axe();
+    for p in ["OPENAI", "ANTHROPIC", "OLLAMA"] {
+        c.env(format!("AXE_{p}_BASE_URL"), proxy.url());
+    }
+    c.env("OPENAI_API_KEY", DUMMY_KEY)
+        .env("ANTHROPIC_API_KEY", DUMMY_KEY);
+    c
+}
+
+/// Runs `axe run <agent> --json --verbose --timeout 600 <args>`; returns the
+/// output and the parsed JSON report (failing with stderr when it is not 0).
+fn run_json(home: &Home, proxy: &Proxy, agent: &str, args: &[&str]) -> (Output, Value) {
+    let out = axe(home, proxy)
+        .args(["run", agent, "--json", "--verbose", "--timeout", "600"])
+        .args(args)
+        .output()
+        .expect("run axe");
+    assert_eq!(
+        code(&out),
+        0,
+        "axe run {agent} failed\nstderr:\n{}\nstdout:\n{}",
+        stderr(&out),
+        stdout(&out)
+    );
+    let report: Value = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("--json output is not JSON ({e}): {}", stdout(&out)));
+    (out, report)
+}
+
+/// Agents by their system prompt, for telling who sent a request.
+struct Cast(Vec<(String, String)>);
+
+impl Cast {
+    /// Writes `(name, toml)` agents into `home` and remembers their prompts.
+    fn write(home: &Home, agents: &[(String, String)]) -> Cast {
+        let mut prompts = Vec::new();
+        for (name, text) in agents {
+            home.agent(name, text);
+            let v: toml::Value = toml::from_str(text).expect("agent TOML");
+            let prompt = v["system_prompt"].as_str().unwrap_or("").to_string();
+            prompts.push((name.clone(), prompt));
+        }
+        Cast(prompts)
+    }
+
+    fn who(&self, req: &Recorded) -> String {
+        let prompt = req.system_prompt();
+        self.0
+            .iter()
+            .find(|(_, p)| *p == prompt)
+            .map_or_else(|| "?".to_string(), |(n, _)| n.clone())
+    }
+}
+
+/// The exchanges that agent `name` made, in order.
+fn made_by(cast: &Cast, log: &[Exchange], name: &str) -> Vec<Exchange> {
+    log.iter()
+        .filter(|e| cast.who(&e.request) == name)
+        .cloned()
+        .collect()
+}
+
+#[track_caller]
+fn assert_all_ok(log: &[Exchange], format: Format) {
+    assert!(!log.is_empty(), "axe sent no request");
+    for e in log {
+        assert_eq!(e.request.method, "POST");
+        assert_eq!(e.request.path, format.path(), "wrong endpoint");
+        assert_eq!(
+            e.status, 200,
+            "the server refused a request axe sent\nrequest: {}\nresponse: {}",
+            e.request.body, e.response
+        );
+    }
+}
+
+/// The `--json` report against the responses of the top-level agent: its
+/// answer is the last response's text, its stop reason that response's, its
+/// tokens the sum of the server's usage over its turns, its tool_calls the
+/// calls it made.
+#[track_caller]
+fn assert_report_matches(format: Format, report: &Value, top: &[Exchange]) {
+    let last = top.last().expect("the top-level agent sent a request");
+    let last_json = last.response_json();
+    assert_eq!(report["content"], json!(format.content(&last_json)));
+    assert_eq!(
+        report["stop_reason"],
+        json!(format.stop_reason(&last_json)),
+        "stop_reason"
+    );
+    let (mut input, mut output, mut calls) = (0, 0, 0);
+    for e in top {
+        let r = e.response_json();
+        let (i, o) = format.usage(&r);
+        input += i;
+        output += o;
+        calls += format.calls(&r).len() as u64;
+    }
+    assert_eq!(
+        (
+            report["input_tokens"].as_u64(),
+            report["output_tokens"].as_u64()
+        ),
+        (Some(input), Some(output)),
+        "--json tokens must equal the server's usage summed over the top-level agent's {} turn(s)",
+        top.len()
+    );
+    assert_eq!(report["tool_calls"].as_u64(), Some(calls), "tool_calls");
+}
+
+/// Checks a delegation conversation of `parent` through `call_agent`:
+/// every response with tool calls is followed by a request that carries the
+/// assistant's calls (OpenAI: `content` a string, never null) and one result
+/// per call, in call order, each the answer of the sub-agent that was
+/// asked `Task: <task>`. Returns the number of calls checked.
+#[track_caller]
+fn assert_round_trips(format: Format, cast: &Cast, log: &[Exchange], parent: &str) -> usize {
+    let turns = made_by(cast, log, parent);
+    let mut checked = 0;
+    for (i, turn) in turns.iter().enumerate() {
+        let calls = format.calls(&turn.response_json());
+        if calls.is_empty() {
+            continue;
+        }
+        let next = turns.get(i + 1).unwrap_or_else(|| {
+            panic!(
+                "{parent}'s turn {} called tools but no later request came",
+                i + 1
+            )
+        });
+        let msgs = format.messages(&next.request.json());
+        // The history is sent back whole: this turn's messages, then the
+        // assistant's calls, then the results.
+        let before = format.messages(&turn.request.json()).len();
+        let assistant = &msgs[before];
+        assert_eq!(assistant["role"], "assistant", "{assistant}");
+        if format == Format::OpenAi {
+            assert!(
+                assistant["content"].is_string(),
+                "the assistant message with tool_calls must carry string content (D15): {assistant}"
+            );
+        }
+        let sent_calls = format.calls_in_message(assistant);
+        assert_eq!(sent_calls.len(), calls.len(), "{assistant}");
+        for (sent, got) in sent_calls.iter().zip(&calls) {
+            assert_eq!(sent.name, got.name);
+            assert_eq!(sent.arguments, got.arguments);
+            if got.id.is_some() {
+                assert_eq!(sent.id, got.id, "call ids must be sent back as received");
+            }
+        }
+        let results: Vec<(Option<String>, String)> = msgs[before + 1..]
+            .iter()
+            .flat_map(|m| format.results_in_message(m))
+            .collect();
+        assert_eq!(results.len(), calls.len(), "one result per call: {msgs:?}");
+        for (call, (id, content)) in calls.iter().zip(&results) {
+            assert_eq!(call.name, "call_agent");
+            if call.id.is_some() {
+                assert_eq!(id, &call.id, "results in call order, by id");
+            }
+            let agent = call.arguments["agent"].as_str().unwrap_or("");
+            let task = call.arguments["task"].as_str().unwrap_or("").trim();
+            let context = call.arguments["context"].as_str().unwrap_or("").trim();
+            let user = if context.is_empty() {
+                format!("Task: {task}")
+            } else {
+                format!("Task: {task}\n\nContext:\n{context}")
+            };
+            let sub = made_by(cast, log, agent);
+            let asked = sub
+                .iter()
+                .find(|e| e.request.first_user_text() == user)
+                .unwrap_or_else(|| {
+                    panic!("no request from sub-agent {agent:?} with the user message {user:?}")
+                });
+            let answer = format.content(&asked.response_json());
+            assert_eq!(
+                content, &answer,
+                "the tool result is the sub-agent's final answer"
+            );
+        }
+        checked += calls.len();
+    }
+    checked
+}
+
+fn demo_agents() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/axe/agents");
+    ["lead", "summarizer", "critic"]
+        .iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(format!("{n}.toml"))).unwrap();
+            // The model the local server answers to, whatever its alias.
+            let text = text.replace("openai/smollm2-135m", &format!("openai/{}", local_model()));
+            (n.to_string(), text)
+        })
+        .collect()
+}
+
+fn demo_input() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/input.txt");
+    std::fs::read_to_string(p).unwrap().trim().to_string()
+}
+
+fn print_timings(log: &[Exchange], cast: &Cast) {
+    for e in log {
+        eprintln!(
+            "  {:>10} {} -> {} in {} ms",
+            cast.who(&e.request),
+            e.request.path,
+            e.status,
+            e.millis
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// llama-cpp-python's server: the OpenAI wire format with a real model.
+// ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_cpp_python_single_shot() {
+    let proxy = Proxy::start(&require("AXE_E2E_OPENAI_URL"));
+    let home = Home::new();
+    let cast = Cast::write(
+        &home,
+        &[(
+            "solo".into(),
+            format!(
+                "name = \"solo\"\nmodel = \"openai/{}\"\nsystem_prompt = \"You answer in one short sentence.\"\n\
+                 [params]\ntemperature = 0\nmax_tokens = 40\n",
+                local_model()
+            ),
+        )],
+    );
+    let (_, report) = run_json(&home, &proxy, "solo", &["-p", "What is a CLI?"]);
+    let log = proxy.exchanges();
+    print_timings(&log, &cast);
+    assert_all_ok(&log, Format::OpenAi);
+    assert_eq!(log.len(), 1, "a single-shot run is one request");
+    let req = log[0].request.json();
+    assert!(req.get("tools").is_none(), "no sub_agents, no tools: {req}");
+    assert_eq!(req["temperature"], json!(0));
+    assert_eq!(req["max_tokens"], json!(40));
+    let resp = log[0].response_json();
+    assert_eq!(resp["object"], "chat.completion");
+    let (input, output) = Format::OpenAi.usage(&resp);
+    assert!(input > 0 && output > 0, "the server reports usage: {resp}");
+    assert_report_matches(Format::OpenAi, &report, &log);
+    assert_eq!(report["model"], json!(format!("openai/{}", local_model())));
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_cpp_python_delegation_round_trip() {
+    let proxy = Proxy::start(&require("AXE_E2E_OPENAI_URL"));
+    let home = Home::new();
+    let cast = Cast::write(&home, &demo_agents());
+    let (out, report) = run_json(&home, &proxy, "lead", &["-p", &demo_input()]);
+    let log = proxy.exchanges();
+    print_timings(&log, &cast);
+    assert_all_ok(&log, Format::OpenAi);
+    let lead = made_by(&cast, &log, "lead");
+    let first = lead[0].response_json();
+    assert_eq!(
+        first["choices"][0]["finish_reason"], "tool_calls",
+        "the model did not delegate on its first turn (the demo prompt is tuned so that \
+         it does): {first}"
+    );
+    let tools = &lead[0].request.json()["tools"];
+    assert_eq!(
+        tools[0]["function"]["parameters"]["properties"]["agent"]["enum"],
+        json!(["summarizer", "critic"])
+    );
+    let checked = assert_round_trips(Format::OpenAi, &cast, &log, "lead");
+    assert!(checked >= 1);
+    // The last turn answered without tools.
+    let last = lead.last().unwrap().response_json();
+    assert!(Format::OpenAi.calls(&last).is_empty(), "{last}");
+    assert_report_matches(Format::OpenAi, &report, &lead);
+    let err = stderr(&out);
+    assert!(err.contains("[turn 1] Sending request"), "{err}");
+    assert!(err.contains("[sub-agent] Calling \""), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// llama.cpp's llama-server: the Anthropic Messages API.
+// ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_server_anthropic_single_shot() {
+    let proxy = Proxy::start(&require("AXE_E2E_ANTHROPIC_URL"));
+    let home = Home::new();
+    let cast = Cast::write(
+        &home,
+        &[(
+            "solo".into(),
+            format!(
+                "name = \"solo\"\nmodel = \"anthropic/{}\"\nsystem_prompt = \"You answer in one short sentence.\"\n\
+                 [params]\ntemperature = 0\nmax_tokens = 40\n",
+                local_model()
+            ),
+        )],
+    );
+    let (_, report) = run_json(&home, &proxy, "solo", &["-p", "What is a CLI?"]);
+    let log = proxy.exchanges();
+    print_timings(&log, &cast);
+    assert_all_ok(&log, Format::Anthropic);
+    assert_eq!(log.len(), 1);
+    let req = &log[0].request;
+    assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(req.header("x-api-key"), Some(DUMMY_KEY));
+    let body = req.json();
+    assert_eq!(body["system"], "You answer in one short sentence.");
+    assert_eq!(body["max_tokens"], json!(40));
+    let resp = log[0].response_json();
+    assert_eq!(resp["type"], "message");
+    assert_eq!(resp["role"], "assistant");
+    let (input, output) = Format::Anthropic.usage(&resp);
+    assert!(input > 0 && output > 0, "the server reports usage: {resp}");
+    assert_report_matches(Format::Anthropic, &report, &log);
+}
+
+// ---------------------------------------------------------------------------
+// aimock: a third-party implementation of each wire format, with tool calls.
+// ---------------------------------------------------------------------------
+
+fn aimock_agents(format: Format) -> Vec<(String, String)> {
+    let model = format!("{}/aimock-model", format.provider());
+    let agent = |name: &str, extra: &str| {
+        (
+            name.to_string(),
+            format!(
+                "name = \"{name}\"\nmodel = \"{model}\"\nsystem_prompt = \"You are {name}.\"\n{extra}"
+            ),
+        )
+    };
+    vec![
+        agent("aimock-lead", "sub_agents = [\"aimock-helper\"]\n"),
+        agent("aimock-fanout", "sub_agents = [\"aimock-helper\"]\n"),
+        agent("aimock-helper", ""),
+    ]
+}
+
+/// `aimock-lead` calls `call_agent` once (fixture), `aimock-helper` answers,
+/// and the lead's fixture answers only once the tool result is in the request.
+fn aimock_round_trip(format: Format) {
+    let proxy = Proxy::start(&require("AXE_E2E_AIMOCK_URL"));
+    let home = Home::new();
+    let cast = Cast::write(&home, &aimock_agents(format));
+    let (out, report) = run_json(&home, &proxy, "aimock-lead", &["-p", "Go."]);
+    let log = proxy.exchanges();
+    assert_all_ok(&log, format);
+    let who: Vec<String> = log.iter().map(|e| cast.who(&e.request)).collect();
+    assert_eq!(who, ["aimock-lead", "aimock-helper", "aimock-lead"]);
+    let helper = &log[1].request;
+    assert_eq!(helper.first_user_text(), "Task: Name one prime number.");
+    assert_eq!(assert_round_trips(format, &cast, &log, "aimock-lead"), 1);
+    assert_eq!(report["content"], "lead: the helper has answered");
+    let lead = made_by(&cast, &log, "aimock-lead");
+    assert_report_matches(format, &report, &lead);
+    let err = stderr(&out);
+    assert!(
+        err.contains("[sub-agent] \"aimock-helper\" completed"),
+        "{err}"
+    );
+}
+
+/// `aimock-fanout` calls `call_agent` twice in one response: both run, and
+/// both results go back in call order.
+fn aimock_fan_out(format: Format) {
+    let proxy = Proxy::start(&require("AXE_E2E_AIMOCK_URL"));
+    let home = Home::new();
+    let cast = Cast::write(&home, &aimock_agents(format));
+    let (_, report) = run_json(&home, &proxy, "aimock-fanout", &["-p", "Go."]);
+    let log = proxy.exchanges();
+    assert_all_ok(&log, format);
+    let helpers: Vec<String> = made_by(&cast, &log, "aimock-helper")
+        .iter()
+        .map(|e| e.request.first_user_text())
+        .collect();
+    assert_eq!(helpers.len(), 2);
+    assert!(helpers.contains(&"Task: First task.".to_string()));
+    assert!(helpers.contains(&"Task: Second task.".to_string()));
+    assert_eq!(assert_round_trips(format, &cast, &log, "aimock-fanout"), 2);
+    assert_eq!(report["content"], "fanout: both helpers have answered");
+    assert_eq!(report["tool_calls"], 2);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn aimock_openai_call_agent_round_trip() {
+    aimock_round_trip(Format::OpenAi);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn aimock_anthropic_call_agent_round_trip() {
+    aimock_round_trip(Format::Anthropic);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn aimock_ollama_call_agent_round_trip() {
+    aimock_round_trip(Format::Ollama);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn aimock_openai_parallel_fan_out() {
+    aimock_fan_out(Format::OpenAi);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn aimock_anthropic_parallel_fan_out() {
+    aimock_fan_out(Format::Anthropic);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn aimock_ollama_parallel_fan_out() {
+    aimock_fan_out(Format::Ollama);
+}
