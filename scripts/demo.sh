@@ -71,10 +71,26 @@ status=0
 # One deadline for the whole tree: a model that keeps delegating cannot
 # hold the demo for long.
 mkdir -p "$LOGS"
-run_child "$AXE" run lead --verbose --timeout 180 -p "$INPUT" >"$LOGS/answer.txt" || status=$?
+TRACE=$LOGS/trace.jsonl
+rm -f "$TRACE"
+run_child "$AXE" run lead --verbose --timeout 180 --trace "$TRACE" --trace-bodies \
+    -p "$INPUT" >"$LOGS/answer.txt" || status=$?
 answer=$(cat "$LOGS/answer.txt")
 echo >&2
 say "axe exited $status after $(($(now) - t0)) s"
+# What each sub-agent handed back to lead, read from the trace (the tool
+# results lead's model received).
+if [ -s "$TRACE" ]; then
+    echo "--- what the sub-agents returned (from .demo/logs/trace.jsonl) ---"
+    python3 - "$TRACE" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") == "tool_result" and e.get("depth") == 0:
+        flag = " (error)" if e.get("is_error") else ""
+        print(f"{e.get('agent_called')}{flag}: {e.get('content', '').strip()}")
+PY
+fi
 if [ "$status" = 0 ]; then
     echo "--- answer from lead ---"
     if [ -n "$answer" ]; then
