@@ -162,13 +162,17 @@ pub fn dispatch(call: &ToolCall, caller: &Caller) -> ToolResult {
 
 /// The number of this call among the caller's calls to the same agent.
 fn next_seq(call: &ToolCall, caller: &Caller) -> u32 {
-    let name = call.arguments.get("agent").map_or("", |a| a.trim());
-    caller.children.next(name)
+    caller.children.next(argument(call, "agent"))
+}
+
+/// The call's argument `key`, trimmed; empty when absent.
+fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
+    call.arguments.get(key).map_or("", |v| v.trim())
 }
 
 fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     let ctx = caller.ctx;
-    let agent = call.arguments.get("agent").map_or("", |a| a.trim());
+    let agent = argument(call, "agent");
     let args_chars: usize = call.arguments.values().map(|v| v.chars().count()).sum();
     let mut fields = serde_json::json!({
         "call_id": call.id,
@@ -372,8 +376,11 @@ pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
 /// [`execute_call_agent`] as the caller's `seq`-th call to this agent.
 fn call_agent_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     let ctx = caller.ctx;
-    let arg = |k: &str| call.arguments.get(k).map_or("", |v| v.trim());
-    let (name, task, context) = (arg("agent"), arg("task"), arg("context"));
+    let (name, task, context) = (
+        argument(call, "agent"),
+        argument(call, "task"),
+        argument(call, "context"),
+    );
     let refused = |message: String| {
         ctx.verbose
             .line(&format!("[sub-agent] \"{name}\" failed: {message}"));

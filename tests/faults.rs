@@ -242,13 +242,7 @@ fn home() -> Home {
 
 /// Agent `name` on `p`, system prompt `You are <name>.`; `extra` appended.
 fn agent(home: &Home, name: &str, p: P, extra: &str) {
-    home.agent(
-        name,
-        &format!(
-            "name = \"{name}\"\nmodel = \"{}\"\nsystem_prompt = \"You are {name}.\"\n{extra}",
-            p.model()
-        ),
-    );
+    home.named_agent(name, p.model(), extra);
 }
 
 /// `axe` pointed at `servers`, with keys for the providers that need them.

@@ -15,12 +15,7 @@ const KEY: &str = "sk-test-progress-0123456789";
 /// view to be drawn several times.
 fn slow_tree(home: &Home) -> FakeServer {
     for (name, extra) in [("lead", "sub_agents = [\"w\"]\n"), ("w", "")] {
-        home.agent(
-            name,
-            &format!(
-                "name = \"{name}\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"You are {name}.\"\n{extra}"
-            ),
-        );
+        home.named_agent(name, "openai/gpt-4o", extra);
     }
     FakeServer::route(|req| match req.who().as_str() {
         "lead" if req.has_tool_results() => Reply::Json(200, openai_text("all done", 1, 1)),

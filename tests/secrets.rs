@@ -155,12 +155,7 @@ fn secrets_do_not_travel_from_a_sub_agent_to_its_parents_provider() {
     // The parent delegates, then repeats what it got back.
     let openai = FakeServer::route(|req| {
         if req.has_tool_results() {
-            let got = req
-                .messages()
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                .collect::<String>();
+            let got = req.tool_result_texts().concat();
             Reply::Json(200, openai_text(&got, 1, 1))
         } else {
             Reply::Json(

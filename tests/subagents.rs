@@ -35,12 +35,7 @@ const RETRY_HINT: &str = "You may retry or proceed without this result.";
 /// Writes agent `name` on `model` whose system prompt is `You are <name>.`;
 /// `extra` is appended (sub_agents, [sub_agents_config], ...).
 fn agent(home: &Home, name: &str, model: &str, extra: &str) {
-    home.agent(
-        name,
-        &format!(
-            "name = \"{name}\"\nmodel = \"{model}\"\nsystem_prompt = \"You are {name}.\"\n{extra}"
-        ),
-    );
+    home.named_agent(name, model, extra);
 }
 
 /// Which agent sent a request, from its system prompt.
@@ -81,36 +76,10 @@ fn assert_ok(out: &Output) {
     assert_eq!(code(out), 0, "stderr: {}", stderr(out));
 }
 
-/// The tool results of the last message(s) of an OpenAI or Ollama request:
-/// one `role: tool` message per result, in order.
-fn tool_messages(req: &Recorded) -> Vec<Value> {
-    req.messages()
-        .into_iter()
-        .filter(|m| m["role"] == "tool")
-        .collect()
-}
-
-/// The `tool_result` blocks of an Anthropic request.
-fn anthropic_tool_results(req: &Recorded) -> Vec<Value> {
-    req.messages()
-        .into_iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_array().cloned())
-        .flatten()
-        .filter(|b| b["type"] == "tool_result")
-        .collect()
-}
-
 /// The contents of every tool result in a request, in order, joined by
 /// `sep`: OpenAI/Ollama `role: tool` messages or Anthropic `tool_result` blocks.
 fn results_text(req: &Recorded, sep: &str) -> String {
-    let mut results = tool_messages(req);
-    results.extend(anthropic_tool_results(req));
-    results
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or("").to_string())
-        .collect::<Vec<_>>()
-        .join(sep)
+    req.tool_result_texts().join(sep)
 }
 
 /// An OpenAI server playing a parent `lead` that delegates `calls` in its
@@ -503,7 +472,7 @@ fn run_sub_agent_error_comes_back_as_a_tool_result_and_the_parent_finishes() {
     assert_eq!(stdout(&out), format!("{expected}\n"));
     let lead = sent_by(&server, "lead");
     assert_eq!(
-        tool_messages(&lead[1]),
+        lead[1].tool_messages(),
         vec![json!({"role": "tool", "tool_call_id": "call_1", "content": expected})]
     );
 }
@@ -537,7 +506,7 @@ fn run_unknown_tool_is_answered_with_an_error_result() {
     assert_eq!(stdout(&out), "ok\n");
     let second = &server.requests()[1];
     assert_eq!(
-        anthropic_tool_results(second),
+        second.anthropic_tool_results(),
         vec![
             json!({"type": "tool_result", "tool_use_id": "toolu_x", "content": "Unknown tool: \"read_file\"", "is_error": true})
         ]
@@ -565,7 +534,7 @@ fn run_tool_call_with_unparsable_arguments_gets_the_agent_required_error() {
     let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(
-        tool_messages(&server.requests()[1]),
+        server.requests()[1].tool_messages(),
         vec![
             json!({"role": "tool", "tool_call_id": "call_bad", "content": "call_agent error: \"agent\" argument is required"})
         ]
@@ -636,7 +605,7 @@ fn run_one_failing_sub_agent_does_not_disturb_its_siblings() {
     let out = run(&mut cmd, &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "summary\n");
-    let results = tool_messages(&sent_by(&server, "lead")[1]);
+    let results = sent_by(&server, "lead")[1].tool_messages();
     let contents: Vec<&str> = results
         .iter()
         .map(|m| m["content"].as_str().unwrap())
@@ -868,7 +837,7 @@ fn chain_server() -> FakeServer {
         match next {
             None => Reply::Json(200, openai_text(&name, 1, 1)),
             Some(_) if req.has_tool_results() => {
-                let inner = tool_messages(req)[0]["content"]
+                let inner = req.tool_messages()[0]["content"]
                     .as_str()
                     .unwrap_or("")
                     .to_string();

@@ -21,12 +21,7 @@ const KEY: &str = "sk-test-tree-trace-key-0123456789";
 
 /// Writes agent `name` (OpenAI) with system prompt `You are <name>.`.
 fn agent(home: &Home, name: &str, extra: &str) {
-    home.agent(
-        name,
-        &format!(
-            "name = \"{name}\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"You are {name}.\"\n{extra}"
-        ),
-    );
+    home.named_agent(name, "openai/gpt-4o", extra);
 }
 
 /// The tokens the fake server bills for one response to `name`.
@@ -48,13 +43,7 @@ fn tree_server(plan: Plan, delay: Duration) -> FakeServer {
         let (input, output) = billed(&name);
         let calls = plan.get(&name).cloned().unwrap_or_default();
         if req.has_tool_results() {
-            let results: Vec<String> = req
-                .messages()
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                .collect();
-            let text = format!("{name} got: {}", results.join(" | "));
+            let text = format!("{name} got: {}", req.tool_result_texts().join(" | "));
             return Reply::Json(200, openai_text(&text, input, output));
         }
         if calls.is_empty() {
@@ -567,12 +556,7 @@ fn long_sub_agent_result_is_cut_at_a_character_boundary_with_a_marker() {
     let answer = long.clone();
     let server = FakeServer::route(move |req| match req.who().as_str() {
         "lead" if req.has_tool_results() => {
-            let result = req
-                .messages()
-                .into_iter()
-                .find(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                .unwrap_or_default();
+            let result = req.tool_result_texts().join("");
             Reply::Json(200, openai_text(&result, 1, 1))
         }
         "lead" => Reply::Json(
@@ -624,13 +608,8 @@ fn max_parallel_2_never_has_more_than_2_calls_in_flight_and_keeps_call_order() {
             return Reply::Json(200, openai_text(&format!("answer from {name}"), 1, 1));
         }
         if req.has_tool_results() {
-            let results: Vec<String> = req
-                .messages()
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or("").to_string())
-                .collect();
-            return Reply::Json(200, openai_text(&results.join(" | "), 1, 1));
+            let results = req.tool_result_texts().join(" | ");
+            return Reply::Json(200, openai_text(&results, 1, 1));
         }
         let ids: Vec<String> = (0..order.len()).map(|i| format!("c{i}")).collect();
         let calls: Vec<Call> = order

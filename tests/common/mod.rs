@@ -591,6 +591,36 @@ impl Recorded {
             .to_string()
     }
 
+    /// The `role: tool` messages of an OpenAI or Ollama request, in order.
+    pub fn tool_messages(&self) -> Vec<serde_json::Value> {
+        self.messages()
+            .into_iter()
+            .filter(|m| m["role"] == "tool")
+            .collect()
+    }
+
+    /// The `tool_result` blocks of an Anthropic request, in order.
+    pub fn anthropic_tool_results(&self) -> Vec<serde_json::Value> {
+        self.messages()
+            .into_iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_array().cloned())
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .collect()
+    }
+
+    /// The contents of every tool result in the request, in order, in any
+    /// of the three wire formats.
+    pub fn tool_result_texts(&self) -> Vec<String> {
+        let mut results = self.tool_messages();
+        results.extend(self.anthropic_tool_results());
+        results
+            .iter()
+            .map(|m| m["content"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
     /// Whether the last message carries tool results (a later turn).
     pub fn has_tool_results(&self) -> bool {
         self.messages().iter().any(|m| {
@@ -657,6 +687,18 @@ impl Home {
             .join(format!("{name}.toml"));
         std::fs::write(&p, toml).unwrap();
         p
+    }
+
+    /// Writes agent `name` on `model` whose system prompt is `You are
+    /// <name>.` (what [`Recorded::who`] reads back), with `extra` appended
+    /// (sub_agents, [sub_agents_config], ...).
+    pub fn named_agent(&self, name: &str, model: &str, extra: &str) -> PathBuf {
+        self.agent(
+            name,
+            &format!(
+                "name = \"{name}\"\nmodel = \"{model}\"\nsystem_prompt = \"You are {name}.\"\n{extra}"
+            ),
+        )
     }
 
     /// Writes `<config>/config.toml`.
