@@ -169,6 +169,7 @@ impl GlobalConfig {
     pub fn register_secrets(&self) {
         for kind in Kind::ALL {
             let _ = self.api_key(kind);
+            redact::register_url(&self.base_url(kind));
         }
         for s in self.providers.values() {
             if let Some(k) = &s.api_key {

@@ -258,7 +258,13 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
         ]);
     }
     let (input, output) = tree::totals(usage);
-    let sum = |f: fn(&AgentUsage) -> u64| usage.iter().map(f).sum::<u64>().to_string();
+    let sum = |f: fn(&AgentUsage) -> u64| {
+        usage
+            .iter()
+            .map(f)
+            .fold(0u64, u64::saturating_add)
+            .to_string()
+    };
     rows.push([
         "total".into(),
         sum(|u| u.calls),

@@ -1,8 +1,11 @@
-//! Keeps API keys out of every line axe prints (DECISIONS D10, D18).
+//! Keeps secrets out of every line axe prints (DECISIONS D10, D18): API
+//! keys, and the user and password of any URL.
 //!
 //! Every key axe resolves is registered here; every message that reaches
 //! stdout or stderr — errors, verbose lines, dry-run text, provider error
-//! bodies — passes through [`redact`] first.
+//! bodies, trace lines — passes through [`redact`] first, which replaces the
+//! registered keys and the userinfo of every `scheme://user:pass@host` in
+//! the text, whether the URL came from a setting or from a server.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -29,7 +32,18 @@ pub fn register(secret: &str) {
     }
 }
 
-/// `text` with every registered key replaced by [`MARK`].
+/// Registers the password of a URL's userinfo (`scheme://user:pass@host`),
+/// so that it is hidden even where it shows up without its URL.
+pub fn register_url(url: &str) {
+    if let Some((start, end)) = userinfo(url, 0) {
+        let info = &url[start..end];
+        let password = info.split_once(':').map_or(info, |(_, p)| p);
+        register(password);
+    }
+}
+
+/// `text` with every registered key, and the userinfo of every URL,
+/// replaced by [`MARK`].
 pub fn redact(text: &str) -> String {
     let secrets = SECRETS.lock().unwrap_or_else(PoisonError::into_inner);
     let mut out = text.to_string();
@@ -38,7 +52,42 @@ pub fn redact(text: &str) -> String {
             out = out.replace(s.as_str(), MARK);
         }
     }
+    drop(secrets);
+    redact_userinfo(&out)
+}
+
+/// `text` with the userinfo of every `scheme://userinfo@host` replaced.
+fn redact_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some((start, end)) = userinfo(text, from) {
+        out.push_str(&text[from..start]);
+        out.push_str(MARK);
+        from = end;
+    }
+    out.push_str(&text[from..]);
     out
+}
+
+/// The byte range of the first URL userinfo at or after `from`: the text
+/// between a `://` and the last `@` of the authority that follows it (the
+/// authority ends at `/`, `?`, `#`, whitespace, a quote or `>`). A userinfo
+/// that is already [`MARK`] is skipped.
+fn userinfo(text: &str, from: usize) -> Option<(usize, usize)> {
+    let mut search = from;
+    loop {
+        let start = text.get(search..)?.find("://")? + search + 3;
+        let authority_len = text[start..]
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '\\') || c.is_whitespace()
+            })
+            .unwrap_or(text.len() - start);
+        let authority = &text[start..start + authority_len];
+        match authority.rfind('@') {
+            Some(at) if at > 0 && &authority[..at] != MARK => return Some((start, start + at)),
+            _ => search = start,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -51,5 +100,23 @@ mod tests {
         register("ab");
         let out = redact("key sk-test-redact-1234567890 in ab text");
         assert_eq!(out, "key [redacted] in ab text");
+    }
+
+    #[test]
+    fn redact_hides_the_userinfo_of_every_url() {
+        assert_eq!(
+            redact("refused (http://bob:pw@127.0.0.1:1/v1/chat) and https://u@h/x"),
+            "refused (http://[redacted]@127.0.0.1:1/v1/chat) and https://[redacted]@h/x"
+        );
+        assert_eq!(
+            redact("\"https://a:b@c\" no://@x plain://host/p@q"),
+            "\"https://[redacted]@c\" no://@x plain://host/p@q"
+        );
+        assert_eq!(redact("http://[redacted]@h"), "http://[redacted]@h");
+        register_url("http://carol:s3cret-pw@h:1");
+        assert_eq!(
+            redact("the password s3cret-pw alone"),
+            "the password [redacted] alone"
+        );
     }
 }

@@ -331,11 +331,15 @@ pub fn converse(
                 );
                 RunError::Provider(e)
             })?;
-        out.input_tokens += resp.input_tokens;
-        out.output_tokens += resp.output_tokens;
-        out.retry_attempts += u64::from(resp.retries);
+        // Counts come from the server: sums saturate, never wrap.
+        out.input_tokens = out.input_tokens.saturating_add(resp.input_tokens);
+        out.output_tokens = out.output_tokens.saturating_add(resp.output_tokens);
+        out.retry_attempts = out.retry_attempts.saturating_add(u64::from(resp.retries));
         tree.record_tokens(node, resp.input_tokens, resp.output_tokens);
-        tree::spend_tokens(&ctx.budgets, resp.input_tokens + resp.output_tokens);
+        tree::spend_tokens(
+            &ctx.budgets,
+            resp.input_tokens.saturating_add(resp.output_tokens),
+        );
         let mut fields = json!({
             "provider": provider.kind.name(),
             "model": req.model,
@@ -376,7 +380,9 @@ pub fn converse(
             return Err(RunError::TooManyTurns);
         }
         let results = execute(turn, &resp.tool_calls);
-        out.tool_calls += resp.tool_calls.len() as u64;
+        out.tool_calls = out
+            .tool_calls
+            .saturating_add(u64::try_from(resp.tool_calls.len()).unwrap_or(u64::MAX));
         req.messages.push(Message {
             role: Role::Assistant,
             content: resp.content,

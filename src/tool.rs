@@ -425,6 +425,7 @@ fn call_agent_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult
             ));
             ToolResult {
                 call_id: call.id.clone(),
+                tool_name: call.name.clone(),
                 content,
                 is_error: false,
             }
@@ -547,6 +548,7 @@ fn sub_agent_failed(name: &str, description: &str) -> String {
 fn error_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
+        tool_name: call.name.clone(),
         content,
         is_error: true,
     }
@@ -590,6 +592,7 @@ mod tests {
             arguments: [("agent".to_string(), agent.to_string())]
                 .into_iter()
                 .collect(),
+            ..ToolCall::default()
         }
     }
 
@@ -608,6 +611,7 @@ mod tests {
                     call_id: c.id.clone(),
                     content: format!("done {}", c.id),
                     is_error: false,
+                    ..ToolResult::default()
                 }
             });
             let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
@@ -649,6 +653,7 @@ mod tests {
             call_id: c.id.clone(),
             content: String::new(),
             is_error: false,
+            ..ToolResult::default()
         };
         let outer: Vec<ToolCall> = ["nested", "slow-1", "slow-2"]
             .iter()
@@ -686,6 +691,7 @@ mod tests {
                     call_id: c.id.clone(),
                     content: format!("done {}", c.id),
                     is_error: false,
+                    ..ToolResult::default()
                 });
                 let _ = tx.send(results);
             });
@@ -717,6 +723,7 @@ mod tests {
                 call_id: c.id.clone(),
                 content: String::new(),
                 is_error: false,
+                ..ToolResult::default()
             }
         });
         let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();

@@ -142,7 +142,13 @@ impl Budget {
     }
 
     fn spend_tokens(&self, n: u64) {
-        self.tokens.fetch_add(n, Ordering::AcqRel);
+        // Saturating: a server's count near u64::MAX must not wrap to a
+        // small number and reopen the budget.
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                Some(t.saturating_add(n))
+            });
     }
 }
 
@@ -311,8 +317,8 @@ impl Tree {
     /// A response arrived and billed these tokens.
     pub fn record_tokens(&self, node: &Node, input: u64, output: u64) {
         self.with_usage(&node.agent, |u| {
-            u.input_tokens += input;
-            u.output_tokens += output;
+            u.input_tokens = u.input_tokens.saturating_add(input);
+            u.output_tokens = u.output_tokens.saturating_add(output);
         });
     }
 
@@ -320,7 +326,7 @@ impl Tree {
     pub fn record_end(&self, node: &Node, took: Duration, failed: bool) {
         let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
         self.with_usage(&node.agent, |u| {
-            u.duration_ms += ms;
+            u.duration_ms = u.duration_ms.saturating_add(ms);
             u.errors += u64::from(failed);
         });
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
@@ -363,8 +369,11 @@ impl Tree {
 
 /// Input and output tokens of the whole tree.
 pub fn totals(usage: &[AgentUsage]) -> (u64, u64) {
-    usage.iter().fold((0, 0), |(i, o), u| {
-        (i + u.input_tokens, o + u.output_tokens)
+    usage.iter().fold((0u64, 0u64), |(i, o), u| {
+        (
+            i.saturating_add(u.input_tokens),
+            o.saturating_add(u.output_tokens),
+        )
     })
 }
 

@@ -41,6 +41,7 @@ fn calls(n: usize) -> Vec<ToolCall> {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            ..ToolCall::default()
         })
         .collect()
 }

@@ -238,11 +238,24 @@ fn args(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The tool calls of a response as the tool reads them: id, name and
+/// string arguments (the wire's own arguments are set aside).
+fn parsed_calls(resp: &Response) -> Vec<ToolCall> {
+    resp.tool_calls
+        .iter()
+        .map(|c| ToolCall {
+            wire_arguments: serde_json::Value::Null,
+            ..c.clone()
+        })
+        .collect()
+}
+
 fn call(id: &str, name: &str, pairs: &[(&str, &str)]) -> ToolCall {
     ToolCall {
         id: id.into(),
         name: name.into(),
         arguments: args(pairs),
+        ..ToolCall::default()
     }
 }
 
@@ -279,11 +292,13 @@ fn tool_history(assistant_text: &str) -> Request {
                 tool_results: vec![
                     ToolResult {
                         call_id: "call_1".into(),
+                        tool_name: "call_agent".into(),
                         content: "all 12 tests passed".into(),
                         is_error: false,
                     },
                     ToolResult {
                         call_id: "call_2".into(),
+                        tool_name: "call_agent".into(),
                         content: "agent \"reviewer\" failed: timed out".into(),
                         is_error: true,
                     },
@@ -383,6 +398,7 @@ fn types_message_carries_tool_results() {
             call_id: "toolu_1".into(),
             content: "done".into(),
             is_error: true,
+            ..ToolResult::default()
         }],
         ..Message::default()
     };
@@ -568,7 +584,7 @@ fn anthropic_parses_tool_use_blocks_into_tool_calls() {
         &with_tools(),
     );
     assert_eq!(
-        resp.tool_calls,
+        parsed_calls(&resp),
         vec![
             call(
                 "toolu_01A09q90qw90lq917835lq9",
@@ -615,7 +631,7 @@ fn anthropic_tool_use_without_text_gives_empty_content() {
     );
     assert_eq!(resp.content, "");
     assert_eq!(
-        resp.tool_calls,
+        parsed_calls(&resp),
         vec![call(
             "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
             "call_agent",
@@ -1090,7 +1106,7 @@ fn openai_parses_tool_calls() {
         &with_tools(),
     );
     assert_eq!(
-        resp.tool_calls,
+        parsed_calls(&resp),
         vec![
             call(
                 "call_abc123",
@@ -1133,7 +1149,7 @@ fn openai_keeps_text_alongside_tool_calls() {
     );
     assert_eq!(resp.content, "I'll ask the test runner.");
     assert_eq!(
-        resp.tool_calls,
+        parsed_calls(&resp),
         vec![call(
             "call_ghi789",
             "call_agent",
@@ -1150,7 +1166,7 @@ fn openai_invalid_tool_call_arguments_give_empty_arguments() {
         &with_tools(),
     );
     assert_eq!(
-        resp.tool_calls,
+        parsed_calls(&resp),
         vec![call("call_bad001", "call_agent", &[])]
     );
 }
@@ -1591,7 +1607,7 @@ fn ollama_parses_tool_calls_with_generated_ids() {
         &with_tools(),
     );
     assert_eq!(
-        resp.tool_calls,
+        parsed_calls(&resp),
         vec![
             call(
                 "ollama_0",

@@ -350,8 +350,14 @@ fn run_ollama_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
         msgs[2]["tool_calls"][1],
         json!({"function": {"name": "call_agent", "arguments": {"agent": "b", "task": "part two"}}})
     );
-    assert_eq!(msgs[3], json!({"role": "tool", "content": "answer from a"}));
-    assert_eq!(msgs[4], json!({"role": "tool", "content": "answer from b"}));
+    assert_eq!(
+        msgs[3],
+        json!({"role": "tool", "content": "answer from a", "tool_name": "call_agent"})
+    );
+    assert_eq!(
+        msgs[4],
+        json!({"role": "tool", "content": "answer from b", "tool_name": "call_agent"})
+    );
 }
 
 #[test]

@@ -132,6 +132,7 @@ fn call_with(id: &str, args: &[(&str, &str)]) -> ToolCall {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        ..ToolCall::default()
     }
 }
 
@@ -282,6 +283,7 @@ fn execute_call_agent_success() {
         r,
         ToolResult {
             call_id: "call_abc".into(),
+            tool_name: CALL_AGENT.into(),
             content: "the answer".into(),
             is_error: false,
         }
@@ -910,6 +912,7 @@ fn dispatch_unknown_tool() {
         arguments: [("path".to_string(), "/etc/passwd".to_string())]
             .into_iter()
             .collect(),
+        ..ToolCall::default()
     };
     assert_error(
         &dispatch(&unknown, &caller),
@@ -1010,6 +1013,7 @@ fn nested_call_runs_one_level_deeper() {
         r,
         ToolResult {
             call_id: "n1".into(),
+            tool_name: CALL_AGENT.into(),
             content: "mid done".into(),
             is_error: false,
         }
@@ -1211,21 +1215,25 @@ fn parallel_calls_at(depth: u32) {
         [
             ToolResult {
                 call_id: "c1".into(),
+                tool_name: CALL_AGENT.into(),
                 content: "done Task: first".into(),
                 is_error: false,
             },
             ToolResult {
                 call_id: "c2".into(),
+                tool_name: CALL_AGENT.into(),
                 content: "done Task: second".into(),
                 is_error: false,
             },
             ToolResult {
                 call_id: "c3".into(),
+                tool_name: CALL_AGENT.into(),
                 content: "done Task: third".into(),
                 is_error: false,
             },
             ToolResult {
                 call_id: "c4".into(),
+                tool_name: CALL_AGENT.into(),
                 content:
                     "call_agent error: agent \"stranger\" is not in this agent's sub_agents list"
                         .into(),

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Message, Request, Response, Role, ToolCall, arguments_from_json, arguments_to_json,
+    Cut, Message, Request, Response, Role, ToolCall, arguments_from_json, arguments_object, count,
     input_schema, invalid_json_detail, number,
 };
 
@@ -48,7 +48,7 @@ fn message(m: &Message) -> Value {
                 blocks.push(json!({"type": "text", "text": m.content}));
             }
             for c in &m.tool_calls {
-                blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": arguments_to_json(&c.arguments)}));
+                blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": arguments_object(c)}));
             }
             json!({"role": "assistant", "content": blocks})
         }
@@ -68,8 +68,13 @@ struct Wire {
     content: Vec<Block>,
     #[serde(default)]
     stop_reason: Option<String>,
+    /// Why the model stopped, beside `stop_reason` (a refusal's category
+    /// and explanation).
     #[serde(default)]
-    usage: Option<Usage>,
+    stop_details: Value,
+    /// Read leniently: see [`count`].
+    #[serde(default)]
+    usage: Value,
 }
 
 #[derive(Deserialize)]
@@ -83,29 +88,37 @@ struct Block {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    input: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Usage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
+    input: Value,
 }
 
 /// Parses a successful response body. Text blocks are concatenated; each
 /// `tool_use` block becomes a [`ToolCall`]; other block types are ignored.
 pub fn parse(body: &str) -> Result<Response, String> {
     let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
+    let stop_reason = wire.stop_reason.unwrap_or_default();
     let mut resp = Response {
-        stop_reason: wire.stop_reason.unwrap_or_default(),
+        input_tokens: count(&wire.usage["input_tokens"]),
+        output_tokens: count(&wire.usage["output_tokens"]),
+        cut: match stop_reason.as_str() {
+            "max_tokens" => Some(Cut::OutputLimit),
+            "model_context_window_exceeded" => Some(Cut::ContextWindow),
+            _ => None,
+        },
         ..Response::default()
     };
-    if let Some(u) = wire.usage {
-        resp.input_tokens = u.input_tokens;
-        resp.output_tokens = u.output_tokens;
+    if stop_reason == "refusal" {
+        // The API sends no refusal text; the partial answer before it is
+        // not an answer. `stop_details` may say why.
+        let why = wire.stop_details["explanation"]
+            .as_str()
+            .or_else(|| wire.stop_details["category"].as_str())
+            .filter(|w| !w.trim().is_empty());
+        resp.refusal = Some(match why {
+            Some(why) => format!("stop_reason \"refusal\": {why}"),
+            None => "stop_reason \"refusal\"".into(),
+        });
     }
+    resp.stop_reason = stop_reason;
     for (i, block) in wire.content.into_iter().enumerate() {
         match block.kind.as_str() {
             "text" => resp.content.push_str(block.text.as_deref().unwrap_or("")),
@@ -115,11 +128,8 @@ pub fn parse(body: &str) -> Result<Response, String> {
                     .filter(|id| !id.is_empty())
                     .unwrap_or_else(|| format!("call_{i}")),
                 name: block.name.unwrap_or_default(),
-                arguments: block
-                    .input
-                    .as_ref()
-                    .map(arguments_from_json)
-                    .unwrap_or_default(),
+                arguments: arguments_from_json(&block.input),
+                wire_arguments: block.input,
             }),
             _ => {}
         }

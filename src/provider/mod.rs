@@ -58,14 +58,21 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     /// Argument values as strings; non-string JSON values as their JSON text
-    /// (DECISIONS D3), `null` as empty.
+    /// (DECISIONS D3), `null` as empty. This is for the tool's own use.
     pub arguments: BTreeMap<String, String>,
+    /// The arguments exactly as the wire carried them (a JSON text for
+    /// OpenAI, an object for Anthropic and Ollama), sent back unchanged in
+    /// the conversation history. `Null` for a call that did not come from a
+    /// provider: the history is then built from `arguments`.
+    pub wire_arguments: Value,
 }
 
 /// The result of executing one [`ToolCall`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolResult {
     pub call_id: String,
+    /// The name of the tool that was called (Ollama's `tool_name`).
+    pub tool_name: String,
     pub content: String,
     pub is_error: bool,
 }
@@ -117,6 +124,33 @@ pub struct Response {
     pub tool_calls: Vec<ToolCall>,
     /// HTTP requests retried before this answer (DECISIONS D12).
     pub retries: u32,
+    /// The model declined to answer: its own words where the wire carries
+    /// them, else what the provider said about it.
+    pub refusal: Option<String>,
+    /// Why the answer is incomplete, when it is.
+    pub cut: Option<Cut>,
+}
+
+/// Why an answer ended before the model finished it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// The output limit (`max_tokens`) was reached.
+    OutputLimit,
+    /// The model's context window was full.
+    ContextWindow,
+    /// The provider's content filter stopped or removed the answer.
+    Filtered,
+}
+
+impl Cut {
+    /// What happened, for a warning or a marker: `cut off at the output limit`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cut::OutputLimit => "cut off at the output limit",
+            Cut::ContextWindow => "cut off: the context window is full",
+            Cut::Filtered => "stopped by the provider's content filter",
+        }
+    }
 }
 
 impl Message {
@@ -318,7 +352,7 @@ impl RetryPolicy {
         if nanos == 0 {
             return Duration::ZERO;
         }
-        Duration::from_nanos(random_u64() % (nanos + 1))
+        Duration::from_nanos(random_u64() % nanos.saturating_add(1))
     }
 }
 
@@ -364,28 +398,58 @@ impl Attempt {
     }
 }
 
-/// The wait a response asks for: `retry-after-ms`, else `Retry-After` as
-/// seconds or as an HTTP date (RFC 9110).
-fn retry_after(resp: &ureq::http::Response<ureq::Body>) -> Option<Duration> {
-    if let Some(ms) = header(resp, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+/// The longest wait a server may ask for that axe will consider: a day.
+/// Any longer hint is taken as a day, which no run's deadline reaches, so
+/// the call gives up at once instead of converting an absurd number.
+const MAX_RETRY_HINT: Duration = Duration::from_secs(24 * 3600);
+
+/// The wait a failed response asks for: `retry-after-ms`, else
+/// `Retry-After` as seconds or as an HTTP date (RFC 9110), relative to
+/// `now`. Values that are not a non-negative number or a valid date give
+/// `None` (the backoff decides); values beyond [`MAX_RETRY_HINT`] are cut to
+/// it. Header values come from the server: nothing here may panic.
+pub fn retry_hint(
+    retry_after_ms: Option<&str>,
+    retry_after: Option<&str>,
+    now: std::time::SystemTime,
+) -> Option<Duration> {
+    if let Some(ms) = retry_after_ms.and_then(|v| seconds(v.trim())) {
+        return Some(ms.div_f64(1000.0).min(MAX_RETRY_HINT));
     }
-    let value = header(resp, "retry-after")?;
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
+    let value = retry_after?.trim();
+    if let Some(secs) = seconds(value) {
+        return Some(secs.min(MAX_RETRY_HINT));
     }
     let at = http_date(value)?;
     Some(
-        at.duration_since(std::time::SystemTime::now())
-            .unwrap_or(Duration::ZERO),
+        at.duration_since(now)
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_RETRY_HINT),
     )
 }
 
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date format.
+/// A non-negative, finite decimal number as a duration in its unit, or
+/// `None`; numbers too large for a [`Duration`] are [`MAX_RETRY_HINT`]
+/// (itself far beyond any deadline) times 1000.
+fn seconds(value: &str) -> Option<Duration> {
+    let x: f64 = value.parse().ok()?;
+    if !(x.is_finite() && x >= 0.0) {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(x).unwrap_or(MAX_RETRY_HINT.saturating_mul(1000)))
+}
+
+/// Anthropic's `x-should-retry`: `true` or `false`; anything else is no hint.
+pub fn should_retry_hint(value: Option<&str>) -> Option<bool> {
+    match value?.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date format,
+/// for the years 1970 to 9999; anything else is `None`.
 pub fn http_date(s: &str) -> Option<std::time::SystemTime> {
     let parts: Vec<&str> = s.split_whitespace().collect();
     let [_, day, month, year, time, "GMT"] = parts[..] else {
@@ -403,10 +467,23 @@ pub fn http_date(s: &str) -> Option<std::time::SystemTime> {
     let [h, m, sec] = hms[..] else {
         return None;
     };
-    if !(1..=31).contains(&day) || year < 1970 || h > 23 || m > 59 || sec > 60 {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if !(1970..=9999).contains(&year)
+        || !(1..=month_days).contains(&day)
+        || h > 23
+        || m > 59
+        || sec > 60
+    {
         return None;
     }
-    // Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+    // Days since 1970-01-01 (Howard Hinnant's days_from_civil). With the
+    // year at most 9999 every step below stays far inside u64.
     let (y, mo) = if month <= 2 {
         (year - 1, month + 9)
     } else {
@@ -418,7 +495,7 @@ pub fn http_date(s: &str) -> Option<std::time::SystemTime> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = (era * 146_097 + doe).checked_sub(719_468)?;
     let secs = days * 86_400 + h * 3600 + m * 60 + sec;
-    Some(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+    std::time::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
 // ---------------------------------------------------------------------------
@@ -456,6 +533,7 @@ impl Provider {
             redact::register(k);
         }
         let base_url = base_url.into().trim_end_matches('/').to_string();
+        redact::register_url(&base_url);
         Provider {
             kind,
             base_url,
@@ -607,12 +685,19 @@ impl Provider {
 
         let status = resp.status().as_u16();
         let location = header(&resp, "location");
-        let wait = retry_after(&resp);
-        let should_retry = header(&resp, "x-should-retry").and_then(|v| match v.trim() {
-            "true" => Some(true),
-            "false" => Some(false),
-            _ => None,
-        });
+        // Retry hints are read only where a retry may follow.
+        let (wait, should_retry) = if (200..300).contains(&status) {
+            (None, None)
+        } else {
+            (
+                retry_hint(
+                    header(&resp, "retry-after-ms").as_deref(),
+                    header(&resp, "retry-after").as_deref(),
+                    std::time::SystemTime::now(),
+                ),
+                should_retry_hint(header(&resp, "x-should-retry").as_deref()),
+            )
+        };
         let bytes = match read_body(resp.body_mut()) {
             Ok(bytes) => bytes,
             // A 2xx whose body cannot be read is the body's failure; any other
@@ -990,13 +1075,51 @@ pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
     }
 }
 
-/// Arguments as a JSON object of strings, for writing history back.
-pub(crate) fn arguments_to_json(args: &BTreeMap<String, String>) -> Value {
+/// A call's arguments as an object, for writing history back: what the
+/// model sent when that was an object (or a JSON text holding one), else an
+/// object of the string values.
+pub(crate) fn arguments_object(call: &ToolCall) -> Value {
+    match &call.wire_arguments {
+        Value::Object(_) => call.wire_arguments.clone(),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => strings_object(&call.arguments),
+        },
+        _ => strings_object(&call.arguments),
+    }
+}
+
+/// A call's arguments as a JSON text, for writing history back: the text
+/// the model sent when it sent one, else the object's text.
+pub(crate) fn arguments_text(call: &ToolCall) -> String {
+    match &call.wire_arguments {
+        Value::String(s) => s.clone(),
+        Value::Object(_) => call.wire_arguments.to_string(),
+        _ => strings_object(&call.arguments).to_string(),
+    }
+}
+
+fn strings_object(args: &BTreeMap<String, String>) -> Value {
     Value::Object(
         args.iter()
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect(),
     )
+}
+
+/// A token count as a server reports it. Servers send null, leave counts
+/// out, or send floats and negative numbers; none of that is a failed
+/// answer. A non-negative integer is itself; a positive float is rounded
+/// down and saturates at `u64::MAX`; anything else is unknown, 0.
+pub(crate) fn count(v: &Value) -> u64 {
+    if let Some(n) = v.as_u64() {
+        return n;
+    }
+    match v.as_f64() {
+        // `as` from a float saturates; NaN fails `x > 0.0`.
+        Some(x) if x > 0.0 => x as u64,
+        _ => 0,
+    }
 }
 
 #[cfg(test)]

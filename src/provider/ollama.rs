@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_to_json,
+    Cut, Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_object, count,
     invalid_json_detail, number,
 };
 
@@ -45,13 +45,14 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             "role": "assistant",
             "content": m.content,
             "tool_calls": m.tool_calls.iter().map(|c| json!({
-                "function": {"name": c.name, "arguments": arguments_to_json(&c.arguments)},
+                "function": {"name": c.name, "arguments": arguments_object(c)},
             })).collect::<Vec<_>>(),
         })),
-        // Ollama has no tool_call_id: one `tool` message per result, in order.
+        // Ollama has no tool_call_id: one `tool` message per result, in
+        // order, naming the tool that ran (`tool_name`).
         Role::Tool => {
             for r in &m.tool_results {
-                out.push(json!({"role": "tool", "content": r.content}));
+                out.push(json!({"role": "tool", "content": r.content, "tool_name": r.tool_name}));
             }
         }
     }
@@ -62,10 +63,11 @@ struct Wire {
     message: WireMessage,
     #[serde(default)]
     done_reason: Option<String>,
+    /// Read leniently: see [`count`].
     #[serde(default)]
-    prompt_eval_count: u64,
+    prompt_eval_count: Value,
     #[serde(default)]
-    eval_count: u64,
+    eval_count: Value,
 }
 
 #[derive(Deserialize)]
@@ -103,14 +105,18 @@ pub fn parse(body: &str) -> Result<Response, String> {
             id: format!("ollama_{i}"),
             name: c.function.name,
             arguments: arguments_from_wire(&c.function.arguments),
+            wire_arguments: c.function.arguments,
         })
         .collect();
+    let stop_reason = wire.done_reason.unwrap_or_default();
     Ok(Response {
         content: wire.message.content.unwrap_or_default(),
-        stop_reason: wire.done_reason.unwrap_or_default(),
-        input_tokens: wire.prompt_eval_count,
-        output_tokens: wire.eval_count,
+        cut: (stop_reason == "length").then_some(Cut::OutputLimit),
+        stop_reason,
+        input_tokens: count(&wire.prompt_eval_count),
+        output_tokens: count(&wire.eval_count),
         tool_calls,
         retries: 0,
+        refusal: None,
     })
 }

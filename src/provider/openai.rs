@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_to_json,
+    Cut, Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_text, count,
     input_schema, invalid_json_detail, number,
 };
 
@@ -60,7 +60,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             "tool_calls": m.tool_calls.iter().map(|c| json!({
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": arguments_to_json(&c.arguments).to_string()},
+                "function": {"name": c.name, "arguments": arguments_text(c)},
             })).collect::<Vec<_>>(),
         })),
         Role::Tool => {
@@ -74,8 +74,9 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
 #[derive(Deserialize)]
 struct Wire {
     choices: Vec<Choice>,
+    /// Read leniently: see [`count`].
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Value,
 }
 
 #[derive(Deserialize)]
@@ -92,6 +93,9 @@ struct WireMessage {
     content: Value,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
+    /// The model's refusal text when it declined (content is then null).
+    #[serde(default)]
+    refusal: Value,
 }
 
 #[derive(Deserialize)]
@@ -110,18 +114,9 @@ struct WireFunction {
     arguments: Value,
 }
 
-#[derive(Deserialize)]
-struct Usage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-}
-
 /// Parses a successful response body (the first choice).
 pub fn parse(body: &str) -> Result<Response, String> {
     let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
-    let usage = wire.usage;
     let Some(choice) = wire.choices.into_iter().next() else {
         return Err("no choices in the response".into());
     };
@@ -143,14 +138,28 @@ pub fn parse(body: &str) -> Result<Response, String> {
                 .unwrap_or_else(|| format!("call_{i}")),
             name: c.function.name,
             arguments: arguments_from_wire(&c.function.arguments),
+            wire_arguments: c.function.arguments,
         })
         .collect();
+    let stop_reason = choice.finish_reason.unwrap_or_default();
+    let cut = match stop_reason.as_str() {
+        "length" => Some(Cut::OutputLimit),
+        "content_filter" => Some(Cut::Filtered),
+        _ => None,
+    };
     Ok(Response {
         content,
-        stop_reason: choice.finish_reason.unwrap_or_default(),
-        input_tokens: usage.as_ref().map_or(0, |u| u.prompt_tokens),
-        output_tokens: usage.as_ref().map_or(0, |u| u.completion_tokens),
+        stop_reason,
+        input_tokens: count(&wire.usage["prompt_tokens"]),
+        output_tokens: count(&wire.usage["completion_tokens"]),
         tool_calls,
         retries: 0,
+        refusal: choice
+            .message
+            .refusal
+            .as_str()
+            .filter(|r| !r.trim().is_empty())
+            .map(str::to_string),
+        cut,
     })
 }

@@ -757,3 +757,143 @@ pub fn stderr(o: &Output) -> String {
 pub fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
+
+// ---------------------------------------------------------------------------
+// The three wire formats, for tests that run one case on each.
+// ---------------------------------------------------------------------------
+
+/// A provider, for tests that run one case on each wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum P {
+    Anthropic,
+    OpenAi,
+    Ollama,
+}
+
+pub const PROVIDERS: [P; 3] = [P::Anthropic, P::OpenAi, P::Ollama];
+
+impl P {
+    pub fn name(self) -> &'static str {
+        match self {
+            P::Anthropic => "anthropic",
+            P::OpenAi => "openai",
+            P::Ollama => "ollama",
+        }
+    }
+
+    pub fn model(self) -> &'static str {
+        match self {
+            P::Anthropic => "anthropic/claude-sonnet-4-5",
+            P::OpenAi => "openai/gpt-4o",
+            P::Ollama => "ollama/llama3.1",
+        }
+    }
+
+    /// A successful text answer.
+    pub fn text(self, text: &str) -> String {
+        match self {
+            P::Anthropic => anthropic_text(text, 5, 2),
+            P::OpenAi => openai_text(text, 5, 2),
+            P::Ollama => ollama_text(text, 5, 2),
+        }
+    }
+
+    /// A well-formed answer calling `calls`.
+    pub fn tool_calls(self, calls: &[Call]) -> String {
+        match self {
+            P::Anthropic => anthropic_tool_use("", calls, 5, 2),
+            P::OpenAi => openai_tool_calls(calls, 5, 2),
+            P::Ollama => ollama_tool_calls(calls, 5, 2),
+        }
+    }
+
+    /// The healthy provider of the parent of a sub-agent on `self`.
+    pub fn other(self) -> P {
+        if self == P::OpenAi {
+            P::Anthropic
+        } else {
+            P::OpenAi
+        }
+    }
+
+    /// Whether tool calls and results carry ids on this wire (Ollama's do not).
+    pub fn has_ids(self) -> bool {
+        self != P::Ollama
+    }
+
+    /// Tool-call arguments as this wire sends them: a JSON string for
+    /// OpenAI, an object for the others.
+    pub fn wire_args(self, args: serde_json::Value) -> serde_json::Value {
+        match self {
+            P::OpenAi => serde_json::Value::String(args.to_string()),
+            _ => args,
+        }
+    }
+
+    /// `AXE_<PROVIDER>_BASE_URL`.
+    pub fn base_url_var(self) -> String {
+        format!("AXE_{}_BASE_URL", self.name().to_ascii_uppercase())
+    }
+
+    /// A text answer with `finish`/`stop_reason`/`done_reason` set to `reason`.
+    pub fn text_stopped(self, text: &str, reason: &str) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(&self.text(text)).unwrap();
+        match self {
+            P::Anthropic => v["stop_reason"] = reason.into(),
+            P::OpenAi => v["choices"][0]["finish_reason"] = reason.into(),
+            P::Ollama => v["done_reason"] = reason.into(),
+        }
+        v.to_string()
+    }
+}
+
+/// What [`run_within`] saw.
+pub struct Bounded {
+    pub output: Output,
+    pub took: Duration,
+    /// The child was still running at the limit and was killed.
+    pub killed: bool,
+}
+
+/// Runs `cmd` (its stdout and stderr piped and collected) and kills it if it
+/// has not ended within `limit`, so that a hang fails a test in bounded time.
+pub fn run_within(cmd: &mut Command, limit: Duration) -> Bounded {
+    let started = std::time::Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn axe");
+    fn collect(mut r: impl std::io::Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+        thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    }
+    let out = collect(child.stdout.take().unwrap());
+    let err = collect(child.stderr.take().unwrap());
+    let mut killed = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for axe") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+            break child.wait().expect("wait for axe");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let took = started.elapsed();
+    let output = Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    Bounded {
+        output,
+        took,
+        killed,
+    }
+}
