@@ -494,6 +494,9 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
     drop(progress);
     let mut outcome = outcome?;
     outcome.duration = started.elapsed();
+    if let Some(what) = outcome.incomplete() {
+        output::warn(&what);
+    }
     let usage = ctx.tree.usage();
     output::verbose_footer(&ctx.verbose, &outcome, &usage);
 

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::config::GlobalConfig;
-use crate::output::Verbose;
+use crate::output::{self, Verbose};
 use crate::provider::{
-    ErrorKind, Message, Provider, ProviderError, Request, Retry, RetryPolicy, Role, ToolCall,
-    ToolResult,
+    Change, Cut, ErrorKind, Kind, Message, Notice, Provider, ProviderError, Request, RetryPolicy,
+    Role, ToolCall, ToolChoice, ToolResult, adjust,
 };
 use crate::resolve::Resolved;
 use crate::tool::{self, Caller};
@@ -97,6 +97,22 @@ pub struct Outcome {
     /// HTTP requests retried (DECISIONS D12), summed over every turn.
     pub retry_attempts: u64,
     pub duration: Duration,
+    /// Why the final answer is incomplete, when it is.
+    pub cut: Option<Cut>,
+}
+
+impl Outcome {
+    /// When the final answer is incomplete, what happened:
+    /// `the answer was cut off at the output limit (stop reason "length")`.
+    pub fn incomplete(&self) -> Option<String> {
+        self.cut.map(|cut| {
+            format!(
+                "the answer was {} (stop reason \"{}\")",
+                cut.describe(),
+                self.stop_reason
+            )
+        })
+    }
 }
 
 /// Why a conversation did not finish.
@@ -108,6 +124,8 @@ pub enum RunError {
     TooManyTurns,
     /// A token or turn budget is spent (exit 4).
     Budget(Exceeded),
+    /// The model declined to answer (exit 1): `what` says how.
+    Refused { provider: Kind, what: String },
 }
 
 impl std::fmt::Display for RunError {
@@ -118,6 +136,7 @@ impl std::fmt::Display for RunError {
                 write!(f, "agent exceeded maximum conversation turns ({MAX_TURNS})")
             }
             RunError::Budget(e) => e.fmt(f),
+            RunError::Refused { provider, what } => write!(f, "{}: {what}", provider.name()),
         }
     }
 }
@@ -128,7 +147,7 @@ impl RunError {
     pub fn exit_code(&self) -> crate::error::Code {
         match self {
             RunError::Provider(e) => e.exit_code(),
-            RunError::TooManyTurns => crate::error::Code::General,
+            RunError::TooManyTurns | RunError::Refused { .. } => crate::error::Code::General,
             RunError::Budget(_) => crate::error::Code::Budget,
         }
     }
@@ -155,10 +174,24 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
         retry.max_retries = n;
     }
     provider.retry = retry;
-    let tools = if !config.sub_agents.is_empty() && ctx.depth < ctx.max_depth {
-        vec![tool::call_agent_tool(&config.sub_agents)]
+    // At the depth limit the tool is not offered (Req 10.3); it is kept
+    // with tool_choice "none" for a follow-up whose history has a call the
+    // model made anyway (D6), which some APIs refuse without `tools`.
+    let (tools, tool_choice) = match (config.sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
+        (true, _) => (Vec::new(), ToolChoice::Auto),
+        (false, true) => (
+            vec![tool::call_agent_tool(&config.sub_agents)],
+            ToolChoice::Auto,
+        ),
+        (false, false) => (
+            vec![tool::call_agent_tool(&config.sub_agents)],
+            ToolChoice::None,
+        ),
+    };
+    let offered = if tool_choice == ToolChoice::Auto {
+        tools.len()
     } else {
-        Vec::new()
+        0
     };
     let req = Request {
         model: resolved.model.model.clone(),
@@ -167,6 +200,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
         temperature: config.params.temperature,
         max_tokens: config.max_tokens(),
         tools,
+        tool_choice,
     };
     // The top-level agent's own budget is the caller's to set (the command
     // line wins over the file); a sub-agent's bounds its subtree.
@@ -207,7 +241,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
         json!({
             "provider": provider.kind.name(),
             "model": req.model,
-            "tools": req.tools.len(),
+            "tools": offered,
         }),
     );
     let result = converse(&provider, req, ctx, execute);
@@ -286,32 +320,59 @@ pub fn converse(
         }
         tree.event("request", node, turn, fields);
         let sent = Instant::now();
-        let on_retry = |r: &Retry| {
-            verbose.line(&format!(
-                "[retry] {} {}, attempt {}/{} in {:.1}s",
-                provider.kind.name(),
-                r.what,
-                r.attempt,
-                r.of,
-                r.wait.as_secs_f64()
-            ));
-            tree.event(
-                "retry",
-                node,
-                turn,
-                json!({
-                    "provider": provider.kind.name(),
-                    "model": req.model,
-                    "status": r.status,
-                    "reason": r.what,
-                    "attempt": r.attempt,
-                    "of": r.of,
-                    "delay_ms": millis(r.wait),
-                }),
-            );
+        let on_notice = |notice: &Notice| match notice {
+            Notice::Retry(r) => {
+                verbose.line(&format!(
+                    "[retry] {} {}, attempt {}/{} in {:.1}s",
+                    provider.kind.name(),
+                    r.what,
+                    r.attempt,
+                    r.of,
+                    r.wait.as_secs_f64()
+                ));
+                tree.event(
+                    "retry",
+                    node,
+                    turn,
+                    json!({
+                        "provider": provider.kind.name(),
+                        "model": req.model,
+                        "status": r.status,
+                        "reason": r.what,
+                        "attempt": r.attempt,
+                        "of": r.of,
+                        "delay_ms": millis(r.wait),
+                    }),
+                );
+            }
+            Notice::Adjusted { change, first } => {
+                let what = format!(
+                    "{}: model {:?} {}",
+                    provider.kind.name(),
+                    req.model,
+                    adjust::describe(*change)
+                );
+                // Told once per process; a changed field name is no news.
+                if *first && *change == Change::NoTemperature {
+                    output::warn_once(&what);
+                }
+                verbose.line(&format!("[retry] {what}"));
+                tree.event(
+                    "retry",
+                    node,
+                    turn,
+                    json!({
+                        "provider": provider.kind.name(),
+                        "model": req.model,
+                        "status": 400,
+                        "reason": what,
+                        "delay_ms": 0,
+                    }),
+                );
+            }
         };
         let resp = provider
-            .send_with(&req, limits.deadline, &on_retry)
+            .send_with(&req, limits.deadline, &on_notice)
             .map_err(|mut e| {
                 if e.kind == ErrorKind::Timeout {
                     e.message = format!("timeout after {}s", limits.timeout_secs);
@@ -366,11 +427,25 @@ pub fn converse(
                 resp.tool_calls.len()
             ));
         }
+        if let Some(what) = resp.refusal {
+            let e = RunError::Refused {
+                provider: provider.kind,
+                what,
+            };
+            tree.event(
+                "error",
+                node,
+                turn,
+                json!({ "error": e.to_string(), "kind": "refusal" }),
+            );
+            return Err(e);
+        }
         let execute = match execute {
             Some(execute) if !resp.tool_calls.is_empty() => execute,
             _ => {
                 out.content = resp.content;
                 out.stop_reason = resp.stop_reason;
+                out.cut = resp.cut;
                 out.duration = started.elapsed();
                 return Ok(out);
             }
@@ -379,7 +454,12 @@ pub fn converse(
         if turn == MAX_TURNS {
             return Err(RunError::TooManyTurns);
         }
-        let results = execute(turn, &resp.tool_calls);
+        // A response cut off may end in a half-written call: none is run,
+        // and the model is told why.
+        let results = match resp.cut {
+            Some(_) => tool::not_run_cut_off(&resp.tool_calls, &resp.stop_reason),
+            None => execute(turn, &resp.tool_calls),
+        };
         out.tool_calls = out
             .tool_calls
             .saturating_add(u64::try_from(resp.tool_calls.len()).unwrap_or(u64::MAX));

@@ -416,8 +416,12 @@ fn call_agent_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult
         format!("Task: {task}\n\nContext:\n{context}")
     };
     match run_sub_agent(name, &message, caller, seq) {
-        Ok(content) => {
-            let content = truncate_result(content, caller.max_result_chars);
+        Ok(outcome) => {
+            let mut content = truncate_result(outcome.content.clone(), caller.max_result_chars);
+            // The parent's model must know an answer is not whole.
+            if let Some(what) = outcome.incomplete() {
+                content.push_str(&format!("\n[incomplete: {what}]"));
+            }
             ctx.verbose.line(&format!(
                 "[sub-agent] \"{name}\" completed in {}ms ({} chars returned)",
                 started.elapsed().as_millis(),
@@ -456,7 +460,7 @@ fn run_sub_agent(
     message: &str,
     caller: &Caller,
     seq: u32,
-) -> Result<String, SubAgentError> {
+) -> Result<run::Outcome, SubAgentError> {
     let ctx = caller.ctx;
     let limits = ctx.limits.narrowed(caller.timeout_secs);
     let timed_out = || SubAgentError::Failed(format!("timeout after {}s", limits.timeout_secs));
@@ -494,10 +498,8 @@ fn run_sub_agent(
         node: ctx.node.child(name, seq),
         ..ctx.clone()
     };
-    match run::run_agent(&resolved, message, &sub_ctx) {
-        Ok(outcome) => Ok(outcome.content),
-        Err(err) => Err(SubAgentError::Failed(describe(&err))),
-    }
+    run::run_agent(&resolved, message, &sub_ctx)
+        .map_err(|err| SubAgentError::Failed(describe(&err)))
 }
 
 /// What went wrong in a sub-agent, for its error result: a timeout reads
@@ -543,6 +545,23 @@ fn sub_agent_failed(name: &str, description: &str) -> String {
     format!(
         "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."
     )
+}
+
+/// The results of calls made in a response that was cut off (stop reason
+/// `stop_reason`): none is run, since the last may be half-written.
+pub fn not_run_cut_off(calls: &[ToolCall], stop_reason: &str) -> Vec<ToolResult> {
+    calls
+        .iter()
+        .map(|call| {
+            error_result(
+                call,
+                format!(
+                    "call_agent error: not run: the response that made this call was cut off \
+                     (stop reason \"{stop_reason}\"), so the call may be incomplete"
+                ),
+            )
+        })
+        .collect()
 }
 
 fn error_result(call: &ToolCall, content: String) -> ToolResult {

@@ -4,15 +4,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Cut, Message, Request, Response, Role, ToolCall, arguments_from_json, arguments_object, count,
-    input_schema, invalid_json_detail, number,
+    Cut, Message, Quirks, Request, Response, Role, ToolCall, ToolChoice, arguments_from_json,
+    arguments_object, count, input_schema, invalid_json_detail, number,
 };
 
 /// Anthropic requires `max_tokens`; this is sent when the agent sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// The request body for `req`.
-pub fn body(req: &Request) -> Value {
+/// The request body for `req`, written for a model with `quirks`.
+pub fn body(req: &Request, quirks: Quirks) -> Value {
     let mut body = json!({
         "model": req.model,
         "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
@@ -21,15 +21,21 @@ pub fn body(req: &Request) -> Value {
     if !req.system.is_empty() {
         body["system"] = json!(req.system);
     }
-    if let Some(t) = req.temperature {
+    if let Some(t) = req.temperature
+        && !quirks.no_temperature
+    {
         body["temperature"] = number(t);
     }
-    if !req.tools.is_empty() {
+    if req.sends_tools(true) {
         body["tools"] = req
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": input_schema(t)}))
             .collect();
+        // "auto" is the API's default and is not sent.
+        if req.tool_choice == ToolChoice::None {
+            body["tool_choice"] = json!({"type": "none"});
+        }
     }
     body
 }
@@ -113,10 +119,12 @@ pub fn parse(body: &str) -> Result<Response, String> {
             .as_str()
             .or_else(|| wire.stop_details["category"].as_str())
             .filter(|w| !w.trim().is_empty());
-        resp.refusal = Some(match why {
-            Some(why) => format!("stop_reason \"refusal\": {why}"),
-            None => "stop_reason \"refusal\"".into(),
-        });
+        let mut what = "the model refused to answer (stop_reason \"refusal\")".to_string();
+        if let Some(why) = why {
+            what.push_str(": ");
+            what.push_str(why);
+        }
+        resp.refusal = Some(what);
     }
     resp.stop_reason = stop_reason;
     for (i, block) in wire.content.into_iter().enumerate() {

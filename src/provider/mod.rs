@@ -7,6 +7,7 @@
 //! response body into a [`Response`]. Everything else — headers, deadlines,
 //! size limits, error classification — is here, once.
 
+pub mod adjust;
 pub mod anthropic;
 pub mod ollama;
 pub mod openai;
@@ -24,6 +25,7 @@ use crate::config::GlobalConfig;
 use crate::error::{Code, Error};
 use crate::output::one_line;
 use crate::redact;
+pub use adjust::{Change, Quirks};
 
 /// The largest response body axe reads; a larger one is refused, not read.
 pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
@@ -109,6 +111,36 @@ pub struct Request {
     pub max_tokens: Option<u32>,
     /// Empty means no `tools` key at all.
     pub tools: Vec<Tool>,
+    /// Whether the model may call `tools`.
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether a request lets the model call its tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (every API's default).
+    #[default]
+    Auto,
+    /// The tools are there only because the history names them (an agent at
+    /// the depth limit whose model called one anyway: Anthropic refuses
+    /// `tool_use` blocks without `tools`); the model may not call them. Sent
+    /// only once the history has a tool call, and never to Ollama, which has
+    /// no way to say "none".
+    None,
+}
+
+impl Request {
+    /// Whether the `tools` go on the wire: offered, or needed by the history
+    /// and forbidden by `tool_choice` where the wire can say so.
+    pub fn sends_tools(&self, can_forbid: bool) -> bool {
+        !self.tools.is_empty()
+            && match self.tool_choice {
+                ToolChoice::Auto => true,
+                ToolChoice::None => {
+                    can_forbid && self.messages.iter().any(|m| !m.tool_calls.is_empty())
+                }
+            }
+    }
 }
 
 /// What a provider answered.
@@ -124,8 +156,8 @@ pub struct Response {
     pub tool_calls: Vec<ToolCall>,
     /// HTTP requests retried before this answer (DECISIONS D12).
     pub retries: u32,
-    /// The model declined to answer: its own words where the wire carries
-    /// them, else what the provider said about it.
+    /// The model declined to answer: `the model refused to answer`, then
+    /// its own words or the provider's reason where the wire carries them.
     pub refusal: Option<String>,
     /// Why the answer is incomplete, when it is.
     pub cut: Option<Cut>,
@@ -372,6 +404,9 @@ fn random_u64() -> u64 {
 /// A failed attempt and what the server said about trying again.
 struct Attempt {
     error: ProviderError,
+    /// The error body's message, type and parameter, when there was one
+    /// (boxed: failures are rare, and the result stays small).
+    detail: Box<ErrorDetail>,
     /// `Retry-After` (seconds or an HTTP date), or `retry-after-ms`.
     retry_after: Option<Duration>,
     /// Anthropic's `x-should-retry`, which overrides the status.
@@ -384,6 +419,7 @@ impl Attempt {
     fn failed(error: ProviderError) -> Attempt {
         Attempt {
             error,
+            detail: Box::default(),
             retry_after: None,
             should_retry: None,
             retryable: false,
@@ -513,6 +549,17 @@ pub struct Provider {
     pub retry: RetryPolicy,
 }
 
+/// What [`Provider::send_with`] tells its caller while it works (for
+/// `--verbose`, warnings and the trace).
+#[derive(Debug, Clone)]
+pub enum Notice {
+    /// A failed request is about to be retried.
+    Retry(Retry),
+    /// The model refused a parameter; the request is sent again without it.
+    /// `first`: the first time this process learned it.
+    Adjusted { change: Change, first: bool },
+}
+
 /// One retry about to happen, as reported to [`Provider::send_with`]'s
 /// caller (for `--verbose` and the trace).
 #[derive(Debug, Clone)]
@@ -572,11 +619,16 @@ impl Provider {
         }
     }
 
-    /// The JSON body for `req` in this provider's wire format.
+    /// The JSON body for `req` in this provider's wire format, written as
+    /// this process knows the model wants it (see [`adjust`]).
     pub fn body(&self, req: &Request) -> Value {
+        self.body_with(req, adjust::known(self.kind, &self.base_url, &req.model))
+    }
+
+    fn body_with(&self, req: &Request, quirks: Quirks) -> Value {
         match self.kind {
-            Kind::Anthropic => anthropic::body(req),
-            Kind::OpenAi => openai::body(req),
+            Kind::Anthropic => anthropic::body(req, quirks),
+            Kind::OpenAi => openai::body(req, quirks),
             Kind::Ollama => ollama::body(req),
         }
     }
@@ -588,20 +640,18 @@ impl Provider {
         self.send_with(req, deadline, &|_| {})
     }
 
-    /// [`Provider::send`], telling `on_retry` about each retry before its wait.
+    /// [`Provider::send`], telling `on_notice` about each retry before its
+    /// wait, and about each parameter the model refused (the request is
+    /// then sent again without it, once per parameter, not counted as a
+    /// retry).
     pub fn send_with(
         &self,
         req: &Request,
         deadline: Instant,
-        on_retry: &dyn Fn(&Retry),
+        on_notice: &dyn Fn(&Notice),
     ) -> Result<Response, ProviderError> {
-        let body = serde_json::to_vec(&self.body(req)).map_err(|e| {
-            self.error(
-                ErrorKind::BadRequest,
-                None,
-                format!("cannot encode request: {e}"),
-            )
-        })?;
+        let mut quirks = adjust::known(self.kind, &self.base_url, &req.model);
+        let mut body = self.encode(req, quirks)?;
         let mut retries = 0;
         loop {
             let failed = match self.attempt(&body, deadline) {
@@ -611,6 +661,16 @@ impl Provider {
                 }
                 Err(failed) => failed,
             };
+            if let Some(status) = failed.error.status
+                && let Some(change) =
+                    adjust::refused(self.kind, status, &failed.detail, req, quirks)
+            {
+                let first = adjust::learn(self.kind, &self.base_url, &req.model, change);
+                on_notice(&Notice::Adjusted { change, first });
+                quirks = quirks.with(change);
+                body = self.encode(req, quirks)?;
+                continue;
+            }
             let mut error = failed.error.clone();
             error.retries = retries;
             if retries >= self.retry.max_retries || !failed.may_retry() {
@@ -630,15 +690,25 @@ impl Provider {
                 Some(status) => status.to_string(),
                 None => one_line(&failed.error.message),
             };
-            on_retry(&Retry {
+            on_notice(&Notice::Retry(Retry {
                 what,
                 status: failed.error.status,
                 attempt: retries + 1,
                 of: self.retry.max_retries + 1,
                 wait,
-            });
+            }));
             std::thread::sleep(wait);
         }
+    }
+
+    fn encode(&self, req: &Request, quirks: Quirks) -> Result<Vec<u8>, ProviderError> {
+        serde_json::to_vec(&self.body_with(req, quirks)).map_err(|e| {
+            self.error(
+                ErrorKind::BadRequest,
+                None,
+                format!("cannot encode request: {e}"),
+            )
+        })
     }
 
     /// One HTTP request and its classified outcome.
@@ -711,11 +781,13 @@ impl Provider {
         let text = String::from_utf8_lossy(&bytes);
 
         if !(200..300).contains(&status) {
-            let error = self.status_error(status, &text, location.as_deref());
+            let detail = error_detail(&text);
+            let error = self.status_error(status, &detail, location.as_deref());
             let retryable = matches!(status, 429 | 500 | 502 | 503 | 504 | 529)
                 || error.kind == ErrorKind::Overloaded;
             return Err(Attempt {
                 error,
+                detail: Box::new(detail),
                 retry_after: wait,
                 should_retry,
                 retryable,
@@ -745,8 +817,12 @@ impl Provider {
     }
 
     /// Classifies a non-2xx answer; the provider's own message is kept.
-    fn status_error(&self, status: u16, body: &str, location: Option<&str>) -> ProviderError {
-        let detail = error_detail(body);
+    fn status_error(
+        &self,
+        status: u16,
+        detail: &ErrorDetail,
+        location: Option<&str>,
+    ) -> ProviderError {
         let overloaded = detail.error_type.as_deref() == Some("overloaded_error");
         let (kind, what) = match status {
             401 | 403 => (ErrorKind::Auth, "authentication failed"),
@@ -935,6 +1011,8 @@ fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
 pub struct ErrorDetail {
     pub message: String,
     pub error_type: Option<String>,
+    /// The request parameter the error is about (OpenAI's `error.param`).
+    pub param: Option<String>,
 }
 
 pub fn error_detail(body: &str) -> ErrorDetail {
@@ -943,7 +1021,7 @@ pub fn error_detail(body: &str) -> ErrorDetail {
     if trimmed.is_empty() {
         return ErrorDetail {
             message: "(empty body)".into(),
-            error_type: None,
+            ..ErrorDetail::default()
         };
     }
     if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
@@ -959,6 +1037,7 @@ pub fn error_detail(body: &str) -> ErrorDetail {
         return ErrorDetail {
             message: clip(&one_line(&message), MAX),
             error_type,
+            param: err["param"].as_str().map(str::to_string),
         };
     }
     if looks_like_html(trimmed) {
@@ -969,12 +1048,12 @@ pub fn error_detail(body: &str) -> ErrorDetail {
         };
         return ErrorDetail {
             message: clip(&message, MAX),
-            error_type: None,
+            ..ErrorDetail::default()
         };
     }
     ErrorDetail {
         message: clip(&one_line(trimmed), MAX),
-        error_type: None,
+        ..ErrorDetail::default()
     }
 }
 
@@ -1150,7 +1229,8 @@ mod tests {
             a,
             ErrorDetail {
                 message: "Overloaded".into(),
-                error_type: Some("overloaded_error".into())
+                error_type: Some("overloaded_error".into()),
+                param: None,
             }
         );
         let o = error_detail(

@@ -29,7 +29,8 @@ pub fn body(req: &Request) -> Value {
     if !options.is_empty() {
         body["options"] = Value::Object(options);
     }
-    if !req.tools.is_empty() {
+    // Ollama cannot forbid tool calls: tools only go where they are offered.
+    if req.sends_tools(false) {
         body["tools"] = super::openai::function_tools(req);
     }
     body

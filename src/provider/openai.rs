@@ -5,12 +5,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Cut, Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_text, count,
-    input_schema, invalid_json_detail, number,
+    Cut, Message, Quirks, Request, Response, Role, ToolCall, ToolChoice, arguments_from_wire,
+    arguments_text, count, input_schema, invalid_json_detail, number,
 };
 
-/// The request body for `req`. The system prompt is the first message.
-pub fn body(req: &Request) -> Value {
+/// The request body for `req`, written for a model with `quirks`. The
+/// system prompt is the first message.
+pub fn body(req: &Request, quirks: Quirks) -> Value {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
@@ -19,18 +20,28 @@ pub fn body(req: &Request) -> Value {
         push_message(&mut messages, m);
     }
     let mut body = json!({"model": req.model, "messages": messages});
-    if let Some(t) = req.temperature {
+    if let Some(t) = req.temperature
+        && !quirks.no_temperature
+    {
         body["temperature"] = number(t);
     }
     if let Some(n) = req.max_tokens {
-        body["max_tokens"] = json!(n);
+        let field = if quirks.max_completion_tokens {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body[field] = json!(n);
     }
-    if !req.tools.is_empty() {
+    if req.sends_tools(true) {
         body["tools"] = function_tools(req);
-        // OpenAI's own default when tools are present, sent explicitly:
+        // Sent even when "auto", OpenAI's own default with tools:
         // llama-cpp-python's server takes a missing `tool_choice` as "none"
         // and then never calls a tool (measured).
-        body["tool_choice"] = json!("auto");
+        body["tool_choice"] = match req.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+        };
     }
     body
 }
@@ -159,7 +170,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             .refusal
             .as_str()
             .filter(|r| !r.trim().is_empty())
-            .map(str::to_string),
+            .map(|r| format!("the model refused to answer: {r}")),
         cut,
     })
 }
