@@ -358,10 +358,10 @@ fn agents_check(name: Option<&str>) -> anyhow::Result<()> {
     }
     let report = graph::check(&graph, &global);
     print_stdout(&crate::redact::redact(&graph::report_text(&report)))?;
-    if report.problems.is_empty() {
+    if report.total() == 0 {
         return Ok(());
     }
-    let problems = graph::count(report.problems.len(), "problem");
+    let problems = report.describe_total();
     let scope = match name {
         Some(n) => format!("the delegation graph of {n}"),
         None => graph::count(report.checked, "agent"),

@@ -17,6 +17,8 @@ use crate::provider::{Kind, ModelRef, Provider};
 
 /// The most cycles `check` lists; a graph can have exponentially many.
 pub const MAX_CYCLES: usize = 100;
+/// The most cycles `check` counts: beyond this it says "at least".
+pub const MAX_COUNTED_CYCLES: usize = 100_000;
 /// The most lines `tree` draws; agents shared by many parents are drawn
 /// under each, and a wide graph five levels deep could otherwise fill memory.
 pub const MAX_TREE_LINES: usize = 10_000;
@@ -65,6 +67,39 @@ pub struct Report {
     pub checked: usize,
     /// One line each, without a trailing newline.
     pub problems: Vec<String>,
+    /// Cycles found beyond the [`MAX_CYCLES`] listed.
+    pub unlisted_cycles: usize,
+    /// Counting stopped at [`MAX_COUNTED_CYCLES`]: there may be more.
+    pub counting_stopped: bool,
+}
+
+/// The elementary cycles of a graph: the first [`MAX_CYCLES`] found, and how
+/// many there are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cycles {
+    /// Each as the names along it, the first repeated at the end; sorted.
+    pub listed: Vec<Vec<String>>,
+    /// Every cycle counted, the listed ones included.
+    pub total: usize,
+    /// Counting stopped at [`MAX_COUNTED_CYCLES`].
+    pub stopped: bool,
+}
+
+impl Report {
+    /// Every problem found, listed or not.
+    pub fn total(&self) -> usize {
+        self.problems.len().saturating_add(self.unlisted_cycles)
+    }
+
+    /// `3 problems`, or `at least 100000 problems` when counting stopped.
+    pub fn describe_total(&self) -> String {
+        let n = count(self.total(), "problem");
+        if self.counting_stopped {
+            format!("at least {n}")
+        } else {
+            n
+        }
+    }
 }
 
 /// Loads every agent reachable from `roots` in `<config_dir>/agents/`,
@@ -198,7 +233,8 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
             problems.push(format!("{}: {}", names.join(", "), e.message));
         }
     }
-    for cycle in cycles(graph) {
+    let cycles = cycles(graph);
+    for cycle in &cycles.listed {
         problems.push(format!("cycle: {}", cycle.join(" -> ")));
     }
     let checked = graph
@@ -206,7 +242,12 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
         .values()
         .filter(|n| !matches!(n, Node::Missing { .. }))
         .count();
-    Report { checked, problems }
+    Report {
+        checked,
+        problems,
+        unlisted_cycles: cycles.total.saturating_sub(cycles.listed.len()),
+        counting_stopped: cycles.stopped,
+    }
 }
 
 /// The text `axe agents check` prints: the problems, then the summary line.
@@ -216,9 +257,19 @@ pub fn report_text(report: &Report) -> String {
         out.push_str(p);
         out.push('\n');
     }
-    let problems = match report.problems.len() {
+    if report.unlisted_cycles > 0 {
+        let more = count(report.unlisted_cycles, "more cycle");
+        if report.counting_stopped {
+            out.push_str(&format!(
+                "... and at least {more}, not listed (counting stopped at {MAX_COUNTED_CYCLES})\n"
+            ));
+        } else {
+            out.push_str(&format!("... and {more}, not listed\n"));
+        }
+    }
+    let problems = match report.total() {
         0 => "no problems".to_string(),
-        n => count(n, "problem"),
+        _ => report.describe_total(),
     };
     out.push_str(&format!(
         "{} checked, {problems}\n",
@@ -236,11 +287,12 @@ pub fn count(n: usize, noun: &str) -> String {
     }
 }
 
-/// Every elementary cycle through `sub_agents` (self-loops included), each
+/// The elementary cycles through `sub_agents` (self-loops included), each
 /// once, as the names along it with the first repeated at the end, starting
-/// at its lexicographically smallest name; sorted; at most [`MAX_CYCLES`].
+/// at its lexicographically smallest name: the first [`MAX_CYCLES`] found
+/// are listed (sorted), and all are counted up to [`MAX_COUNTED_CYCLES`].
 /// Johnson's algorithm, iterative so that no graph can exhaust the stack.
-pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+pub fn cycles(graph: &Graph) -> Cycles {
     // Node indices follow name order, so the start of each cycle found is
     // its smallest name.
     let names: Vec<&String> = graph.nodes.keys().collect();
@@ -261,8 +313,9 @@ pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
         .collect();
     let n = names.len();
     let mut found: Vec<Vec<usize>> = Vec::new();
+    let mut total = 0usize;
     for s in 0..n {
-        if found.len() >= MAX_CYCLES {
+        if total >= MAX_COUNTED_CYCLES {
             break;
         }
         let mut blocked = vec![false; n];
@@ -272,7 +325,7 @@ pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
         let mut frames: Vec<(usize, usize, bool)> = vec![(s, 0, false)];
         blocked[s] = true;
         while let Some(&(v, i, _)) = frames.last() {
-            if found.len() >= MAX_CYCLES {
+            if total >= MAX_COUNTED_CYCLES {
                 break;
             }
             if let Some(&w) = adj[v].get(i) {
@@ -283,7 +336,10 @@ pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
                     continue;
                 }
                 if w == s {
-                    found.push(path.clone());
+                    total += 1;
+                    if found.len() < MAX_CYCLES {
+                        found.push(path.clone());
+                    }
                     if let Some(top) = frames.last_mut() {
                         top.2 = true;
                     }
@@ -312,7 +368,7 @@ pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
             }
         }
     }
-    let mut out: Vec<Vec<String>> = found
+    let mut listed: Vec<Vec<String>> = found
         .into_iter()
         .map(|c| {
             let mut names: Vec<String> = c.iter().map(|&i| names[i].clone()).collect();
@@ -322,8 +378,12 @@ pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
             names
         })
         .collect();
-    out.sort();
-    out
+    listed.sort();
+    Cycles {
+        listed,
+        total,
+        stopped: total >= MAX_COUNTED_CYCLES,
+    }
 }
 
 /// Johnson's unblock, with a work list instead of recursion.
@@ -472,7 +532,7 @@ mod tests {
     #[test]
     fn cycles_of_a_complete_graph_are_each_found_once() {
         // 4 self-loops, 6 pairs, 4 triangles in 2 directions, 6 orders of 4.
-        let found = cycles(&complete(4));
+        let found = cycles(&complete(4)).listed;
         assert_eq!(found.len(), 4 + 6 + 8 + 6, "{found:?}");
         let distinct: BTreeSet<_> = found.iter().collect();
         assert_eq!(distinct.len(), found.len());
@@ -486,7 +546,10 @@ mod tests {
     #[test]
     fn cycles_stop_at_the_cap_on_a_graph_with_very_many() {
         // 30 agents all calling each other: more cycles than atoms.
-        assert_eq!(cycles(&complete(30)).len(), MAX_CYCLES);
+        let found = cycles(&complete(30));
+        assert_eq!(found.listed.len(), MAX_CYCLES);
+        assert_eq!(found.total, MAX_COUNTED_CYCLES);
+        assert!(found.stopped);
     }
 
     #[test]
@@ -502,6 +565,6 @@ mod tests {
     #[test]
     fn a_graph_without_edges_back_has_no_cycles() {
         let g = graph(&[("a", &["b", "c"]), ("b", &["c"]), ("c", &[])]);
-        assert!(cycles(&g).is_empty());
+        assert_eq!(cycles(&g), Cycles::default());
     }
 }

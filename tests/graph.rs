@@ -269,6 +269,56 @@ fn check_lists_each_distinct_cycle_once_starting_at_the_smallest_name() {
 }
 
 #[test]
+fn check_counts_every_cycle_and_says_how_many_it_did_not_list() {
+    let home = Home::new();
+    for i in 0..120 {
+        let name = format!("self{i:03}");
+        agent(&home, &name, "ollama/llama3", &[&name], "");
+    }
+    let out = home.run(&["agents", "check"]);
+    let listed: String = (0..100)
+        .map(|i| format!("cycle: self{i:03} -> self{i:03}\n"))
+        .collect();
+    assert_problems(
+        &out,
+        &format!("{listed}... and 20 more cycles, not listed\n120 agents checked, 120 problems\n"),
+        "120 problems in 120 agents",
+    );
+}
+
+#[test]
+fn check_of_a_graph_with_too_many_cycles_to_count_says_at_least() {
+    let home = Home::new();
+    // Twelve agents that all call each other: about 1.2 billion cycles.
+    let names: Vec<String> = (0..12).map(|i| format!("a{i:02}")).collect();
+    let all: Vec<&str> = names.iter().map(String::as_str).collect();
+    for name in &all {
+        agent(&home, name, "ollama/llama3", &all, "");
+    }
+    let out = home.run(&["agents", "check", "a00"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("cycle: ")).count(),
+        100
+    );
+    assert!(
+        text.contains(
+            "... and at least 99900 more cycles, not listed (counting stopped at 100000)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("12 agents checked, at least 100000 problems\n"),
+        "{text}"
+    );
+    assert_eq!(
+        stderr(&out),
+        "axe: at least 100000 problems in the delegation graph of a00\n"
+    );
+}
+
+#[test]
 fn check_without_a_name_checks_every_agent() {
     let home = Home::new();
     agent(&home, "lead", "ollama/llama3", &["helper", "ghost"], "");
