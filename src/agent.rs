@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::{paths, tomlfile};
+use crate::{paths, read, tomlfile};
 
 /// Default nesting limit for sub-agents when `max_depth` is 0 or absent.
 pub const DEFAULT_MAX_DEPTH: u32 = 3;
@@ -43,6 +43,12 @@ pub struct AgentConfig {
     /// Bounds on the whole tree this agent starts.
     #[serde(default)]
     pub budget: BudgetSettings,
+    /// A larger context file is skipped, a larger skill refused; absent:
+    /// [`resolve::DEFAULT_MAX_FILE_BYTES`](crate::resolve::DEFAULT_MAX_FILE_BYTES).
+    pub max_file_bytes: Option<i64>,
+    /// The most the system prompt may hold; context files past it are
+    /// skipped. Absent: [`resolve::DEFAULT_MAX_PROMPT_BYTES`](crate::resolve::DEFAULT_MAX_PROMPT_BYTES).
+    pub max_prompt_bytes: Option<i64>,
 }
 
 /// `[budget]`: bounds on the whole tree an agent starts, its sub-agents at
@@ -105,6 +111,8 @@ const TOP_KEYS: &[&str] = &[
     "params",
     "retry",
     "budget",
+    "max_file_bytes",
+    "max_prompt_bytes",
 ];
 const SUB_AGENTS_CONFIG_KEYS: &[&str] = &[
     "max_depth",
@@ -190,6 +198,8 @@ impl AgentConfig {
             ("sub_agents_config.max_result_chars", sac.max_result_chars),
             ("budget.max_tokens", self.budget.max_tokens),
             ("budget.max_turns", self.budget.max_turns),
+            ("max_file_bytes", self.max_file_bytes),
+            ("max_prompt_bytes", self.max_prompt_bytes),
         ] {
             if value.is_some_and(|n| n < 1) {
                 return Err(Error::config(format!("{key} must be a positive integer")));
@@ -219,6 +229,20 @@ impl AgentConfig {
     pub fn max_tokens(&self) -> Option<u32> {
         self.params.max_tokens.and_then(|n| u32::try_from(n).ok())
     }
+
+    /// `max_file_bytes`, or its default. Call after validation.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(crate::resolve::DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// `max_prompt_bytes`, or its default. Call after validation.
+    pub fn max_prompt_bytes(&self) -> u64 {
+        self.max_prompt_bytes
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(crate::resolve::DEFAULT_MAX_PROMPT_BYTES)
+    }
 }
 
 impl Agent {
@@ -238,9 +262,9 @@ pub fn load(name: &str) -> Result<Agent, Error> {
 /// name is checked (D9) before any file is touched.
 pub fn load_in(config_dir: &Path, name: &str) -> Result<Agent, Error> {
     let path = paths::agent_file_in(config_dir, name)?;
-    let text = match fs::read_to_string(&path) {
+    let text = match read::config_text(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(read::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::config(format!("agent config not found: {name}")));
         }
         Err(e) => {
@@ -344,6 +368,13 @@ model = "provider/model-name"
 # The directory the files are read from (default: the current directory).
 # workdir = "/path/to/project"
 
+# Bounds on what is read: a context file larger than max_file_bytes is
+# skipped (a skill that large is an error), and context files that would
+# take the system prompt past max_prompt_bytes are skipped; --verbose lists
+# what was skipped and why.
+# max_file_bytes = 1048576
+# max_prompt_bytes = 8388608
+
 # Agents this agent may delegate to through the call_agent tool.
 # sub_agents = ["helper"]
 
@@ -433,6 +464,12 @@ pub fn show(agent: &Agent) -> String {
         if let Some(n) = sac.max_result_chars {
             rows.push(("Max Result Chars", n.to_string()));
         }
+    }
+    if let Some(n) = c.max_file_bytes {
+        rows.push(("Max File Bytes", n.to_string()));
+    }
+    if let Some(n) = c.max_prompt_bytes {
+        rows.push(("Max Prompt Bytes", n.to_string()));
     }
     if let Some(n) = c.budget.max_tokens {
         rows.push(("Budget Tokens", n.to_string()));

@@ -386,8 +386,12 @@ fn agents_tree(name: &str) -> anyhow::Result<()> {
     print_stdout(&crate::redact::redact(&text))
 }
 
-/// `--prompt`, else stdin when it is not a terminal and not blank, else the default.
-fn user_input(prompt: Option<String>) -> anyhow::Result<UserInput> {
+/// The most of stdin axe reads: a larger input is refused, not cut.
+pub const MAX_STDIN_BYTES: u64 = 32 << 20;
+
+/// `--prompt`, else stdin when it is not a terminal and not blank, else the
+/// default. Reading stdin ends at the run's deadline.
+fn user_input(prompt: Option<String>, limits: &Limits) -> anyhow::Result<UserInput> {
     if let Some(p) = prompt {
         // A blank prompt would be rejected by some APIs; it means the default.
         return Ok(if p.trim().is_empty() {
@@ -396,21 +400,52 @@ fn user_input(prompt: Option<String>) -> anyhow::Result<UserInput> {
             UserInput::Prompt(p)
         });
     }
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
+    if std::io::stdin().is_terminal() {
         return Ok(UserInput::Default);
     }
-    let mut bytes = Vec::new();
-    stdin
-        .lock()
-        .read_to_end(&mut bytes)
-        .context("cannot read stdin")?;
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let text = String::from_utf8_lossy(&read_stdin(limits)?).into_owned();
     Ok(if text.trim().is_empty() {
         UserInput::Default
     } else {
         UserInput::Stdin(text)
     })
+}
+
+/// Stdin to its end, at most [`MAX_STDIN_BYTES`], read on a thread of its
+/// own so that a writer that never finishes (`sleep 9 | axe run ...`) is
+/// bounded by the deadline: a blocking read cannot be given one. At the
+/// deadline the reader is left behind; the process ends soon after.
+fn read_stdin(limits: &Limits) -> anyhow::Result<Vec<u8>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("axe-stdin".into())
+        .spawn(move || {
+            let mut bytes = Vec::new();
+            let read = std::io::stdin()
+                .lock()
+                .take(MAX_STDIN_BYTES + 1)
+                .read_to_end(&mut bytes);
+            let _ = tx.send(read.map(|_| bytes));
+        })
+        .context("cannot read stdin")?;
+    let left = limits.deadline.saturating_duration_since(Instant::now());
+    match rx.recv_timeout(left) {
+        Ok(Ok(bytes)) if bytes.len() as u64 > MAX_STDIN_BYTES => Err(Error::general(format!(
+            "stdin is larger than {} MiB",
+            MAX_STDIN_BYTES >> 20
+        ))
+        .into()),
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => Err(anyhow::Error::new(e).context("cannot read stdin")),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Error::api(format!(
+            "timeout after {}s while reading stdin",
+            limits.timeout_secs
+        ))
+        .into()),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(Error::general("cannot read stdin").into())
+        }
+    }
 }
 
 fn run(cmd: RunCmd) -> anyhow::Result<()> {
@@ -443,7 +478,7 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         timeout_secs: cmd.timeout,
     };
     let resolved = resolve::resolve(agent, &overrides, &cwd, &limits)?;
-    let input = user_input(cmd.prompt)?;
+    let input = user_input(cmd.prompt, &limits)?;
 
     output::verbose_header(&verbose, &resolved, &input, cmd.timeout);
     if cmd.dry_run {

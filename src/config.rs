@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::error::Error;
 use crate::provider::{Kind, RetryPolicy};
 use crate::write::{Created, create_new};
-use crate::{paths, redact, tomlfile};
+use crate::{paths, read, redact, tomlfile};
 
 /// The parsed `config.toml`. A missing file is an empty config.
 #[derive(Debug, Default, Deserialize)]
@@ -53,11 +53,21 @@ impl RetrySettings {
     }
 }
 
-/// One `[providers.<name>]` table.
-#[derive(Debug, Default, Clone, Deserialize)]
+/// One `[providers.<name>]` table. Its `Debug` shows no key (and so
+/// neither does [`GlobalConfig`]'s).
+#[derive(Default, Clone, Deserialize)]
 pub struct ProviderSettings {
     pub api_key: Option<String>,
     pub base_url: Option<String>,
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSettings")
+            .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
+            .field("base_url", &self.base_url.as_deref().map(redact::redact))
+            .finish()
+    }
 }
 
 /// `config.toml` written by `axe config init`.
@@ -101,9 +111,9 @@ impl GlobalConfig {
     }
 
     pub fn load_from(path: &Path) -> anyhow::Result<(GlobalConfig, Vec<String>)> {
-        let text = match fs::read_to_string(path) {
+        let text = match read::config_text(path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(read::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok((GlobalConfig::default(), Vec::new()));
             }
             Err(e) => {
@@ -244,6 +254,23 @@ pub fn init() -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_configs_debug_text_shows_no_key() {
+        let dir = std::env::temp_dir().join(format!("axe-config-debug-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.toml");
+        std::fs::write(
+            &path,
+            "[providers.openai]\napi_key = \"sk-config-debug-0123456789\"\nbase_url = \"http://u:pw-config-debug@h\"\n",
+        )
+        .unwrap();
+        let (config, _) = GlobalConfig::load_from(&path).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = format!("{config:?}");
+        assert!(!text.contains("sk-config-debug"), "{text}");
+        assert!(!text.contains("pw-config-debug"), "{text}");
+    }
 
     #[test]
     fn ollama_host_gets_scheme_and_port() {

@@ -2,27 +2,32 @@
 //! `axe: ...` line on stderr and an exit code. A panic — a bug in axe — is
 //! reported the same way, without a backtrace.
 
-use std::io::Write;
 use std::process::ExitCode;
+
+use axe::stderr;
 
 fn main() -> ExitCode {
     // The panic is reported below as one line; the default hook's multi-line
     // text and backtrace hint are not shown.
     std::panic::set_hook(Box::new(|_| {}));
-    match std::panic::catch_unwind(axe::cli::main) {
+    let code = match std::panic::catch_unwind(axe::cli::main) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(err)) => {
-            // Not eprintln!: with stderr closed it would panic and change the code.
-            let _ = writeln!(std::io::stderr(), "axe: {}", axe::error::one_line(&err));
+            stderr::error_line(format!("axe: {}\n", axe::error::one_line(&err)));
             ExitCode::from(axe::error::exit_code(&err) as u8)
         }
         Err(payload) => {
             let msg = axe::error::panic_message(payload.as_ref());
-            eprintln!(
-                "axe: internal error (a bug in axe): {}",
+            stderr::error_line(format!(
+                "axe: internal error (a bug in axe): {}\n",
                 axe::redact::redact(&msg)
-            );
+            ));
             ExitCode::from(1)
         }
-    }
+    };
+    // What is queued for stderr goes out before the process ends, unless
+    // nobody reads it. (Written by stderr's own thread, never by a macro
+    // that panics when stderr is closed or full.)
+    stderr::flush(stderr::PATIENCE);
+    code
 }

@@ -3,7 +3,6 @@
 //! through [`redact`](crate::redact) first.
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -15,53 +14,22 @@ use crate::resolve::Resolved;
 use crate::run::Outcome;
 use crate::tree::{self, AgentUsage};
 
-/// How many lines of the live progress view are on screen; every write to
-/// stderr during a run takes this lock, so the view and lines never mix.
-static PROGRESS_LINES: Mutex<usize> = Mutex::new(0);
-
-/// The escape sequence that erases the `n` lines above the cursor.
-fn erase_lines(n: usize) -> String {
-    if n == 0 {
-        String::new()
-    } else {
-        format!("\r\x1b[{n}A\x1b[J")
-    }
-}
-
-/// Writes `text` (whole lines) to stderr in one write, erasing the progress
-/// view first if it is drawn (it is drawn again on its next tick).
+/// Writes `text` (whole lines) to stderr, through its writer: the progress
+/// view is erased first (and drawn again on its next tick), and a stderr
+/// nobody reads never blocks the caller.
 fn write_stderr(text: &str) {
-    let mut drawn = PROGRESS_LINES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    let out = erase_lines(*drawn) + text;
-    *drawn = 0;
-    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+    crate::stderr::lines(text.to_string());
 }
 
 /// Replaces the progress view on screen with `block` (whole lines).
 pub fn draw_progress(block: &str) {
-    let mut drawn = PROGRESS_LINES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    let out = erase_lines(*drawn) + block;
-    *drawn = block.lines().count();
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_all(out.as_bytes());
-    let _ = err.flush();
+    crate::stderr::frame(block.to_string());
 }
 
-/// Erases the progress view, if drawn.
+/// Erases the progress view, if drawn, and waits (a while) until it is.
 pub fn erase_progress() {
-    let mut drawn = PROGRESS_LINES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if *drawn > 0 {
-        let _ = std::io::stderr()
-            .lock()
-            .write_all(erase_lines(*drawn).as_bytes());
-        *drawn = 0;
-    }
+    crate::stderr::erase();
+    crate::stderr::flush(crate::stderr::PATIENCE);
 }
 
 /// `--quiet`: no warnings (errors are still printed).

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -14,13 +13,21 @@ use crate::agent::Agent;
 use crate::error::Error;
 use crate::paths;
 use crate::provider::ModelRef;
+use crate::read::{self, Refused};
 use crate::run::Limits;
 
 /// The user message when neither `--prompt` nor stdin gives one.
 pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
 
-/// How many leading bytes are checked for a NUL to call a file binary.
-const BINARY_SNIFF: usize = 8 * 1024;
+/// Default `max_file_bytes`: a larger context file is skipped, a larger
+/// skill refused.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
+/// Default `max_prompt_bytes`: the most the system prompt may hold; context
+/// files that would take it past this are skipped.
+pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 8 << 20;
+
+/// What goes between the skill and the first context file.
+const FILES_HEADER: &str = "\n\n---\n\n## Context Files\n\n";
 
 /// Command-line overrides of an agent's settings (empty for sub-agents).
 #[derive(Debug, Clone, Default)]
@@ -70,13 +77,19 @@ pub fn resolve(
     let model_str = overrides.model.as_deref().unwrap_or(&agent.config.model);
     let model = ModelRef::parse(model_str)?;
     let workdir = resolve_workdir(&agent, overrides, cwd)?;
-    let (skill_path, skill) = resolve_skill(&agent, overrides, cwd)?;
-    let (files, skipped) = collect_files(&workdir, &agent.config.files, limits)?;
-    let system_prompt = system_prompt(
-        agent.config.system_prompt.as_deref().unwrap_or(""),
-        skill.as_deref(),
-        &files,
-    );
+    let max_file_bytes = agent.config.max_file_bytes();
+    let (skill_path, skill) = resolve_skill(&agent, overrides, cwd, max_file_bytes)?;
+    let (files, mut skipped) =
+        collect_files(&workdir, &agent.config.files, max_file_bytes, limits)?;
+    let base = agent.config.system_prompt.as_deref().unwrap_or("");
+    let (files, over) = within_prompt_limit(
+        system_prompt(base, skill.as_deref(), &[]).len(),
+        files,
+        agent.config.max_prompt_bytes(),
+    )?;
+    skipped.extend(over);
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    let system_prompt = system_prompt(base, skill.as_deref(), &files);
     Ok(Resolved {
         agent,
         model,
@@ -98,20 +111,58 @@ pub fn system_prompt(base: &str, skill: Option<&str>, files: &[ContextFile]) -> 
         sp.push_str(skill);
     }
     if !files.is_empty() {
-        sp.push_str("\n\n---\n\n## Context Files\n\n");
-        let blocks: Vec<String> = files
-            .iter()
-            .map(|f| {
-                let ext = Path::new(&f.path)
-                    .extension()
-                    .and_then(|e| e.to_str())
-                    .unwrap_or("");
-                format!("### {}\n```{ext}\n{}\n```", f.path, f.content)
-            })
-            .collect();
+        sp.push_str(FILES_HEADER);
+        let blocks: Vec<String> = files.iter().map(file_block).collect();
         sp.push_str(&blocks.join("\n\n"));
     }
     sp
+}
+
+/// One context file as the system prompt shows it.
+fn file_block(f: &ContextFile) -> String {
+    let ext = Path::new(&f.path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
+    format!("### {}\n```{ext}\n{}\n```", f.path, f.content)
+}
+
+/// The context files that fit in a system prompt of at most `max` bytes
+/// after its first `before` bytes (prompt and skill), in order; the rest
+/// are skipped. Prompt and skill alone over `max` are a config error.
+fn within_prompt_limit(
+    before: usize,
+    files: Vec<ContextFile>,
+    max: u64,
+) -> Result<(Vec<ContextFile>, Vec<Skipped>), Error> {
+    let before = u64::try_from(before).unwrap_or(u64::MAX);
+    if before > max {
+        return Err(Error::config(format!(
+            "the system prompt and skill are {before} bytes, over max_prompt_bytes ({max})"
+        )));
+    }
+    let mut size = before;
+    let (mut kept, mut over) = (Vec::new(), Vec::new());
+    for f in files {
+        // The header before the first block, the blank line before others.
+        let sep = if kept.is_empty() {
+            FILES_HEADER.len()
+        } else {
+            2
+        };
+        let grown =
+            u64::try_from(sep + file_block(&f).len()).map_or(u64::MAX, |n| size.saturating_add(n));
+        if grown > max {
+            over.push(Skipped {
+                path: f.path,
+                reason: format!("the system prompt would pass max_prompt_bytes, {max}"),
+            });
+        } else {
+            size = grown;
+            kept.push(f);
+        }
+    }
+    Ok((kept, over))
 }
 
 /// `--workdir`, then the TOML `workdir` (relative to `cwd`), then `cwd`.
@@ -143,6 +194,7 @@ fn resolve_skill(
     agent: &Agent,
     overrides: &Overrides,
     cwd: &Path,
+    max_file_bytes: u64,
 ) -> Result<(Option<PathBuf>, Option<String>), Error> {
     let path = match (&overrides.skill, &agent.config.skill) {
         (Some(s), _) if !s.trim().is_empty() => paths::resolve_against(cwd, s),
@@ -160,29 +212,32 @@ fn resolve_skill(
     } else {
         path
     };
-    match fs::read(&path) {
+    match read::bytes(&path, max_file_bytes) {
         Ok(bytes) => Ok((
             Some(path),
             Some(String::from_utf8_lossy(&bytes).into_owned()),
         )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::config(format!(
-            "skill not found: {}",
-            path.display()
-        ))),
+        Err(Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::config(
+            format!("skill not found: {}", path.display()),
+        )),
         Err(e) => Err(Error::config(format!(
-            "cannot read skill {}: {e}",
-            path.display()
+            "cannot read skill {}: {}",
+            path.display(),
+            refusal(&e)
         ))),
     }
 }
 
 /// Expands every glob against `workdir`: matches de-duplicated and sorted by
-/// relative path; files outside the workdir (also through symlinks), binary
-/// files and unreadable files skipped. An invalid glob is a config error;
-/// reaching the deadline of `limits` is a timeout (an API error, exit 3).
+/// relative path; skipped are files outside the workdir (also through
+/// symlinks), what is not a regular file (never opened), files over
+/// `max_file_bytes` (never read), binary files (only their first bytes
+/// read) and unreadable files. An invalid glob is a config error; reaching
+/// the deadline of `limits` is a timeout (an API error, exit 3).
 pub fn collect_files(
     workdir: &Path,
     patterns: &[String],
+    max_file_bytes: u64,
     limits: &Limits,
 ) -> Result<(Vec<ContextFile>, Vec<Skipped>), Error> {
     if patterns.is_empty() {
@@ -241,17 +296,16 @@ pub fn collect_files(
             });
             continue;
         }
-        match read_text(&path) {
-            Ok(Some(content)) => files.push(ContextFile { path: rel, content }),
-            Ok(None) => skipped.push(Skipped {
-                path: rel,
-                reason: "binary".into(),
-            }),
-            Err(e) => skipped.push(Skipped {
-                path: rel,
-                reason: format!("unreadable: {e}"),
-            }),
-        }
+        let reason = match read::text(&path, max_file_bytes) {
+            Ok(Some(content)) => {
+                files.push(ContextFile { path: rel, content });
+                continue;
+            }
+            Ok(None) => "binary".to_string(),
+            Err(Refused::Io(e)) => format!("unreadable: {e}"),
+            Err(e) => refusal(&e),
+        };
+        skipped.push(Skipped { path: rel, reason });
     }
     Ok((files, skipped))
 }
@@ -296,6 +350,16 @@ fn split_literal_base(pattern: &str) -> (String, Vec<String>) {
     (base, comps[n..].iter().map(|c| c.to_string()).collect())
 }
 
+/// Why a file was not read, as a skip reason or after `cannot read X: `.
+fn refusal(e: &Refused) -> String {
+    match e {
+        Refused::TooLarge { size, limit } => {
+            format!("larger than max_file_bytes, {limit}: {size} bytes")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// The error for a deadline that passed while context files were read.
 fn deadline_passed(limits: &Limits) -> Error {
     Error::api(format!(
@@ -316,10 +380,10 @@ struct DeadlinePassed;
 
 impl Walk<'_> {
     /// Walks `dir` (whose path relative to the workdir is `rel`) up to
-    /// `depth` levels, adding every file whose relative path matches.
-    /// Symlinked directories are not entered (no loops); `.git` is not
-    /// entered; only regular files (or links to them) match, so a FIFO is
-    /// never opened.
+    /// `depth` levels, adding every entry but a directory whose relative
+    /// path matches (FIFOs, sockets and devices too: they are skipped,
+    /// unopened, when read). Symlinked directories are not entered (no
+    /// loops); `.git` is not entered.
     fn dir(&mut self, dir: &Path, rel: &str, depth: usize) -> Result<(), DeadlinePassed> {
         if depth == 0 {
             return Ok(());
@@ -341,27 +405,16 @@ impl Walk<'_> {
             };
             let path = entry.path();
             let Ok(ft) = entry.file_type() else { continue };
-            let is_file = ft.is_file() || (ft.is_symlink() && path.is_file());
             if ft.is_dir() {
                 if name != ".git" {
                     self.dir(&path, &child_rel, depth - 1)?;
                 }
-            } else if is_file && self.matcher.is_match(&child_rel) {
+            } else if !(ft.is_symlink() && path.is_dir()) && self.matcher.is_match(&child_rel) {
                 self.out.insert(child_rel, path);
             }
         }
         Ok(())
     }
-}
-
-/// The file's text, or `None` if it is binary (a NUL in its first 8 KiB).
-fn read_text(path: &Path) -> std::io::Result<Option<String>> {
-    let mut bytes = Vec::new();
-    fs::File::open(path)?.read_to_end(&mut bytes)?;
-    if bytes[..bytes.len().min(BINARY_SNIFF)].contains(&0) {
-        return Ok(None);
-    }
-    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 #[cfg(test)]
@@ -411,7 +464,7 @@ mod tests {
 
     #[test]
     fn invalid_glob_is_a_config_error() {
-        let err = collect_files(Path::new("."), &["src/[".into()], &later()).unwrap_err();
+        let err = collect_files(Path::new("."), &["src/[".into()], 1 << 20, &later()).unwrap_err();
         assert_eq!(err.code, crate::error::Code::Config);
         assert!(
             err.message.starts_with("invalid glob \"src/[\""),
@@ -433,14 +486,16 @@ mod tests {
             deadline: Instant::now(),
             timeout_secs: 7,
         };
-        let err = collect_files(Path::new("."), &["src/**/*.rs".into()], &passed).unwrap_err();
+        let err =
+            collect_files(Path::new("."), &["src/**/*.rs".into()], 1 << 20, &passed).unwrap_err();
         assert_eq!(err.code, crate::error::Code::Api);
         assert_eq!(
             err.message,
             "timeout after 7s (while reading context files)"
         );
         // The same glob with time left reads this crate's sources.
-        let (files, _) = collect_files(Path::new("."), &["src/**/*.rs".into()], &later()).unwrap();
+        let (files, _) =
+            collect_files(Path::new("."), &["src/**/*.rs".into()], 1 << 20, &later()).unwrap();
         assert!(files.iter().any(|f| f.path == "src/resolve.rs"));
     }
 }

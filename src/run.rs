@@ -165,6 +165,8 @@ impl RunError {
 /// [`converse`] reports), and an agent with a `[budget]` bounds its own
 /// subtree with it, under any budget of its ancestors.
 pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Result<Outcome> {
+    #[cfg(debug_assertions)]
+    inject_panic(&resolved.agent.id);
     let config = &resolved.agent.config;
     let mut provider = Provider::from_config(resolved.model.provider, ctx.global)?;
     let mut retry = config
@@ -269,6 +271,17 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
     let turn = result.as_ref().map_or(0, |o| o.turns);
     ctx.tree.event("run_end", &ctx.node, turn, end);
     Ok(result?)
+}
+
+/// A test hook, compiled into debug builds only: the agent named by
+/// `AXE_DEBUG_PANIC_AGENT` panics when it starts, so that tests can show
+/// that a sub-agent's panic stays inside its own call (D4) and that a
+/// top-level panic is one line and exit 1.
+#[cfg(debug_assertions)]
+fn inject_panic(name: &str) {
+    if std::env::var_os("AXE_DEBUG_PANIC_AGENT").is_some_and(|v| v == name) {
+        panic!("injected by AXE_DEBUG_PANIC_AGENT");
+    }
 }
 
 /// Runs the tool calls made in turn `turn` and returns one result per call,

@@ -479,8 +479,6 @@ fn run_sub_agent(
             e.message
         )));
     }
-    #[cfg(debug_assertions)]
-    inject_panic(name);
 
     // Its own workdir, skill and files; never the parent's overrides (D7).
     let resolved =
@@ -513,16 +511,6 @@ fn describe(err: &anyhow::Error) -> String {
         }
     }
     crate::error::one_line(err)
-}
-
-/// A test hook, compiled into debug builds only: a sub-agent named by
-/// `AXE_DEBUG_PANIC_AGENT` panics after loading, so that tests can show a
-/// panic stays inside its own call (D4).
-#[cfg(debug_assertions)]
-fn inject_panic(name: &str) {
-    if std::env::var_os("AXE_DEBUG_PANIC_AGENT").is_some_and(|v| v == name) {
-        panic!("injected by AXE_DEBUG_PANIC_AGENT");
-    }
 }
 
 /// `content` cut to at most `max` characters (never inside a character),

@@ -90,10 +90,18 @@ struct Event<'a> {
 /// The trace file, written one whole line per event.
 #[derive(Debug)]
 struct Trace {
-    file: Mutex<File>,
+    file: Mutex<TraceFile>,
     bodies: bool,
     /// Set after a write failed: tracing stops, the run goes on.
     broken: AtomicBool,
+}
+
+#[derive(Debug)]
+struct TraceFile {
+    file: File,
+    /// The file ended in part of a line (a run killed mid-write, another
+    /// program): this run's first line starts on a line of its own.
+    needs_newline: bool,
 }
 
 /// What the whole tree of one run shares.
@@ -116,10 +124,10 @@ impl Budget {
         }
     }
 
-    /// Takes one request from the budget, or says which bound it would pass:
-    /// no tokens left (the tokens a request will use are not known before
-    /// it is sent), or no turns left.
-    fn take_turn(&self) -> Result<(), Exceeded> {
+    /// Whether one more request fits: no tokens left (the tokens a request
+    /// will use are not known before it is sent), or no turns left, is the
+    /// error. Called under [`TAKING`].
+    fn check_turn(&self) -> Result<(), Exceeded> {
         if let Some(max) = self.max_tokens {
             let used = self.tokens.load(Ordering::Acquire);
             if used >= max {
@@ -127,16 +135,10 @@ impl Budget {
             }
         }
         if let Some(max) = self.max_turns {
-            let taken = self
-                .turns
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
-                    (t < max).then_some(t + 1)
-                });
-            if let Err(used) = taken {
+            let used = self.turns.load(Ordering::Acquire);
+            if used >= max {
                 return Err(Exceeded::Turns { used, max });
             }
-        } else {
-            self.turns.fetch_add(1, Ordering::AcqRel);
         }
         Ok(())
     }
@@ -167,18 +169,22 @@ impl std::fmt::Display for Exceeded {
 
 impl std::error::Error for Exceeded {}
 
+/// Held while a turn is checked and taken from a chain of budgets, so that
+/// no one sees a turn taken that is then given back (a sibling refused by a
+/// budget of its own must not make another fail on a budget they share).
+/// Taking is a few loads and adds, once per request.
+static TAKING: Mutex<()> = Mutex::new(());
+
 /// Takes one request from every budget that bounds this agent (its own and
 /// its ancestors'), checking them all first; the first spent one is the
-/// error. A request refused by one budget takes nothing from the others.
+/// error, and then nothing is taken.
 pub fn take_turn(budgets: &[Arc<Budget>]) -> Result<(), Exceeded> {
-    for (i, b) in budgets.iter().enumerate() {
-        if let Err(e) = b.take_turn() {
-            // Give back the turns already taken from the budgets before it.
-            for earlier in &budgets[..i] {
-                earlier.turns.fetch_sub(1, Ordering::AcqRel);
-            }
-            return Err(e);
-        }
+    let _taking = TAKING.lock().unwrap_or_else(PoisonError::into_inner);
+    for b in budgets {
+        b.check_turn()?;
+    }
+    for b in budgets {
+        b.turns.fetch_add(1, Ordering::AcqRel);
     }
     Ok(())
 }
@@ -226,19 +232,36 @@ impl Tree {
 
     /// A tree tracing to `path`: appended to (created 0600 when missing), so
     /// one file can collect many runs, told apart by `run_id`. With
-    /// `bodies`, requests and responses carry their messages.
+    /// `bodies`, requests and responses carry their messages. Only a regular
+    /// file will do: a FIFO would block the run, a device swallow the lines.
     pub fn with_trace(path: &Path, bodies: bool) -> std::io::Result<Tree> {
+        let not_regular = || std::io::Error::other("not a regular file");
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(not_regular());
+        }
         let mut o = std::fs::OpenOptions::new();
-        o.append(true).create(true);
+        o.read(true).append(true).create(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            o.mode(0o600);
+            // Never blocks in open, whatever appeared at `path` meanwhile.
+            o.mode(0o600).custom_flags(libc::O_NONBLOCK);
         }
         let file = o.open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(not_regular());
+        }
+        let needs_newline = match meta.len().checked_sub(1) {
+            Some(last) => last_byte(&file, last)? != b'\n',
+            None => false,
+        };
         Ok(Tree {
             trace: Some(Trace {
-                file: Mutex::new(file),
+                file: Mutex::new(TraceFile {
+                    file,
+                    needs_newline,
+                }),
                 bodies,
                 broken: AtomicBool::new(false),
             }),
@@ -285,10 +308,15 @@ impl Tree {
         // Serializing strings, numbers and JSON values cannot fail.
         let mut line = redact(&serde_json::to_string(&event).unwrap_or_default());
         line.push('\n');
-        let mut file = trace.file.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = file.write_all(line.as_bytes()) {
+        let mut trace_file = trace.file.lock().unwrap_or_else(PoisonError::into_inner);
+        if trace_file.needs_newline {
+            line.insert(0, '\n');
+        }
+        if let Err(e) = write_whole(&mut trace_file.file, line.as_bytes()) {
             trace.broken.store(true, Ordering::Relaxed);
             crate::output::warn(&format!("cannot write the trace ({e}); tracing stopped"));
+        } else {
+            trace_file.needs_newline = false;
         }
     }
 
@@ -365,6 +393,29 @@ impl Tree {
         };
         f(&mut usage[i]);
     }
+}
+
+/// Appends `line` to `file` whole or not at all: a write cut short (a full
+/// disk) is undone by cutting the file back to where it was, so the trace
+/// never ends in half a line.
+fn write_whole(file: &mut File, line: &[u8]) -> std::io::Result<()> {
+    let before = file.metadata()?.len();
+    file.write_all(line).inspect_err(|_| {
+        let _ = file.set_len(before);
+    })
+}
+
+/// The byte at `offset` of `file`.
+fn last_byte(file: &File, offset: u64) -> std::io::Result<u8> {
+    let mut byte = [0u8; 1];
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(&mut byte, offset)?;
+    }
+    #[cfg(not(unix))]
+    let _ = (file, offset);
+    Ok(byte[0])
 }
 
 /// Input and output tokens of the whole tree.
@@ -445,7 +496,7 @@ mod tests {
     }
 
     #[test]
-    fn take_turn_stops_at_max_turns_and_gives_back_on_refusal() {
+    fn take_turn_stops_at_max_turns_and_takes_nothing_on_refusal() {
         let outer = Arc::new(Budget::new(None, Some(5)));
         let inner = Arc::new(Budget::new(None, Some(1)));
         let chain = [outer.clone(), inner.clone()];
@@ -453,6 +504,40 @@ mod tests {
         assert_eq!(take_turn(&chain), Err(Exceeded::Turns { used: 1, max: 1 }));
         // The refused request took nothing from the outer budget.
         assert_eq!(outer.turns.load(Ordering::Acquire), 1);
+    }
+
+    /// A request refused by one budget of its chain must never make a
+    /// sibling's request fail on a budget they share, not even for a moment.
+    #[test]
+    fn a_refused_turn_never_blocks_a_sibling_sharing_a_budget() {
+        use std::sync::atomic::AtomicBool;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut false_refusals = 0;
+        let rounds = 20_000;
+        let shared: Arc<Mutex<Arc<Budget>>> =
+            Arc::new(Mutex::new(Arc::new(Budget::new(None, Some(1)))));
+        let spent = Arc::new(Budget::new(None, Some(1)));
+        spent.turns.store(1, Ordering::Release);
+        let spinner = {
+            let (stop, shared, spent) = (stop.clone(), shared.clone(), spent.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let root = shared.lock().unwrap().clone();
+                    // Always refused by `spent`, after `root` in the chain.
+                    assert!(take_turn(&[root, spent.clone()]).is_err());
+                }
+            })
+        };
+        for _ in 0..rounds {
+            let root = Arc::new(Budget::new(None, Some(1)));
+            *shared.lock().unwrap() = root.clone();
+            if take_turn(&[root]).is_err() {
+                false_refusals += 1;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().unwrap();
+        assert_eq!(false_refusals, 0, "of {rounds} rounds");
     }
 
     #[test]

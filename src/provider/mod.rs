@@ -539,14 +539,26 @@ pub fn http_date(s: &str) -> Option<std::time::SystemTime> {
 // ---------------------------------------------------------------------------
 
 /// A provider endpoint with its credentials. Cheap to build; the HTTP
-/// connection pool behind it is shared by every call in the process.
-#[derive(Debug, Clone)]
+/// connection pool behind it is shared by every call in the process. Its
+/// `Debug` shows no key.
+#[derive(Clone)]
 pub struct Provider {
     pub kind: Kind,
     pub base_url: String,
     api_key: Option<String>,
     /// How failed requests are retried; none unless set.
     pub retry: RetryPolicy,
+}
+
+impl fmt::Debug for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider")
+            .field("kind", &self.kind)
+            .field("base_url", &redact::redact(&self.base_url))
+            .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
+            .field("retry", &self.retry)
+            .finish()
+    }
 }
 
 /// What [`Provider::send_with`] tells its caller while it works (for
@@ -1242,6 +1254,19 @@ mod tests {
         let h = error_detail("<html><head><title>502 Bad Gateway</title></head></html>");
         assert_eq!(h.message, "HTML error page: 502 Bad Gateway");
         assert_eq!(error_detail("").message, "(empty body)");
+    }
+
+    #[test]
+    fn a_providers_debug_text_shows_no_key_or_password() {
+        let p = Provider::new(
+            Kind::OpenAi,
+            "http://u:debug-pass-123@h:1",
+            Some("sk-debug-key-0123456789".into()),
+        );
+        let text = format!("{p:?}");
+        assert!(!text.contains("sk-debug-key"), "{text}");
+        assert!(!text.contains("debug-pass-123"), "{text}");
+        assert!(text.contains("[redacted]"), "{text}");
     }
 
     #[test]

@@ -1,0 +1,519 @@
+//! A hostile machine (issue 12): files that are huge, FIFOs or devices,
+//! stdin that never ends, a trace on a full disk, stderr that nobody reads.
+//! Through the real binary, each with a bound on how long it may take, so
+//! that a hang fails in bounded time.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const OPENAI_KEY: &str = "sk-test-machine-openai-0123456789";
+
+/// Nothing here waits for a server or a file: a run past this has hung.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn solo(extra: &str) -> Home {
+    let home = Home::new();
+    home.named_agent("solo", "openai/gpt-4o", extra);
+    home
+}
+
+fn axe(home: &Home, server: &FakeServer) -> Command {
+    let mut c = home.axe();
+    c.env("AXE_OPENAI_BASE_URL", &server.url)
+        .env("OPENAI_API_KEY", OPENAI_KEY);
+    c
+}
+
+fn bounded(cmd: &mut Command) -> Bounded {
+    let b = run_within(cmd, LIMIT);
+    assert!(!b.killed, "axe hung: {}", stderr(&b.output));
+    b
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// Runs `cmd` to the end and returns its output and peak resident memory in
+/// KiB, from the kernel's accounting of exactly that child (`wait4`).
+#[allow(clippy::zombie_processes)] // reaped by wait4, which std does not know of
+fn with_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; the pid is our own child, waited once.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    use std::os::unix::process::ExitStatusExt;
+    let output = std::process::Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    };
+    (output, usage.ru_maxrss as u64)
+}
+
+// ---------------------------------------------------------------------------
+// Files.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_huge_context_file_is_skipped_without_being_read() {
+    let home = solo("files = [\"*.log\"]\n");
+    let dir = home.dir.path();
+    std::fs::write(dir.join("ok.log"), "fine\n").unwrap();
+    // 4 GiB, sparse: costs nothing on disk, everything if read.
+    let big = std::fs::File::create(dir.join("big.log")).unwrap();
+    big.set_len(4 << 30).unwrap();
+    drop(big);
+    let started = Instant::now();
+    let (out, peak_kib) = with_peak_rss(home.axe().args(["run", "solo", "--dry-run", "--verbose"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        stdout(&out).contains("--- Files (1) ---\nok.log\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains(
+            "Skipped:  big.log (larger than max_file_bytes, 1048576: 4294967296 bytes)\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+}
+
+#[test]
+fn max_file_bytes_and_max_prompt_bytes_bound_what_goes_into_the_prompt() {
+    let home = solo("files = [\"*.txt\"]\nmax_file_bytes = 1000\nmax_prompt_bytes = 2500\n");
+    let dir = home.dir.path();
+    for (name, len) in [
+        ("a.txt", 900),
+        ("b.txt", 1500),
+        ("c.txt", 900),
+        ("d.txt", 900),
+    ] {
+        std::fs::write(dir.join(name), "x".repeat(len)).unwrap();
+    }
+    let out = home.run(&["run", "solo", "--dry-run", "--verbose"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("--- Files (2) ---\na.txt\nc.txt\n"),
+        "{}",
+        stdout(&out)
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("Skipped:  b.txt (larger than max_file_bytes, 1000: 1500 bytes)\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Skipped:  d.txt (the system prompt would pass max_prompt_bytes, 2500)\n"),
+        "{err}"
+    );
+    let prompt = stdout(&out);
+    let system = prompt
+        .split("--- System Prompt ---\n")
+        .nth(1)
+        .unwrap()
+        .split("\n\n--- Skill ---")
+        .next()
+        .unwrap();
+    assert!(system.len() <= 2500, "{} bytes", system.len());
+}
+
+#[test]
+fn fifos_sockets_and_devices_matched_by_a_glob_are_skipped_unopened() {
+    let home = solo("files = [\"in/*\"]\n");
+    let dir = home.dir.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "text\n").unwrap();
+    mkfifo(&dir.join("pipe"));
+    let _socket = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
+    let b = bounded(home.axe().args(["run", "solo", "--dry-run", "--verbose"]));
+    let err = stderr(&b.output);
+    assert_eq!(code(&b.output), 0, "{err}");
+    assert!(stdout(&b.output).contains("--- Files (1) ---\nin/a.txt\n"));
+    for name in ["pipe", "sock"] {
+        assert!(
+            err.contains(&format!("Skipped:  in/{name} (not a regular file)\n")),
+            "{name}: {err}"
+        );
+    }
+    assert!(
+        err.contains("Skipped:  in/zero (outside the workdir)\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_skill_agent_file_or_config_that_is_a_fifo_is_refused_at_once() {
+    // The skill.
+    let home = solo("skill = \"skills/pipe\"\n");
+    std::fs::create_dir_all(home.config_dir().join("skills")).unwrap();
+    let fifo = home.config_dir().join("skills/pipe");
+    mkfifo(&fifo);
+    let b = bounded(home.axe().args(["run", "solo", "--dry-run"]));
+    assert_eq!(code(&b.output), 2, "{}", stderr(&b.output));
+    assert_eq!(
+        stderr(&b.output),
+        format!(
+            "axe: cannot read skill {}: not a regular file\n",
+            fifo.display()
+        )
+    );
+    // The agent file.
+    let home = Home::new();
+    let fifo = home.config_dir().join("agents/solo.toml");
+    mkfifo(&fifo);
+    let b = bounded(home.axe().args(["run", "solo", "--dry-run"]));
+    assert_eq!(code(&b.output), 2, "{}", stderr(&b.output));
+    assert_eq!(
+        stderr(&b.output),
+        format!("axe: cannot read {}: not a regular file\n", fifo.display())
+    );
+    // config.toml.
+    let home = solo("");
+    let fifo = home.config_dir().join("config.toml");
+    mkfifo(&fifo);
+    let b = bounded(home.axe().args(["run", "solo", "--dry-run"]));
+    assert_eq!(code(&b.output), 2, "{}", stderr(&b.output));
+    assert_eq!(
+        stderr(&b.output),
+        format!("axe: cannot read {}: not a regular file\n", fifo.display())
+    );
+}
+
+#[test]
+fn a_skill_or_agent_file_over_its_limit_is_refused() {
+    let home = solo("skill = \"big.md\"\nmax_file_bytes = 100\n");
+    std::fs::write(home.config_dir().join("big.md"), "s".repeat(101)).unwrap();
+    let out = home.run(&["run", "solo", "--dry-run"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "axe: cannot read skill {}: larger than max_file_bytes, 100: 101 bytes\n",
+            home.config_dir().join("big.md").display()
+        )
+    );
+    // An agent file of 2 MiB: a comment, then a valid agent.
+    let home = Home::new();
+    let path = home.agent(
+        "solo",
+        &format!(
+            "# {}\nname = \"solo\"\nmodel = \"openai/gpt-4o\"\n",
+            "x".repeat(2 << 20)
+        ),
+    );
+    let out = home.run(&["run", "solo", "--dry-run"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out),
+        format!("axe: cannot read {}: larger than 1 MiB\n", path.display())
+    );
+}
+
+// ---------------------------------------------------------------------------
+// stdin.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn stdin_that_never_ends_is_bounded_by_the_timeout_and_nothing_is_sent() {
+    let home = solo("");
+    let server = FakeServer::json(200, &openai_text("too early", 1, 1));
+    let (reader, writer) = std::io::pipe().unwrap();
+    let b = bounded(
+        axe(&home, &server)
+            .args(["run", "solo", "--timeout", "1"])
+            .stdin(reader),
+    );
+    drop(writer);
+    assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
+    assert_eq!(
+        stderr(&b.output),
+        "axe: timeout after 1s while reading stdin\n"
+    );
+    assert!(b.took < Duration::from_secs(5), "{:?}", b.took);
+    assert!(server.requests().is_empty(), "nothing is sent");
+}
+
+#[test]
+fn stdin_larger_than_its_limit_is_refused() {
+    let home = solo("");
+    let server = FakeServer::json(200, &openai_text("unused", 1, 1));
+    let mut child = axe(&home, &server)
+        .args(["run", "solo"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..40 {
+            if input.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "axe: stdin is larger than 32 MiB\n");
+    assert!(server.requests().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// The trace.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_trace_path_that_is_not_a_regular_file_is_refused_at_once() {
+    let home = solo("");
+    let server = FakeServer::json(200, &openai_text("unused", 1, 1));
+    let fifo = home.dir.path().join("trace.fifo");
+    mkfifo(&fifo);
+    for path in [fifo.to_str().unwrap(), "/dev/null"] {
+        let b = bounded(axe(&home, &server).args(["run", "solo", "--trace", path]));
+        assert_eq!(code(&b.output), 2, "{path}: {}", stderr(&b.output));
+        assert_eq!(
+            stderr(&b.output),
+            format!("axe: cannot open trace file {path}: not a regular file\n")
+        );
+    }
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn a_run_that_appends_to_a_trace_starts_on_a_fresh_line() {
+    let home = solo("");
+    let server = FakeServer::json(200, &openai_text("traced", 1, 1));
+    let trace = home.dir.path().join("t.jsonl");
+    // What a run killed mid-write (or another program) left behind.
+    std::fs::write(&trace, "{\"event\":\"run_start\",\"cut").unwrap();
+    let out = axe(&home, &server)
+        .args(["run", "solo", "--trace", trace.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "{\"event\":\"run_start\",\"cut", "left as it was");
+    assert!(lines.len() > 3, "{text}");
+    for line in &lines[1..] {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+    assert!(text.ends_with('\n'));
+}
+
+#[test]
+fn a_trace_on_a_full_disk_keeps_only_whole_lines() {
+    let home = solo("");
+    // A large prompt makes every traced request line about 20 KiB.
+    let server = FakeServer::json(200, &openai_text(&"answer ".repeat(3000), 1, 1));
+    let out_dir = TempDir::new("trace-disk");
+    let mnt = out_dir.path().join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let prompt = "p".repeat(20_000);
+    let script = r#"set -u
+mount -t tmpfs -o size=64k tmpfs "$MNT" || exit 90
+T="$MNT/trace.jsonl"
+for i in 1 2 3; do
+    "$AXE" run solo --trace "$T" --trace-bodies -p "$PROMPT" >"$OUT/$i.out" 2>"$OUT/$i.err"
+    echo $? >"$OUT/$i.code"
+    cp "$T" "$OUT/$i.jsonl"
+done
+mount -o remount,size=1m "$MNT" || exit 91
+"$AXE" run solo --trace "$T" -p short >"$OUT/4.out" 2>"$OUT/4.err"
+echo $? >"$OUT/4.code"
+cp "$T" "$OUT/4.jsonl"
+"#;
+    let ran = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .envs(
+            axe(&home, &server)
+                .get_envs()
+                .filter_map(|(k, v)| v.map(|v| (k, v))),
+        )
+        .env("MNT", &mnt)
+        .env("OUT", out_dir.path())
+        .env("AXE", env!("CARGO_BIN_EXE_axe"))
+        .env("PROMPT", &prompt)
+        .current_dir(home.dir.path())
+        .output()
+        .unwrap();
+    if !ran.status.success() {
+        let why = String::from_utf8_lossy(&ran.stderr).into_owned();
+        if std::env::var("AXE_TEST_REQUIRE_UNSHARE").is_ok_and(|v| v == "1") {
+            panic!("user and mount namespaces are required here: {why}");
+        }
+        eprintln!("SKIPPED: needs `unshare -rm` (user and mount namespaces): {why}");
+        return;
+    }
+    let read = |name: &str| std::fs::read_to_string(out_dir.path().join(name)).unwrap();
+    let mut warned = false;
+    for i in 1..=4 {
+        assert_eq!(
+            read(&format!("{i}.code")).trim(),
+            "0",
+            "run {i}: {}",
+            read(&format!("{i}.err"))
+        );
+        assert_eq!(
+            read(&format!("{i}.out")),
+            format!("{}\n", "answer ".repeat(3000)),
+            "run {i}"
+        );
+        warned |= read(&format!("{i}.err")).contains("cannot write the trace");
+        let trace = read(&format!("{i}.jsonl"));
+        assert!(
+            trace.is_empty() || trace.ends_with('\n'),
+            "run {i} left half a line"
+        );
+        for line in trace.lines() {
+            serde_json::from_str::<Value>(line)
+                .unwrap_or_else(|e| panic!("run {i}: {e}: {}", &line[..line.len().min(80)]));
+        }
+    }
+    assert!(warned, "the disk never filled up: the test proves nothing");
+    // After the disk grew, the fourth run traced every event.
+    let last = read("4.jsonl");
+    let run_ids: Vec<String> = last
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["run_id"].to_string())
+        .collect();
+    let fourth = run_ids.last().unwrap();
+    assert_eq!(run_ids.iter().filter(|r| *r == fourth).count(), 4, "{last}");
+}
+
+// ---------------------------------------------------------------------------
+// Panics and stderr.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_panic_with_stderr_on_a_full_device_still_exits_1() {
+    let home = solo("");
+    let server = FakeServer::json(200, &openai_text("unused", 1, 1));
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let status = axe(&home, &server)
+        .args(["run", "solo"])
+        .env("AXE_DEBUG_PANIC_AGENT", "solo")
+        .stdout(Stdio::null())
+        .stderr(full)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1));
+    // And on a stderr that works, the one line.
+    let out = axe(&home, &server)
+        .args(["run", "solo"])
+        .env("AXE_DEBUG_PANIC_AGENT", "solo")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stderr(&out),
+        "axe: internal error (a bug in axe): injected by AXE_DEBUG_PANIC_AGENT\n"
+    );
+}
+
+/// `lead` delegates to `w` (timeout 1 s) whose server answers after 4 s:
+/// the call must time out at 1 s, and the run end, whether or not anyone
+/// reads stderr.
+#[test]
+fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"w\"]\n[sub_agents_config]\ntimeout = 1\n",
+    );
+    home.named_agent("w", "openai/gpt-4o", "");
+    let server = FakeServer::route(|req| match req.who().as_str() {
+        "lead" if req.has_tool_results() => Reply::Json(
+            200,
+            openai_text(
+                &format!("lead got: {}", req.tool_result_texts().join("")),
+                1,
+                1,
+            ),
+        ),
+        "lead" => Reply::Json(
+            200,
+            openai_tool_calls(&[("c1", "call_agent", delegate("w", "slow"))], 1, 1),
+        ),
+        _ => Reply::Delay(
+            Duration::from_secs(4),
+            Box::new(Reply::Json(200, openai_text("too late", 1, 1))),
+        ),
+    });
+    // A pipe whose buffer is full and that nobody reads.
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    {
+        use std::io::Write;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&writer);
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
+        let chunk = [b'.'; 4096];
+        while writer.write(&chunk).is_ok() {}
+        unsafe { libc::fcntl(fd, libc::F_SETFL, 0) };
+    }
+    let mut cmd = axe(&home, &server);
+    cmd.args(["run", "lead", "--verbose", "--timeout", "30"])
+        .stdout(Stdio::piped())
+        .stderr(writer);
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout_pipe = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(&mut stdout_pipe).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let answer = rx.recv_timeout(Duration::from_secs(15));
+    let took = started.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(reader);
+    let answer = answer.expect("the run hung on a blocked stderr");
+    assert_eq!(
+        answer,
+        "lead got: Error: sub-agent \"w\" failed - timeout after 1s. You may retry or proceed without this result.\n"
+    );
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+}
