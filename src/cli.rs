@@ -12,6 +12,7 @@ use crate::agent;
 use crate::config::{self, GlobalConfig};
 use crate::error::Error;
 use crate::graph;
+use crate::interrupt;
 use crate::output::{self, UserInput, Verbose};
 use crate::paths;
 use crate::progress::{self, Progress};
@@ -212,6 +213,20 @@ pub fn main() -> anyhow::Result<()> {
     };
     if axe.version {
         return print_stdout(&version());
+    }
+    // Commands that write files or run agents end cleanly on SIGINT and
+    // SIGTERM (before any thread is started; see interrupt).
+    if matches!(
+        &axe.command,
+        Some(Command::Run(_))
+            | Some(Command::Config(ConfigCmd {
+                command: ConfigSub::Init(_)
+            }))
+            | Some(Command::Agents(AgentsCmd {
+                command: AgentsSub::Init(_)
+            }))
+    ) {
+        interrupt::install();
     }
     match axe.command {
         None => match Axe::from_args(&["axe"], &["--help"]) {
@@ -521,6 +536,10 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         tree: Arc::new(tree),
         node: Node::root(&cmd.agent),
         budgets,
+    };
+    let _closes_trace = {
+        let tree = ctx.tree.clone();
+        interrupt::on_signal(move |why| tree.interrupt(why))
     };
     let progress = progress::wanted(cmd.json, cmd.quiet)
         .then(|| Progress::start(ctx.tree.clone(), progress::color()));

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod graph;
+pub mod interrupt;
 pub mod output;
 pub mod paths;
 pub mod progress;

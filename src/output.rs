@@ -26,10 +26,9 @@ pub fn draw_progress(block: &str) {
     crate::stderr::frame(block.to_string());
 }
 
-/// Erases the progress view, if drawn, and waits (a while) until it is.
+/// Erases the progress view for good, and waits (a while) until it is.
 pub fn erase_progress() {
-    crate::stderr::erase();
-    crate::stderr::flush(crate::stderr::PATIENCE);
+    crate::stderr::end_view();
 }
 
 /// `--quiet`: no warnings (errors are still printed).

@@ -49,16 +49,11 @@ impl Progress {
     /// thread there is simply no view.
     pub fn start(tree: Arc<Tree>, color: bool) -> Progress {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let width = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.trim().parse::<usize>().ok())
-            .filter(|&c| c >= 20)
-            .unwrap_or(80);
         let thread = {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("axe-progress".into())
-                .spawn(move || draw_until_stopped(&tree, &stop, color, width))
+                .spawn(move || draw_until_stopped(&tree, &stop, color))
                 .ok()
         };
         Progress { stop, thread }
@@ -77,7 +72,32 @@ impl Drop for Progress {
     }
 }
 
-fn draw_until_stopped(tree: &Tree, stop: &(Mutex<bool>, Condvar), color: bool, width: usize) {
+/// The terminal's size on stderr, `(columns, rows)`, read afresh each time
+/// so that a resized terminal gets frames that fit; `$COLUMNS` and `$LINES`,
+/// else 80 by 24, when the terminal does not say.
+fn screen_size() -> (usize, usize) {
+    #[cfg(unix)]
+    {
+        // SAFETY: TIOCGWINSZ fills a winsize struct; fd 2 is stderr.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        if unsafe { libc::ioctl(2, libc::TIOCGWINSZ, &mut ws) } == 0
+            && ws.ws_col > 0
+            && ws.ws_row > 0
+        {
+            return (usize::from(ws.ws_col), usize::from(ws.ws_row));
+        }
+    }
+    let var = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&c| c > 0)
+            .unwrap_or(default)
+    };
+    (var("COLUMNS", 80), var("LINES", 24))
+}
+
+fn draw_until_stopped(tree: &Tree, stop: &(Mutex<bool>, Condvar), color: bool) {
     let started = Instant::now();
     let (lock, cv) = stop;
     let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -94,14 +114,24 @@ fn draw_until_stopped(tree: &Tree, stop: &(Mutex<bool>, Condvar), color: bool, w
             continue;
         }
         frame += 1;
-        let block = render(&tree.running(), frame, color, width);
+        let (width, rows) = screen_size();
+        // A frame taller than the screen scrolls, and its erase would miss.
+        let lines = MAX_LINES.min(rows.saturating_sub(2)).max(1);
+        let block = render(&tree.running(), frame, color, width, lines);
         output::draw_progress(&block);
     }
 }
 
-/// The view: one line per running agent, children under their parent,
-/// indented by depth, each cut to `width - 1` columns so it never wraps.
-pub fn render(running: &[Running], frame: usize, color: bool, width: usize) -> String {
+/// The view: one line per running agent (at most `max_lines`, the rest
+/// summed up in one more), children under their parent, indented by depth,
+/// each cut to `width - 1` columns so it never wraps.
+pub fn render(
+    running: &[Running],
+    frame: usize,
+    color: bool,
+    width: usize,
+    max_lines: usize,
+) -> String {
     let mut agents: Vec<&Running> = running.iter().collect();
     agents.sort_by(|a, b| a.node.path.cmp(&b.node.path));
     let (dim, cyan, reset) = if color {
@@ -110,7 +140,7 @@ pub fn render(running: &[Running], frame: usize, color: bool, width: usize) -> S
         ("", "", "")
     };
     let mut out = String::new();
-    for (i, r) in agents.iter().take(MAX_LINES).enumerate() {
+    for (i, r) in agents.iter().take(max_lines).enumerate() {
         let name = r.node.path.rsplit('/').next().unwrap_or(&r.node.agent);
         let lead = if i == 0 {
             format!("{} ", SPINNER[frame % SPINNER.len()])
@@ -136,11 +166,10 @@ pub fn render(running: &[Running], frame: usize, color: bool, width: usize) -> S
             out.push('\n');
         }
     }
-    if agents.len() > MAX_LINES {
-        out.push_str(&format!(
-            "{dim}  … and {} more running{reset}\n",
-            agents.len() - MAX_LINES
-        ));
+    if agents.len() > max_lines {
+        let more = format!("  … and {} more running", agents.len() - max_lines);
+        let cut: String = more.chars().take(width.saturating_sub(1)).collect();
+        out.push_str(&format!("{dim}{cut}{reset}\n"));
     }
     out
 }
@@ -174,6 +203,7 @@ mod tests {
             0,
             false,
             80,
+            MAX_LINES,
         );
         let names: Vec<&str> = view
             .lines()
@@ -195,7 +225,7 @@ mod tests {
         let many: Vec<Running> = (0..20)
             .map(|i| running(&format!("lead/a-very-long-agent-name#{i}"), 1, 1))
             .collect();
-        let view = render(&many, 3, true, 30);
+        let view = render(&many, 3, true, 30, MAX_LINES);
         assert_eq!(view.lines().count(), MAX_LINES + 1);
         assert!(
             view.lines()

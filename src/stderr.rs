@@ -44,6 +44,8 @@ struct State {
     written: u64,
     /// Lines of the progress view on screen.
     frame_lines: usize,
+    /// The view was ended: frames that come later are not drawn.
+    view_ended: bool,
 }
 
 struct Stderr {
@@ -64,6 +66,7 @@ static STDERR: Stderr = Stderr {
         writing: false,
         written: 0,
         frame_lines: 0,
+        view_ended: false,
     }),
     work: Condvar::new(),
     progress: Condvar::new(),
@@ -89,9 +92,12 @@ pub fn frame(block: String) {
     push(Piece::Frame(block), false);
 }
 
-/// Queues the erasing of the progress view.
-pub fn erase() {
+/// Erases the progress view for good: frames queued later are not drawn.
+/// Waits (a while) until the erase is written.
+pub fn end_view() {
+    lock().view_ended = true;
     push(Piece::Erase, false);
+    flush(PATIENCE);
 }
 
 /// Waits until everything queued is written, or until stderr has taken
@@ -132,6 +138,9 @@ fn push(piece: Piece, droppable: bool) {
         let bytes = render(&mut state, piece);
         drop(state);
         let _ = std::io::stderr().lock().write_all(&bytes);
+        return;
+    }
+    if state.view_ended && matches!(piece, Piece::Frame(_)) {
         return;
     }
     let size = match &piece {
@@ -195,6 +204,7 @@ fn render(state: &mut State, piece: Piece) -> Vec<u8> {
     state.frame_lines = 0;
     match piece {
         Piece::Lines(text) => out.push_str(&text),
+        Piece::Frame(_) if state.view_ended => {}
         Piece::Frame(block) => {
             state.frame_lines = block.lines().count();
             out.push_str(&block);

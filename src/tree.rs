@@ -320,6 +320,27 @@ impl Tree {
         }
     }
 
+    /// The run was interrupted (`why`: `interrupted`, `terminated`): every
+    /// agent still running gets its `run_end`, deepest first, with `ok:
+    /// false` and the reason, so that the trace says how it ended.
+    pub fn interrupt(&self, why: &str) {
+        let mut running = self.running();
+        running.sort_by_key(|r| std::cmp::Reverse(r.node.depth));
+        for r in running {
+            let mut end = serde_json::json!({
+                "duration_ms": u64::try_from(r.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "ok": false,
+                "error": why,
+            });
+            if r.node.depth == 0 {
+                let (input, output) = totals(&self.usage());
+                end["total_input_tokens"] = input.into();
+                end["total_output_tokens"] = output.into();
+            }
+            self.event("run_end", &r.node, r.turn, end);
+        }
+    }
+
     /// An agent run started.
     pub fn record_start(&self, node: &Node) {
         self.with_usage(&node.agent, |u| u.calls += 1);

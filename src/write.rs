@@ -28,6 +28,8 @@ pub fn create_new(path: &Path, contents: &[u8], mode: u32) -> io::Result<Created
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    // A signal while it exists removes it (and ends the process).
+    let _temp = crate::interrupt::TempFile::new(&tmp);
     let result = write_tmp(&tmp, contents, mode).and_then(|()| match fs::hard_link(&tmp, path) {
         Ok(()) => Ok(Created::Written),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Created::AlreadyExists),
@@ -48,7 +50,22 @@ fn write_tmp(tmp: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     let _ = fs::remove_file(tmp);
     let mut f = open_options(mode).open(tmp)?;
     f.write_all(contents)?;
+    #[cfg(debug_assertions)]
+    debug_delay();
     f.sync_all()
+}
+
+/// A test hook, compiled into debug builds only: `AXE_DEBUG_WRITE_DELAY_MS`
+/// holds every temporary file this long, so that a test can interrupt a
+/// write in the middle.
+#[cfg(debug_assertions)]
+fn debug_delay() {
+    if let Some(ms) = std::env::var("AXE_DEBUG_WRITE_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
 }
 
 fn write_exclusive(path: &Path, contents: &[u8], mode: u32) -> io::Result<Created> {

@@ -517,3 +517,116 @@ fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
     );
     assert!(took < Duration::from_secs(4), "took {took:?}");
 }
+
+// ---------------------------------------------------------------------------
+// Signals.
+// ---------------------------------------------------------------------------
+
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+}
+
+/// Waits until `server` has seen `n` requests (at most 10 s).
+fn wait_for_requests(server: &FakeServer, n: usize) {
+    let started = Instant::now();
+    while server.requests().len() < n {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no request came"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigterm_mid_run_closes_the_trace_and_exits_143() {
+    let home = solo("");
+    let server = FakeServer::start(vec![Reply::Hang]);
+    let trace = home.dir.path().join("t.jsonl");
+    let child = axe(&home, &server)
+        .args(["run", "solo", "--trace", trace.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_requests(&server, 1);
+    signal(&child, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 143, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "axe: terminated\n");
+    assert_eq!(stdout(&out), "");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "run_end", "{text}");
+    assert_eq!(last["path"], "solo");
+    assert_eq!(last["ok"], false);
+    assert_eq!(last["error"], "terminated");
+}
+
+#[test]
+fn an_ignored_sigint_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let home = solo("");
+    let server = FakeServer::start(vec![Reply::Delay(
+        Duration::from_millis(800),
+        Box::new(Reply::Json(200, openai_text("finished anyway", 1, 1))),
+    )]);
+    let mut cmd = axe(&home, &server);
+    cmd.args(["run", "solo"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: signal(2) is async-signal-safe; it runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    wait_for_requests(&server, 1);
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "finished anyway\n");
+}
+
+#[test]
+fn a_signal_while_config_init_writes_leaves_no_temporary_file() {
+    let home = TempDir::new("init-signal");
+    let child = Command::new(env!("CARGO_BIN_EXE_axe"))
+        .args(["config", "init"])
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("HOME", home.path())
+        .env("AXE_DEBUG_WRITE_DELAY_MS", "10000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first temporary file is there.
+    let skills = home.path().join("axe/skills/sample");
+    let started = Instant::now();
+    let temp = || {
+        std::fs::read_dir(&skills)
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            })
+            .unwrap_or(false)
+    };
+    while !temp() {
+        assert!(started.elapsed() < Duration::from_secs(10), "no temp file");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "axe: interrupted\n");
+    let left: Vec<String> = std::fs::read_dir(&skills)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(!home.path().join("axe/config.toml").exists());
+}

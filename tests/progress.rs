@@ -38,7 +38,24 @@ fn under_pty(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Option<String> {
-    let mut line = shell_quote(env!("CARGO_BIN_EXE_axe"));
+    let (screen, status) = shell_under_pty(home, server, "", args, env)?;
+    assert_eq!(status, 0, "axe under a pty failed: {screen:?}");
+    Some(screen)
+}
+
+/// Runs the shell line `before`, then `exec axe <args>`, on a
+/// pseudo-terminal: what the terminal received and the exit status; None
+/// when `script` is missing. `before` may set the terminal up (`stty cols
+/// 40;`) or start something in the background that acts on axe (`$$` is
+/// axe's pid once it is exec'd).
+fn shell_under_pty(
+    home: &Home,
+    server: &FakeServer,
+    before: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Option<(String, i32)> {
+    let mut line = format!("{before} exec {}", shell_quote(env!("CARGO_BIN_EXE_axe")));
     for a in args {
         line.push(' ');
         line.push_str(&shell_quote(a));
@@ -52,6 +69,7 @@ fn under_pty(
         .env("TERM", "xterm-256color")
         .env_remove("NO_COLOR")
         .env_remove("COLUMNS")
+        .env_remove("LINES")
         .current_dir(home.dir.path())
         .stdin(std::process::Stdio::null());
     for var in [
@@ -68,14 +86,153 @@ fn under_pty(
         cmd.env(k, v);
     }
     match cmd.output() {
-        Ok(out) => {
-            assert!(out.status.success(), "axe under a pty failed: {out:?}");
-            Some(String::from_utf8_lossy(&out.stdout).into_owned())
-        }
+        Ok(out) => Some((
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.status.code().unwrap_or(-1),
+        )),
         Err(e) => {
             eprintln!("SKIPPED: util-linux `script` is needed for a pseudo-terminal: {e}");
             None
         }
+    }
+}
+
+/// The lines of every frame the terminal was sent, as they show (escape
+/// sequences and carriage returns taken out), in order.
+fn shown_lines(screen: &str) -> Vec<String> {
+    let mut plain = String::new();
+    let mut chars = screen.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // CSI: ESC [ parameters, then one final letter.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else if c != '\r' {
+            plain.push(c);
+        }
+    }
+    plain.lines().map(str::to_string).collect()
+}
+
+/// `lead` delegates to a sub-agent with a long name whose answer takes
+/// `delay`: every frame has a line about 70 columns wide.
+fn long_named_tree(home: &Home, delay: Duration) -> FakeServer {
+    let long = "a-rather-long-sub-agent-name-for-the-view";
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        &format!("sub_agents = [\"{long}\"]\n"),
+    );
+    home.named_agent(long, "openai/gpt-4o", "");
+    FakeServer::route(move |req| match req.who().as_str() {
+        "lead" if req.has_tool_results() => Reply::Json(200, openai_text("all done", 1, 1)),
+        "lead" => Reply::Json(
+            200,
+            openai_tool_calls(&[("c1", "call_agent", delegate(long, "go"))], 1, 1),
+        ),
+        _ => {
+            std::thread::sleep(delay);
+            Reply::Json(200, openai_text("from w", 1, 1))
+        }
+    })
+}
+
+#[test]
+fn progress_frames_fit_the_terminals_real_width() {
+    let home = Home::new();
+    let server = long_named_tree(&home, Duration::from_millis(1200));
+    let Some((screen, status)) = shell_under_pty(
+        &home,
+        &server,
+        "stty cols 40 rows 24;",
+        &["run", "lead"],
+        &[("NO_COLOR", "1")],
+    ) else {
+        return;
+    };
+    assert_eq!(status, 0, "{screen:?}");
+    let lines = shown_lines(&screen);
+    assert!(lines.iter().any(|l| l.contains("a-rather")), "{screen:?}");
+    for l in &lines {
+        assert!(
+            l.chars().count() < 40,
+            "{} columns: {l:?}",
+            l.chars().count()
+        );
+    }
+}
+
+#[test]
+fn progress_frames_follow_a_terminal_that_is_resized() {
+    let home = Home::new();
+    let server = long_named_tree(&home, Duration::from_millis(2500));
+    let Some((screen, status)) = shell_under_pty(
+        &home,
+        &server,
+        "stty cols 100 rows 24; (sleep 1; stty cols 30 </dev/tty) &",
+        &["run", "lead"],
+        &[("NO_COLOR", "1")],
+    ) else {
+        return;
+    };
+    assert_eq!(status, 0, "{screen:?}");
+    let frames: Vec<String> = shown_lines(&screen)
+        .into_iter()
+        .filter(|l| l.contains("a-rather"))
+        .collect();
+    assert!(
+        frames.first().is_some_and(|l| l.chars().count() > 30),
+        "drawn wide first: {frames:?}"
+    );
+    let last = frames.last().unwrap();
+    assert!(last.chars().count() < 30, "then narrow: {frames:?}");
+}
+
+#[test]
+fn ctrl_c_erases_the_view_closes_the_trace_and_exits_130() {
+    let home = Home::new();
+    let server = long_named_tree(&home, Duration::from_secs(30));
+    let trace = home.dir.path().join("t.jsonl");
+    let Some((screen, status)) = shell_under_pty(
+        &home,
+        &server,
+        "(sleep 1.5; kill -INT $$) &",
+        &["run", "lead", "--trace", trace.to_str().unwrap()],
+        &[("NO_COLOR", "1")],
+    ) else {
+        return;
+    };
+    assert_eq!(status, 130, "{screen:?}");
+    // The last frame was erased, then the one line.
+    let last_frame = screen.rfind("depth 1").expect("a frame was drawn");
+    let erase = screen.rfind("\x1b[J").unwrap();
+    assert!(erase > last_frame, "{screen:?}");
+    assert_eq!(
+        screen[erase + 3..].trim_end(),
+        "axe: interrupted",
+        "{screen:?}"
+    );
+    let ends: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "run_end")
+        .collect();
+    let paths: Vec<&str> = ends.iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        ["lead/a-rather-long-sub-agent-name-for-the-view#1", "lead"],
+        "deepest first"
+    );
+    for e in &ends {
+        assert_eq!(e["ok"], false);
+        assert_eq!(e["error"], "interrupted");
     }
 }
 

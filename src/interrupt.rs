@@ -1,0 +1,136 @@
+//! SIGINT and SIGTERM. An interrupted command ends the way a failed one
+//! does, not in the middle of something: the progress view is erased, the
+//! trace gets its `run_end` lines, temporary files being written are
+//! removed, one line `axe: interrupted` (or `terminated`) is printed, and
+//! the exit status is 130 (SIGINT) or 143 (SIGTERM), as shells report them.
+//!
+//! The signals are blocked in every thread and taken by one thread that
+//! waits for them (`sigwait`), so the cleanup runs as ordinary code, not in
+//! a signal handler. A signal the process was started with ignored (a
+//! background job's SIGINT, `nohup`) stays ignored.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// What to do when a signal arrives, before the process exits: each
+/// registered action gets the signal's description (`interrupted`).
+type Action = Box<dyn Fn(&str) + Send + Sync>;
+
+static ACTIONS: Mutex<Vec<(u64, Action)>> = Mutex::new(Vec::new());
+static TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// Removes its action when dropped.
+pub struct Registered(u64);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        ACTIONS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// Runs `action` if a signal ends the process while the returned guard lives.
+pub fn on_signal(action: impl Fn(&str) + Send + Sync + 'static) -> Registered {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    ACTIONS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((id, Box::new(action)));
+    Registered(id)
+}
+
+/// A temporary file that a signal must not leave behind, while it lives.
+pub struct TempFile(PathBuf);
+
+impl TempFile {
+    pub fn new(path: &Path) -> TempFile {
+        TEMP_FILES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(path.to_path_buf());
+        TempFile(path.to_path_buf())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        TEMP_FILES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|p| *p != self.0);
+    }
+}
+
+/// Takes SIGINT and SIGTERM (those not ignored) from now on. Call before
+/// any other thread is started: threads inherit the blocked signals, and
+/// one that did not would be killed by the signal instead.
+#[cfg(unix)]
+pub fn install() {
+    // SAFETY: plain libc calls on a local signal set; sigaction with a null
+    // new action only reads the current one.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        let mut any = false;
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
+            libc::sigaddset(&mut set, sig);
+            any = true;
+        }
+        if !any || libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        let waiter = std::thread::Builder::new()
+            .name("axe-signals".into())
+            .spawn(move || {
+                let mut sig: libc::c_int = 0;
+                while libc::sigwait(&set, &mut sig) != 0 {}
+                end(sig);
+            });
+        if waiter.is_err() {
+            // No thread to take them: let the signals act as before.
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(not(unix))]
+pub fn install() {}
+
+/// The cleanup and the exit, for signal `sig`.
+#[cfg(unix)]
+fn end(sig: libc::c_int) -> ! {
+    let (why, code) = if sig == libc::SIGINT {
+        ("interrupted", 130)
+    } else {
+        ("terminated", 143)
+    };
+    // The progress view first: nothing below is drawn over it.
+    crate::stderr::end_view();
+    for (_, action) in ACTIONS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
+        action(why);
+    }
+    for path in TEMP_FILES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+    {
+        let _ = std::fs::remove_file(path);
+    }
+    crate::stderr::error_line(format!("axe: {why}\n"));
+    crate::stderr::flush(crate::stderr::PATIENCE);
+    std::process::exit(code)
+}
