@@ -214,8 +214,8 @@ pub fn main() -> anyhow::Result<()> {
     if axe.version {
         return print_stdout(&version());
     }
-    // Commands that write files or run agents end cleanly on SIGINT and
-    // SIGTERM (before any thread is started; see interrupt).
+    // Commands that write files or run agents end cleanly on SIGINT,
+    // SIGTERM and SIGHUP (before any thread is started; see interrupt).
     if matches!(
         &axe.command,
         Some(Command::Run(_))

@@ -1,8 +1,8 @@
-//! SIGINT and SIGTERM. An interrupted command ends the way a failed one
-//! does, not in the middle of something: the progress view is erased, the
-//! trace gets its `run_end` lines, temporary files being written are
-//! removed, one line `axe: interrupted` (or `terminated`) is printed, and
-//! the exit status is 130 (SIGINT) or 143 (SIGTERM), as shells report them.
+//! SIGINT, SIGTERM and SIGHUP. An interrupted command ends the way a failed
+//! one does, not in the middle of something: the progress view is erased,
+//! the trace gets its `run_end` lines, temporary files being written are
+//! removed, one line `axe: interrupted` (`terminated`, `hung up`) is
+//! printed, and the exit status is 130, 143 or 129, as shells report them.
 //!
 //! The signals are blocked in every thread and taken by one thread that
 //! waits for them (`sigwait`), so the cleanup runs as ordinary code, not in
@@ -65,7 +65,7 @@ impl Drop for TempFile {
     }
 }
 
-/// Takes SIGINT and SIGTERM (those not ignored) from now on. Call before
+/// Takes SIGINT, SIGTERM and SIGHUP (those not ignored) from now on. Call before
 /// any other thread is started: threads inherit the blocked signals, and
 /// one that did not would be killed by the signal instead.
 #[cfg(unix)]
@@ -76,7 +76,7 @@ pub fn install() {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         let mut any = false;
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             let mut old: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
                 && old.sa_sigaction == libc::SIG_IGN
@@ -109,10 +109,10 @@ pub fn install() {}
 /// The cleanup and the exit, for signal `sig`.
 #[cfg(unix)]
 fn end(sig: libc::c_int) -> ! {
-    let (why, code) = if sig == libc::SIGINT {
-        ("interrupted", 130)
-    } else {
-        ("terminated", 143)
+    let (why, code) = match sig {
+        libc::SIGINT => ("interrupted", 130),
+        libc::SIGHUP => ("hung up", 129),
+        _ => ("terminated", 143),
     };
     // The progress view first: nothing below is drawn over it.
     crate::stderr::end_view();

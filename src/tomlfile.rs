@@ -34,7 +34,8 @@ fn describe(text: &str, e: &toml::de::Error) -> String {
     let msg = e.message().trim().trim_end_matches('.').to_string();
     match e.span() {
         Some(span) => {
-            let before = &text[..span.start.min(text.len())];
+            // The parser's offsets are trusted no further than the text.
+            let before = text.get(..span.start).unwrap_or(text);
             let line = before.matches('\n').count() + 1;
             let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             format!("{msg} at line {line}, column {col}")

@@ -458,7 +458,7 @@ impl Children {
     pub fn next(&self, name: &str) -> u32 {
         let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let n = seen.entry(name.to_string()).or_insert(0);
-        *n += 1;
+        *n = n.saturating_add(1);
         *n
     }
 }

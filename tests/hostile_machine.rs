@@ -565,6 +565,30 @@ fn sigterm_mid_run_closes_the_trace_and_exits_143() {
 }
 
 #[test]
+fn sighup_mid_run_closes_the_trace_and_exits_129() {
+    let home = solo("");
+    let server = FakeServer::start(vec![Reply::Hang]);
+    let trace = home.dir.path().join("t.jsonl");
+    let child = axe(&home, &server)
+        .args(["run", "solo", "--trace", trace.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_requests(&server, 1);
+    signal(&child, libc::SIGHUP);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 129, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "axe: hung up\n");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last["event"].as_str(), last["error"].as_str()),
+        (Some("run_end"), Some("hung up"))
+    );
+}
+
+#[test]
 fn an_ignored_sigint_stays_ignored() {
     use std::os::unix::process::CommandExt;
     let home = solo("");

@@ -410,3 +410,30 @@ fn credentials_in_a_base_url_never_appear_in_any_output() {
     assert!(stderr(&b.output).contains("unexpected redirect"));
     assert_no_credentials(&stderr(&b.output), "a redirect");
 }
+
+#[test]
+fn the_largest_retry_count_is_bounded_by_the_deadline_without_overflow() {
+    for p in PROVIDERS {
+        let home = solo_home(p);
+        let server = FakeServer::start(vec![with_headers(429, "{}".into(), &[])]);
+        let b = run(
+            &home,
+            p,
+            &server,
+            &[
+                "run",
+                "solo",
+                "--retries",
+                "4294967295",
+                "--timeout",
+                "1",
+                "--verbose",
+            ],
+        );
+        let err = stderr(&b.output);
+        assert_no_internal_error(&err);
+        assert_eq!(code(&b.output), 3, "{p:?}: {err}");
+        assert!(err.contains("attempt 2/4294967296"), "{p:?}: {err}");
+        assert!(b.took < Duration::from_secs(5), "{p:?}: {:?}", b.took);
+    }
+}

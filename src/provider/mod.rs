@@ -580,8 +580,8 @@ pub struct Retry {
     pub what: String,
     pub status: Option<u16>,
     /// The attempt about to be made (2 for the first retry), of `of`.
-    pub attempt: u32,
-    pub of: u32,
+    pub attempt: u64,
+    pub of: u64,
     /// How long it waits first.
     pub wait: Duration,
 }
@@ -705,8 +705,8 @@ impl Provider {
             on_notice(&Notice::Retry(Retry {
                 what,
                 status: failed.error.status,
-                attempt: retries + 1,
-                of: self.retry.max_retries + 1,
+                attempt: u64::from(retries) + 1,
+                of: u64::from(self.retry.max_retries) + 1,
                 wait,
             }));
             std::thread::sleep(wait);
