@@ -333,56 +333,44 @@ pub fn converse(
         }
         tree.event("request", node, turn, fields);
         let sent = Instant::now();
-        let on_notice = |notice: &Notice| match notice {
-            Notice::Retry(r) => {
-                verbose.line(&format!(
-                    "[retry] {} {}, attempt {}/{} in {:.1}s",
-                    provider.kind.name(),
-                    r.what,
-                    r.attempt,
-                    r.of,
-                    r.wait.as_secs_f64()
-                ));
-                tree.event(
-                    "retry",
-                    node,
-                    turn,
+        let on_notice = |notice: &Notice| {
+            let (line, mut fields) = match notice {
+                Notice::Retry(r) => (
+                    format!(
+                        "{} {}, attempt {}/{} in {:.1}s",
+                        provider.kind.name(),
+                        r.what,
+                        r.attempt,
+                        r.of,
+                        r.wait.as_secs_f64()
+                    ),
                     json!({
-                        "provider": provider.kind.name(),
-                        "model": req.model,
                         "status": r.status,
                         "reason": r.what,
                         "attempt": r.attempt,
                         "of": r.of,
                         "delay_ms": millis(r.wait),
                     }),
-                );
-            }
-            Notice::Adjusted { change, first } => {
-                let what = format!(
-                    "{}: model {:?} {}",
-                    provider.kind.name(),
-                    req.model,
-                    adjust::describe(*change)
-                );
-                // Told once per process; a changed field name is no news.
-                if *first && *change == Change::NoTemperature {
-                    output::warn_once(&what);
+                ),
+                Notice::Adjusted { change, first } => {
+                    let what = format!(
+                        "{}: model {:?} {}",
+                        provider.kind.name(),
+                        req.model,
+                        adjust::describe(*change)
+                    );
+                    // Told once per process; a changed field name is no news.
+                    if *first && *change == Change::NoTemperature {
+                        output::warn_once(&what);
+                    }
+                    let fields = json!({ "status": 400, "reason": what, "delay_ms": 0 });
+                    (what, fields)
                 }
-                verbose.line(&format!("[retry] {what}"));
-                tree.event(
-                    "retry",
-                    node,
-                    turn,
-                    json!({
-                        "provider": provider.kind.name(),
-                        "model": req.model,
-                        "status": 400,
-                        "reason": what,
-                        "delay_ms": 0,
-                    }),
-                );
-            }
+            };
+            verbose.line(&format!("[retry] {line}"));
+            fields["provider"] = provider.kind.name().into();
+            fields["model"] = req.model.clone().into();
+            tree.event("retry", node, turn, fields);
         };
         let resp = provider
             .send_with(&req, limits.deadline, &on_notice)

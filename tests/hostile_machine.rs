@@ -540,52 +540,33 @@ fn wait_for_requests(server: &FakeServer, n: usize) {
 }
 
 #[test]
-fn sigterm_mid_run_closes_the_trace_and_exits_143() {
-    let home = solo("");
-    let server = FakeServer::start(vec![Reply::Hang]);
-    let trace = home.dir.path().join("t.jsonl");
-    let child = axe(&home, &server)
-        .args(["run", "solo", "--trace", trace.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_requests(&server, 1);
-    signal(&child, libc::SIGTERM);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 143, "{}", stderr(&out));
-    assert_eq!(stderr(&out), "axe: terminated\n");
-    assert_eq!(stdout(&out), "");
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    assert_eq!(last["event"], "run_end", "{text}");
-    assert_eq!(last["path"], "solo");
-    assert_eq!(last["ok"], false);
-    assert_eq!(last["error"], "terminated");
-}
-
-#[test]
-fn sighup_mid_run_closes_the_trace_and_exits_129() {
-    let home = solo("");
-    let server = FakeServer::start(vec![Reply::Hang]);
-    let trace = home.dir.path().join("t.jsonl");
-    let child = axe(&home, &server)
-        .args(["run", "solo", "--trace", trace.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_requests(&server, 1);
-    signal(&child, libc::SIGHUP);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 129, "{}", stderr(&out));
-    assert_eq!(stderr(&out), "axe: hung up\n");
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    assert_eq!(
-        (last["event"].as_str(), last["error"].as_str()),
-        (Some("run_end"), Some("hung up"))
-    );
+fn sigterm_or_sighup_mid_run_closes_the_trace_and_exits_143_or_129() {
+    for (sig, status, why) in [
+        (libc::SIGTERM, 143, "terminated"),
+        (libc::SIGHUP, 129, "hung up"),
+    ] {
+        let home = solo("");
+        let server = FakeServer::start(vec![Reply::Hang]);
+        let trace = home.dir.path().join("t.jsonl");
+        let child = axe(&home, &server)
+            .args(["run", "solo", "--trace", trace.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_requests(&server, 1);
+        signal(&child, sig);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), status, "{why}: {}", stderr(&out));
+        assert_eq!(stderr(&out), format!("axe: {why}\n"));
+        assert_eq!(stdout(&out), "");
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["event"], "run_end", "{text}");
+        assert_eq!(last["path"], "solo");
+        assert_eq!(last["ok"], false);
+        assert_eq!(last["error"], why);
+    }
 }
 
 #[test]
