@@ -1,7 +1,7 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build test fmt lint unit example demo e2e bench clean
+.PHONY: all build test fmt lint unit example demo e2e bench fuzz clean
 
 all: build
 
@@ -25,6 +25,14 @@ unit:
 ## (prints a table and target/bench/results.json; not part of `make test`)
 bench:
 	$(CARGO) bench --bench delegation
+
+## fuzz: every fuzzer in tests/fuzz.rs (response bodies, TOML files, retry
+## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a
+## million), release build; AXE_FUZZ_SEED=n explores elsewhere. Several
+## minutes; not part of `make test`
+FUZZ_EXECS ?= 1000000
+fuzz:
+	AXE_FUZZ_EXECS=$(FUZZ_EXECS) $(CARGO) test --release --test fuzz -- --nocapture --test-threads=1
 
 ## example: build, then show what the shipped example agents would send (no key needed)
 example: build
