@@ -16,6 +16,12 @@ pub const MAX_DEPTH_LIMIT: i64 = 5;
 /// Default `max_result_chars`: the most characters of a sub-agent's answer
 /// that reach its parent.
 pub const DEFAULT_MAX_RESULT_CHARS: usize = 20_000;
+/// Default `max_file_bytes`: a larger context file is skipped, a larger
+/// skill refused.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
+/// Default `max_prompt_bytes`: the most the system prompt may hold; context
+/// files that would take it past this are skipped.
+pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 8 << 20;
 
 /// One agent file, as written. Optional keys are `None`/empty when absent.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -44,10 +50,10 @@ pub struct AgentConfig {
     #[serde(default)]
     pub budget: BudgetSettings,
     /// A larger context file is skipped, a larger skill refused; absent:
-    /// [`resolve::DEFAULT_MAX_FILE_BYTES`](crate::resolve::DEFAULT_MAX_FILE_BYTES).
+    /// [`DEFAULT_MAX_FILE_BYTES`].
     pub max_file_bytes: Option<i64>,
     /// The most the system prompt may hold; context files past it are
-    /// skipped. Absent: [`resolve::DEFAULT_MAX_PROMPT_BYTES`](crate::resolve::DEFAULT_MAX_PROMPT_BYTES).
+    /// skipped. Absent: [`DEFAULT_MAX_PROMPT_BYTES`].
     pub max_prompt_bytes: Option<i64>,
 }
 
@@ -234,14 +240,14 @@ impl AgentConfig {
     pub fn max_file_bytes(&self) -> u64 {
         self.max_file_bytes
             .and_then(|n| u64::try_from(n).ok())
-            .unwrap_or(crate::resolve::DEFAULT_MAX_FILE_BYTES)
+            .unwrap_or(DEFAULT_MAX_FILE_BYTES)
     }
 
     /// `max_prompt_bytes`, or its default. Call after validation.
     pub fn max_prompt_bytes(&self) -> u64 {
         self.max_prompt_bytes
             .and_then(|n| u64::try_from(n).ok())
-            .unwrap_or(crate::resolve::DEFAULT_MAX_PROMPT_BYTES)
+            .unwrap_or(DEFAULT_MAX_PROMPT_BYTES)
     }
 }
 
@@ -331,7 +337,7 @@ pub fn list_ids() -> anyhow::Result<Vec<String>> {
         .filter(|id| match paths::check_agent_name(id) {
             Ok(()) => true,
             Err(e) => {
-                crate::output::warn(&format!("skipping {}/{id}.toml: {e}", dir.display()));
+                crate::stderr::warn(&format!("skipping {}/{id}.toml: {e}", dir.display()));
                 false
             }
         })

@@ -3,21 +3,25 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use argh::FromArgs;
 
 use crate::agent;
 use crate::config::{self, GlobalConfig};
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::graph;
 use crate::interrupt;
-use crate::output::{self, UserInput, Verbose};
 use crate::paths;
 use crate::progress::{self, Progress};
+use crate::report;
+use crate::resolve::UserInput;
 use crate::resolve::{self, Overrides};
-use crate::run::{self, Ctx, Limits};
+use crate::run::{self, Ctx};
+use crate::stderr::{self, Verbose};
+use crate::text::one_line;
 use crate::tree::{Budget, Node, Tree};
 use crate::write::{Created, create_new};
 
@@ -259,7 +263,7 @@ fn early_exit(early: argh::EarlyExit) -> anyhow::Result<()> {
     match early.status {
         Ok(()) => print_stdout(&format!("{}\n", early.output.trim_end())),
         Err(()) => {
-            let text = output::one_line(&early.output);
+            let text = one_line(&early.output);
             let text = if text.is_empty() {
                 "invalid arguments".to_string()
             } else {
@@ -283,7 +287,7 @@ fn print_stdout(text: &str) -> anyhow::Result<()> {
 fn load_agent(name: &str) -> anyhow::Result<agent::Agent> {
     let a = agent::load(name)?;
     for w in &a.warnings {
-        output::warn(w);
+        stderr::warn(w);
     }
     Ok(a)
 }
@@ -293,11 +297,8 @@ fn agents_list() -> anyhow::Result<()> {
     for id in agent::list_ids()? {
         match agent::load(&id) {
             Ok(a) if a.config.description.trim().is_empty() => out.push_str(&format!("{id}\n")),
-            Ok(a) => out.push_str(&format!(
-                "{id} - {}\n",
-                output::one_line(&a.config.description)
-            )),
-            Err(e) => output::warn(&format!("skipping agent {id}: {e}")),
+            Ok(a) => out.push_str(&format!("{id} - {}\n", one_line(&a.config.description))),
+            Err(e) => stderr::warn(&format!("skipping agent {id}: {e}")),
         }
     }
     print_stdout(&out)
@@ -357,7 +358,7 @@ fn agents_check(name: Option<&str>) -> anyhow::Result<()> {
     let (global, warnings) = GlobalConfig::load()?;
     global.register_secrets();
     for w in &warnings {
-        output::warn(w);
+        stderr::warn(w);
     }
     let config_dir = paths::config_dir()?;
     let roots = match name {
@@ -369,7 +370,7 @@ fn agents_check(name: Option<&str>) -> anyhow::Result<()> {
     };
     let graph = graph::load(&config_dir, &roots, u32::MAX);
     for w in &graph.warnings {
-        output::warn(w);
+        stderr::warn(w);
     }
     let report = graph::check(&graph, &global);
     print_stdout(&crate::redact::redact(&graph::report_text(&report)))?;
@@ -395,7 +396,7 @@ fn agents_tree(name: &str) -> anyhow::Result<()> {
     paths::check_agent_name(name)?;
     let graph = graph::load_tree(&config_dir, name);
     for w in &graph.warnings {
-        output::warn(w);
+        stderr::warn(w);
     }
     let text = graph::tree(&graph, name)?;
     print_stdout(&crate::redact::redact(&text))
@@ -406,7 +407,7 @@ pub const MAX_STDIN_BYTES: u64 = 32 << 20;
 
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the
 /// default. Reading stdin ends at the run's deadline.
-fn user_input(prompt: Option<String>, limits: &Limits) -> anyhow::Result<UserInput> {
+fn user_input(prompt: Option<String>, deadline: &Deadline) -> anyhow::Result<UserInput> {
     if let Some(p) = prompt {
         // A blank prompt would be rejected by some APIs; it means the default.
         return Ok(if p.trim().is_empty() {
@@ -418,7 +419,7 @@ fn user_input(prompt: Option<String>, limits: &Limits) -> anyhow::Result<UserInp
     if std::io::stdin().is_terminal() {
         return Ok(UserInput::Default);
     }
-    let text = String::from_utf8_lossy(&read_stdin(limits)?).into_owned();
+    let text = String::from_utf8_lossy(&read_stdin(deadline)?).into_owned();
     Ok(if text.trim().is_empty() {
         UserInput::Default
     } else {
@@ -430,7 +431,7 @@ fn user_input(prompt: Option<String>, limits: &Limits) -> anyhow::Result<UserInp
 /// own so that a writer that never finishes (`sleep 9 | axe run ...`) is
 /// bounded by the deadline: a blocking read cannot be given one. At the
 /// deadline the reader is left behind; the process ends soon after.
-fn read_stdin(limits: &Limits) -> anyhow::Result<Vec<u8>> {
+fn read_stdin(deadline: &Deadline) -> anyhow::Result<Vec<u8>> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("axe-stdin".into())
@@ -443,7 +444,7 @@ fn read_stdin(limits: &Limits) -> anyhow::Result<Vec<u8>> {
             let _ = tx.send(read.map(|_| bytes));
         })
         .context("cannot read stdin")?;
-    let left = limits.deadline.saturating_duration_since(Instant::now());
+    let left = deadline.left();
     match rx.recv_timeout(left) {
         Ok(Ok(bytes)) if bytes.len() as u64 > MAX_STDIN_BYTES => Err(Error::general(format!(
             "stdin is larger than {} MiB",
@@ -454,7 +455,7 @@ fn read_stdin(limits: &Limits) -> anyhow::Result<Vec<u8>> {
         Ok(Err(e)) => Err(anyhow::Error::new(e).context("cannot read stdin")),
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Error::api(format!(
             "timeout after {}s while reading stdin",
-            limits.timeout_secs
+            deadline.secs
         ))
         .into()),
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
@@ -468,17 +469,14 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
         return Err(Error::general("--timeout must be at least 1 second").into());
     }
     let started = Instant::now();
-    // A timeout too large for the clock is a deadline that never comes.
-    let deadline = started
-        .checked_add(Duration::from_secs(cmd.timeout))
-        .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
+    let deadline = Deadline::after(cmd.timeout);
     let verbose = Verbose::new(cmd.verbose);
-    output::set_quiet(cmd.quiet);
+    stderr::set_quiet(cmd.quiet);
 
     let (global, warnings) = GlobalConfig::load()?;
     global.register_secrets();
     for w in &warnings {
-        output::warn(w);
+        stderr::warn(w);
     }
     let agent = load_agent(&cmd.agent)?;
     let overrides = Overrides {
@@ -488,16 +486,12 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
-    let limits = Limits {
-        deadline,
-        timeout_secs: cmd.timeout,
-    };
-    let resolved = resolve::resolve(agent, &overrides, &cwd, &limits)?;
-    let input = user_input(cmd.prompt, &limits)?;
+    let resolved = resolve::resolve(agent, &overrides, &cwd, &deadline)?;
+    let input = user_input(cmd.prompt, &deadline)?;
 
-    output::verbose_header(&verbose, &resolved, &input, cmd.timeout);
+    report::verbose_header(&verbose, &resolved, &input, cmd.timeout);
     if cmd.dry_run {
-        return print_stdout(&output::dry_run(&resolved, &input, cmd.timeout));
+        return print_stdout(&report::dry_run(&resolved, &input, cmd.timeout));
     }
     let config_dir = paths::config_dir()?;
     let trace = cmd.trace.filter(|t| !t.trim().is_empty()).or_else(|| {
@@ -530,7 +524,7 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
             .config
             .sub_agents_config
             .effective_max_depth(),
-        limits,
+        deadline,
         verbose,
         retries: cmd.retries,
         tree: Arc::new(tree),
@@ -549,15 +543,15 @@ fn run(cmd: RunCmd) -> anyhow::Result<()> {
     let mut outcome = outcome?;
     outcome.duration = started.elapsed();
     if let Some(what) = outcome.incomplete() {
-        output::warn(&what);
+        stderr::warn(&what);
     }
     let usage = ctx.tree.usage();
-    output::verbose_footer(&ctx.verbose, &outcome, &usage);
+    report::verbose_footer(&ctx.verbose, &outcome, &usage);
 
     if cmd.json {
         print_stdout(&format!(
             "{}\n",
-            output::json(&resolved, &outcome, &ctx.tree.run_id, &usage)
+            report::json(&resolved, &outcome, &ctx.tree.run_id, &usage)
         ))
     } else {
         let mut text = crate::redact::redact(&outcome.content);

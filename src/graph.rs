@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use crate::agent::{self, Agent};
 use crate::config::GlobalConfig;
 use crate::error::Error;
-use crate::output::one_line;
 use crate::paths;
 use crate::provider::{Kind, ModelRef, Provider};
+use crate::text::one_line;
 
 /// The most cycles `check` lists; a graph can have exponentially many.
 pub const MAX_CYCLES: usize = 100;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::output;
+use crate::stderr;
 use crate::tree::{Running, Tree};
 
 /// How often the view is redrawn.
@@ -68,7 +68,7 @@ impl Drop for Progress {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        output::erase_progress();
+        stderr::end_view();
     }
 }
 
@@ -118,7 +118,7 @@ fn draw_until_stopped(tree: &Tree, stop: &(Mutex<bool>, Condvar), color: bool) {
         // A frame taller than the screen scrolls, and its erase would miss.
         let lines = MAX_LINES.min(rows.saturating_sub(2)).max(1);
         let block = render(&tree.running(), frame, color, width, lines);
-        output::draw_progress(&block);
+        stderr::frame(block);
     }
 }
 

@@ -10,21 +10,31 @@ use std::time::Instant;
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::agent::Agent;
+use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::paths;
 use crate::provider::ModelRef;
 use crate::read::{self, Refused};
-use crate::run::Limits;
 
 /// The user message when neither `--prompt` nor stdin gives one.
 pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
 
-/// Default `max_file_bytes`: a larger context file is skipped, a larger
-/// skill refused.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
-/// Default `max_prompt_bytes`: the most the system prompt may hold; context
-/// files that would take it past this are skipped.
-pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 8 << 20;
+/// Where the user message came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserInput {
+    Prompt(String),
+    Stdin(String),
+    Default,
+}
+
+impl UserInput {
+    pub fn text(&self) -> &str {
+        match self {
+            UserInput::Prompt(t) | UserInput::Stdin(t) => t,
+            UserInput::Default => DEFAULT_USER_MESSAGE,
+        }
+    }
+}
 
 /// What goes between the skill and the first context file.
 const FILES_HEADER: &str = "\n\n---\n\n## Context Files\n\n";
@@ -72,7 +82,7 @@ pub fn resolve(
     agent: Agent,
     overrides: &Overrides,
     cwd: &Path,
-    limits: &Limits,
+    deadline: &Deadline,
 ) -> Result<Resolved, Error> {
     let model_str = overrides.model.as_deref().unwrap_or(&agent.config.model);
     let model = ModelRef::parse(model_str)?;
@@ -80,7 +90,7 @@ pub fn resolve(
     let max_file_bytes = agent.config.max_file_bytes();
     let (skill_path, skill) = resolve_skill(&agent, overrides, cwd, max_file_bytes)?;
     let (files, mut skipped) =
-        collect_files(&workdir, &agent.config.files, max_file_bytes, limits)?;
+        collect_files(&workdir, &agent.config.files, max_file_bytes, deadline)?;
     let base = agent.config.system_prompt.as_deref().unwrap_or("");
     let (files, over) = within_prompt_limit(
         system_prompt(base, skill.as_deref(), &[]).len(),
@@ -233,12 +243,12 @@ fn resolve_skill(
 /// symlinks), what is not a regular file (never opened), files over
 /// `max_file_bytes` (never read), binary files (only their first bytes
 /// read) and unreadable files. An invalid glob is a config error; reaching
-/// the deadline of `limits` is a timeout (an API error, exit 3).
+/// `deadline` is a timeout (an API error, exit 3).
 pub fn collect_files(
     workdir: &Path,
     patterns: &[String],
     max_file_bytes: u64,
-    limits: &Limits,
+    deadline: &Deadline,
 ) -> Result<(Vec<ContextFile>, Vec<Skipped>), Error> {
     if patterns.is_empty() {
         return Ok((Vec::new(), Vec::new()));
@@ -263,11 +273,11 @@ pub fn collect_files(
         };
         let mut walk = Walk {
             matcher: &matcher,
-            deadline: limits.deadline,
+            deadline: deadline.at,
             out: &mut matched,
         };
         if walk.dir(&start, &base, max_depth).is_err() {
-            return Err(deadline_passed(limits));
+            return Err(deadline_passed(deadline));
         }
     }
 
@@ -283,8 +293,8 @@ pub fn collect_files(
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for (rel, path) in matched {
-        if Instant::now() >= limits.deadline {
-            return Err(deadline_passed(limits));
+        if deadline.passed() {
+            return Err(deadline_passed(deadline));
         }
         let inside = path
             .canonicalize()
@@ -361,10 +371,10 @@ fn refusal(e: &Refused) -> String {
 }
 
 /// The error for a deadline that passed while context files were read.
-fn deadline_passed(limits: &Limits) -> Error {
+fn deadline_passed(deadline: &Deadline) -> Error {
     Error::api(format!(
         "timeout after {}s (while reading context files)",
-        limits.timeout_secs
+        deadline.secs
     ))
 }
 
@@ -473,18 +483,15 @@ mod tests {
         );
     }
 
-    fn later() -> Limits {
-        Limits {
-            deadline: Instant::now() + std::time::Duration::from_secs(60),
-            timeout_secs: 60,
-        }
+    fn later() -> Deadline {
+        Deadline::after(60)
     }
 
     #[test]
     fn reading_files_stops_at_the_deadline() {
-        let passed = Limits {
-            deadline: Instant::now(),
-            timeout_secs: 7,
+        let passed = Deadline {
+            at: Instant::now(),
+            secs: 7,
         };
         let err =
             collect_files(Path::new("."), &["src/**/*.rs".into()], 1 << 20, &passed).unwrap_err();

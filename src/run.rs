@@ -15,26 +15,18 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::config::GlobalConfig;
-use crate::output::{self, Verbose};
+use crate::deadline::Deadline;
 use crate::provider::{
     Change, Cut, ErrorKind, Kind, Message, Notice, Provider, ProviderError, Request, RetryPolicy,
     Role, ToolCall, ToolChoice, ToolResult, adjust,
 };
 use crate::resolve::Resolved;
+use crate::stderr::{self, Verbose};
 use crate::tool::{self, Caller};
 use crate::tree::{self, Budget, Children, Exceeded, Node, Tree};
 
 /// The most send-receive cycles one conversation may take.
 pub const MAX_TURNS: u32 = 50;
-
-/// What a run is bounded by, and where it reports.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// No request is sent or waited for past this instant.
-    pub deadline: Instant,
-    /// The seconds the deadline stands for, for the timeout message.
-    pub timeout_secs: u64,
-}
 
 /// Where an agent runs in the tree and what bounds it. The top-level run is
 /// depth 0; a sub-agent gets its parent's context one level down, with a
@@ -52,7 +44,7 @@ pub struct Ctx<'a> {
     pub depth: u32,
     /// The root agent's effective `max_depth`, bounding the whole tree (D6).
     pub max_depth: u32,
-    pub limits: Limits,
+    pub deadline: Deadline,
     pub verbose: Verbose,
     /// `--retries`: the most transport retries per request, over any
     /// `[retry]` setting, for the whole tree.
@@ -64,23 +56,6 @@ pub struct Ctx<'a> {
     /// The budgets that bound this run: the root's, then those of every
     /// ancestor that has a `[budget]` (its own is added by [`run_agent`]).
     pub budgets: Vec<Arc<Budget>>,
-}
-
-impl Limits {
-    /// The limits of a sub-agent call with its own timeout of `secs` (0: none):
-    /// the earlier of this deadline and `now + secs` (D5).
-    pub fn narrowed(&self, secs: u64) -> Limits {
-        if secs == 0 {
-            return self.clone();
-        }
-        match Instant::now().checked_add(Duration::from_secs(secs)) {
-            Some(own) if own < self.deadline => Limits {
-                deadline: own,
-                timeout_secs: secs,
-            },
-            _ => self.clone(),
-        }
-    }
 }
 
 /// The result of a finished conversation.
@@ -299,7 +274,7 @@ pub fn converse(
     ctx: &Ctx,
     execute: Option<&ToolRunner>,
 ) -> Result<Outcome, RunError> {
-    let (limits, verbose, tree, node) = (&ctx.limits, &ctx.verbose, &*ctx.tree, &ctx.node);
+    let (deadline, verbose, tree, node) = (&ctx.deadline, &ctx.verbose, &*ctx.tree, &ctx.node);
     let started = Instant::now();
     let mut out = Outcome::default();
     let looping = execute.is_some();
@@ -361,7 +336,7 @@ pub fn converse(
                     );
                     // Told once per process; a changed field name is no news.
                     if *first && *change == Change::NoTemperature {
-                        output::warn_once(&what);
+                        stderr::warn_once(&what);
                     }
                     let fields = json!({ "status": 400, "reason": what, "delay_ms": 0 });
                     (what, fields)
@@ -373,10 +348,10 @@ pub fn converse(
             tree.event("retry", node, turn, fields);
         };
         let resp = provider
-            .send_with(&req, limits.deadline, &on_notice)
+            .send_with(&req, deadline.at, &on_notice)
             .map_err(|mut e| {
                 if e.kind == ErrorKind::Timeout {
-                    e.message = format!("timeout after {}s", limits.timeout_secs);
+                    e.message = format!("timeout after {}s", deadline.secs);
                 }
                 tree.event(
                     "error",

@@ -1,6 +1,7 @@
-//! The one writer of stderr. Verbose lines, warnings, the live progress view
-//! and the final error line are queued here and written by a thread of their
-//! own, so that a stderr nobody reads (a full pipe, a stopped terminal)
+//! The one writer of stderr, and what writes through it: warnings (and
+//! `--quiet`), the `--verbose` reporter, the live progress view's frames and
+//! the final error line. All of it is queued here and written by a thread of
+//! its own, so that a stderr nobody reads (a full pipe, a stopped terminal)
 //! never blocks a run: a sub-agent keeps its deadline however stderr is
 //! doing. The queue is bounded; lines that do not fit are counted, dropped,
 //! and said to be missing once stderr moves again.
@@ -8,10 +9,13 @@
 //! The writer also owns the screen state of the progress view: how many of
 //! its lines are on screen, erased before any other line is written.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use crate::redact::redact;
 
 /// The most bytes waiting to be written; lines beyond it are dropped.
 const MAX_QUEUED_BYTES: usize = 1 << 20;
@@ -74,6 +78,64 @@ static STDERR: Stderr = Stderr {
 
 fn lock() -> MutexGuard<'static, State> {
     STDERR.state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Diagnostics on stderr, one whole line at a time (lines of parallel
+/// sub-agents never interleave), when enabled.
+#[derive(Debug, Clone, Default)]
+pub struct Verbose {
+    pub enabled: bool,
+    /// Put before every line: empty for the top-level agent; for a
+    /// sub-agent, two spaces per level and its name, e.g. `  helper: `.
+    pub prefix: String,
+}
+
+impl Verbose {
+    pub fn new(enabled: bool) -> Verbose {
+        Verbose {
+            enabled,
+            prefix: String::new(),
+        }
+    }
+
+    pub fn line(&self, text: &str) {
+        if self.enabled {
+            lines(format!("{}{}\n", self.prefix, redact(text)));
+        }
+    }
+
+    /// The reporter for the sub-agent `name` running at `depth`.
+    pub fn nested(&self, name: &str, depth: u32) -> Verbose {
+        Verbose {
+            enabled: self.enabled,
+            prefix: format!("{}{name}: ", "  ".repeat(depth as usize)),
+        }
+    }
+}
+
+/// `--quiet`: no warnings (errors are still printed).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Prints a warning on stderr (always, not only with `--verbose`).
+pub fn warn(text: &str) {
+    if QUIET.load(Ordering::Relaxed) {
+        return;
+    }
+    lines(format!("axe: warning: {}\n", redact(text)));
+}
+
+/// Prints a warning once per process, however many times it comes up (a
+/// sub-agent called sixteen times warns about its file once).
+pub fn warn_once(text: &str) {
+    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if seen.insert(text.to_string()) {
+        warn(text);
+    }
 }
 
 /// Queues whole lines (`text` ends in a newline) for stderr; dropped (and

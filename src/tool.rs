@@ -462,8 +462,8 @@ fn run_sub_agent(
     seq: u32,
 ) -> Result<run::Outcome, SubAgentError> {
     let ctx = caller.ctx;
-    let limits = ctx.limits.narrowed(caller.timeout_secs);
-    let timed_out = || SubAgentError::Failed(format!("timeout after {}s", limits.timeout_secs));
+    let deadline = ctx.deadline.narrowed(caller.timeout_secs);
+    let timed_out = || SubAgentError::Failed(format!("timeout after {}s", deadline.secs));
     let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
         SubAgentError::Refused(format!(
             "call_agent error: failed to load agent \"{name}\": {}",
@@ -471,7 +471,7 @@ fn run_sub_agent(
         ))
     })?;
     for w in &loaded.warnings {
-        crate::output::warn_once(w);
+        crate::stderr::warn_once(w);
     }
     if let Err(e) = ModelRef::parse(&loaded.config.model) {
         return Err(SubAgentError::Refused(format!(
@@ -482,8 +482,8 @@ fn run_sub_agent(
 
     // Its own workdir, skill and files; never the parent's overrides (D7).
     let resolved =
-        resolve::resolve(loaded, &Overrides::default(), ctx.cwd, &limits).map_err(|e| {
-            if Instant::now() >= limits.deadline {
+        resolve::resolve(loaded, &Overrides::default(), ctx.cwd, &deadline).map_err(|e| {
+            if deadline.passed() {
                 timed_out()
             } else {
                 SubAgentError::Failed(e.message)
@@ -491,7 +491,7 @@ fn run_sub_agent(
         })?;
     let sub_ctx = Ctx {
         depth: ctx.depth + 1,
-        limits: limits.clone(),
+        deadline,
         verbose: ctx.verbose.nested(name, ctx.depth + 1),
         node: ctx.node.child(name, seq),
         ..ctx.clone()
@@ -565,7 +565,7 @@ fn error_result(call: &ToolCall, content: String) -> ToolResult {
 /// model like any other failure of that one call.
 fn panicked(call: &ToolCall, payload: &(dyn Any + Send)) -> ToolResult {
     let what = crate::error::panic_message(payload);
-    let what = crate::redact::redact(&crate::output::one_line(&what));
+    let what = crate::redact::redact(&crate::text::one_line(&what));
     let content = match call.arguments.get("agent") {
         Some(name) if call.name == CALL_AGENT => {
             sub_agent_failed(name.trim(), &format!("internal error in axe: {what}"))
@@ -581,11 +581,7 @@ fn panicked(call: &ToolCall, payload: &(dyn Any + Send)) -> ToolResult {
 /// The first [`TASK_PREVIEW_CHARS`] characters of a task on one line, with
 /// `...` when it was cut.
 fn preview(task: &str) -> String {
-    let line = crate::output::one_line(task);
-    match line.char_indices().nth(TASK_PREVIEW_CHARS) {
-        Some((i, _)) => format!("{}...", &line[..i]),
-        None => line,
-    }
+    crate::text::clip(&crate::text::one_line(task), TASK_PREVIEW_CHARS, "...")
 }
 
 #[cfg(test)]

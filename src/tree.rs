@@ -314,7 +314,7 @@ impl Tree {
         }
         if let Err(e) = write_whole(&mut trace_file.file, line.as_bytes()) {
             trace.broken.store(true, Ordering::Relaxed);
-            crate::output::warn(&format!("cannot write the trace ({e}); tracing stopped"));
+            crate::stderr::warn(&format!("cannot write the trace ({e}); tracing stopped"));
         } else {
             trace_file.needs_newline = false;
         }

@@ -11,9 +11,10 @@ use common::*;
 use std::time::{Duration, Instant};
 
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
-use axe::output::Verbose;
+use axe::deadline::Deadline;
 use axe::provider::ToolCall;
-use axe::run::{Ctx, Limits};
+use axe::run::Ctx;
+use axe::stderr::Verbose;
 use axe::tool::{Caller, execute};
 use axe::tree::{Children, Node, Tree};
 
@@ -92,9 +93,9 @@ fn load_fan_out_of_256_leaves_no_thread_behind_and_reuses_connections() {
         cwd: dir.path(),
         depth: 0,
         max_depth: 3,
-        limits: Limits {
-            deadline: Instant::now() + Duration::from_secs(60),
-            timeout_secs: 60,
+        deadline: Deadline {
+            at: Instant::now() + Duration::from_secs(60),
+            secs: 60,
         },
         verbose: Verbose::new(false),
         tree: std::sync::Arc::new(Tree::new()),

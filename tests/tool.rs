@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
-use axe::output::Verbose;
+use axe::deadline::Deadline;
 use axe::provider::{ToolCall, ToolResult};
-use axe::run::{Ctx, Limits};
+use axe::run::Ctx;
+use axe::stderr::Verbose;
 use axe::tool::*;
 use axe::tree::{Children, Node, Tree};
 use serde_json::{Value, json};
@@ -101,9 +102,9 @@ impl Setup {
             cwd: self.dir(),
             depth,
             max_depth,
-            limits: Limits {
-                deadline: Instant::now() + Duration::from_secs(secs),
-                timeout_secs: secs,
+            deadline: Deadline {
+                at: Instant::now() + Duration::from_secs(secs),
+                secs: secs,
             },
             retries: None,
             verbose: Verbose::new(false),
@@ -747,9 +748,9 @@ fn hang(timeout_secs: u64, deadline_secs: u64, ctx_secs: u64) -> (ToolResult, Du
     let s = Setup::openai(&server);
     s.agent("slow", &openai_agent("slow", "Slow."));
     let ctx = Ctx {
-        limits: Limits {
-            deadline: Instant::now() + Duration::from_secs(deadline_secs),
-            timeout_secs: ctx_secs,
+        deadline: Deadline {
+            at: Instant::now() + Duration::from_secs(deadline_secs),
+            secs: ctx_secs,
         },
         ..s.ctx(0, 3, deadline_secs)
     };
@@ -790,9 +791,9 @@ fn execute_call_agent_parent_deadline_already_passed() {
     let s = Setup::openai(&server);
     s.agent("late", &openai_agent("late", "Late."));
     let ctx = Ctx {
-        limits: Limits {
-            deadline: Instant::now(),
-            timeout_secs: 7,
+        deadline: Deadline {
+            at: Instant::now(),
+            secs: 7,
         },
         ..s.ctx(0, 3, 7)
     };
@@ -834,9 +835,9 @@ fn execute_call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
         ),
     );
     let ctx = Ctx {
-        limits: Limits {
-            deadline: Instant::now(),
-            timeout_secs: 4,
+        deadline: Deadline {
+            at: Instant::now(),
+            secs: 4,
         },
         ..s.ctx(0, 3, 4)
     };

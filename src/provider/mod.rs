@@ -23,8 +23,8 @@ use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use crate::config::GlobalConfig;
 use crate::error::{Code, Error};
-use crate::output::one_line;
 use crate::redact;
+use crate::text::{clip, one_line};
 pub use adjust::{Change, Quirks};
 
 /// The largest response body axe reads; a larger one is refused, not read.
@@ -1044,10 +1044,10 @@ pub fn error_detail(body: &str) -> ErrorDetail {
             .or_else(|| v["message"].as_str())
             .or_else(|| v["detail"].as_str())
             .map(str::to_string)
-            .unwrap_or_else(|| clip(trimmed, MAX));
+            .unwrap_or_else(|| clip(trimmed, MAX, "…"));
         let error_type = err["type"].as_str().map(str::to_string);
         return ErrorDetail {
-            message: clip(&one_line(&message), MAX),
+            message: clip(&one_line(&message), MAX, "…"),
             error_type,
             param: err["param"].as_str().map(str::to_string),
         };
@@ -1059,12 +1059,12 @@ pub fn error_detail(body: &str) -> ErrorDetail {
             _ => "HTML error page".into(),
         };
         return ErrorDetail {
-            message: clip(&message, MAX),
+            message: clip(&message, MAX, "…"),
             ..ErrorDetail::default()
         };
     }
     ErrorDetail {
-        message: clip(&one_line(trimmed), MAX),
+        message: clip(&one_line(trimmed), MAX, "…"),
         ..ErrorDetail::default()
     }
 }
@@ -1098,13 +1098,6 @@ fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
     let start = lower.find(open)? + open.len();
     let end = lower[start..].find(close)? + start;
     s.get(start..end)
-}
-
-fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -1,116 +1,15 @@
-//! What a run prints besides the answer: the `--dry-run` report, the `--json`
-//! object and the `--verbose` lines on stderr. Everything printed here passes
-//! through [`redact`](crate::redact) first.
-
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+//! The reports of a run besides its answer: the `--dry-run` text, the
+//! `--json` object, the `--verbose` header and footer and the usage table.
+//! Everything here passes through [`redact`](crate::redact) first.
 
 use serde::Serialize;
 
 use crate::agent::yes_no;
 use crate::redact::redact;
-use crate::resolve::Resolved;
+use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
+use crate::stderr::Verbose;
 use crate::tree::{self, AgentUsage};
-
-/// Writes `text` (whole lines) to stderr, through its writer: the progress
-/// view is erased first (and drawn again on its next tick), and a stderr
-/// nobody reads never blocks the caller.
-fn write_stderr(text: &str) {
-    crate::stderr::lines(text.to_string());
-}
-
-/// Replaces the progress view on screen with `block` (whole lines).
-pub fn draw_progress(block: &str) {
-    crate::stderr::frame(block.to_string());
-}
-
-/// Erases the progress view for good, and waits (a while) until it is.
-pub fn erase_progress() {
-    crate::stderr::end_view();
-}
-
-/// `--quiet`: no warnings (errors are still printed).
-static QUIET: AtomicBool = AtomicBool::new(false);
-
-pub fn set_quiet(quiet: bool) {
-    QUIET.store(quiet, Ordering::Relaxed);
-}
-
-/// Diagnostics on stderr, one whole line at a time (lines of parallel
-/// sub-agents never interleave), when enabled.
-#[derive(Debug, Clone, Default)]
-pub struct Verbose {
-    pub enabled: bool,
-    /// Put before every line: empty for the top-level agent; for a
-    /// sub-agent, two spaces per level and its name, e.g. `  helper: `.
-    pub prefix: String,
-}
-
-impl Verbose {
-    pub fn new(enabled: bool) -> Verbose {
-        Verbose {
-            enabled,
-            prefix: String::new(),
-        }
-    }
-
-    pub fn line(&self, text: &str) {
-        if self.enabled {
-            write_stderr(&format!("{}{}\n", self.prefix, redact(text)));
-        }
-    }
-
-    /// The reporter for the sub-agent `name` running at `depth`.
-    pub fn nested(&self, name: &str, depth: u32) -> Verbose {
-        Verbose {
-            enabled: self.enabled,
-            prefix: format!("{}{name}: ", "  ".repeat(depth as usize)),
-        }
-    }
-}
-
-/// `text` on one line: every run of whitespace, newlines included, becomes
-/// one space.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Prints a warning on stderr (always, not only with `--verbose`).
-pub fn warn(text: &str) {
-    if QUIET.load(Ordering::Relaxed) {
-        return;
-    }
-    write_stderr(&format!("axe: warning: {}\n", redact(text)));
-}
-
-/// Prints a warning once per process, however many times it comes up (a
-/// sub-agent called sixteen times warns about its file once).
-pub fn warn_once(text: &str) {
-    static SEEN: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
-    if seen.insert(text.to_string()) {
-        warn(text);
-    }
-}
-
-/// Where the user message came from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UserInput {
-    Prompt(String),
-    Stdin(String),
-    Default,
-}
-
-impl UserInput {
-    pub fn text(&self) -> &str {
-        match self {
-            UserInput::Prompt(t) | UserInput::Stdin(t) => t,
-            UserInput::Default => crate::resolve::DEFAULT_USER_MESSAGE,
-        }
-    }
-}
 
 fn params_line(r: &Resolved) -> String {
     let p = &r.agent.config.params;

@@ -1,0 +1,48 @@
+//! The one deadline of a run (`--timeout`, design D5): no request is sent
+//! or waited for past it, and reading stdin and context files stops at it.
+//! A sub-agent call gets its own, never later than its caller's.
+
+use std::time::{Duration, Instant};
+
+/// An instant and the seconds it stands for (for the timeout message).
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    /// Nothing is sent or waited for past this instant.
+    pub at: Instant,
+    /// `--timeout` or the call's own `timeout`: `timeout after <secs>s`.
+    pub secs: u64,
+}
+
+impl Deadline {
+    /// `secs` from now; a timeout too large for the clock is a deadline
+    /// that never comes.
+    pub fn after(secs: u64) -> Deadline {
+        let now = Instant::now();
+        let at = now
+            .checked_add(Duration::from_secs(secs))
+            .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+            .unwrap_or(now);
+        Deadline { at, secs }
+    }
+
+    /// A sub-agent call's deadline with its own timeout of `secs` (0: none):
+    /// the earlier of this one and `now + secs`.
+    pub fn narrowed(&self, secs: u64) -> Deadline {
+        if secs == 0 {
+            return *self;
+        }
+        match Instant::now().checked_add(Duration::from_secs(secs)) {
+            Some(own) if own < self.at => Deadline { at: own, secs },
+            _ => *self,
+        }
+    }
+
+    /// The time left, zero once passed.
+    pub fn left(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    pub fn passed(&self) -> bool {
+        Instant::now() >= self.at
+    }
+}

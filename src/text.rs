@@ -1,0 +1,29 @@
+//! Shaping text for one line of output: whitespace folded, long text cut at
+//! a character boundary with a mark that says so.
+
+/// `text` on one line: every run of whitespace, newlines included, becomes
+/// one space; no space at either end.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The first `max` characters of `text`, followed by `mark` when there
+/// were more.
+pub fn clip(text: &str, max: usize, mark: &str) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}{mark}", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_folds_whitespace_and_clip_cuts_at_a_character() {
+        assert_eq!(one_line("  a\n\tb  c \n"), "a b c");
+        assert_eq!(clip("héllo", 2, "…"), "hé…");
+        assert_eq!(clip("hé", 2, "…"), "hé");
+    }
+}
