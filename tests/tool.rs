@@ -104,7 +104,7 @@ impl Setup {
             max_depth,
             deadline: Deadline {
                 at: Instant::now() + Duration::from_secs(secs),
-                secs: secs,
+                secs,
             },
             retries: None,
             verbose: Verbose::new(false),
