@@ -212,8 +212,7 @@ impl AgentConfig {
             }
         }
         for name in &self.sub_agents {
-            paths::check_agent_name(name)
-                .map_err(|e| Error::config(format!("sub_agents: {}", e.message)))?;
+            paths::check_agent_name(name).map_err(|e| Error::config(format!("sub_agents: {e}")))?;
         }
         if let Some(t) = self.params.temperature
             && !(t.is_finite() && t >= 0.0)
@@ -315,13 +314,13 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
 }
 
 /// The ids of every `*.toml` file in the agents directory, sorted.
-pub fn list_ids() -> anyhow::Result<Vec<String>> {
+pub fn list_ids() -> Result<Vec<String>, Error> {
     let dir = paths::agents_dir()?;
     let entries = match fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
-            return Err(Error::config(format!("cannot read {}: {e}", dir.display())).into());
+            return Err(Error::config(format!("cannot read {}: {e}", dir.display())));
         }
     };
     let mut ids: Vec<String> = entries
@@ -528,24 +527,24 @@ mod tests {
     fn validation_order_is_name_then_model_then_sub_agents_config() {
         let a = parsed("[sub_agents_config]\nmax_depth = 9\n");
         assert_eq!(
-            a.config.validate().unwrap_err().message,
+            a.config.validate().unwrap_err().to_string(),
             "agent config missing required field: name"
         );
         let a = parsed("name = \"x\"\n[sub_agents_config]\nmax_depth = 9\n");
         assert_eq!(
-            a.config.validate().unwrap_err().message,
+            a.config.validate().unwrap_err().to_string(),
             "agent config missing required field: model"
         );
         // [sub_agents_config] before the sub_agents names (D17, D9).
         let a = with("sub_agents = [\"../x\"]\n[sub_agents_config]\nmax_depth = 6\n");
         assert_eq!(
-            a.config.validate().unwrap_err().message,
+            a.config.validate().unwrap_err().to_string(),
             "sub_agents_config.max_depth cannot exceed 5"
         );
         // max_depth before timeout.
         let a = with("[sub_agents_config]\nmax_depth = -1\ntimeout = -1\n");
         assert_eq!(
-            a.config.validate().unwrap_err().message,
+            a.config.validate().unwrap_err().to_string(),
             "sub_agents_config.max_depth must be non-negative"
         );
     }
@@ -555,7 +554,7 @@ mod tests {
         for d in [6, 100] {
             let a = with(&format!("[sub_agents_config]\nmax_depth = {d}\n"));
             assert_eq!(
-                a.config.validate().unwrap_err().message,
+                a.config.validate().unwrap_err().to_string(),
                 "sub_agents_config.max_depth cannot exceed 5"
             );
         }
@@ -565,7 +564,7 @@ mod tests {
     fn validate_max_depth_negative() {
         let a = with("[sub_agents_config]\nmax_depth = -1\n");
         assert_eq!(
-            a.config.validate().unwrap_err().message,
+            a.config.validate().unwrap_err().to_string(),
             "sub_agents_config.max_depth must be non-negative"
         );
     }
@@ -574,7 +573,7 @@ mod tests {
     fn validate_timeout_negative() {
         let a = with("[sub_agents_config]\ntimeout = -1\n");
         assert_eq!(
-            a.config.validate().unwrap_err().message,
+            a.config.validate().unwrap_err().to_string(),
             "sub_agents_config.timeout must be non-negative"
         );
     }
@@ -637,7 +636,7 @@ mod tests {
         );
         // Loading validates: max_depth = 6 fails at load time (§5.2).
         assert_eq!(
-            deep.unwrap_err().message,
+            deep.unwrap_err().to_string(),
             "sub_agents_config.max_depth cannot exceed 5"
         );
     }
@@ -646,7 +645,7 @@ mod tests {
     fn blank_name_is_missing() {
         let a = parsed("name = \"  \"\nmodel = \"a/b\"\n");
         assert_eq!(
-            a.config.validate().unwrap_err().message,
+            a.config.validate().unwrap_err().to_string(),
             "agent config missing required field: name"
         );
     }
@@ -745,7 +744,7 @@ mod tests {
                 "name = \"x\"\nmodel = \"a/b\"\n[{table}]\n{key} = 0\n"
             ));
             assert_eq!(
-                a.config.validate().unwrap_err().message,
+                a.config.validate().unwrap_err().to_string(),
                 format!("{table}.{key} must be a positive integer")
             );
         }

@@ -5,7 +5,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
 use argh::FromArgs;
 
 use crate::agent;
@@ -206,7 +205,7 @@ struct RunCmd {
 }
 
 /// Parses the process arguments and runs the command.
-pub fn main() -> anyhow::Result<()> {
+pub fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -259,7 +258,7 @@ fn version() -> String {
 }
 
 /// `--help` (exit 0, stdout) or a usage error (exit 1, one line on stderr).
-fn early_exit(early: argh::EarlyExit) -> anyhow::Result<()> {
+fn early_exit(early: argh::EarlyExit) -> Result<(), Error> {
     match early.status {
         Ok(()) => print_stdout(&format!("{}\n", early.output.trim_end())),
         Err(()) => {
@@ -269,22 +268,22 @@ fn early_exit(early: argh::EarlyExit) -> anyhow::Result<()> {
             } else {
                 text
             };
-            Err(Error::general(format!("{text} (see axe --help)")).into())
+            Err(Error::general(format!("{text} (see axe --help)")))
         }
     }
 }
 
 /// Writes to stdout; a closed pipe (`axe ... | head -1`) is not an error.
-fn print_stdout(text: &str) -> anyhow::Result<()> {
+fn print_stdout(text: &str) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+        Err(e) => Err(Error::general(format!("cannot write to stdout: {e}"))),
     }
 }
 
-fn load_agent(name: &str) -> anyhow::Result<agent::Agent> {
+fn load_agent(name: &str) -> Result<agent::Agent, Error> {
     let a = agent::load(name)?;
     for w in &a.warnings {
         stderr::warn(w);
@@ -292,7 +291,7 @@ fn load_agent(name: &str) -> anyhow::Result<agent::Agent> {
     Ok(a)
 }
 
-fn agents_list() -> anyhow::Result<()> {
+fn agents_list() -> Result<(), Error> {
     let mut out = String::new();
     for id in agent::list_ids()? {
         match agent::load(&id) {
@@ -304,7 +303,7 @@ fn agents_list() -> anyhow::Result<()> {
     print_stdout(&out)
 }
 
-fn agents_show(name: &str) -> anyhow::Result<()> {
+fn agents_show(name: &str) -> Result<(), Error> {
     // A key pasted into an agent file is not shown either. A config.toml
     // that does not load is `axe run`'s to report, not this command's.
     if let Ok((global, _)) = GlobalConfig::load() {
@@ -314,7 +313,7 @@ fn agents_show(name: &str) -> anyhow::Result<()> {
     print_stdout(&crate::redact::redact(&agent::show(&a)))
 }
 
-fn agents_init(name: &str) -> anyhow::Result<()> {
+fn agents_init(name: &str) -> Result<(), Error> {
     let path = paths::agent_file(name)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| {
@@ -323,17 +322,21 @@ fn agents_init(name: &str) -> anyhow::Result<()> {
     }
     match create_new(&path, agent::scaffold(name).as_bytes(), 0o644) {
         Ok(Created::Written) => print_stdout(&format!("{}\n", path.display())),
-        Ok(Created::AlreadyExists) => {
-            Err(Error::config(format!("agent config already exists: {}", path.display())).into())
-        }
-        Err(e) => Err(Error::config(format!("cannot write {}: {e}", path.display())).into()),
+        Ok(Created::AlreadyExists) => Err(Error::config(format!(
+            "agent config already exists: {}",
+            path.display()
+        ))),
+        Err(e) => Err(Error::config(format!(
+            "cannot write {}: {e}",
+            path.display()
+        ))),
     }
 }
 
-fn agents_edit(name: &str) -> anyhow::Result<()> {
+fn agents_edit(name: &str) -> Result<(), Error> {
     let path = paths::agent_file(name)?;
     if !path.is_file() {
-        return Err(Error::config(format!("agent config not found: {name}")).into());
+        return Err(Error::config(format!("agent config not found: {name}")));
     }
     let editor = ["VISUAL", "EDITOR"]
         .iter()
@@ -347,14 +350,16 @@ fn agents_edit(name: &str) -> anyhow::Result<()> {
         .status()
         .map_err(|e| Error::general(format!("cannot start editor \"{editor}\": {e}")))?;
     if !status.success() {
-        return Err(Error::general(format!("editor \"{editor}\" exited with {status}")).into());
+        return Err(Error::general(format!(
+            "editor \"{editor}\" exited with {status}"
+        )));
     }
     Ok(())
 }
 
 /// `axe agents check [agent]`: the problems and a summary on stdout; exit 2
 /// with a count on stderr when there is any problem.
-fn agents_check(name: Option<&str>) -> anyhow::Result<()> {
+fn agents_check(name: Option<&str>) -> Result<(), Error> {
     let (global, warnings) = GlobalConfig::load()?;
     global.register_secrets();
     for w in &warnings {
@@ -382,11 +387,11 @@ fn agents_check(name: Option<&str>) -> anyhow::Result<()> {
         Some(n) => format!("the delegation graph of {n}"),
         None => graph::count(report.checked, "agent"),
     };
-    Err(Error::config(format!("{problems} in {scope}")).into())
+    Err(Error::config(format!("{problems} in {scope}")))
 }
 
 /// `axe agents tree <agent>`: exit 2 only when the root does not load.
-fn agents_tree(name: &str) -> anyhow::Result<()> {
+fn agents_tree(name: &str) -> Result<(), Error> {
     // As for `agents show`: no key is shown, and a config.toml that does not
     // load is `axe run`'s to report.
     if let Ok((global, _)) = GlobalConfig::load() {
@@ -407,7 +412,7 @@ pub const MAX_STDIN_BYTES: u64 = 32 << 20;
 
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the
 /// default. Reading stdin ends at the run's deadline.
-fn user_input(prompt: Option<String>, deadline: &Deadline) -> anyhow::Result<UserInput> {
+fn user_input(prompt: Option<String>, deadline: &Deadline) -> Result<UserInput, Error> {
     if let Some(p) = prompt {
         // A blank prompt would be rejected by some APIs; it means the default.
         return Ok(if p.trim().is_empty() {
@@ -431,7 +436,7 @@ fn user_input(prompt: Option<String>, deadline: &Deadline) -> anyhow::Result<Use
 /// own so that a writer that never finishes (`sleep 9 | axe run ...`) is
 /// bounded by the deadline: a blocking read cannot be given one. At the
 /// deadline the reader is left behind; the process ends soon after.
-fn read_stdin(deadline: &Deadline) -> anyhow::Result<Vec<u8>> {
+fn read_stdin(deadline: &Deadline) -> Result<Vec<u8>, Error> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("axe-stdin".into())
@@ -443,30 +448,28 @@ fn read_stdin(deadline: &Deadline) -> anyhow::Result<Vec<u8>> {
                 .read_to_end(&mut bytes);
             let _ = tx.send(read.map(|_| bytes));
         })
-        .context("cannot read stdin")?;
+        .map_err(|e| Error::general(format!("cannot read stdin: {e}")))?;
     let left = deadline.left();
     match rx.recv_timeout(left) {
         Ok(Ok(bytes)) if bytes.len() as u64 > MAX_STDIN_BYTES => Err(Error::general(format!(
             "stdin is larger than {} MiB",
             MAX_STDIN_BYTES >> 20
-        ))
-        .into()),
+        ))),
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(anyhow::Error::new(e).context("cannot read stdin")),
+        Ok(Err(e)) => Err(Error::general(format!("cannot read stdin: {e}"))),
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Error::api(format!(
             "timeout after {}s while reading stdin",
             deadline.secs
-        ))
-        .into()),
+        ))),
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            Err(Error::general("cannot read stdin").into())
+            Err(Error::general("cannot read stdin"))
         }
     }
 }
 
-fn run(cmd: RunCmd) -> anyhow::Result<()> {
+fn run(cmd: RunCmd) -> Result<(), Error> {
     if cmd.timeout == 0 {
-        return Err(Error::general("--timeout must be at least 1 second").into());
+        return Err(Error::general("--timeout must be at least 1 second"));
     }
     let started = Instant::now();
     let deadline = Deadline::after(cmd.timeout);

@@ -7,11 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::provider::{Kind, RetryPolicy};
+use crate::provider::{Kind, Provider, RetryPolicy};
 use crate::write::{Created, create_new};
 use crate::{paths, read, redact, tomlfile};
 
@@ -105,19 +104,22 @@ const SAMPLE_SKILL: &str = include_str!("../fixtures/skills/sample/SKILL.md");
 impl GlobalConfig {
     /// Loads `<config>/config.toml`; a missing file gives the empty config.
     /// Unknown keys are returned as warnings.
-    pub fn load() -> anyhow::Result<(GlobalConfig, Vec<String>)> {
+    pub fn load() -> Result<(GlobalConfig, Vec<String>), Error> {
         let path = paths::config_file()?;
         Self::load_from(&path)
     }
 
-    pub fn load_from(path: &Path) -> anyhow::Result<(GlobalConfig, Vec<String>)> {
+    pub fn load_from(path: &Path) -> Result<(GlobalConfig, Vec<String>), Error> {
         let text = match read::config_text(path) {
             Ok(t) => t,
             Err(read::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok((GlobalConfig::default(), Vec::new()));
             }
             Err(e) => {
-                return Err(Error::config(format!("cannot read {}: {e}", path.display())).into());
+                return Err(Error::config(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )));
             }
         };
         let (config, table): (GlobalConfig, _) = tomlfile::parse(&text)
@@ -174,6 +176,28 @@ impl GlobalConfig {
         url.trim().trim_end_matches('/').to_string()
     }
 
+    /// The provider for `kind` as configured here and by the environment
+    /// (no retries: the caller sets its policy). A missing key is exit 3, a
+    /// base URL that is not http(s) exit 2.
+    pub fn provider(&self, kind: Kind) -> Result<Provider, Error> {
+        let key = self.api_key(kind);
+        if key.is_none() && kind.needs_key() {
+            let name = kind.name();
+            return Err(Error::api(format!(
+                "API key for provider \"{name}\" is not configured (set {}_API_KEY or add it to config.toml)",
+                name.to_ascii_uppercase()
+            )));
+        }
+        let base_url = self.base_url(kind);
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(Error::config(format!(
+                "invalid base URL for provider \"{}\": {base_url:?} (expected http:// or https://)",
+                kind.name()
+            )));
+        }
+        Ok(Provider::new(kind, base_url, key))
+    }
+
     /// Registers every key that could be used, so that none is ever printed,
     /// even one belonging to a provider this run does not talk to.
     pub fn register_secrets(&self) {
@@ -228,13 +252,12 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// `axe config init`: creates the config directory, `agents/`, the sample
 /// skill and a commented `config.toml` (0600) where missing. Never overwrites.
 /// Returns the config directory.
-pub fn init() -> anyhow::Result<PathBuf> {
+pub fn init() -> Result<PathBuf, Error> {
     let dir = paths::config_dir()?;
     let skill_dir = dir.join("skills").join("sample");
     for d in [dir.join("agents"), skill_dir.clone()] {
         fs::create_dir_all(&d)
-            .with_context(|| format!("cannot create directory {}", d.display()))
-            .map_err(|e| Error::config(format!("{e:#}")))?;
+            .map_err(|e| Error::config(format!("cannot create directory {}: {e}", d.display())))?;
     }
     let files: [(PathBuf, &str, u32); 2] = [
         (skill_dir.join("SKILL.md"), SAMPLE_SKILL, 0o644),
@@ -244,7 +267,10 @@ pub fn init() -> anyhow::Result<PathBuf> {
         match create_new(&path, contents.as_bytes(), mode) {
             Ok(Created::Written | Created::AlreadyExists) => {}
             Err(e) => {
-                return Err(Error::config(format!("cannot write {}: {e}", path.display())).into());
+                return Err(Error::config(format!(
+                    "cannot write {}: {e}",
+                    path.display()
+                )));
             }
         }
     }

@@ -1,81 +1,121 @@
-//! Errors that decide axe's exit code.
-//!
-//! Most code returns `anyhow::Result` and adds context at the edges. Where the
-//! exit code matters, the root cause is a typed error: [`Error`] for config and
-//! general failures, [`crate::provider::ProviderError`] for anything a provider
-//! did. [`exit_code`] walks an error chain to find which one it is.
+//! The one error type. Every failure axe reports is an [`Error`], and
+//! [`Error::exit_code`] is the exit code the README documents for it
+//! (design §2.10). A caller can match on it the way it would on any enum:
+//! a sub-agent's timeout, say, is `Error::Provider` whose kind is
+//! `ErrorKind::Timeout`.
 
 use std::fmt;
 
-use crate::provider::ProviderError;
-use crate::run::RunError;
+use crate::provider::{ErrorKind, Kind, ModelError, ProviderError};
+use crate::tree::Exceeded;
 
 /// Process exit codes, as documented in README.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
-    /// Bad model string, unsupported provider, bad request, turn limit, usage errors.
+    /// Bad model string, unsupported provider, bad request, turn limit,
+    /// refusal, usage errors.
     General = 1,
-    /// Agent not found, bad TOML, validation, bad config.toml, bad glob, workdir or skill.
+    /// Agent not found, bad TOML, validation, bad config.toml, bad glob,
+    /// workdir or skill.
     Config = 2,
-    /// Missing key, auth, rate limit, overloaded, timeout, server error, network.
+    /// Missing key, auth, rate limit, overloaded, timeout, server error,
+    /// network.
     Api = 3,
     /// A `[budget]` or `--max-tokens` / `--max-turns` bound was reached.
     Budget = 4,
 }
 
-/// A failure whose exit code is known where it happens.
+/// Everything that can end a command with an error.
 #[derive(Debug)]
-pub struct Error {
-    pub code: Code,
-    pub message: String,
+pub enum Error {
+    /// Bad usage or input (exit 1).
+    General(String),
+    /// A model string that is not one, or an unsupported provider (exit 1).
+    Model(ModelError),
+    /// A problem with the config: agent files, config.toml, globs, workdir,
+    /// skill, trace path (exit 2).
+    Config(String),
+    /// A missing API key, or a deadline that passed outside a provider call
+    /// (exit 3).
+    Api(String),
+    /// A provider call failed (exit 3; a bad request is exit 1).
+    Provider(ProviderError),
+    /// The model declined to answer (exit 1); `what` says how.
+    Refused { provider: Kind, what: String },
+    /// The conversation needed more than its turns, 50 (exit 1).
+    TooManyTurns(u32),
+    /// A token or turn budget is spent (exit 4).
+    Budget(Exceeded),
 }
 
 impl Error {
     pub fn general(message: impl Into<String>) -> Error {
-        Error {
-            code: Code::General,
-            message: message.into(),
-        }
+        Error::General(message.into())
     }
 
     pub fn config(message: impl Into<String>) -> Error {
-        Error {
-            code: Code::Config,
-            message: message.into(),
-        }
+        Error::Config(message.into())
     }
 
     pub fn api(message: impl Into<String>) -> Error {
-        Error {
-            code: Code::Api,
-            message: message.into(),
+        Error::Api(message.into())
+    }
+
+    /// The exit code this error ends the process with.
+    pub fn exit_code(&self) -> Code {
+        match self {
+            Error::Config(_) => Code::Config,
+            Error::Api(_) => Code::Api,
+            Error::Provider(e) if e.kind == ErrorKind::BadRequest => Code::General,
+            Error::Provider(_) => Code::Api,
+            Error::Budget(_) => Code::Budget,
+            Error::General(_)
+            | Error::Model(_)
+            | Error::Refused { .. }
+            | Error::TooManyTurns(_) => Code::General,
         }
+    }
+
+    /// The error as the one line `axe: ...` prints: newlines folded,
+    /// secrets redacted.
+    pub fn one_line(&self) -> String {
+        crate::redact::redact(&crate::text::one_line(&self.to_string()))
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        match self {
+            Error::General(m) | Error::Config(m) | Error::Api(m) => f.write_str(m),
+            Error::Model(e) => e.fmt(f),
+            Error::Provider(e) => e.fmt(f),
+            Error::Refused { provider, what } => write!(f, "{}: {what}", provider.name()),
+            Error::TooManyTurns(max) => {
+                write!(f, "agent exceeded maximum conversation turns ({max})")
+            }
+            Error::Budget(e) => e.fmt(f),
+        }
     }
 }
 
 impl std::error::Error for Error {}
 
-/// The exit code for an error: the code of the first typed error in its chain,
-/// else [`Code::General`].
-pub fn exit_code(err: &anyhow::Error) -> Code {
-    for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<Error>() {
-            return e.code;
-        }
-        if let Some(e) = cause.downcast_ref::<ProviderError>() {
-            return e.exit_code();
-        }
-        if let Some(e) = cause.downcast_ref::<RunError>() {
-            return e.exit_code();
-        }
+impl From<ModelError> for Error {
+    fn from(e: ModelError) -> Error {
+        Error::Model(e)
     }
-    Code::General
+}
+
+impl From<ProviderError> for Error {
+    fn from(e: ProviderError) -> Error {
+        Error::Provider(e)
+    }
+}
+
+impl From<Exceeded> for Error {
+    fn from(e: Exceeded) -> Error {
+        Error::Budget(e)
+    }
 }
 
 /// The text a panic carried (`panic!("...")` gives a `&str` or a `String`).
@@ -85,17 +125,4 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
-}
-
-/// The one-line text of an error: every cause joined by `: `, newlines folded,
-/// configured secrets redacted.
-pub fn one_line(err: &anyhow::Error) -> String {
-    let text = format!("{err:#}");
-    let folded: String = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    crate::redact::redact(&folded)
 }

@@ -12,7 +12,7 @@ use crate::agent::{self, Agent};
 use crate::config::GlobalConfig;
 use crate::error::Error;
 use crate::paths;
-use crate::provider::{Kind, ModelRef, Provider};
+use crate::provider::{Kind, ModelRef};
 use crate::text::one_line;
 
 /// The most cycles `check` lists; a graph can have exponentially many.
@@ -154,7 +154,9 @@ pub fn load_node(config_dir: &Path, name: &str) -> Node {
     let path = match paths::agent_file_in(config_dir, name) {
         Ok(p) => p,
         Err(e) => {
-            return Node::Invalid { message: e.message };
+            return Node::Invalid {
+                message: e.to_string(),
+            };
         }
     };
     if let Err(e) = fs::metadata(&path)
@@ -164,13 +166,15 @@ pub fn load_node(config_dir: &Path, name: &str) -> Node {
     }
     match agent::load_in(config_dir, name) {
         Ok(agent) => {
-            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.message);
+            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.to_string());
             Node::Agent {
                 agent: Box::new(agent),
                 model,
             }
         }
-        Err(e) => Node::Invalid { message: e.message },
+        Err(e) => Node::Invalid {
+            message: e.to_string(),
+        },
     }
 }
 
@@ -229,8 +233,8 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
         if names.is_empty() {
             continue;
         }
-        if let Err(e) = Provider::from_config(*kind, global) {
-            problems.push(format!("{}: {}", names.join(", "), e.message));
+        if let Err(e) = global.provider(*kind) {
+            problems.push(format!("{}: {e}", names.join(", ")));
         }
     }
     let cycles = cycles(graph);
@@ -509,7 +513,7 @@ mod tests {
                 subs.join(", ")
             );
             let agent = agent::parse(name, Path::new("t.toml"), &text).unwrap();
-            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.message);
+            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.to_string());
             g.nodes.insert(
                 name.to_string(),
                 Node::Agent {

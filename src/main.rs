@@ -13,8 +13,8 @@ fn main() -> ExitCode {
     let code = match std::panic::catch_unwind(axe::cli::main) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(err)) => {
-            stderr::error_line(format!("axe: {}\n", axe::error::one_line(&err)));
-            ExitCode::from(axe::error::exit_code(&err) as u8)
+            stderr::error_line(format!("axe: {}\n", err.one_line()));
+            ExitCode::from(err.exit_code() as u8)
         }
         Err(payload) => {
             let msg = axe::error::panic_message(payload.as_ref());

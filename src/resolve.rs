@@ -475,11 +475,11 @@ mod tests {
     #[test]
     fn invalid_glob_is_a_config_error() {
         let err = collect_files(Path::new("."), &["src/[".into()], 1 << 20, &later()).unwrap_err();
-        assert_eq!(err.code, crate::error::Code::Config);
+        assert_eq!(err.exit_code(), crate::error::Code::Config);
         assert!(
-            err.message.starts_with("invalid glob \"src/[\""),
+            err.to_string().starts_with("invalid glob \"src/[\""),
             "{}",
-            err.message
+            err
         );
     }
 
@@ -495,9 +495,9 @@ mod tests {
         };
         let err =
             collect_files(Path::new("."), &["src/**/*.rs".into()], 1 << 20, &passed).unwrap_err();
-        assert_eq!(err.code, crate::error::Code::Api);
+        assert_eq!(err.exit_code(), crate::error::Code::Api);
         assert_eq!(
-            err.message,
+            err.to_string(),
             "timeout after 7s (while reading context files)"
         );
         // The same glob with time left reads this crate's sources.

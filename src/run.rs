@@ -16,14 +16,15 @@ use serde_json::json;
 
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
+use crate::error::Error;
 use crate::provider::{
-    Change, Cut, ErrorKind, Kind, Message, Notice, Provider, ProviderError, Request, RetryPolicy,
-    Role, ToolCall, ToolChoice, ToolResult, adjust,
+    Change, Cut, ErrorKind, Message, Notice, Provider, Request, RetryPolicy, Role, ToolCall,
+    ToolChoice, ToolResult, adjust,
 };
 use crate::resolve::Resolved;
 use crate::stderr::{self, Verbose};
 use crate::tool::{self, Caller};
-use crate::tree::{self, Budget, Children, Exceeded, Node, Tree};
+use crate::tree::{self, Budget, Children, Node, Tree};
 
 /// The most send-receive cycles one conversation may take.
 pub const MAX_TURNS: u32 = 50;
@@ -90,44 +91,6 @@ impl Outcome {
     }
 }
 
-/// Why a conversation did not finish.
-#[derive(Debug)]
-pub enum RunError {
-    /// The provider failed (its own classification decides the exit code).
-    Provider(ProviderError),
-    /// More than [`MAX_TURNS`] turns (exit 1).
-    TooManyTurns,
-    /// A token or turn budget is spent (exit 4).
-    Budget(Exceeded),
-    /// The model declined to answer (exit 1): `what` says how.
-    Refused { provider: Kind, what: String },
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Provider(e) => e.fmt(f),
-            RunError::TooManyTurns => {
-                write!(f, "agent exceeded maximum conversation turns ({MAX_TURNS})")
-            }
-            RunError::Budget(e) => e.fmt(f),
-            RunError::Refused { provider, what } => write!(f, "{}: {what}", provider.name()),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
-
-impl RunError {
-    pub fn exit_code(&self) -> crate::error::Code {
-        match self {
-            RunError::Provider(e) => e.exit_code(),
-            RunError::TooManyTurns | RunError::Refused { .. } => crate::error::Code::General,
-            RunError::Budget(_) => crate::error::Code::Budget,
-        }
-    }
-}
-
 /// Runs the agent `resolved` on the user message `message`: the same path
 /// for the top-level run and for every sub-agent. The `call_agent` tool is
 /// injected when the agent has `sub_agents` and `ctx.depth < ctx.max_depth`
@@ -139,11 +102,11 @@ impl RunError {
 /// The run is reported to `ctx.tree` (`run_start`, `run_end` and what
 /// [`converse`] reports), and an agent with a `[budget]` bounds its own
 /// subtree with it, under any budget of its ancestors.
-pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Result<Outcome> {
+pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcome, Error> {
     #[cfg(debug_assertions)]
     inject_panic(&resolved.agent.id);
     let config = &resolved.agent.config;
-    let mut provider = Provider::from_config(resolved.model.provider, ctx.global)?;
+    let mut provider = ctx.global.provider(resolved.model.provider)?;
     let mut retry = config
         .retry
         .over(ctx.global.retry.over(RetryPolicy::default()));
@@ -245,7 +208,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> anyhow::Resul
     }
     let turn = result.as_ref().map_or(0, |o| o.turns);
     ctx.tree.event("run_end", &ctx.node, turn, end);
-    Ok(result?)
+    result
 }
 
 /// A test hook, compiled into debug builds only: the agent named by
@@ -273,7 +236,7 @@ pub fn converse(
     mut req: Request,
     ctx: &Ctx,
     execute: Option<&ToolRunner>,
-) -> Result<Outcome, RunError> {
+) -> Result<Outcome, Error> {
     let (deadline, verbose, tree, node) = (&ctx.deadline, &ctx.verbose, &*ctx.tree, &ctx.node);
     let started = Instant::now();
     let mut out = Outcome::default();
@@ -288,7 +251,7 @@ pub fn converse(
                 turn,
                 json!({ "error": e.to_string(), "kind": "budget" }),
             );
-            return Err(RunError::Budget(e));
+            return Err(Error::Budget(e));
         }
         tree.record_turn(node, turn);
         if looping {
@@ -366,7 +329,7 @@ pub fn converse(
                         "kind": format!("{:?}", e.kind),
                     }),
                 );
-                RunError::Provider(e)
+                Error::Provider(e)
             })?;
         // Counts come from the server: sums saturate, never wrap.
         out.input_tokens = out.input_tokens.saturating_add(resp.input_tokens);
@@ -404,7 +367,7 @@ pub fn converse(
             ));
         }
         if let Some(what) = resp.refusal {
-            let e = RunError::Refused {
+            let e = Error::Refused {
                 provider: provider.kind,
                 what,
             };
@@ -428,7 +391,7 @@ pub fn converse(
         };
         // The last turn's calls would never be answered: do not run them.
         if turn == MAX_TURNS {
-            return Err(RunError::TooManyTurns);
+            return Err(Error::TooManyTurns(MAX_TURNS));
         }
         // A response cut off may end in a half-written call: none is run,
         // and the model is told why.

@@ -16,9 +16,10 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use crate::agent;
+use crate::error::Error;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides};
-use crate::run::{self, Ctx, RunError, millis};
+use crate::run::{self, Ctx, millis};
 use crate::tree::Children;
 
 /// The name of the one tool axe injects (Req 6.2).
@@ -466,8 +467,7 @@ fn run_sub_agent(
     let timed_out = || SubAgentError::Failed(format!("timeout after {}s", deadline.secs));
     let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
         SubAgentError::Refused(format!(
-            "call_agent error: failed to load agent \"{name}\": {}",
-            e.message
+            "call_agent error: failed to load agent \"{name}\": {e}"
         ))
     })?;
     for w in &loaded.warnings {
@@ -475,8 +475,7 @@ fn run_sub_agent(
     }
     if let Err(e) = ModelRef::parse(&loaded.config.model) {
         return Err(SubAgentError::Refused(format!(
-            "call_agent error: invalid model for agent \"{name}\": {}",
-            e.message
+            "call_agent error: invalid model for agent \"{name}\": {e}"
         )));
     }
 
@@ -486,7 +485,7 @@ fn run_sub_agent(
             if deadline.passed() {
                 timed_out()
             } else {
-                SubAgentError::Failed(e.message)
+                SubAgentError::Failed(e.to_string())
             }
         })?;
     let sub_ctx = Ctx {
@@ -502,15 +501,11 @@ fn run_sub_agent(
 
 /// What went wrong in a sub-agent, for its error result: a timeout reads
 /// exactly `timeout after <N>s` (D5); anything else is the one-line error.
-fn describe(err: &anyhow::Error) -> String {
-    for cause in err.chain() {
-        if let Some(RunError::Provider(e)) = cause.downcast_ref::<RunError>()
-            && e.kind == ErrorKind::Timeout
-        {
-            return e.message.clone();
-        }
+fn describe(err: &Error) -> String {
+    match err {
+        Error::Provider(e) if e.kind == ErrorKind::Timeout => e.message.clone(),
+        other => other.one_line(),
     }
-    crate::error::one_line(err)
 }
 
 /// `content` cut to at most `max` characters (never inside a character),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use axe::error::Code;
+use axe::error::{Code, Error};
 use axe::provider::{
     ErrorKind, Kind, Message, Provider, ProviderError, Request, Response, Role, Tool, ToolCall,
     ToolParameter, ToolResult,
@@ -93,7 +93,7 @@ fn check(err: &ProviderError, provider: Kind, kind: ErrorKind, code: Code, text:
     let shown = err.to_string();
     assert_eq!(err.kind, kind, "{shown}");
     assert_eq!(err.provider, provider, "{shown}");
-    assert_eq!(err.exit_code(), code, "{shown}");
+    assert_eq!(Error::Provider(err.clone()).exit_code(), code, "{shown}");
     assert!(
         shown.starts_with(&format!("{}: ", provider.name())),
         "error text should name the provider: {shown:?}"

@@ -1,0 +1,493 @@
+//! The one HTTP path: a provider endpoint with its credentials, sending a
+//! request with the time left before the deadline, retrying what may be
+//! retried, and turning every answer into a response or a classified error.
+
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+
+use super::adjust::{self, Change, Quirks};
+use super::error::{
+    ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
+};
+use super::retry::{RetryPolicy, retry_hint, should_retry_hint};
+use super::{Kind, Request, Response, anthropic, ollama, openai};
+use crate::redact;
+use crate::text::one_line;
+
+/// The largest response body axe reads; a larger one is refused, not read.
+pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+
+/// A provider endpoint with its credentials. Cheap to build; the HTTP
+/// connection pool behind it is shared by every call in the process. Its
+/// `Debug` shows no key.
+#[derive(Clone)]
+pub struct Provider {
+    pub kind: Kind,
+    pub base_url: String,
+    api_key: Option<String>,
+    /// How failed requests are retried; none unless set.
+    pub retry: RetryPolicy,
+}
+
+impl fmt::Debug for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider")
+            .field("kind", &self.kind)
+            .field("base_url", &redact::redact(&self.base_url))
+            .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// What [`Provider::send_with`] tells its caller while it works (for
+/// `--verbose`, warnings and the trace).
+#[derive(Debug, Clone)]
+pub enum Notice {
+    /// A failed request is about to be retried.
+    Retry(Retry),
+    /// The model refused a parameter; the request is sent again without it.
+    /// `first`: the first time this process learned it.
+    Adjusted { change: Change, first: bool },
+}
+
+/// One retry about to happen, as reported to [`Provider::send_with`]'s
+/// caller (for `--verbose` and the trace).
+#[derive(Debug, Clone)]
+pub struct Retry {
+    /// The status that failed, or the network error's text.
+    pub what: String,
+    pub status: Option<u16>,
+    /// The attempt about to be made (2 for the first retry), of `of`.
+    pub attempt: u64,
+    pub of: u64,
+    /// How long it waits first.
+    pub wait: Duration,
+}
+
+impl Provider {
+    pub fn new(kind: Kind, base_url: impl Into<String>, api_key: Option<String>) -> Provider {
+        if let Some(k) = &api_key {
+            redact::register(k);
+        }
+        let base_url = base_url.into().trim_end_matches('/').to_string();
+        redact::register_url(&base_url);
+        Provider {
+            kind,
+            base_url,
+            api_key,
+            retry: RetryPolicy::NONE,
+        }
+    }
+
+    /// The URL requests are sent to.
+    pub fn endpoint(&self) -> String {
+        match self.kind {
+            Kind::Anthropic => join_v1(&self.base_url, "messages"),
+            Kind::OpenAi => join_v1(&self.base_url, "chat/completions"),
+            Kind::Ollama => format!("{}/api/chat", self.base_url),
+        }
+    }
+
+    /// The JSON body for `req` in this provider's wire format, written as
+    /// this process knows the model wants it (see [`adjust`]).
+    pub fn body(&self, req: &Request) -> Value {
+        self.body_with(req, adjust::known(self.kind, &self.base_url, &req.model))
+    }
+
+    fn body_with(&self, req: &Request, quirks: Quirks) -> Value {
+        match self.kind {
+            Kind::Anthropic => anthropic::body(req, quirks),
+            Kind::OpenAi => openai::body(req, quirks),
+            Kind::Ollama => ollama::body(req),
+        }
+    }
+
+    /// Sends `req` and waits for the answer, at most until `deadline`,
+    /// retrying as [`Provider::retry`] says; a wait that would pass the
+    /// deadline is not started, and the last error is returned instead.
+    pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
+        self.send_with(req, deadline, &|_| {})
+    }
+
+    /// [`Provider::send`], telling `on_notice` about each retry before its
+    /// wait, and about each parameter the model refused (the request is
+    /// then sent again without it, once per parameter, not counted as a
+    /// retry).
+    pub fn send_with(
+        &self,
+        req: &Request,
+        deadline: Instant,
+        on_notice: &dyn Fn(&Notice),
+    ) -> Result<Response, ProviderError> {
+        let mut quirks = adjust::known(self.kind, &self.base_url, &req.model);
+        let mut body = self.encode(req, quirks)?;
+        let mut retries = 0;
+        loop {
+            let failed = match self.attempt(&body, deadline) {
+                Ok(mut resp) => {
+                    resp.retries = retries;
+                    return Ok(resp);
+                }
+                Err(failed) => failed,
+            };
+            if let Some(status) = failed.error.status
+                && let Some(change) =
+                    adjust::refused(self.kind, status, &failed.detail, req, quirks)
+            {
+                let first = adjust::learn(self.kind, &self.base_url, &req.model, change);
+                on_notice(&Notice::Adjusted { change, first });
+                quirks = quirks.with(change);
+                body = self.encode(req, quirks)?;
+                continue;
+            }
+            let mut error = failed.error.clone();
+            error.retries = retries;
+            if retries >= self.retry.max_retries || !failed.may_retry() {
+                return Err(error);
+            }
+            let wait = failed
+                .retry_after
+                .unwrap_or_else(|| self.retry.backoff(retries));
+            if Instant::now()
+                .checked_add(wait)
+                .is_none_or(|t| t >= deadline)
+            {
+                return Err(error);
+            }
+            retries += 1;
+            let what = match failed.error.status {
+                Some(status) => status.to_string(),
+                None => one_line(&failed.error.message),
+            };
+            on_notice(&Notice::Retry(Retry {
+                what,
+                status: failed.error.status,
+                attempt: u64::from(retries) + 1,
+                of: u64::from(self.retry.max_retries) + 1,
+                wait,
+            }));
+            std::thread::sleep(wait);
+        }
+    }
+
+    fn error(
+        &self,
+        kind: ErrorKind,
+        status: Option<u16>,
+        message: impl AsRef<str>,
+    ) -> ProviderError {
+        ProviderError::new(self.kind, kind, status, message)
+    }
+
+    fn encode(&self, req: &Request, quirks: Quirks) -> Result<Vec<u8>, ProviderError> {
+        serde_json::to_vec(&self.body_with(req, quirks)).map_err(|e| {
+            self.error(
+                ErrorKind::BadRequest,
+                None,
+                format!("cannot encode request: {e}"),
+            )
+        })
+    }
+
+    /// One HTTP request and its classified outcome.
+    fn attempt(&self, body: &[u8], deadline: Instant) -> Result<Response, Attempt> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(Attempt::failed(self.error(
+                ErrorKind::Timeout,
+                None,
+                "no time left before the deadline",
+            )));
+        }
+        let url = self.endpoint();
+        let mut call = client(self.kind)
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json");
+        match (self.kind, &self.api_key) {
+            (Kind::Anthropic, key) => {
+                call = call
+                    .header("x-api-key", key.as_deref().unwrap_or(""))
+                    .header("anthropic-version", "2023-06-01");
+            }
+            (Kind::OpenAi | Kind::Ollama, Some(key)) => {
+                call = call.header("authorization", format!("Bearer {key}"));
+            }
+            (Kind::OpenAi | Kind::Ollama, None) => {}
+        }
+        let result = call
+            .config()
+            .timeout_global(Some(remaining))
+            .build()
+            .send(body);
+        let mut resp = match result {
+            Ok(resp) => resp,
+            // Nothing came back: a refused or dropped connection may be retried.
+            Err(e) => {
+                let retryable = closed_before_response(&e);
+                let mut failed =
+                    Attempt::failed(transport_error(self.kind, &self.base_url, e, &url));
+                failed.retryable = retryable;
+                return Err(failed);
+            }
+        };
+
+        let status = resp.status().as_u16();
+        let location = header(&resp, "location");
+        // Retry hints are read only where a retry may follow.
+        let (wait, should_retry) = if (200..300).contains(&status) {
+            (None, None)
+        } else {
+            (
+                retry_hint(
+                    header(&resp, "retry-after-ms").as_deref(),
+                    header(&resp, "retry-after").as_deref(),
+                    std::time::SystemTime::now(),
+                ),
+                should_retry_hint(header(&resp, "x-should-retry").as_deref()),
+            )
+        };
+        let bytes = match read_body(resp.body_mut()) {
+            Ok(bytes) => bytes,
+            // A 2xx whose body cannot be read is the body's failure; any other
+            // status is still that status (a 503 cut off mid-body is a 503,
+            // retried as one), with what went wrong reading it as its detail.
+            Err(e) if (200..300).contains(&status) => {
+                return Err(Attempt::failed(transport_error(
+                    self.kind,
+                    &self.base_url,
+                    e,
+                    &url,
+                )));
+            }
+            Err(e) => format!("(body unreadable: {e})").into_bytes(),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+
+        if !(200..300).contains(&status) {
+            let detail = error_detail(&text);
+            let error = status_error(self.kind, status, &detail, location.as_deref());
+            let retryable = matches!(status, 429 | 500 | 502 | 503 | 504 | 529)
+                || error.kind == ErrorKind::Overloaded;
+            return Err(Attempt {
+                error,
+                detail: Box::new(detail),
+                retry_after: wait,
+                should_retry,
+                retryable,
+            });
+        }
+        let parsed = match self.kind {
+            Kind::Anthropic => anthropic::parse(&text),
+            Kind::OpenAi => openai::parse(&text),
+            Kind::Ollama => ollama::parse(&text),
+        };
+        parsed.map_err(|detail| {
+            Attempt::failed(self.error(
+                ErrorKind::InvalidResponse,
+                Some(status),
+                format!("invalid response: {detail}"),
+            ))
+        })
+    }
+}
+
+/// Whether a transport error happened before any response: the connection
+/// was refused, reset or closed. (A deadline timeout is not one of these.)
+fn closed_before_response(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind as Io;
+    match e {
+        ureq::Error::ConnectionFailed => true,
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            Io::ConnectionRefused
+                | Io::ConnectionReset
+                | Io::ConnectionAborted
+                | Io::BrokenPipe
+                | Io::UnexpectedEof
+                | Io::NotConnected
+        ),
+        _ => false,
+    }
+}
+
+/// One HTTP client per provider, shared by every call in the process so that
+/// keep-alive connections are reused across turns and sub-agents.
+fn client(kind: Kind) -> &'static ureq::Agent {
+    static CLIENTS: [OnceLock<ureq::Agent>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = match kind {
+        Kind::Anthropic => &CLIENTS[0],
+        Kind::OpenAi => &CLIENTS[1],
+        Kind::Ollama => &CLIENTS[2],
+    };
+    slot.get_or_init(|| {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+            // ureq keeps 10 idle connections overall by default, whatever
+            // the per-host limit: a fan-out's connections would be closed.
+            .max_idle_connections(64)
+            .max_idle_connections_per_host(64)
+            .max_idle_age(Duration::from_secs(30))
+            // ureq's defaults are 128 KiB each way per connection: 64 MiB
+            // for a 256-way fan-out. Provider response heads are a few KiB;
+            // bodies are read in pieces, requests written in pieces.
+            .input_buffer_size(32 * 1024)
+            .max_response_header_size(32 * 1024)
+            .output_buffer_size(16 * 1024)
+            .build();
+        ureq::Agent::with_parts(config, DefaultConnector::default(), LiteralFirst::default())
+    })
+}
+
+/// ureq's resolver runs every lookup on a thread of its own when a request
+/// has a deadline (so that a stuck DNS cannot outlive it): one thread per
+/// new connection, even to `127.0.0.1`. A host that is an IP address needs
+/// no lookup and is resolved in place; any other host goes through ureq's
+/// resolver as before. (A 256-way fan-out to a local server otherwise
+/// starts 512 threads, not 256.)
+#[derive(Debug, Default)]
+struct LiteralFirst(DefaultResolver);
+
+impl Resolver for LiteralFirst {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        match literal_address(uri) {
+            Some(addr) => {
+                let mut found = self.empty();
+                found.push(addr);
+                Ok(found)
+            }
+            None => self.0.resolve(uri, config, timeout),
+        }
+    }
+}
+
+/// The socket address of a URI whose host is an IP address (`[::1]` too).
+fn literal_address(uri: &ureq::http::Uri) -> Option<std::net::SocketAddr> {
+    let host = uri.host()?;
+    let ip: std::net::IpAddr = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
+    let port = uri.port_u16().or(match uri.scheme_str() {
+        Some("https") => Some(443),
+        Some("http") => Some(80),
+        _ => None,
+    })?;
+    Some(std::net::SocketAddr::new(ip, port))
+}
+
+/// `{base}/v1/{path}`; a base that already ends in `/v1` (as many
+/// OpenAI-compatible servers are documented) is not given a second one.
+fn join_v1(base: &str, path: &str) -> String {
+    if base.ends_with("/v1") {
+        format!("{base}/{path}")
+    } else {
+        format!("{base}/v1/{path}")
+    }
+}
+
+fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// Reads at most [`MAX_BODY_BYTES`]; a longer body is an error, not read whole.
+fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
+    body.with_config().limit(MAX_BODY_BYTES).read_to_vec()
+}
+
+/// A failed attempt and what the server said about trying again.
+struct Attempt {
+    error: ProviderError,
+    /// The error body's message, type and parameter, when there was one
+    /// (boxed: failures are rare, and the result stays small).
+    detail: Box<ErrorDetail>,
+    /// `Retry-After` (seconds or an HTTP date), or `retry-after-ms`.
+    retry_after: Option<Duration>,
+    /// Anthropic's `x-should-retry`, which overrides the status.
+    should_retry: Option<bool>,
+    /// Whether the failure is of a retryable kind (D12).
+    retryable: bool,
+}
+
+impl Attempt {
+    fn failed(error: ProviderError) -> Attempt {
+        Attempt {
+            error,
+            detail: Box::default(),
+            retry_after: None,
+            should_retry: None,
+            retryable: false,
+        }
+    }
+
+    fn may_retry(&self) -> bool {
+        if self.error.kind == ErrorKind::Timeout {
+            return false;
+        }
+        self.should_retry.unwrap_or(self.retryable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_providers_debug_text_shows_no_key_or_password() {
+        let p = Provider::new(
+            Kind::OpenAi,
+            "http://u:debug-pass-123@h:1",
+            Some("sk-debug-key-0123456789".into()),
+        );
+        let text = format!("{p:?}");
+        assert!(!text.contains("sk-debug-key"), "{text}");
+        assert!(!text.contains("debug-pass-123"), "{text}");
+        assert!(text.contains("[redacted]"), "{text}");
+    }
+
+    #[test]
+    fn ip_literal_hosts_resolve_in_place_and_names_do_not() {
+        let addr = |u: &str| literal_address(&u.parse().unwrap());
+        assert_eq!(
+            addr("http://127.0.0.1:8080/v1/messages"),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(
+            addr("http://[::1]/api/chat"),
+            Some("[::1]:80".parse().unwrap())
+        );
+        assert_eq!(
+            addr("https://10.0.0.2/x"),
+            Some("10.0.0.2:443".parse().unwrap())
+        );
+        assert_eq!(addr("https://api.openai.com/v1/chat/completions"), None);
+        assert_eq!(addr("http://localhost:11434/api/chat"), None);
+    }
+
+    #[test]
+    fn base_urls_ending_in_v1_get_no_second_v1() {
+        assert_eq!(join_v1("http://h:1", "messages"), "http://h:1/v1/messages");
+        assert_eq!(
+            join_v1("http://h:1/v1", "chat/completions"),
+            "http://h:1/v1/chat/completions"
+        );
+    }
+}

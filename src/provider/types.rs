@@ -1,0 +1,167 @@
+//! The types every wire format shares: tools, tool calls and results,
+//! messages, the request and the response.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// One parameter of a tool's input schema.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolParameter {
+    /// JSON Schema type, e.g. `"string"`.
+    pub kind: String,
+    pub description: String,
+    pub required: bool,
+    /// Allowed values (JSON Schema `enum`); empty means any (DECISIONS D19).
+    pub allowed: Vec<String>,
+}
+
+/// A tool definition sent to the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub parameters: BTreeMap<String, ToolParameter>,
+}
+
+/// A tool invocation requested by the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCall {
+    /// Provider-assigned id (generated as `ollama_<index>` for Ollama).
+    pub id: String,
+    pub name: String,
+    /// Argument values as strings; non-string JSON values as their JSON text
+    /// (DECISIONS D3), `null` as empty. This is for the tool's own use.
+    pub arguments: BTreeMap<String, String>,
+    /// The arguments exactly as the wire carried them (a JSON text for
+    /// OpenAI, an object for Anthropic and Ollama), sent back unchanged in
+    /// the conversation history. `Null` for a call that did not come from a
+    /// provider: the history is then built from `arguments`.
+    pub wire_arguments: Value,
+}
+
+/// The result of executing one [`ToolCall`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolResult {
+    pub call_id: String,
+    /// The name of the tool that was called (Ollama's `tool_name`).
+    pub tool_name: String,
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Role {
+    #[default]
+    User,
+    Assistant,
+    /// Tool results (sent as a `user` message by Anthropic).
+    Tool,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    /// May be empty when `tool_calls` is not; ignored when `tool_results` is not.
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_results: Vec<ToolResult>,
+}
+
+/// What is sent to a provider.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Request {
+    pub model: String,
+    /// Empty means no system prompt is sent.
+    pub system: String,
+    pub messages: Vec<Message>,
+    /// `None` is not sent; `Some(0.0)` is sent as `0` (DECISIONS D8).
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Empty means no `tools` key at all.
+    pub tools: Vec<Tool>,
+    /// Whether the model may call `tools`.
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether a request lets the model call its tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (every API's default).
+    #[default]
+    Auto,
+    /// The tools are there only because the history names them (an agent at
+    /// the depth limit whose model called one anyway: Anthropic refuses
+    /// `tool_use` blocks without `tools`); the model may not call them. Sent
+    /// only once the history has a tool call, and never to Ollama, which has
+    /// no way to say "none".
+    None,
+}
+
+impl Request {
+    /// Whether the `tools` go on the wire: offered, or needed by the history
+    /// and forbidden by `tool_choice` where the wire can say so.
+    pub fn sends_tools(&self, can_forbid: bool) -> bool {
+        !self.tools.is_empty()
+            && match self.tool_choice {
+                ToolChoice::Auto => true,
+                ToolChoice::None => {
+                    can_forbid && self.messages.iter().any(|m| !m.tool_calls.is_empty())
+                }
+            }
+    }
+}
+
+/// What a provider answered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Response {
+    /// The text of the answer; empty when the model said nothing (D14).
+    pub content: String,
+    /// The provider's own stop reason, informational only.
+    pub stop_reason: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Empty when the model called no tools.
+    pub tool_calls: Vec<ToolCall>,
+    /// HTTP requests retried before this answer (DECISIONS D12).
+    pub retries: u32,
+    /// The model declined to answer: `the model refused to answer`, then
+    /// its own words or the provider's reason where the wire carries them.
+    pub refusal: Option<String>,
+    /// Why the answer is incomplete, when it is.
+    pub cut: Option<Cut>,
+}
+
+/// Why an answer ended before the model finished it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// The output limit (`max_tokens`) was reached.
+    OutputLimit,
+    /// The model's context window was full.
+    ContextWindow,
+    /// The provider's content filter stopped or removed the answer.
+    Filtered,
+}
+
+impl Cut {
+    /// What happened, for a warning or a marker: `cut off at the output limit`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cut::OutputLimit => "cut off at the output limit",
+            Cut::ContextWindow => "cut off: the context window is full",
+            Cut::Filtered => "stopped by the provider's content filter",
+        }
+    }
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            content: content.into(),
+            ..Message::default()
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Helpers the three wire formats share: the tool schema, numbers, tool-call
+//! arguments in and out, and token counts.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{Tool, ToolCall};
+
+/// The JSON Schema object for a tool's parameters.
+pub(crate) fn input_schema(tool: &Tool) -> Value {
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for (name, p) in &tool.parameters {
+        let mut prop = json!({"type": p.kind, "description": p.description});
+        if !p.allowed.is_empty() {
+            prop["enum"] = json!(p.allowed);
+        }
+        properties.insert(name.clone(), prop);
+        if p.required {
+            required.push(name.clone());
+        }
+    }
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// A number as JSON, whole numbers without a fraction (`0`, not `0.0`: D8).
+pub(crate) fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
+/// Tool-call arguments from a JSON object: strings as they are, `null` as
+/// empty, anything else as its JSON text (D3). A non-object gives no arguments.
+pub(crate) fn arguments_from_json(v: &Value) -> BTreeMap<String, String> {
+    let Some(obj) = v.as_object() else {
+        return BTreeMap::new();
+    };
+    obj.iter()
+        .map(|(k, v)| {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            (k.clone(), s)
+        })
+        .collect()
+}
+
+/// Arguments as a wire format sends them: a JSON object, or a string that
+/// holds one. Invalid JSON gives no arguments (Req 3.4).
+pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
+    match v {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .map(|v| arguments_from_json(&v))
+            .unwrap_or_default(),
+        other => arguments_from_json(other),
+    }
+}
+
+/// A call's arguments as an object, for writing history back: what the
+/// model sent when that was an object (or a JSON text holding one), else an
+/// object of the string values.
+pub(crate) fn arguments_object(call: &ToolCall) -> Value {
+    match &call.wire_arguments {
+        Value::Object(_) => call.wire_arguments.clone(),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => strings_object(&call.arguments),
+        },
+        _ => strings_object(&call.arguments),
+    }
+}
+
+/// A call's arguments as a JSON text, for writing history back: the text
+/// the model sent when it sent one, else the object's text.
+pub(crate) fn arguments_text(call: &ToolCall) -> String {
+    match &call.wire_arguments {
+        Value::String(s) => s.clone(),
+        Value::Object(_) => call.wire_arguments.to_string(),
+        _ => strings_object(&call.arguments).to_string(),
+    }
+}
+
+fn strings_object(args: &BTreeMap<String, String>) -> Value {
+    Value::Object(
+        args.iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+/// A token count as a server reports it. Servers send null, leave counts
+/// out, or send floats and negative numbers; none of that is a failed
+/// answer. A non-negative integer is itself; a positive float is rounded
+/// down and saturates at `u64::MAX`; anything else is unknown, 0.
+pub(crate) fn count(v: &Value) -> u64 {
+    if let Some(n) = v.as_u64() {
+        return n;
+    }
+    match v.as_f64() {
+        // `as` from a float saturates; NaN fails `x > 0.0`.
+        Some(x) if x > 0.0 => x as u64,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_are_sent_without_fraction() {
+        assert_eq!(number(0.0).to_string(), "0");
+        assert_eq!(number(0.7).to_string(), "0.7");
+    }
+}
