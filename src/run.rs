@@ -18,8 +18,8 @@ use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::provider::{
-    Change, Cut, ErrorKind, Message, Notice, Provider, Request, RetryPolicy, Role, ToolCall,
-    ToolChoice, ToolResult, adjust,
+    Change, Cut, ErrorKind, Message, Notice, Provider, Request, RetryPolicy, ToolCall, ToolChoice,
+    ToolResult, adjust,
 };
 use crate::resolve::Resolved;
 use crate::stderr::{self, Verbose};
@@ -255,7 +255,10 @@ pub fn converse(
         }
         tree.record_turn(node, turn);
         if looping {
-            let pending = req.messages.last().map_or(0, |m| m.tool_results.len());
+            let pending = match req.messages.last() {
+                Some(Message::ToolResults(results)) => results.len(),
+                _ => 0,
+            };
             verbose.line(&format!(
                 "[turn {turn}] Sending request ({} messages, {pending} tool calls pending)",
                 req.messages.len()
@@ -402,17 +405,11 @@ pub fn converse(
         out.tool_calls = out
             .tool_calls
             .saturating_add(u64::try_from(resp.tool_calls.len()).unwrap_or(u64::MAX));
-        req.messages.push(Message {
-            role: Role::Assistant,
+        req.messages.push(Message::Assistant {
             content: resp.content,
             tool_calls: resp.tool_calls,
-            tool_results: Vec::new(),
         });
-        req.messages.push(Message {
-            role: Role::Tool,
-            tool_results: results,
-            ..Message::default()
-        });
+        req.messages.push(Message::ToolResults(results));
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use axe::error::{Code, Error};
 use axe::provider::{
-    ErrorKind, Kind, Message, Provider, ProviderError, Request, Response, Role, Tool, ToolCall,
+    ErrorKind, Kind, Message, Provider, ProviderError, Request, Response, Tool, ToolCall,
     ToolParameter, ToolResult,
 };
 use serde_json::{Value, json};
@@ -261,15 +261,13 @@ fn call(id: &str, name: &str, pairs: &[(&str, &str)]) -> ToolCall {
 
 /// A conversation after one round of tool calls: the user's task, the
 /// assistant's two calls (with `assistant_text` beside them) and their
-/// results, the second one an error. The tool message's own `content` must
-/// be ignored (Req 1.7).
+/// results, the second one an error.
 fn tool_history(assistant_text: &str) -> Request {
     Request {
         model: "test-model".into(),
         messages: vec![
             Message::user("run the tests"),
-            Message {
-                role: Role::Assistant,
+            Message::Assistant {
                 content: assistant_text.into(),
                 tool_calls: vec![
                     call(
@@ -283,27 +281,21 @@ fn tool_history(assistant_text: &str) -> Request {
                         &[("agent", "reviewer"), ("task", "review the diff")],
                     ),
                 ],
-                tool_results: vec![],
             },
-            Message {
-                role: Role::Tool,
-                content: "IGNORED-TOOL-MESSAGE-CONTENT".into(),
-                tool_calls: vec![],
-                tool_results: vec![
-                    ToolResult {
-                        call_id: "call_1".into(),
-                        tool_name: "call_agent".into(),
-                        content: "all 12 tests passed".into(),
-                        is_error: false,
-                    },
-                    ToolResult {
-                        call_id: "call_2".into(),
-                        tool_name: "call_agent".into(),
-                        content: "agent \"reviewer\" failed: timed out".into(),
-                        is_error: true,
-                    },
-                ],
-            },
+            Message::ToolResults(vec![
+                ToolResult {
+                    call_id: "call_1".into(),
+                    tool_name: "call_agent".into(),
+                    content: "all 12 tests passed".into(),
+                    is_error: false,
+                },
+                ToolResult {
+                    call_id: "call_2".into(),
+                    tool_name: "call_agent".into(),
+                    content: "agent \"reviewer\" failed: timed out".into(),
+                    is_error: true,
+                },
+            ]),
         ],
         tools: vec![call_agent_tool()],
         ..Request::default()
@@ -373,39 +365,34 @@ fn types_default_response_has_no_tool_calls() {
 
 #[test]
 fn types_message_carries_tool_calls() {
-    let m = Message {
-        role: Role::Assistant,
+    let m = Message::Assistant {
         content: String::new(),
         tool_calls: vec![call("toolu_1", "call_agent", &[("agent", "reviewer")])],
-        tool_results: vec![],
     };
-    assert_eq!(m.role, Role::Assistant);
-    assert_eq!(m.tool_calls.len(), 1);
-    assert_eq!(m.tool_calls[0].id, "toolu_1");
-    assert_eq!(m.tool_calls[0].name, "call_agent");
-    assert_eq!(m.tool_calls[0].arguments["agent"], "reviewer");
-    let user = Message::user("hi");
-    assert_eq!(user.role, Role::User);
-    assert_eq!(user.content, "hi");
-    assert!(user.tool_calls.is_empty() && user.tool_results.is_empty());
+    let Message::Assistant { tool_calls, .. } = &m else {
+        panic!("{m:?}");
+    };
+    assert_eq!(tool_calls.len(), 1);
+    assert_eq!(tool_calls[0].id, "toolu_1");
+    assert_eq!(tool_calls[0].name, "call_agent");
+    assert_eq!(tool_calls[0].arguments["agent"], "reviewer");
+    assert_eq!(Message::user("hi"), Message::User("hi".into()));
 }
 
 #[test]
 fn types_message_carries_tool_results() {
-    let m = Message {
-        role: Role::Tool,
-        tool_results: vec![ToolResult {
-            call_id: "toolu_1".into(),
-            content: "done".into(),
-            is_error: true,
-            ..ToolResult::default()
-        }],
-        ..Message::default()
+    let m = Message::ToolResults(vec![ToolResult {
+        call_id: "toolu_1".into(),
+        content: "done".into(),
+        is_error: true,
+        ..ToolResult::default()
+    }]);
+    let Message::ToolResults(results) = &m else {
+        panic!("{m:?}");
     };
-    assert_eq!(m.role, Role::Tool);
-    assert_eq!(m.tool_results[0].call_id, "toolu_1");
-    assert_eq!(m.tool_results[0].content, "done");
-    assert!(m.tool_results[0].is_error);
+    assert_eq!(results[0].call_id, "toolu_1");
+    assert_eq!(results[0].content, "done");
+    assert!(results[0].is_error);
 }
 
 // ---------------------------------------------------------------------------
@@ -442,10 +429,9 @@ fn anthropic_sends_model_and_messages_in_order() {
         model: "claude-sonnet-4-5".into(),
         messages: vec![
             Message::user("first question"),
-            Message {
-                role: Role::Assistant,
+            Message::Assistant {
                 content: "first answer".into(),
-                ..Message::default()
+                tool_calls: vec![],
             },
             Message::user("second question"),
         ],
@@ -941,10 +927,9 @@ fn openai_sends_model_and_messages_in_order() {
         model: "gpt-4o".into(),
         messages: vec![
             Message::user("first question"),
-            Message {
-                role: Role::Assistant,
+            Message::Assistant {
                 content: "first answer".into(),
-                ..Message::default()
+                tool_calls: vec![],
             },
             Message::user("second question"),
         ],
@@ -1455,10 +1440,9 @@ fn ollama_sends_model_and_messages_in_order() {
         model: "llama3.1".into(),
         messages: vec![
             Message::user("first question"),
-            Message {
-                role: Role::Assistant,
+            Message::Assistant {
                 content: "first answer".into(),
-                ..Message::default()
+                tool_calls: vec![],
             },
             Message::user("second question"),
         ],

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Cut, Message, Quirks, Request, Response, Role, ToolCall, ToolChoice, arguments_from_json,
+    Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json,
     arguments_object, count, input_schema, invalid_json_detail, number,
 };
 
@@ -41,26 +41,29 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
 }
 
 fn message(m: &Message) -> Value {
-    match m.role {
-        Role::User => json!({"role": "user", "content": m.content}),
-        Role::Assistant if m.tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": m.content})
-        }
-        Role::Assistant => {
+    match m {
+        Message::User(text) => json!({"role": "user", "content": text}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
             let mut blocks = Vec::new();
             // The API refuses text blocks without non-whitespace text, and
             // Claude often writes "\n\n" before a tool_use: leave them out.
-            if !m.content.trim().is_empty() {
-                blocks.push(json!({"type": "text", "text": m.content}));
+            if !content.trim().is_empty() {
+                blocks.push(json!({"type": "text", "text": content}));
             }
-            for c in &m.tool_calls {
+            for c in tool_calls {
                 blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": arguments_object(c)}));
             }
             json!({"role": "assistant", "content": blocks})
         }
-        Role::Tool => {
-            let blocks: Vec<Value> = m
-                .tool_results
+        Message::ToolResults(results) => {
+            let blocks: Vec<Value> = results
                 .iter()
                 .map(|r| json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}))
                 .collect();

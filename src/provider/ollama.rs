@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Cut, Message, Request, Response, Role, ToolCall, arguments_from_wire, arguments_object, count,
+    Cut, Message, Request, Response, ToolCall, arguments_from_wire, arguments_object, count,
     invalid_json_detail, number,
 };
 
@@ -37,22 +37,28 @@ pub fn body(req: &Request) -> Value {
 }
 
 fn push_message(out: &mut Vec<Value>, m: &Message) {
-    match m.role {
-        Role::User => out.push(json!({"role": "user", "content": m.content})),
-        Role::Assistant if m.tool_calls.is_empty() => {
-            out.push(json!({"role": "assistant", "content": m.content}));
+    match m {
+        Message::User(text) => out.push(json!({"role": "user", "content": text})),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } if tool_calls.is_empty() => {
+            out.push(json!({"role": "assistant", "content": content}));
         }
-        Role::Assistant => out.push(json!({
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => out.push(json!({
             "role": "assistant",
-            "content": m.content,
-            "tool_calls": m.tool_calls.iter().map(|c| json!({
+            "content": content,
+            "tool_calls": tool_calls.iter().map(|c| json!({
                 "function": {"name": c.name, "arguments": arguments_object(c)},
             })).collect::<Vec<_>>(),
         })),
         // Ollama has no tool_call_id: one `tool` message per result, in
         // order, naming the tool that ran (`tool_name`).
-        Role::Tool => {
-            for r in &m.tool_results {
+        Message::ToolResults(results) => {
+            for r in results {
                 out.push(json!({"role": "tool", "content": r.content, "tool_name": r.tool_name}));
             }
         }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Cut, Message, Quirks, Request, Response, Role, ToolCall, ToolChoice, arguments_from_wire,
+    Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_wire,
     arguments_text, count, input_schema, invalid_json_detail, number,
 };
 
@@ -59,23 +59,29 @@ pub(crate) fn function_tools(req: &Request) -> Value {
 }
 
 fn push_message(out: &mut Vec<Value>, m: &Message) {
-    match m.role {
-        Role::User => out.push(json!({"role": "user", "content": m.content})),
-        Role::Assistant if m.tool_calls.is_empty() => {
-            out.push(json!({"role": "assistant", "content": m.content}));
+    match m {
+        Message::User(text) => out.push(json!({"role": "user", "content": text})),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } if tool_calls.is_empty() => {
+            out.push(json!({"role": "assistant", "content": content}));
         }
         // `content` is a string, "" when empty, never null (DECISIONS D15).
-        Role::Assistant => out.push(json!({
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => out.push(json!({
             "role": "assistant",
-            "content": m.content,
-            "tool_calls": m.tool_calls.iter().map(|c| json!({
+            "content": content,
+            "tool_calls": tool_calls.iter().map(|c| json!({
                 "id": c.id,
                 "type": "function",
                 "function": {"name": c.name, "arguments": arguments_text(c)},
             })).collect::<Vec<_>>(),
         })),
-        Role::Tool => {
-            for r in &m.tool_results {
+        Message::ToolResults(results) => {
+            for r in results {
                 out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
             }
         }

@@ -50,24 +50,23 @@ pub struct ToolResult {
     pub is_error: bool,
 }
 
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Role {
-    #[default]
-    User,
-    Assistant,
-    /// Tool results (sent as a `user` message by Anthropic).
-    Tool,
-}
-
-/// One message of a conversation.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Message {
-    pub role: Role,
-    /// May be empty when `tool_calls` is not; ignored when `tool_results` is not.
-    pub content: String,
-    pub tool_calls: Vec<ToolCall>,
-    pub tool_results: Vec<ToolResult>,
+/// One message of a conversation. The variants are the only shapes the
+/// wire formats know: a user's text, the model's turn (text and the tools
+/// it called), and the results of those calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// The user's words.
+    User(String),
+    /// The model's turn: its text (may be empty when it called tools) and
+    /// its tool calls (none for a plain answer).
+    Assistant {
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The results of the previous assistant message's calls, in call
+    /// order (sent as one `user` message by Anthropic, one message per
+    /// result by OpenAI and Ollama).
+    ToolResults(Vec<ToolResult>),
 }
 
 /// What is sent to a provider.
@@ -108,7 +107,10 @@ impl Request {
             && match self.tool_choice {
                 ToolChoice::Auto => true,
                 ToolChoice::None => {
-                    can_forbid && self.messages.iter().any(|m| !m.tool_calls.is_empty())
+                    can_forbid
+                        && self.messages.iter().any(|m| {
+                            matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty())
+                        })
                 }
             }
     }
@@ -158,10 +160,6 @@ impl Cut {
 
 impl Message {
     pub fn user(content: impl Into<String>) -> Message {
-        Message {
-            role: Role::User,
-            content: content.into(),
-            ..Message::default()
-        }
+        Message::User(content.into())
     }
 }
