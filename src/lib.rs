@@ -17,6 +17,7 @@ pub mod error;
 pub mod graph;
 pub mod interrupt;
 pub mod paths;
+pub mod pool;
 pub mod progress;
 pub mod provider;
 pub mod read;
