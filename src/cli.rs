@@ -291,9 +291,18 @@ fn load_agent(name: &str) -> Result<agent::Agent, Error> {
     Ok(a)
 }
 
+/// The agents in the agents directory, each file that is not one warned of.
+fn agent_ids() -> Result<Vec<String>, Error> {
+    let (ids, warnings) = agent::list_ids()?;
+    for w in &warnings {
+        stderr::warn(w);
+    }
+    Ok(ids)
+}
+
 fn agents_list() -> Result<(), Error> {
     let mut out = String::new();
-    for id in agent::list_ids()? {
+    for id in agent_ids()? {
         match agent::load(&id) {
             Ok(a) if a.config.description.trim().is_empty() => out.push_str(&format!("{id}\n")),
             Ok(a) => out.push_str(&format!("{id} - {}\n", one_line(&a.config.description))),
@@ -371,7 +380,7 @@ fn agents_check(name: Option<&str>) -> Result<(), Error> {
             paths::check_agent_name(n)?;
             vec![n.to_string()]
         }
-        None => agent::list_ids()?,
+        None => agent_ids()?,
     };
     let graph = graph::load(&config_dir, &roots, u32::MAX);
     for w in &graph.warnings {
@@ -509,8 +518,8 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
     };
     let file_budget = &resolved.agent.config.budget;
     let (max_tokens, max_turns) = (
-        cmd.max_tokens.or(file_budget.tokens()),
-        cmd.max_turns.or(file_budget.turns()),
+        cmd.max_tokens.or(file_budget.max_tokens),
+        cmd.max_turns.or(file_budget.max_turns),
     );
     let budgets = if max_tokens.is_some() || max_turns.is_some() {
         vec![Arc::new(Budget::new(max_tokens, max_turns))]
@@ -522,11 +531,7 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
         config_dir: &config_dir,
         cwd: &cwd,
         depth: 0,
-        max_depth: resolved
-            .agent
-            .config
-            .sub_agents_config
-            .effective_max_depth(),
+        max_depth: resolved.agent.config.sub_agents_config.max_depth,
         deadline,
         verbose,
         retries: cmd.retries,

@@ -34,9 +34,6 @@ pub struct RetrySettings {
     pub max_delay_ms: Option<u64>,
 }
 
-/// The keys of a `[retry]` table.
-pub const RETRY_KEYS: &[&str] = &["max_retries", "initial_delay_ms", "max_delay_ms"];
-
 impl RetrySettings {
     /// `base` with every key set here applied.
     pub fn over(&self, base: RetryPolicy) -> RetryPolicy {
@@ -122,26 +119,19 @@ impl GlobalConfig {
                 )));
             }
         };
-        let (config, table): (GlobalConfig, _) = tomlfile::parse(&text)
+        let (config, warnings) = GlobalConfig::parse(&text)
             .map_err(|e| Error::config(format!("invalid config {}: {e}", path.display())))?;
-        let mut warnings = Vec::new();
-        tomlfile::unknown_keys(&table, "", &["providers", "retry"], &mut warnings);
-        if let Some(toml::Value::Table(t)) = table.get("retry") {
-            tomlfile::unknown_keys(t, "retry.", RETRY_KEYS, &mut warnings);
-        }
-        if let Some(toml::Value::Table(providers)) = table.get("providers") {
-            for (name, v) in providers {
-                if let toml::Value::Table(t) = v {
-                    let prefix = format!("providers.{name}.");
-                    tomlfile::unknown_keys(t, &prefix, &["api_key", "base_url"], &mut warnings);
-                }
-            }
-        }
         let warnings = warnings
             .into_iter()
             .map(|w| format!("{}: {w}", path.display()))
             .collect();
         Ok((config, warnings))
+    }
+
+    /// Parses the text of a `config.toml`: the config and a warning for each
+    /// unknown key, or the parser's one-line error.
+    pub fn parse(text: &str) -> Result<(GlobalConfig, Vec<String>), String> {
+        tomlfile::parse(text, &known_keys)
     }
 
     /// The API key for `kind`: `<PROVIDER>_API_KEY`, then the file. Empty
@@ -214,6 +204,16 @@ impl GlobalConfig {
 
     fn settings(&self, kind: Kind) -> Option<&ProviderSettings> {
         self.providers.get(kind.name())
+    }
+}
+
+/// The fields of each table of `config.toml`, for "did you mean".
+fn known_keys(table: &str) -> &'static [&'static str] {
+    match table {
+        "" => tomlfile::fields::<GlobalConfig>(),
+        "retry" => tomlfile::fields::<RetrySettings>(),
+        t if t.starts_with("providers.") => tomlfile::fields::<ProviderSettings>(),
+        _ => &[],
     }
 }
 

@@ -138,11 +138,7 @@ pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
 /// never calls are shown, marked, and not followed).
 pub fn load_tree(config_dir: &Path, root: &str) -> Graph {
     let levels = match load_node(config_dir, root) {
-        Node::Agent { agent, .. } => agent
-            .config
-            .sub_agents_config
-            .effective_max_depth()
-            .saturating_add(1),
+        Node::Agent { agent, .. } => agent.config.sub_agents_config.max_depth.saturating_add(1),
         _ => 0,
     };
     load(config_dir, &[root.to_string()], levels)
@@ -419,8 +415,8 @@ pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
         });
     };
     let sac = &agent.config.sub_agents_config;
-    let max_depth = sac.effective_max_depth();
-    let mode = if sac.effective_parallel() {
+    let max_depth = sac.max_depth;
+    let mode = if sac.parallel {
         "parallel"
     } else {
         "sequential"

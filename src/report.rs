@@ -52,12 +52,9 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
     } else {
         let sac = &c.sub_agents_config;
         s.push_str(&format!("{}\n", c.sub_agents.join(", ")));
-        s.push_str(&format!("Max Depth: {}\n", sac.effective_max_depth()));
-        s.push_str(&format!(
-            "Parallel:  {}\n",
-            yes_no(sac.effective_parallel())
-        ));
-        let t = match sac.timeout_secs() {
+        s.push_str(&format!("Max Depth: {}\n", sac.max_depth));
+        s.push_str(&format!("Parallel:  {}\n", yes_no(sac.parallel)));
+        let t = match sac.timeout {
             0 => timeout_secs,
             n => n,
         };

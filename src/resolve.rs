@@ -87,7 +87,7 @@ pub fn resolve(
     let model_str = overrides.model.as_deref().unwrap_or(&agent.config.model);
     let model = ModelRef::parse(model_str)?;
     let workdir = resolve_workdir(&agent, overrides, cwd)?;
-    let max_file_bytes = agent.config.max_file_bytes();
+    let max_file_bytes = agent.config.file_limit();
     let (skill_path, skill) = resolve_skill(&agent, overrides, cwd, max_file_bytes)?;
     let (files, mut skipped) =
         collect_files(&workdir, &agent.config.files, max_file_bytes, deadline)?;
@@ -95,7 +95,7 @@ pub fn resolve(
     let (files, over) = within_prompt_limit(
         system_prompt(base, skill.as_deref(), &[]).len(),
         files,
-        agent.config.max_prompt_bytes(),
+        agent.config.prompt_limit(),
     )?;
     skipped.extend(over);
     skipped.sort_by(|a, b| a.path.cmp(&b.path));

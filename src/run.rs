@@ -138,17 +138,17 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         system: resolved.system_prompt.clone(),
         messages: vec![Message::user(message)],
         temperature: config.params.temperature,
-        max_tokens: config.max_tokens(),
+        max_tokens: config.params.max_tokens,
         tools,
         tool_choice,
     };
     // The top-level agent's own budget is the caller's to set (the command
     // line wins over the file); a sub-agent's bounds its subtree.
     let mut own = ctx.clone();
-    if ctx.depth > 0 && (config.budget.tokens().is_some() || config.budget.turns().is_some()) {
+    if ctx.depth > 0 && (config.budget.max_tokens.is_some() || config.budget.max_turns.is_some()) {
         own.budgets.push(Arc::new(Budget::new(
-            config.budget.tokens(),
-            config.budget.turns(),
+            config.budget.max_tokens,
+            config.budget.max_turns,
         )));
     }
     let ctx = &own;
@@ -157,10 +157,10 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     let children = Children::default();
     let caller = Caller {
         allowed_agents: &config.sub_agents,
-        parallel: sac.effective_parallel(),
-        max_parallel: sac.effective_max_parallel(),
-        max_result_chars: sac.effective_max_result_chars(),
-        timeout_secs: sac.timeout_secs(),
+        parallel: sac.parallel,
+        max_parallel: sac.parallel_limit(),
+        max_result_chars: sac.result_limit(),
+        timeout_secs: sac.timeout,
         ctx,
         children: &children,
         turn: 0,

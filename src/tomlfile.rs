@@ -1,32 +1,94 @@
 //! Reading TOML documents: parse errors on one line with their position, and
-//! warnings that name unknown keys (a typo such as `sub_agent` must not pass
-//! silently).
+//! a warning for every key that serde did not use, at any depth (a typo such
+//! as `sub_agent` must not pass silently), with a "did you mean" drawn from
+//! the fields of the struct that table is read into.
 
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 
-/// Parses `text` into `T` and into a plain table (for [`unknown_keys`]). The
-/// error is one line: the parser's message and the line and column where it
-/// happened, for syntax and type errors alike.
-pub fn parse<T: DeserializeOwned>(text: &str) -> Result<(T, toml::Table), String> {
-    let value: T = toml::from_str(text).map_err(|e| describe(text, &e))?;
-    let table = text
-        .parse::<toml::Table>()
+/// Parses `text` into `T`. The error is one line: the parser's message and
+/// the line and column where it happened. Every key serde ignored becomes a
+/// warning, `unknown key "params.temprature" (did you mean
+/// "params.temperature"?)`, the suggestion taken from `known(table)`, the
+/// fields of the table the key was in (`""` for the top level).
+pub fn parse<T: DeserializeOwned>(
+    text: &str,
+    known: &dyn Fn(&str) -> &'static [&'static str],
+) -> Result<(T, Vec<String>), String> {
+    let doc = toml::Deserializer::parse(text).map_err(|e| describe(text, &e))?;
+    let mut ignored = Vec::new();
+    let value: T = serde_ignored::deserialize(doc, |path| ignored.push(path.to_string()))
         .map_err(|e| describe(text, &e))?;
-    Ok((value, table))
+    let warnings = ignored
+        .into_iter()
+        .map(|path| {
+            let (table, key) = path.rsplit_once('.').unwrap_or(("", &path));
+            let prefix = if table.is_empty() {
+                String::new()
+            } else {
+                format!("{table}.")
+            };
+            match nearest(key, known(table)) {
+                Some(near) => {
+                    format!("unknown key \"{path}\" (did you mean \"{prefix}{near}\"?)")
+                }
+                None => format!("unknown key \"{path}\""),
+            }
+        })
+        .collect();
+    Ok((value, warnings))
 }
 
-/// Pushes one warning for each key of `table` not in `known`, naming it with
-/// `prefix` (e.g. `params.`) and suggesting the nearest known key.
-pub fn unknown_keys(table: &toml::Table, prefix: &str, known: &[&str], out: &mut Vec<String>) {
-    for key in table.keys() {
-        if known.contains(&key.as_str()) {
-            continue;
-        }
-        let mut w = format!("unknown key \"{prefix}{key}\"");
-        if let Some(near) = nearest(key, known) {
-            w.push_str(&format!(" (did you mean \"{prefix}{near}\"?)"));
-        }
-        out.push(w);
+/// The field names of the struct `T` deserializes into, as serde's derive
+/// lists them (empty for anything that is not a struct). This is how the
+/// "did you mean" candidates stay in step with the structs.
+pub fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
+    match T::deserialize(FieldNames) {
+        Err(Found(fields)) => fields,
+        Ok(_) => &[],
+    }
+}
+
+/// A deserializer that only asks which fields a struct has.
+struct FieldNames;
+
+/// What [`FieldNames`] stops with: the struct's fields.
+#[derive(Debug)]
+struct Found(&'static [&'static str]);
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("field names")
+    }
+}
+
+impl std::error::Error for Found {}
+
+impl de::Error for Found {
+    fn custom<M: std::fmt::Display>(_: M) -> Found {
+        Found(&[])
+    }
+}
+
+impl<'de> Deserializer<'de> for FieldNames {
+    type Error = Found;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Found> {
+        Err(Found(&[]))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Found> {
+        Err(Found(fields))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
     }
 }
 
@@ -73,23 +135,53 @@ fn edit_distance(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
 
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Doc {
+        name: Option<String>,
+        #[serde(default)]
+        sub_agents: Vec<String>,
+        #[serde(default)]
+        params: Params,
+    }
+
+    #[derive(serde::Deserialize, Default, Debug)]
+    #[allow(dead_code)]
+    struct Params {
+        temperature: Option<f64>,
+    }
+
+    fn known(table: &str) -> &'static [&'static str] {
+        match table {
+            "" => fields::<Doc>(),
+            "params" => fields::<Params>(),
+            _ => &[],
+        }
+    }
+
     #[test]
     fn parse_error_is_one_line_with_position() {
-        let err = parse::<toml::Table>("name = \"a\"\nmodel = \n").unwrap_err();
+        let err = parse::<Doc>("name = \"a\"\nname = \n", &known).unwrap_err();
         assert!(!err.contains('\n'), "{err}");
         assert!(err.contains("line 2"), "{err}");
     }
 
     #[test]
-    fn unknown_key_suggests_the_near_one() {
-        let (t, _) = parse::<toml::Table>("sub_agent = []\nzzz = 1\n").unwrap();
-        let mut w = Vec::new();
-        unknown_keys(&t, "", &["sub_agents", "name"], &mut w);
-        assert_eq!(w.len(), 2);
-        assert!(
-            w.iter()
-                .any(|m| m.contains("\"sub_agent\"") && m.contains("\"sub_agents\""))
+    fn unknown_keys_at_every_depth_suggest_the_near_one() {
+        let (_, w) = parse::<Doc>(
+            "sub_agent = []\nzzz = 1\n[params]\ntemprature = 1\n[other]\nx = 1\n",
+            &known,
+        )
+        .unwrap();
+        assert_eq!(
+            w,
+            [
+                "unknown key \"other\"",
+                "unknown key \"params.temprature\" (did you mean \"params.temperature\"?)",
+                "unknown key \"sub_agent\" (did you mean \"sub_agents\"?)",
+                "unknown key \"zzz\"",
+            ]
         );
-        assert!(w.iter().any(|m| m == "unknown key \"zzz\""));
+        assert_eq!(fields::<Params>(), ["temperature"]);
     }
 }

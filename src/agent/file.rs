@@ -1,0 +1,172 @@
+//! An agent file as written: the TOML shape (every key optional, integers
+//! signed so that a negative value reaches validation and gets its message)
+//! and its validation into an [`AgentConfig`], rule by rule in the order
+//! design §2.3 gives.
+
+use serde::Deserialize;
+
+use super::{AgentConfig, Budget, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, Params, SubAgentsConfig};
+use crate::config::RetrySettings;
+use crate::error::Error;
+use crate::paths;
+
+/// The keys of an agent file, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct AgentFile {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    model: String,
+    system_prompt: Option<String>,
+    skill: Option<String>,
+    #[serde(default)]
+    files: Vec<String>,
+    workdir: Option<String>,
+    #[serde(default)]
+    sub_agents: Vec<String>,
+    #[serde(default)]
+    sub_agents_config: SubAgentsFile,
+    #[serde(default)]
+    params: ParamsFile,
+    #[serde(default)]
+    retry: RetrySettings,
+    #[serde(default)]
+    budget: BudgetFile,
+    max_file_bytes: Option<i64>,
+    max_prompt_bytes: Option<i64>,
+}
+
+/// `[sub_agents_config]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct SubAgentsFile {
+    #[serde(default)]
+    max_depth: i64,
+    parallel: Option<bool>,
+    #[serde(default)]
+    timeout: i64,
+    max_parallel: Option<i64>,
+    max_result_chars: Option<i64>,
+}
+
+/// `[params]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct ParamsFile {
+    temperature: Option<f64>,
+    max_tokens: Option<i64>,
+}
+
+/// `[budget]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct BudgetFile {
+    max_tokens: Option<i64>,
+    max_turns: Option<i64>,
+}
+
+/// The fields of each table, for "did you mean" (`""`: the top level).
+pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
+    use crate::tomlfile::fields;
+    match table {
+        "" => fields::<AgentFile>(),
+        "sub_agents_config" => fields::<SubAgentsFile>(),
+        "params" => fields::<ParamsFile>(),
+        "retry" => fields::<RetrySettings>(),
+        "budget" => fields::<BudgetFile>(),
+        _ => &[],
+    }
+}
+
+impl AgentFile {
+    /// Checks the rules in their order: `name`, `model`, then
+    /// `[sub_agents_config]` (whenever present, design D17), the positive
+    /// integers, `sub_agents` names (D9) and `[params]`.
+    pub(super) fn validate(self) -> Result<AgentConfig, Error> {
+        if self.name.trim().is_empty() {
+            return Err(Error::config("agent config missing required field: name"));
+        }
+        if self.model.trim().is_empty() {
+            return Err(Error::config("agent config missing required field: model"));
+        }
+        let sac = &self.sub_agents_config;
+        if sac.max_depth > MAX_DEPTH_LIMIT {
+            return Err(Error::config(format!(
+                "sub_agents_config.max_depth cannot exceed {MAX_DEPTH_LIMIT}"
+            )));
+        }
+        if sac.max_depth < 0 {
+            return Err(Error::config(
+                "sub_agents_config.max_depth must be non-negative",
+            ));
+        }
+        if sac.timeout < 0 {
+            return Err(Error::config(
+                "sub_agents_config.timeout must be non-negative",
+            ));
+        }
+        let positive = |key: &str, value: Option<i64>| match value {
+            Some(n) if n < 1 => Err(Error::config(format!("{key} must be a positive integer"))),
+            _ => Ok(value.and_then(|n| u64::try_from(n).ok())),
+        };
+        let max_parallel = positive("sub_agents_config.max_parallel", sac.max_parallel)?;
+        let max_result_chars =
+            positive("sub_agents_config.max_result_chars", sac.max_result_chars)?;
+        let budget_tokens = positive("budget.max_tokens", self.budget.max_tokens)?;
+        let budget_turns = positive("budget.max_turns", self.budget.max_turns)?;
+        let max_file_bytes = positive("max_file_bytes", self.max_file_bytes)?;
+        let max_prompt_bytes = positive("max_prompt_bytes", self.max_prompt_bytes)?;
+        for name in &self.sub_agents {
+            paths::check_agent_name(name).map_err(|e| Error::config(format!("sub_agents: {e}")))?;
+        }
+        if let Some(t) = self.params.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(Error::config(
+                "params.temperature must be a non-negative number",
+            ));
+        }
+        let max_tokens = match self.params.max_tokens {
+            None => None,
+            Some(n) => match u32::try_from(n) {
+                Ok(n) if n > 0 => Some(n),
+                _ => {
+                    return Err(Error::config(
+                        "params.max_tokens must be a positive integer",
+                    ));
+                }
+            },
+        };
+        let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        Ok(AgentConfig {
+            name: self.name,
+            description: self.description,
+            model: self.model,
+            system_prompt: self.system_prompt,
+            skill: self.skill,
+            files: self.files,
+            workdir: self.workdir,
+            sub_agents: self.sub_agents,
+            sub_agents_config: SubAgentsConfig {
+                max_depth: match u32::try_from(sac.max_depth) {
+                    Ok(0) | Err(_) => DEFAULT_MAX_DEPTH,
+                    Ok(d) => d,
+                },
+                parallel: sac.parallel.unwrap_or(true),
+                timeout: u64::try_from(sac.timeout).unwrap_or(0),
+                max_parallel: max_parallel.map(to_usize),
+                max_result_chars: max_result_chars.map(to_usize),
+            },
+            params: Params {
+                temperature: self.params.temperature,
+                max_tokens,
+            },
+            retry: self.retry,
+            budget: Budget {
+                max_tokens: budget_tokens,
+                max_turns: budget_turns,
+            },
+            max_file_bytes,
+            max_prompt_bytes,
+        })
+    }
+}

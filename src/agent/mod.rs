@@ -1,0 +1,402 @@
+//! Agents: an agent file (`<config>/agents/<name>.toml`) loaded, checked and
+//! turned into an [`AgentConfig`] whose values are known to be valid, and
+//! the agents directory listed. The file's TOML shape and its validation
+//! are in `file`; the scaffold and the `agents show` view in `text`.
+
+mod file;
+mod text;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub use text::{scaffold, show, yes_no};
+
+use crate::config::RetrySettings;
+use crate::error::Error;
+use crate::{paths, read, tomlfile};
+
+/// Nesting limit for sub-agents when `max_depth` is 0 or absent.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+/// Hard limit for `max_depth`.
+pub const MAX_DEPTH_LIMIT: i64 = 5;
+/// Default `max_result_chars`: the most characters of a sub-agent's answer
+/// that reach its parent.
+pub const DEFAULT_MAX_RESULT_CHARS: usize = 20_000;
+/// Default `max_file_bytes`: a larger context file is skipped, a larger
+/// skill refused.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
+/// Default `max_prompt_bytes`: the most the system prompt may hold; context
+/// files that would take it past this are skipped.
+pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 8 << 20;
+
+/// A loaded agent.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// The file stem: what `axe run` and `sub_agents` call it by.
+    pub id: String,
+    pub path: PathBuf,
+    pub config: AgentConfig,
+    /// Unknown keys, for the caller to print.
+    pub warnings: Vec<String>,
+}
+
+/// An agent file's settings, validated: only [`parse`] makes one, so every
+/// value here obeys its rule (design §2.3).
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub name: String,
+    pub description: String,
+    pub model: String,
+    pub system_prompt: Option<String>,
+    pub skill: Option<String>,
+    pub files: Vec<String>,
+    pub workdir: Option<String>,
+    pub sub_agents: Vec<String>,
+    pub sub_agents_config: SubAgentsConfig,
+    pub params: Params,
+    /// Transport retries for this agent's requests (over `config.toml`'s).
+    pub retry: RetrySettings,
+    /// Bounds on the whole tree this agent starts.
+    pub budget: Budget,
+    /// As written; [`AgentConfig::file_limit`] applies the default.
+    pub max_file_bytes: Option<u64>,
+    /// As written; [`AgentConfig::prompt_limit`] applies the default.
+    pub max_prompt_bytes: Option<u64>,
+}
+
+/// `[sub_agents_config]`, validated, defaults applied where a run needs
+/// them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubAgentsConfig {
+    /// 1 to 5; 0 or absent in the file means [`DEFAULT_MAX_DEPTH`].
+    pub max_depth: u32,
+    /// Absent means true.
+    pub parallel: bool,
+    /// Seconds per sub-agent call; 0 means the parent's deadline.
+    pub timeout: u64,
+    /// At most this many calls of one response in flight; absent: no limit.
+    pub max_parallel: Option<usize>,
+    /// As written; [`SubAgentsConfig::result_limit`] applies the default.
+    pub max_result_chars: Option<usize>,
+}
+
+/// `[params]`, validated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Params {
+    /// Finite and not negative; absent is not sent (0 is, design D8).
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+/// `[budget]`: bounds on the whole tree an agent starts, its sub-agents at
+/// every depth included; each positive when set. Absent means unbounded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Budget {
+    /// Input plus output tokens.
+    pub max_tokens: Option<u64>,
+    /// Requests sent.
+    pub max_turns: Option<u64>,
+}
+
+impl SubAgentsConfig {
+    /// Calls of one response in flight at once; `usize::MAX` when unlimited.
+    pub fn parallel_limit(&self) -> usize {
+        self.max_parallel.unwrap_or(usize::MAX)
+    }
+
+    /// The most characters of one sub-agent's answer its parent gets.
+    pub fn result_limit(&self) -> usize {
+        self.max_result_chars.unwrap_or(DEFAULT_MAX_RESULT_CHARS)
+    }
+}
+
+impl AgentConfig {
+    /// The largest context file read; a larger skill is refused.
+    pub fn file_limit(&self) -> u64 {
+        self.max_file_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// The most the system prompt may hold.
+    pub fn prompt_limit(&self) -> u64 {
+        self.max_prompt_bytes.unwrap_or(DEFAULT_MAX_PROMPT_BYTES)
+    }
+}
+
+impl Agent {
+    /// The config directory the agent was loaded from (its file is
+    /// `<config>/agents/<id>.toml`); relative `skill` paths resolve against it.
+    pub fn config_dir(&self) -> Option<&Path> {
+        self.path.parent().and_then(Path::parent)
+    }
+}
+
+/// Loads the agent `name` from the agents directory.
+pub fn load(name: &str) -> Result<Agent, Error> {
+    load_in(&paths::config_dir()?, name)
+}
+
+/// Loads the agent `name` from `<config_dir>/agents/`. The name is checked
+/// (design D9) before any file is touched. Warnings name the file.
+pub fn load_in(config_dir: &Path, name: &str) -> Result<Agent, Error> {
+    let path = paths::agent_file_in(config_dir, name)?;
+    let text = match read::config_text(&path) {
+        Ok(t) => t,
+        Err(read::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::config(format!("agent config not found: {name}")));
+        }
+        Err(e) => {
+            return Err(Error::config(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let mut agent = parse(name, &path, &text)?;
+    agent.warnings = agent
+        .warnings
+        .into_iter()
+        .map(|w| format!("{}: {w}", path.display()))
+        .collect();
+    Ok(agent)
+}
+
+/// Parses and validates agent TOML. Keys serde does not know become
+/// warnings, not errors (a typo such as `sub_agent` must not pass silently).
+pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
+    let (raw, warnings): (file::AgentFile, _) = tomlfile::parse(text, &file::known_keys)
+        .map_err(|e| Error::config(format!("invalid agent config {}: {e}", path.display())))?;
+    Ok(Agent {
+        id: id.to_string(),
+        path: path.to_path_buf(),
+        config: raw.validate()?,
+        warnings,
+    })
+}
+
+/// The ids of every `*.toml` file in the agents directory, sorted, and a
+/// warning for each file whose name is not an agent name.
+pub fn list_ids() -> Result<(Vec<String>, Vec<String>), Error> {
+    let dir = paths::agents_dir()?;
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) => {
+            return Err(Error::config(format!("cannot read {}: {e}", dir.display())));
+        }
+    };
+    let mut ids = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let p = entry.path();
+        if !(p.extension().is_some_and(|x| x == "toml") && p.is_file()) {
+            continue;
+        }
+        let Some(id) = p.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        match paths::check_agent_name(id) {
+            Ok(()) => ids.push(id.to_string()),
+            Err(e) => warnings.push(format!("skipping {}/{id}.toml: {e}", dir.display())),
+        }
+    }
+    ids.sort();
+    warnings.sort();
+    Ok((ids, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<Agent, Error> {
+        parse("t", Path::new("t.toml"), text)
+    }
+
+    /// The validation error of `text`.
+    fn refused(text: &str) -> String {
+        parsed(text).unwrap_err().to_string()
+    }
+
+    /// A valid agent with `extra` appended.
+    fn with(extra: &str) -> String {
+        format!("name = \"x\"\nmodel = \"a/b\"\n{extra}")
+    }
+
+    #[test]
+    fn validation_order_is_name_then_model_then_sub_agents_config() {
+        assert_eq!(
+            refused("[sub_agents_config]\nmax_depth = 9\n"),
+            "agent config missing required field: name"
+        );
+        assert_eq!(
+            refused("name = \"x\"\n[sub_agents_config]\nmax_depth = 9\n"),
+            "agent config missing required field: model"
+        );
+        // [sub_agents_config] before the sub_agents names (design D17, D9).
+        assert_eq!(
+            refused(&with(
+                "sub_agents = [\"../x\"]\n[sub_agents_config]\nmax_depth = 6\n"
+            )),
+            "sub_agents_config.max_depth cannot exceed 5"
+        );
+        // max_depth before timeout.
+        assert_eq!(
+            refused(&with("[sub_agents_config]\nmax_depth = -1\ntimeout = -1\n")),
+            "sub_agents_config.max_depth must be non-negative"
+        );
+    }
+
+    #[test]
+    fn validate_max_depth_too_high() {
+        for d in [6, 100] {
+            assert_eq!(
+                refused(&with(&format!("[sub_agents_config]\nmax_depth = {d}\n"))),
+                "sub_agents_config.max_depth cannot exceed 5"
+            );
+        }
+    }
+
+    #[test]
+    fn validate_max_depth_negative() {
+        assert_eq!(
+            refused(&with("[sub_agents_config]\nmax_depth = -1\n")),
+            "sub_agents_config.max_depth must be non-negative"
+        );
+    }
+
+    #[test]
+    fn validate_timeout_negative() {
+        assert_eq!(
+            refused(&with("[sub_agents_config]\ntimeout = -1\n")),
+            "sub_agents_config.timeout must be non-negative"
+        );
+    }
+
+    #[test]
+    fn validate_max_depth_5_is_valid() {
+        let a = parsed(&with("[sub_agents_config]\nmax_depth = 5\n")).unwrap();
+        assert_eq!(a.config.sub_agents_config.max_depth, 5);
+        for extra in [
+            "[sub_agents_config]\nmax_depth = 0\ntimeout = 0\n",
+            "[sub_agents_config]\nmax_depth = 1\n",
+        ] {
+            assert!(parsed(&with(extra)).is_ok(), "{extra}");
+        }
+    }
+
+    #[test]
+    fn load_sub_agents_config_from_a_file() {
+        let dir = std::env::temp_dir().join(format!(
+            "axe-agent-load-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("agents")).unwrap();
+        let file = dir.join("agents").join("lead.toml");
+        fs::write(
+            &file,
+            "name = \"lead\"\nmodel = \"openai/gpt-4o\"\nsub_agents = [\"helper\", \"runner\"]\n\
+             [sub_agents_config]\nmax_depth = 2\nparallel = false\ntimeout = 45\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("agents").join("deep.toml"),
+            "name = \"deep\"\nmodel = \"openai/gpt-4o\"\n[sub_agents_config]\nmax_depth = 6\n",
+        )
+        .unwrap();
+        let loaded = load_in(&dir, "lead");
+        let deep = load_in(&dir, "deep");
+        let _ = fs::remove_dir_all(&dir);
+
+        let a = loaded.unwrap();
+        assert_eq!(a.id, "lead");
+        assert_eq!(a.path, file);
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+        assert_eq!(a.config.sub_agents, ["helper", "runner"]);
+        let sac = &a.config.sub_agents_config;
+        assert_eq!((sac.max_depth, sac.parallel, sac.timeout), (2, false, 45));
+        // Loading validates: max_depth = 6 fails at load time (design §3.13).
+        assert_eq!(
+            deep.unwrap_err().to_string(),
+            "sub_agents_config.max_depth cannot exceed 5"
+        );
+    }
+
+    #[test]
+    fn blank_name_is_missing() {
+        assert_eq!(
+            refused("name = \"  \"\nmodel = \"a/b\"\n"),
+            "agent config missing required field: name"
+        );
+    }
+
+    #[test]
+    fn sub_agents_config_defaults_when_absent() {
+        let a = parsed(&with("sub_agents = [\"h\"]\n")).unwrap();
+        let sac = &a.config.sub_agents_config;
+        assert_eq!(
+            (sac.max_depth, sac.parallel, sac.timeout),
+            (DEFAULT_MAX_DEPTH, true, 0)
+        );
+    }
+
+    #[test]
+    fn sub_agents_config_is_parsed() {
+        let a = parsed(&with(
+            "[sub_agents_config]\nmax_depth = 2\nparallel = false\ntimeout = 30\n",
+        ))
+        .unwrap();
+        let sac = &a.config.sub_agents_config;
+        assert_eq!((sac.max_depth, sac.parallel, sac.timeout), (2, false, 30));
+    }
+
+    #[test]
+    fn unknown_keys_are_named_in_warnings() {
+        let a = parsed(&with("sub_agent = [\"h\"]\n[params]\ntemprature = 1\n")).unwrap();
+        assert_eq!(
+            a.warnings,
+            [
+                "unknown key \"params.temprature\" (did you mean \"params.temperature\"?)",
+                "unknown key \"sub_agent\" (did you mean \"sub_agents\"?)"
+            ]
+        );
+    }
+
+    #[test]
+    fn budget_and_result_settings_load_and_must_be_positive() {
+        let a = parsed(&with(
+            "[sub_agents_config]\nmax_parallel = 2\n\
+             max_result_chars = 100\n[budget]\nmax_tokens = 5000\nmax_turns = 7\n",
+        ))
+        .unwrap();
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+        let sac = &a.config.sub_agents_config;
+        assert_eq!(sac.parallel_limit(), 2);
+        assert_eq!(sac.result_limit(), 100);
+        assert_eq!(a.config.budget.max_tokens, Some(5000));
+        assert_eq!(a.config.budget.max_turns, Some(7));
+        let defaults = parsed(&with("")).unwrap();
+        let sac = &defaults.config.sub_agents_config;
+        assert_eq!(sac.parallel_limit(), usize::MAX);
+        assert_eq!(sac.result_limit(), DEFAULT_MAX_RESULT_CHARS);
+        assert_eq!(defaults.config.budget.max_tokens, None);
+        for (table, key) in [
+            ("sub_agents_config", "max_parallel"),
+            ("sub_agents_config", "max_result_chars"),
+            ("budget", "max_tokens"),
+            ("budget", "max_turns"),
+        ] {
+            assert_eq!(
+                refused(&with(&format!("[{table}]\n{key} = 0\n"))),
+                format!("{table}.{key} must be a positive integer")
+            );
+        }
+    }
+
+    #[test]
+    fn integer_temperature_is_accepted_as_float() {
+        let a = parsed(&with("[params]\ntemperature = 0\n")).unwrap();
+        assert_eq!(a.config.params.temperature, Some(0.0));
+    }
+}

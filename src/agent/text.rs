@@ -1,0 +1,202 @@
+//! Agent files as text for people: the scaffold `axe agents init` writes
+//! and the `axe agents show` view.
+
+use super::Agent;
+
+/// The file `axe agents init <name>` writes: required keys set, every
+/// optional key shown commented out.
+pub fn scaffold(name: &str) -> String {
+    format!(
+        r#"name = "{name}"
+description = ""
+model = "provider/model-name"
+
+# Model strings are provider/model: anthropic/claude-sonnet-4-5,
+# openai/gpt-4o, ollama/llama3.1. Any OpenAI-compatible server works through
+# the openai provider and AXE_OPENAI_BASE_URL.
+
+# The instructions the model gets as its system prompt.
+# system_prompt = """
+# You are a careful reviewer. Answer briefly.
+# """
+
+# A SKILL.md appended to the system prompt; relative paths resolve against
+# the config directory.
+# skill = "skills/sample/SKILL.md"
+
+# Files whose contents are appended to the system prompt: globs relative to
+# the workdir; ** matches any number of directories.
+# files = ["src/**/*.rs", "README.md"]
+
+# The directory the files are read from (default: the current directory).
+# workdir = "/path/to/project"
+
+# Bounds on what is read: a context file larger than max_file_bytes is
+# skipped (a skill that large is an error), and context files that would
+# take the system prompt past max_prompt_bytes are skipped; --verbose lists
+# what was skipped and why.
+# max_file_bytes = 1048576
+# max_prompt_bytes = 8388608
+
+# Agents this agent may delegate to through the call_agent tool.
+# sub_agents = ["helper"]
+
+# Sub-agent settings. max_depth: nesting limit for the whole tree (0 means 3,
+# at most 5); parallel: run the calls of one response at the same time;
+# timeout: seconds per sub-agent call (0 means the parent's deadline);
+# max_parallel: calls of one response in flight at once (default: all);
+# max_result_chars: a longer sub-agent answer is cut, and says so.
+# [sub_agents_config]
+# max_depth = 3
+# parallel = true
+# timeout = 120
+# max_parallel = 4
+# max_result_chars = 20000
+
+# Bounds on the whole tree this agent starts, sub-agents included:
+# max_tokens (input plus output) and max_turns (requests). When one is
+# spent, a sub-agent's call fails and the top-level run exits 4.
+# [budget]
+# max_tokens = 200000
+# max_turns = 40
+
+# Model parameters; unset ones are not sent (Anthropic requires max_tokens,
+# so 4096 is sent there when unset).
+# [params]
+# temperature = 0.2
+# max_tokens = 4096
+
+# Retries of one HTTP request on 429/5xx/refused connections (over the
+# [retry] of config.toml; `axe run --retries N` wins over both).
+# [retry]
+# max_retries = 2
+# initial_delay_ms = 500
+# max_delay_ms = 30000
+"#
+    )
+}
+
+/// The `axe agents show` text: one aligned `Label:` line per field.
+pub fn show(agent: &Agent) -> String {
+    let c = &agent.config;
+    let or_none = |s: Option<&str>| match s {
+        Some(s) if !s.trim().is_empty() => s.to_string(),
+        _ => "(none)".to_string(),
+    };
+    let mut rows: Vec<(&str, String)> = vec![
+        ("Name", c.name.clone()),
+        ("Description", or_none(Some(&c.description))),
+        ("Model", c.model.clone()),
+        (
+            "System Prompt",
+            or_none(c.system_prompt.as_deref().map(str::trim)),
+        ),
+        ("Skill", or_none(c.skill.as_deref())),
+        (
+            "Files",
+            if c.files.is_empty() {
+                "(none)".into()
+            } else {
+                c.files.join(", ")
+            },
+        ),
+        ("Workdir", or_none(c.workdir.as_deref())),
+        (
+            "Sub-Agents",
+            if c.sub_agents.is_empty() {
+                "(none)".into()
+            } else {
+                c.sub_agents.join(", ")
+            },
+        ),
+    ];
+    if !c.sub_agents.is_empty() {
+        let sac = &c.sub_agents_config;
+        rows.push(("Max Depth", sac.max_depth.to_string()));
+        rows.push(("Parallel", yes_no(sac.parallel).into()));
+        rows.push((
+            "Sub-Agent Timeout",
+            match sac.timeout {
+                0 => "inherit (the parent's deadline)".into(),
+                n => format!("{n}s"),
+            },
+        ));
+        if let Some(n) = sac.max_parallel {
+            rows.push(("Max Parallel", n.to_string()));
+        }
+        if let Some(n) = sac.max_result_chars {
+            rows.push(("Max Result Chars", n.to_string()));
+        }
+    }
+    if let Some(n) = c.max_file_bytes {
+        rows.push(("Max File Bytes", n.to_string()));
+    }
+    if let Some(n) = c.max_prompt_bytes {
+        rows.push(("Max Prompt Bytes", n.to_string()));
+    }
+    if let Some(n) = c.budget.max_tokens {
+        rows.push(("Budget Tokens", n.to_string()));
+    }
+    if let Some(n) = c.budget.max_turns {
+        rows.push(("Budget Turns", n.to_string()));
+    }
+    rows.push((
+        "Temperature",
+        c.params
+            .temperature
+            .map_or("default".into(), |t| t.to_string()),
+    ));
+    rows.push((
+        "Max Tokens",
+        c.params
+            .max_tokens
+            .map_or("default".into(), |t| t.to_string()),
+    ));
+    rows.push(("File", agent.path.display().to_string()));
+
+    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
+    let mut out = String::new();
+    for (label, value) in rows {
+        // Multi-line values (a system prompt) are indented under their label.
+        let value = value.replace('\n', &format!("\n{}", " ".repeat(width)));
+        out.push_str(&format!("{:<width$}{value}\n", format!("{label}:")));
+    }
+    out
+}
+
+pub fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaffold_parses_and_includes_every_optional_key() {
+        let s = scaffold("helper");
+        let a = super::super::parse("t", std::path::Path::new("t.toml"), &s).unwrap();
+        assert!(a.warnings.is_empty());
+        assert_eq!(a.config.name, "helper");
+        for line in [
+            "# [sub_agents_config]",
+            "# max_depth = 3",
+            "# parallel = true",
+            "# timeout = 120",
+            "# [params]",
+        ] {
+            assert!(s.lines().any(|l| l == line), "missing {line}");
+        }
+        for key in ["", "sub_agents_config", "params", "retry", "budget"]
+            .into_iter()
+            .flat_map(super::super::file::known_keys)
+        {
+            assert!(
+                s.contains(&format!("# {key}"))
+                    || s.contains(&format!("{key} ="))
+                    || s.contains(&format!("[{key}]")),
+                "{key}"
+            );
+        }
+    }
+}
