@@ -112,52 +112,9 @@ pub fn should_retry_hint(value: Option<&str>) -> Option<bool> {
     }
 }
 
-/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date format,
-/// for the years 1970 to 9999; anything else is `None`.
+/// An HTTP date (RFC 9110: the IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`,
+/// and the obsolete RFC 850 and asctime forms a recipient must accept), for
+/// the years 1970 to 9999; anything else is `None`.
 pub fn http_date(s: &str) -> Option<std::time::SystemTime> {
-    let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_, day, month, year, time, "GMT"] = parts[..] else {
-        return None;
-    };
-    let day: u64 = day.parse().ok()?;
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ]
-    .iter()
-    .position(|m| *m == month)? as u64
-        + 1;
-    let year: u64 = year.parse().ok()?;
-    let hms: Vec<u64> = time.split(':').filter_map(|p| p.parse().ok()).collect();
-    let [h, m, sec] = hms[..] else {
-        return None;
-    };
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = match month {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    if !(1970..=9999).contains(&year)
-        || !(1..=month_days).contains(&day)
-        || h > 23
-        || m > 59
-        || sec > 60
-    {
-        return None;
-    }
-    // Days since 1970-01-01 (Howard Hinnant's days_from_civil). With the
-    // year at most 9999 every step below stays far inside u64.
-    let (y, mo) = if month <= 2 {
-        (year - 1, month + 9)
-    } else {
-        (year, month - 3)
-    };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let doy = (153 * mo + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).checked_sub(719_468)?;
-    let secs = days * 86_400 + h * 3600 + m * 60 + sec;
-    std::time::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+    httpdate::parse_http_date(s).ok()
 }
