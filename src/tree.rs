@@ -477,27 +477,11 @@ fn new_run_id() -> String {
 }
 
 /// `t` as RFC 3339 in UTC with milliseconds: `2026-11-23T16:28:01.123Z`.
+/// A clock set before 1970 or past 9999 gives the nearest of those, not a
+/// panic (humantime refuses both).
 pub fn rfc3339(t: SystemTime) -> String {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
-    let secs = since.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
+    let last = UNIX_EPOCH + Duration::from_millis(253_402_300_799_999);
+    humantime::format_rfc3339_millis(t.clamp(UNIX_EPOCH, last)).to_string()
 }
 
 #[cfg(test)]
@@ -514,6 +498,11 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-11-23T16:28:01.000Z");
         let t = crate::provider::http_date("Fri, 31 Dec 2100 23:59:59 GMT").unwrap();
         assert_eq!(rfc3339(t), "2100-12-31T23:59:59.000Z");
+        // A clock out of range.
+        let before = UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(rfc3339(before), "1970-01-01T00:00:00.000Z");
+        let after = UNIX_EPOCH + Duration::from_secs(300_000_000_000);
+        assert_eq!(rfc3339(after), "9999-12-31T23:59:59.999Z");
     }
 
     #[test]
