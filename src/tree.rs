@@ -463,17 +463,9 @@ impl Children {
     }
 }
 
-/// A run id: 16 hex digits from the clock, the process id and std's random
-/// hash keys.
+/// A run id: 16 random hex digits.
 fn new_run_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    h.write_u128(nanos);
-    h.write_u32(std::process::id());
-    format!("{:016x}", h.finish())
+    format!("{:016x}", fastrand::u64(..))
 }
 
 /// `t` as RFC 3339 in UTC with milliseconds: `2026-11-23T16:28:01.123Z`.

@@ -45,21 +45,8 @@ impl RetryPolicy {
         if nanos == 0 {
             return Duration::ZERO;
         }
-        Duration::from_nanos(random_u64() % nanos.saturating_add(1))
+        Duration::from_nanos(fastrand::u64(0..=nanos))
     }
-}
-
-/// 64 random bits, from the standard library's randomly keyed hasher (no
-/// dependency for a few jitter values).
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
 }
 
 /// The longest wait a server may ask for that axe will consider: a day.
