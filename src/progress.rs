@@ -76,16 +76,12 @@ impl Drop for Progress {
 /// so that a resized terminal gets frames that fit; `$COLUMNS` and `$LINES`,
 /// else 80 by 24, when the terminal does not say.
 fn screen_size() -> (usize, usize) {
-    #[cfg(unix)]
+    if let Some((terminal_size::Width(w), terminal_size::Height(h))) =
+        terminal_size::terminal_size_of(std::io::stderr())
+        && w > 0
+        && h > 0
     {
-        // SAFETY: TIOCGWINSZ fills a winsize struct; fd 2 is stderr.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        if unsafe { libc::ioctl(2, libc::TIOCGWINSZ, &mut ws) } == 0
-            && ws.ws_col > 0
-            && ws.ws_row > 0
-        {
-            return (usize::from(ws.ws_col), usize::from(ws.ws_row));
-        }
+        return (usize::from(w), usize::from(h));
     }
     let var = |name: &str, default: usize| {
         std::env::var(name)
