@@ -1,6 +1,7 @@
 //! The one deadline of a run (`--timeout`, design D5): no request is sent
 //! or waited for past it, and reading stdin and context files stops at it.
-//! A sub-agent call gets its own, never later than its caller's.
+//! A sub-agent call gets its own, never later than its caller's. And
+//! durations as the whole milliseconds every report gives.
 
 use std::time::{Duration, Instant};
 
@@ -45,4 +46,9 @@ impl Deadline {
     pub fn passed(&self) -> bool {
         Instant::now() >= self.at
     }
+}
+
+/// Whole milliseconds, saturating.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -458,13 +458,16 @@ fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, pref
             let limit = d.max_depth;
             let mark = format!(
                 "{} [beyond max_depth {limit}: never called]",
-                describe(node)
+                model_and_marks(node)
             );
             (mark, false)
         } else if d.on_path.contains(&name) {
             (" [cycle]".to_string(), false)
         } else {
-            (describe(node), matches!(node, Some(Node::Agent { .. })))
+            (
+                model_and_marks(node),
+                matches!(node, Some(Node::Agent { .. })),
+            )
         };
         let branch = if last { "└── " } else { "├── " };
         d.out.push_str(&format!("{prefix}{branch}{name}{mark}\n"));
@@ -478,7 +481,7 @@ fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, pref
 }
 
 /// What follows a node's name: ` (model)` and any mark.
-fn describe(node: Option<&Node>) -> String {
+fn model_and_marks(node: Option<&Node>) -> String {
     match node {
         Some(Node::Agent { agent, model }) => {
             format!(" ({}){}", one_line(&agent.config.model), model_mark(model))

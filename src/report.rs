@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::agent::yes_no;
+use crate::deadline::millis;
 use crate::redact::redact;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
@@ -87,7 +88,7 @@ pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs
 /// The `--verbose` lines printed after the answer, ending with usage per
 /// agent when sub-agents ran.
 pub fn verbose_footer(v: &Verbose, o: &Outcome, usage: &[AgentUsage]) {
-    v.line(&format!("Duration: {}ms", o.duration.as_millis()));
+    v.line(&format!("Duration: {}ms", millis(o.duration)));
     v.line(&format!(
         "Tokens:   {} input, {} output",
         o.input_tokens, o.output_tokens
@@ -181,7 +182,7 @@ pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> St
         input_tokens: o.input_tokens,
         output_tokens: o.output_tokens,
         stop_reason: &o.stop_reason,
-        duration_ms: u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
+        duration_ms: millis(o.duration),
         tool_calls: o.tool_calls,
         retry_attempts: o.retry_attempts,
         run_id,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::config::GlobalConfig;
-use crate::deadline::Deadline;
+use crate::deadline::{Deadline, millis};
 use crate::error::Error;
 use crate::provider::{
     Change, Cut, ErrorKind, Message, Notice, Provider, Request, RetryPolicy, ToolCall, ToolChoice,
@@ -411,9 +411,4 @@ pub fn converse(
         });
         req.messages.push(Message::ToolResults(results));
     }
-}
-
-/// Whole milliseconds, saturating.
-pub fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

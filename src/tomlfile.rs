@@ -14,10 +14,10 @@ pub fn parse<T: DeserializeOwned>(
     text: &str,
     known: &dyn Fn(&str) -> &'static [&'static str],
 ) -> Result<(T, Vec<String>), String> {
-    let doc = toml::Deserializer::parse(text).map_err(|e| describe(text, &e))?;
+    let doc = toml::Deserializer::parse(text).map_err(|e| one_line_error(text, &e))?;
     let mut ignored = Vec::new();
     let value: T = serde_ignored::deserialize(doc, |path| ignored.push(path.to_string()))
-        .map_err(|e| describe(text, &e))?;
+        .map_err(|e| one_line_error(text, &e))?;
     let warnings = ignored
         .into_iter()
         .map(|path| {
@@ -92,7 +92,7 @@ impl<'de> Deserializer<'de> for FieldNames {
     }
 }
 
-fn describe(text: &str, e: &toml::de::Error) -> String {
+fn one_line_error(text: &str, e: &toml::de::Error) -> String {
     let msg = e.message().trim().trim_end_matches('.').to_string();
     match e.span() {
         Some(span) => {

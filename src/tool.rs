@@ -12,11 +12,12 @@ use std::any::Any;
 use std::time::Instant;
 
 use crate::agent;
+use crate::deadline::millis;
 use crate::error::Error;
 use crate::pool;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides};
-use crate::run::{self, Ctx, millis};
+use crate::run::{self, Ctx};
 use crate::tree::Children;
 
 /// The name of the one tool axe injects (Req 6.2).
@@ -228,7 +229,7 @@ fn call_agent_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult
             }
             ctx.verbose.line(&format!(
                 "[sub-agent] \"{name}\" completed in {}ms ({} chars returned)",
-                started.elapsed().as_millis(),
+                millis(started.elapsed()),
                 content.chars().count()
             ));
             ToolResult {
@@ -299,12 +300,12 @@ fn run_sub_agent(
         ..ctx.clone()
     };
     run::run_agent(&resolved, message, &sub_ctx)
-        .map_err(|err| SubAgentError::Failed(describe(&err)))
+        .map_err(|err| SubAgentError::Failed(failure_text(&err)))
 }
 
 /// What went wrong in a sub-agent, for its error result: a timeout reads
 /// exactly `timeout after <N>s` (D5); anything else is the one-line error.
-fn describe(err: &Error) -> String {
+fn failure_text(err: &Error) -> String {
     match err {
         Error::Provider(e) if e.kind == ErrorKind::Timeout => e.message.clone(),
         other => other.one_line(),

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::deadline::millis;
 use crate::redact::redact;
 
 /// Where one agent run sits in the tree.
@@ -328,7 +329,7 @@ impl Tree {
         running.sort_by_key(|r| std::cmp::Reverse(r.node.depth));
         for r in running {
             let mut end = serde_json::json!({
-                "duration_ms": u64::try_from(r.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "duration_ms": millis(r.started.elapsed()),
                 "ok": false,
                 "error": why,
             });
@@ -373,7 +374,7 @@ impl Tree {
 
     /// An agent run ended, after `took`, in an error or not.
     pub fn record_end(&self, node: &Node, took: Duration, failed: bool) {
-        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        let ms = millis(took);
         self.with_usage(&node.agent, |u| {
             u.duration_ms = u.duration_ms.saturating_add(ms);
             u.errors += u64::from(failed);
