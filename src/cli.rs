@@ -13,6 +13,7 @@ use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::graph;
 use crate::interrupt;
+use crate::ledger::{Budget, Ledger, Place};
 use crate::paths;
 use crate::progress::{self, Progress};
 use crate::report;
@@ -21,7 +22,6 @@ use crate::resolve::{self, Overrides};
 use crate::run::{self, Ctx};
 use crate::stderr::{self, Verbose};
 use crate::text::one_line;
-use crate::tree::{Budget, Node, Tree};
 use crate::write::{Created, create_new};
 
 /// Default `--timeout`, seconds.
@@ -94,7 +94,7 @@ enum AgentsSub {
     Init(AgentsInit),
     Edit(AgentsEdit),
     Check(AgentsCheck),
-    Tree(AgentsTree),
+    Ledger(AgentsTree),
 }
 
 #[derive(FromArgs, Debug)]
@@ -247,7 +247,7 @@ pub fn main() -> Result<(), Error> {
             AgentsSub::Init(i) => agents_init(&i.agent),
             AgentsSub::Edit(e) => agents_edit(&e.agent),
             AgentsSub::Check(c) => agents_check(c.agent.as_deref()),
-            AgentsSub::Tree(t) => agents_tree(&t.agent),
+            AgentsSub::Ledger(t) => agents_tree(&t.agent),
         },
         Some(Command::Run(r)) => run(r),
     }
@@ -511,10 +511,10 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
             .ok()
             .filter(|t| !t.trim().is_empty())
     });
-    let tree = match &trace {
-        Some(path) => Tree::with_trace(Path::new(path), cmd.trace_bodies)
+    let ledger = match &trace {
+        Some(path) => Ledger::with_trace(Path::new(path), cmd.trace_bodies)
             .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}")))?,
-        None => Tree::new(),
+        None => Ledger::new(),
     };
     let file_budget = &resolved.agent.config.budget;
     let (max_tokens, max_turns) = (
@@ -535,16 +535,16 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
         deadline,
         verbose,
         retries: cmd.retries,
-        tree: Arc::new(tree),
-        node: Node::root(&cmd.agent),
+        ledger: Arc::new(ledger),
+        place: Place::root(&cmd.agent),
         budgets,
     };
     let _closes_trace = {
-        let tree = ctx.tree.clone();
-        interrupt::on_signal(move |why| tree.interrupt(why))
+        let ledger = ctx.ledger.clone();
+        interrupt::on_signal(move |why| ledger.interrupt(why))
     };
     let progress = progress::wanted(cmd.json, cmd.quiet)
-        .then(|| Progress::start(ctx.tree.clone(), progress::color()));
+        .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
     let outcome = run::run_agent(&resolved, input.text(), &ctx);
     // Erases the view before anything else is printed.
     drop(progress);
@@ -553,13 +553,13 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
     if let Some(what) = outcome.incomplete() {
         stderr::warn(&what);
     }
-    let usage = ctx.tree.usage();
+    let usage = ctx.ledger.usage();
     report::verbose_footer(&ctx.verbose, &outcome, &usage);
 
     if cmd.json {
         print_stdout(&format!(
             "{}\n",
-            report::json(&resolved, &outcome, &ctx.tree.run_id, &usage)
+            report::json(&resolved, &outcome, &ctx.ledger.run_id, &usage)
         ))
     } else {
         let mut text = crate::redact::redact(&outcome.content);

@@ -6,8 +6,8 @@
 
 use std::fmt;
 
+use crate::ledger::Exceeded;
 use crate::provider::{ErrorKind, Kind, ModelError, ProviderError};
-use crate::tree::Exceeded;
 
 /// Process exit codes, as documented in README.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,7 +25,7 @@ pub const MAX_TREE_LINES: usize = 10_000;
 
 /// What loading one agent name gave.
 #[derive(Debug, Clone)]
-pub enum Node {
+pub enum Loaded {
     /// The file loaded and validated. `model` is the parsed model string, or
     /// `ModelRef::parse`'s message.
     Agent {
@@ -42,7 +42,7 @@ pub enum Node {
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     pub roots: Vec<String>,
-    pub nodes: BTreeMap<String, Node>,
+    pub nodes: BTreeMap<String, Loaded>,
     /// Unknown-key warnings of the loaded files, in load order, for the
     /// caller to print.
     pub warnings: Vec<String>,
@@ -105,8 +105,8 @@ impl Report {
 /// Loads every agent reachable from `roots` in `<config_dir>/agents/`,
 /// breadth first, each once. Agents `levels` steps below a root are loaded
 /// but their own sub-agents are not followed (`u32::MAX`: the whole graph).
-/// Never fails: what does not load is a [`Node::Missing`] or
-/// [`Node::Invalid`].
+/// Never fails: what does not load is a [`Loaded::Missing`] or
+/// [`Loaded::Invalid`].
 pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
     let mut graph = Graph {
         roots: roots.to_vec(),
@@ -117,8 +117,8 @@ pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
         if graph.nodes.contains_key(&name) {
             continue;
         }
-        let node = load_node(config_dir, &name);
-        if let Node::Agent { agent, .. } = &node {
+        let node = load_one(config_dir, &name);
+        if let Loaded::Agent { agent, .. } = &node {
             graph.warnings.extend(agent.warnings.iter().cloned());
             if level < levels {
                 for sub in sub_agents(&node) {
@@ -137,8 +137,8 @@ pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
 /// to one level past the root's effective `max_depth` (the first agents a run
 /// never calls are shown, marked, and not followed).
 pub fn load_tree(config_dir: &Path, root: &str) -> Graph {
-    let levels = match load_node(config_dir, root) {
-        Node::Agent { agent, .. } => agent.config.sub_agents_config.max_depth.saturating_add(1),
+    let levels = match load_one(config_dir, root) {
+        Loaded::Agent { agent, .. } => agent.config.sub_agents_config.max_depth.saturating_add(1),
         _ => 0,
     };
     load(config_dir, &[root.to_string()], levels)
@@ -146,11 +146,11 @@ pub fn load_tree(config_dir: &Path, root: &str) -> Graph {
 
 /// Loads one agent: missing when there is no file, invalid when the file does
 /// not load (bad TOML, validation, an invalid name).
-pub fn load_node(config_dir: &Path, name: &str) -> Node {
+pub fn load_one(config_dir: &Path, name: &str) -> Loaded {
     let path = match paths::agent_file_in(config_dir, name) {
         Ok(p) => p,
         Err(e) => {
-            return Node::Invalid {
+            return Loaded::Invalid {
                 message: e.to_string(),
             };
         }
@@ -158,17 +158,17 @@ pub fn load_node(config_dir: &Path, name: &str) -> Node {
     if let Err(e) = fs::metadata(&path)
         && e.kind() == std::io::ErrorKind::NotFound
     {
-        return Node::Missing { path };
+        return Loaded::Missing { path };
     }
     match agent::load_in(config_dir, name) {
         Ok(agent) => {
             let model = ModelRef::parse(&agent.config.model).map_err(|e| e.to_string());
-            Node::Agent {
+            Loaded::Agent {
                 agent: Box::new(agent),
                 model,
             }
         }
-        Err(e) => Node::Invalid {
+        Err(e) => Loaded::Invalid {
             message: e.to_string(),
         },
     }
@@ -176,8 +176,8 @@ pub fn load_node(config_dir: &Path, name: &str) -> Node {
 
 /// A loaded agent's `sub_agents`, each name once, in file order; nothing for
 /// an agent that did not load.
-pub fn sub_agents(node: &Node) -> Vec<&str> {
-    let Node::Agent { agent, .. } = node else {
+pub fn sub_agents(node: &Loaded) -> Vec<&str> {
+    let Loaded::Agent { agent, .. } = node else {
         return Vec::new();
     };
     let mut seen = BTreeSet::new();
@@ -199,7 +199,7 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
     let mut users: Vec<(Kind, Vec<&str>)> = Kind::ALL.iter().map(|k| (*k, Vec::new())).collect();
     for (name, node) in &graph.nodes {
         match node {
-            Node::Agent { model, .. } => {
+            Loaded::Agent { model, .. } => {
                 match model {
                     Ok(m) => {
                         if let Some((_, names)) = users.iter_mut().find(|(k, _)| *k == m.provider) {
@@ -209,7 +209,7 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
                     Err(message) => problems.push(format!("{name}: {}", one_line(message))),
                 }
                 for sub in sub_agents(node) {
-                    if let Some(Node::Missing { path }) = graph.nodes.get(sub) {
+                    if let Some(Loaded::Missing { path }) = graph.nodes.get(sub) {
                         problems.push(format!(
                             "{name}: sub-agent \"{sub}\" not found ({})",
                             path.display()
@@ -217,8 +217,8 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
                     }
                 }
             }
-            Node::Invalid { message } => problems.push(format!("{name}: {}", one_line(message))),
-            Node::Missing { path } => {
+            Loaded::Invalid { message } => problems.push(format!("{name}: {}", one_line(message))),
+            Loaded::Missing { path } => {
                 if graph.roots.iter().any(|r| r == name) {
                     problems.push(format!("agent \"{name}\" not found ({})", path.display()));
                 }
@@ -240,7 +240,7 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
     let checked = graph
         .nodes
         .values()
-        .filter(|n| !matches!(n, Node::Missing { .. }))
+        .filter(|n| !matches!(n, Loaded::Missing { .. }))
         .count();
     Report {
         checked,
@@ -293,7 +293,7 @@ pub fn count(n: usize, noun: &str) -> String {
 /// are listed (sorted), and all are counted up to [`MAX_COUNTED_CYCLES`].
 /// Johnson's algorithm, iterative so that no graph can exhaust the stack.
 pub fn cycles(graph: &Graph) -> Cycles {
-    // Node indices follow name order, so the start of each cycle found is
+    // Loaded indices follow name order, so the start of each cycle found is
     // its smallest name.
     let names: Vec<&String> = graph.nodes.keys().collect();
     let index: BTreeMap<&str, usize> = names
@@ -408,9 +408,9 @@ fn unblock(u: usize, blocked: &mut [bool], b: &mut [Vec<usize>]) {
 /// show` does, when the root does not load.
 pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
     let node = graph.nodes.get(root);
-    let Some(root_node @ Node::Agent { agent, model }) = node else {
+    let Some(root_node @ Loaded::Agent { agent, model }) = node else {
         return Err(match node {
-            Some(Node::Invalid { message }) => Error::config(message.clone()),
+            Some(Loaded::Invalid { message }) => Error::config(message.clone()),
             _ => Error::config(format!("agent config not found: {root}")),
         });
     };
@@ -466,7 +466,7 @@ fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, pref
         } else {
             (
                 model_and_marks(node),
-                matches!(node, Some(Node::Agent { .. })),
+                matches!(node, Some(Loaded::Agent { .. })),
             )
         };
         let branch = if last { "└── " } else { "├── " };
@@ -481,13 +481,13 @@ fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, pref
 }
 
 /// What follows a node's name: ` (model)` and any mark.
-fn model_and_marks(node: Option<&Node>) -> String {
+fn model_and_marks(node: Option<&Loaded>) -> String {
     match node {
-        Some(Node::Agent { agent, model }) => {
+        Some(Loaded::Agent { agent, model }) => {
             format!(" ({}){}", one_line(&agent.config.model), model_mark(model))
         }
-        Some(Node::Invalid { message }) => format!(" [invalid: {}]", one_line(message)),
-        Some(Node::Missing { .. }) | None => " [missing]".to_string(),
+        Some(Loaded::Invalid { message }) => format!(" [invalid: {}]", one_line(message)),
+        Some(Loaded::Missing { .. }) | None => " [missing]".to_string(),
     }
 }
 
@@ -515,7 +515,7 @@ mod tests {
             let model = ModelRef::parse(&agent.config.model).map_err(|e| e.to_string());
             g.nodes.insert(
                 name.to_string(),
-                Node::Agent {
+                Loaded::Agent {
                     agent: Box::new(agent),
                     model,
                 },

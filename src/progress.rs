@@ -4,7 +4,7 @@
 //! the run ends, so the terminal is left as if it had never been there.
 //!
 //! The view is drawn by one thread from the tree's list of running agents
-//! ([`crate::tree::Tree::running`]). Verbose lines and warnings go through
+//! ([`crate::ledger::Ledger::running`]). Verbose lines and warnings go through
 //! the same lock in [`crate::output`], which erases the view before writing
 //! a line; the next tick draws it again below.
 
@@ -12,8 +12,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::ledger::{Ledger, Running};
 use crate::stderr;
-use crate::tree::{Running, Tree};
 
 /// How often the view is redrawn.
 const TICK: Duration = Duration::from_millis(100);
@@ -47,13 +47,13 @@ pub fn color() -> bool {
 impl Progress {
     /// Starts drawing `tree`'s running agents. Never fails: without a
     /// thread there is simply no view.
-    pub fn start(tree: Arc<Tree>, color: bool) -> Progress {
+    pub fn start(ledger: Arc<Ledger>, color: bool) -> Progress {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let thread = {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("axe-progress".into())
-                .spawn(move || draw_until_stopped(&tree, &stop, color))
+                .spawn(move || draw_until_stopped(&ledger, &stop, color))
                 .ok()
         };
         Progress { stop, thread }
@@ -93,7 +93,7 @@ fn screen_size() -> (usize, usize) {
     (var("COLUMNS", 80), var("LINES", 24))
 }
 
-fn draw_until_stopped(tree: &Tree, stop: &(Mutex<bool>, Condvar), color: bool) {
+fn draw_until_stopped(ledger: &Ledger, stop: &(Mutex<bool>, Condvar), color: bool) {
     let started = Instant::now();
     let (lock, cv) = stop;
     let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -113,7 +113,7 @@ fn draw_until_stopped(tree: &Tree, stop: &(Mutex<bool>, Condvar), color: bool) {
         let (width, rows) = screen_size();
         // A frame taller than the screen scrolls, and its erase would miss.
         let lines = MAX_LINES.min(rows.saturating_sub(2)).max(1);
-        let block = render(&tree.running(), frame, color, width, lines);
+        let block = render(&ledger.running(), frame, color, width, lines);
         stderr::frame(block);
     }
 }
@@ -129,7 +129,7 @@ pub fn render(
     max_lines: usize,
 ) -> String {
     let mut agents: Vec<&Running> = running.iter().collect();
-    agents.sort_by(|a, b| a.node.path.cmp(&b.node.path));
+    agents.sort_by(|a, b| a.place.path.cmp(&b.place.path));
     let (dim, cyan, reset) = if color {
         ("\x1b[2m", "\x1b[36m", "\x1b[0m")
     } else {
@@ -137,11 +137,11 @@ pub fn render(
     };
     let mut out = String::new();
     for (i, r) in agents.iter().take(max_lines).enumerate() {
-        let name = r.node.path.rsplit('/').next().unwrap_or(&r.node.agent);
+        let name = r.place.path.rsplit('/').next().unwrap_or(&r.place.agent);
         let lead = if i == 0 {
             format!("{} ", SPINNER[frame % SPINNER.len()])
         } else {
-            format!("{}└ ", "  ".repeat(r.node.depth as usize))
+            format!("{}└ ", "  ".repeat(r.place.depth as usize))
         };
         let turn = if r.turn == 0 {
             "starting".to_string()
@@ -150,7 +150,7 @@ pub fn render(
         };
         let plain = format!(
             "{lead}{name}  depth {}  {turn}  {:.1}s",
-            r.node.depth,
+            r.place.depth,
             r.started.elapsed().as_secs_f64()
         );
         let cut: String = plain.chars().take(width.saturating_sub(1)).collect();
@@ -173,11 +173,11 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Node;
+    use crate::ledger::Place;
 
     fn running(path: &str, depth: u32, turn: u32) -> Running {
         Running {
-            node: Node {
+            place: Place {
                 agent: path.rsplit('/').next().unwrap().into(),
                 path: path.into(),
                 depth,

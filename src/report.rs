@@ -6,11 +6,11 @@ use serde::Serialize;
 
 use crate::agent::yes_no;
 use crate::deadline::millis;
+use crate::ledger::{self, AgentUsage};
 use crate::redact::redact;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
 use crate::stderr::Verbose;
-use crate::tree::{self, AgentUsage};
 
 fn params_line(r: &Resolved) -> String {
     let p = &r.agent.config.params;
@@ -121,7 +121,7 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
             u.errors.to_string(),
         ]);
     }
-    let (input, output) = tree::totals(usage);
+    let (input, output) = ledger::totals(usage);
     let sum = |f: fn(&AgentUsage) -> u64| {
         usage
             .iter()
@@ -175,7 +175,7 @@ pub struct JsonOutput<'a> {
 }
 
 pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> String {
-    let (total_input_tokens, total_output_tokens) = tree::totals(usage);
+    let (total_input_tokens, total_output_tokens) = ledger::totals(usage);
     let out = JsonOutput {
         model: r.model.to_string(),
         content: &o.content,

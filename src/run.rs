@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::config::GlobalConfig;
 use crate::deadline::{Deadline, millis};
 use crate::error::Error;
+use crate::ledger::{self, Budget, Children, Ledger, Place};
 use crate::provider::{
     Change, Cut, ErrorKind, Message, Notice, Provider, Request, RetryPolicy, ToolCall, ToolChoice,
     ToolResult, adjust,
@@ -24,7 +25,6 @@ use crate::provider::{
 use crate::resolve::Resolved;
 use crate::stderr::{self, Verbose};
 use crate::tool::{self, Caller};
-use crate::tree::{self, Budget, Children, Node, Tree};
 
 /// The most send-receive cycles one conversation may take.
 pub const MAX_TURNS: u32 = 50;
@@ -51,9 +51,9 @@ pub struct Ctx<'a> {
     /// `[retry]` setting, for the whole tree.
     pub retries: Option<u32>,
     /// The trace, usage and running agents of the whole tree.
-    pub tree: Arc<Tree>,
+    pub ledger: Arc<Ledger>,
     /// This agent run's name, path and depth in the tree.
-    pub node: Node,
+    pub place: Place,
     /// The budgets that bound this run: the root's, then those of every
     /// ancestor that has a `[budget]` (its own is added by [`run_agent`]).
     pub budgets: Vec<Arc<Budget>>,
@@ -99,7 +99,7 @@ impl Outcome {
 /// anyway is answered with the depth error (D6). An agent without
 /// `sub_agents` sends exactly one request (Req 8.4).
 ///
-/// The run is reported to `ctx.tree` (`run_start`, `run_end` and what
+/// The run is reported to `ctx.ledger` (`run_start`, `run_end` and what
 /// [`converse`] reports), and an agent with a `[budget]` bounds its own
 /// subtree with it, under any budget of its ancestors.
 pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcome, Error> {
@@ -173,10 +173,10 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     };
 
     let started = Instant::now();
-    ctx.tree.record_start(&ctx.node);
-    ctx.tree.event(
+    ctx.ledger.record_start(&ctx.place);
+    ctx.ledger.event(
         "run_start",
-        &ctx.node,
+        &ctx.place,
         0,
         json!({
             "provider": provider.kind.name(),
@@ -186,7 +186,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     );
     let result = converse(&provider, req, ctx, execute);
     let took = started.elapsed();
-    ctx.tree.record_end(&ctx.node, took, result.is_err());
+    ctx.ledger.record_end(&ctx.place, took, result.is_err());
     let mut end = json!({
         "duration_ms": millis(took),
         "ok": result.is_ok(),
@@ -202,12 +202,12 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         Err(e) => end["error"] = e.to_string().into(),
     }
     if ctx.depth == 0 {
-        let (input, output) = tree::totals(&ctx.tree.usage());
+        let (input, output) = ledger::totals(&ctx.ledger.usage());
         end["total_input_tokens"] = input.into();
         end["total_output_tokens"] = output.into();
     }
     let turn = result.as_ref().map_or(0, |o| o.turns);
-    ctx.tree.event("run_end", &ctx.node, turn, end);
+    ctx.ledger.event("run_end", &ctx.place, turn, end);
     result
 }
 
@@ -237,23 +237,24 @@ pub fn converse(
     ctx: &Ctx,
     execute: Option<&ToolRunner>,
 ) -> Result<Outcome, Error> {
-    let (deadline, verbose, tree, node) = (&ctx.deadline, &ctx.verbose, &*ctx.tree, &ctx.node);
+    let (deadline, verbose, ledger, place) =
+        (&ctx.deadline, &ctx.verbose, &*ctx.ledger, &ctx.place);
     let started = Instant::now();
     let mut out = Outcome::default();
     let looping = execute.is_some();
     loop {
         out.turns += 1;
         let turn = out.turns;
-        if let Err(e) = tree::take_turn(&ctx.budgets) {
-            tree.event(
+        if let Err(e) = ledger::take_turn(&ctx.budgets) {
+            ledger.event(
                 "error",
-                node,
+                place,
                 turn,
                 json!({ "error": e.to_string(), "kind": "budget" }),
             );
             return Err(Error::Budget(e));
         }
-        tree.record_turn(node, turn);
+        ledger.record_turn(place, turn);
         if looping {
             let pending = match req.messages.last() {
                 Some(Message::ToolResults(results)) => results.len(),
@@ -269,10 +270,10 @@ pub fn converse(
             "model": req.model,
             "messages": req.messages.len(),
         });
-        if tree.bodies() {
+        if ledger.bodies() {
             fields["body"] = provider.body(&req);
         }
-        tree.event("request", node, turn, fields);
+        ledger.event("request", place, turn, fields);
         let sent = Instant::now();
         let on_notice = |notice: &Notice| {
             let (line, mut fields) = match notice {
@@ -311,7 +312,7 @@ pub fn converse(
             verbose.line(&format!("[retry] {line}"));
             fields["provider"] = provider.kind.name().into();
             fields["model"] = req.model.clone().into();
-            tree.event("retry", node, turn, fields);
+            ledger.event("retry", place, turn, fields);
         };
         let resp = provider
             .send_with(&req, deadline.at, &on_notice)
@@ -319,9 +320,9 @@ pub fn converse(
                 if e.kind == ErrorKind::Timeout {
                     e.message = format!("timeout after {}s", deadline.secs);
                 }
-                tree.event(
+                ledger.event(
                     "error",
-                    node,
+                    place,
                     turn,
                     json!({
                         "provider": provider.kind.name(),
@@ -338,8 +339,8 @@ pub fn converse(
         out.input_tokens = out.input_tokens.saturating_add(resp.input_tokens);
         out.output_tokens = out.output_tokens.saturating_add(resp.output_tokens);
         out.retry_attempts = out.retry_attempts.saturating_add(u64::from(resp.retries));
-        tree.record_tokens(node, resp.input_tokens, resp.output_tokens);
-        tree::spend_tokens(
+        ledger.record_tokens(place, resp.input_tokens, resp.output_tokens);
+        ledger::spend_tokens(
             &ctx.budgets,
             resp.input_tokens.saturating_add(resp.output_tokens),
         );
@@ -353,7 +354,7 @@ pub fn converse(
             "tool_calls": resp.tool_calls.len(),
             "retries": resp.retries,
         });
-        if tree.bodies() {
+        if ledger.bodies() {
             fields["content"] = resp.content.clone().into();
             fields["calls"] = resp
                 .tool_calls
@@ -361,7 +362,7 @@ pub fn converse(
                 .map(|c| json!({ "id": c.id, "name": c.name, "arguments": c.arguments }))
                 .collect();
         }
-        tree.event("response", node, turn, fields);
+        ledger.event("response", place, turn, fields);
         if looping {
             verbose.line(&format!(
                 "[turn {turn}] Received response: {} ({} tool calls)",
@@ -374,9 +375,9 @@ pub fn converse(
                 provider: provider.kind,
                 what,
             };
-            tree.event(
+            ledger.event(
                 "error",
-                node,
+                place,
                 turn,
                 json!({ "error": e.to_string(), "kind": "refusal" }),
             );

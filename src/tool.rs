@@ -14,11 +14,11 @@ use std::time::Instant;
 use crate::agent;
 use crate::deadline::millis;
 use crate::error::Error;
+use crate::ledger::Children;
 use crate::pool;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides};
 use crate::run::{self, Ctx};
-use crate::tree::Children;
 
 /// The name of the one tool axe injects (Req 6.2).
 pub const CALL_AGENT: &str = "call_agent";
@@ -146,10 +146,11 @@ fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
         "agent_called": agent,
         "chars": args_chars,
     });
-    if ctx.tree.bodies() {
+    if ctx.ledger.bodies() {
         fields["arguments"] = serde_json::json!(call.arguments);
     }
-    ctx.tree.event("tool_call", &ctx.node, caller.turn, fields);
+    ctx.ledger
+        .event("tool_call", &ctx.place, caller.turn, fields);
     let started = Instant::now();
     let result = match call.name.as_str() {
         CALL_AGENT => call_agent_numbered(call, caller, seq),
@@ -163,11 +164,11 @@ fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
         "chars": result.content.chars().count(),
         "duration_ms": millis(started.elapsed()),
     });
-    if ctx.tree.bodies() {
+    if ctx.ledger.bodies() {
         fields["content"] = result.content.clone().into();
     }
-    ctx.tree
-        .event("tool_result", &ctx.node, caller.turn, fields);
+    ctx.ledger
+        .event("tool_result", &ctx.place, caller.turn, fields);
     result
 }
 
@@ -296,7 +297,7 @@ fn run_sub_agent(
         depth: ctx.depth + 1,
         deadline,
         verbose: ctx.verbose.nested(name, ctx.depth + 1),
-        node: ctx.node.child(name, seq),
+        place: ctx.place.child(name, seq),
         ..ctx.clone()
     };
     run::run_agent(&resolved, message, &sub_ctx)

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
+use axe::ledger::{Children, Ledger, Place};
 use axe::provider::ToolCall;
 use axe::run::Ctx;
 use axe::stderr::Verbose;
 use axe::tool::{Caller, execute};
-use axe::tree::{Children, Node, Tree};
 
 fn global(server: &FakeServer) -> GlobalConfig {
     GlobalConfig {
@@ -98,8 +98,8 @@ fn load_fan_out_of_256_leaves_no_thread_behind_and_reuses_connections() {
             secs: 60,
         },
         verbose: Verbose::new(false),
-        tree: std::sync::Arc::new(Tree::new()),
-        node: Node::default(),
+        ledger: std::sync::Arc::new(Ledger::new()),
+        place: Place::default(),
         budgets: Vec::new(),
         retries: None,
     };

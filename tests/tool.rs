@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
+use axe::ledger::{Children, Ledger, Place};
 use axe::provider::{ToolCall, ToolResult};
 use axe::run::Ctx;
 use axe::stderr::Verbose;
 use axe::tool::*;
-use axe::tree::{Children, Node, Tree};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------
@@ -108,8 +108,8 @@ impl Setup {
             },
             retries: None,
             verbose: Verbose::new(false),
-            tree: std::sync::Arc::new(Tree::new()),
-            node: Node::default(),
+            ledger: std::sync::Arc::new(Ledger::new()),
+            place: Place::default(),
             budgets: Vec::new(),
         }
     }

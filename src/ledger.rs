@@ -1,12 +1,13 @@
-//! What one `axe run` shares across its whole delegation tree: the trace
+//! The run's ledger: what one `axe run` shares across its whole delegation
+//! tree: the trace
 //! (`--trace FILE`, JSON Lines), usage per agent (the `--json` totals and
 //! the `--verbose` summary), the token and turn budgets, and the list of
 //! agents running now (what the live progress view draws).
 //!
-//! Every agent run in the tree has a [`Node`]: its name, its depth and a
+//! Every agent run in the tree has a [`Place`]: its name, its depth and a
 //! path such as `lead/researcher#2` (the second `researcher` call made by
-//! `lead`). The conversation loop reports to the [`Tree`] through
-//! [`Tree::event`] and the `record_*` methods; all of them may be called
+//! `lead`). The conversation loop reports to the [`Ledger`] through
+//! [`Ledger::event`] and the `record_*` methods; all of them may be called
 //! from parallel sub-agents at once.
 
 use std::collections::BTreeMap;
@@ -25,7 +26,7 @@ use crate::redact::redact;
 
 /// Where one agent run sits in the tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Node {
+pub struct Place {
     /// The agent's name (its file stem).
     pub agent: String,
     /// `lead`, `lead/researcher#1`, `lead/researcher#1/fetcher#3`, ...
@@ -52,7 +53,7 @@ pub struct AgentUsage {
 /// An agent running now, for the progress view.
 #[derive(Debug, Clone)]
 pub struct Running {
-    pub node: Node,
+    pub place: Place,
     pub turn: u32,
     pub started: Instant,
 }
@@ -107,7 +108,7 @@ struct TraceFile {
 
 /// What the whole tree of one run shares.
 #[derive(Debug, Default)]
-pub struct Tree {
+pub struct Ledger {
     /// Identifies this run in the trace and in `--json`.
     pub run_id: String,
     trace: Option<Trace>,
@@ -197,24 +198,24 @@ pub fn spend_tokens(budgets: &[Arc<Budget>], n: u64) {
     }
 }
 
-impl Node {
+impl Place {
     /// The top-level agent.
-    pub fn root(agent: &str) -> Node {
-        Node {
+    pub fn root(agent: &str) -> Place {
+        Place {
             agent: agent.to_string(),
             path: agent.to_string(),
             depth: 0,
         }
     }
 
-    /// The `seq`-th call (from 1) this node makes to the agent `name`.
-    pub fn child(&self, name: &str, seq: u32) -> Node {
+    /// The `seq`-th call (from 1) this place makes to the agent `name`.
+    pub fn child(&self, name: &str, seq: u32) -> Place {
         let path = if self.path.is_empty() {
             format!("{name}#{seq}")
         } else {
             format!("{}/{name}#{seq}", self.path)
         };
-        Node {
+        Place {
             agent: name.to_string(),
             path,
             depth: self.depth + 1,
@@ -222,12 +223,12 @@ impl Node {
     }
 }
 
-impl Tree {
+impl Ledger {
     /// A tree that traces nothing (the library's and the tests' default).
-    pub fn new() -> Tree {
-        Tree {
+    pub fn new() -> Ledger {
+        Ledger {
             run_id: new_run_id(),
-            ..Tree::default()
+            ..Ledger::default()
         }
     }
 
@@ -235,7 +236,7 @@ impl Tree {
     /// one file can collect many runs, told apart by `run_id`. With
     /// `bodies`, requests and responses carry their messages. Only a regular
     /// file will do: a FIFO would block the run, a device swallow the lines.
-    pub fn with_trace(path: &Path, bodies: bool) -> std::io::Result<Tree> {
+    pub fn with_trace(path: &Path, bodies: bool) -> std::io::Result<Ledger> {
         let not_regular = || std::io::Error::other("not a regular file");
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
             return Err(not_regular());
@@ -257,7 +258,7 @@ impl Tree {
             Some(last) => last_byte(&file, last)? != b'\n',
             None => false,
         };
-        Ok(Tree {
+        Ok(Ledger {
             trace: Some(Trace {
                 file: Mutex::new(TraceFile {
                     file,
@@ -266,7 +267,7 @@ impl Tree {
                 bodies,
                 broken: AtomicBool::new(false),
             }),
-            ..Tree::new()
+            ..Ledger::new()
         })
     }
 
@@ -285,7 +286,7 @@ impl Tree {
     /// Writes one event: `ts`, `run_id`, `event`, `agent`, `path`, `depth`,
     /// `turn`, then `fields`. The line is redacted and written with one
     /// `write` call, so lines from parallel sub-agents never interleave.
-    pub fn event(&self, kind: &str, node: &Node, turn: u32, fields: Value) {
+    pub fn event(&self, kind: &str, place: &Place, turn: u32, fields: Value) {
         let Some(trace) = &self.trace else {
             return;
         };
@@ -300,9 +301,9 @@ impl Tree {
             ts: rfc3339(SystemTime::now()),
             run_id: &self.run_id,
             event: kind,
-            agent: &node.agent,
-            path: &node.path,
-            depth: node.depth,
+            agent: &place.agent,
+            path: &place.path,
+            depth: place.depth,
             turn,
             extra,
         };
@@ -326,61 +327,61 @@ impl Tree {
     /// false` and the reason, so that the trace says how it ended.
     pub fn interrupt(&self, why: &str) {
         let mut running = self.running();
-        running.sort_by_key(|r| std::cmp::Reverse(r.node.depth));
+        running.sort_by_key(|r| std::cmp::Reverse(r.place.depth));
         for r in running {
             let mut end = serde_json::json!({
                 "duration_ms": millis(r.started.elapsed()),
                 "ok": false,
                 "error": why,
             });
-            if r.node.depth == 0 {
+            if r.place.depth == 0 {
                 let (input, output) = totals(&self.usage());
                 end["total_input_tokens"] = input.into();
                 end["total_output_tokens"] = output.into();
             }
-            self.event("run_end", &r.node, r.turn, end);
+            self.event("run_end", &r.place, r.turn, end);
         }
     }
 
     /// An agent run started.
-    pub fn record_start(&self, node: &Node) {
-        self.with_usage(&node.agent, |u| u.calls += 1);
+    pub fn record_start(&self, place: &Place) {
+        self.with_usage(&place.agent, |u| u.calls += 1);
         self.running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Running {
-                node: node.clone(),
+                place: place.clone(),
                 turn: 0,
                 started: Instant::now(),
             });
     }
 
     /// An agent run is sending request number `turn`.
-    pub fn record_turn(&self, node: &Node, turn: u32) {
-        self.with_usage(&node.agent, |u| u.turns += 1);
+    pub fn record_turn(&self, place: &Place, turn: u32) {
+        self.with_usage(&place.agent, |u| u.turns += 1);
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(r) = running.iter_mut().find(|r| r.node == *node) {
+        if let Some(r) = running.iter_mut().find(|r| r.place == *place) {
             r.turn = turn;
         }
     }
 
     /// A response arrived and billed these tokens.
-    pub fn record_tokens(&self, node: &Node, input: u64, output: u64) {
-        self.with_usage(&node.agent, |u| {
+    pub fn record_tokens(&self, place: &Place, input: u64, output: u64) {
+        self.with_usage(&place.agent, |u| {
             u.input_tokens = u.input_tokens.saturating_add(input);
             u.output_tokens = u.output_tokens.saturating_add(output);
         });
     }
 
     /// An agent run ended, after `took`, in an error or not.
-    pub fn record_end(&self, node: &Node, took: Duration, failed: bool) {
+    pub fn record_end(&self, place: &Place, took: Duration, failed: bool) {
         let ms = millis(took);
-        self.with_usage(&node.agent, |u| {
+        self.with_usage(&place.agent, |u| {
             u.duration_ms = u.duration_ms.saturating_add(ms);
             u.errors += u64::from(failed);
         });
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = running.iter().position(|r| r.node == *node) {
+        if let Some(i) = running.iter().position(|r| r.place == *place) {
             running.remove(i);
         }
     }
@@ -450,7 +451,7 @@ pub fn totals(usage: &[AgentUsage]) -> (u64, u64) {
     })
 }
 
-/// Counts the calls a node makes to each sub-agent, to number their paths.
+/// Counts the calls a place makes to each sub-agent, to number their paths.
 #[derive(Debug, Default)]
 pub struct Children(Mutex<BTreeMap<String, u32>>);
 
@@ -570,7 +571,7 @@ mod tests {
     #[test]
     fn children_are_numbered_per_name_from_one() {
         let c = Children::default();
-        let root = Node::root("lead");
+        let root = Place::root("lead");
         assert_eq!(root.child("r", c.next("r")).path, "lead/r#1");
         assert_eq!(root.child("w", c.next("w")).path, "lead/w#1");
         let second = root.child("r", c.next("r"));
