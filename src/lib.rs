@@ -2,32 +2,39 @@
 //!
 //! The way through the code follows a run: [`cli`] parses the command line;
 //! [`agent`] loads the agent file and [`config`] the global config;
-//! [`resolve`] turns them into a model, a workdir, context files and a system
+//! `resolve` turns them into a model, a workdir, context files and a system
 //! prompt; [`provider`] speaks the three wire formats; [`run`] is the
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
-//! sub-agent through the same [`run`] path; [`output`] prints dry-run, JSON
-//! and verbose reports. [`graph`] loads the delegation graph without running
-//! anything, for `axe agents check` and `axe agents tree`.
+//! sub-agent through the same [`run`] path, the calls of one response at
+//! once through `pool`. The [`ledger`] collects what the whole tree did
+//! (trace, usage, budgets); `report` prints the dry run, `--json` and
+//! `--verbose`; [`stderr`] writes everything that goes to stderr. `graph`
+//! loads the delegation graph without running anything, for `axe agents
+//! check` and `axe agents tree`. docs/design.md says why; README.md's
+//! "Layout" has a line per module.
+//!
+//! The modules that are public are the ones the binary, the tests and the
+//! benchmark use.
 
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod deadline;
 pub mod error;
-pub mod graph;
-pub mod interrupt;
+mod graph;
+mod interrupt;
 pub mod ledger;
-pub mod paths;
-pub mod pool;
-pub mod progress;
+mod paths;
+mod pool;
+mod progress;
 pub mod provider;
-pub mod read;
+mod read;
 pub mod redact;
-pub mod report;
-pub mod resolve;
+mod report;
+mod resolve;
 pub mod run;
 pub mod stderr;
-pub mod text;
-pub mod tomlfile;
+mod text;
+mod tomlfile;
 pub mod tool;
-pub mod write;
+mod write;

@@ -9,11 +9,6 @@ pub fn config_dir() -> Result<PathBuf, Error> {
     xdg_dir("XDG_CONFIG_HOME", ".config")
 }
 
-/// `$XDG_DATA_HOME/axe`, else `~/.local/share/axe`.
-pub fn data_dir() -> Result<PathBuf, Error> {
-    xdg_dir("XDG_DATA_HOME", ".local/share")
-}
-
 /// `<config>/agents`.
 pub fn agents_dir() -> Result<PathBuf, Error> {
     Ok(config_dir()?.join("agents"))

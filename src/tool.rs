@@ -1,7 +1,7 @@
 //! The tools a model can call, and running them: the `call_agent` definition
 //! (the sub-agents spec, Req 6.1–6.4), its execution with every check in the
 //! spec's order (Req 7.3–7.5, 13.1–13.3) and dispatch by tool name (Req
-//! 8.2). The calls of one response run at the same time through [`pool`].
+//! 8.2). The calls of one response run at the same time through `pool`.
 //!
 //! A sub-agent runs through [`crate::run::run_agent`], the same path as the
 //! top-level run (Constraint 9); only its inputs differ: its own agent file,

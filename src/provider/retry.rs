@@ -57,7 +57,7 @@ const MAX_RETRY_HINT: Duration = Duration::from_secs(24 * 3600);
 /// The wait a failed response asks for: `retry-after-ms`, else
 /// `Retry-After` as seconds or as an HTTP date (RFC 9110), relative to
 /// `now`. Values that are not a non-negative number or a valid date give
-/// `None` (the backoff decides); values beyond [`MAX_RETRY_HINT`] are cut to
+/// `None` (the backoff decides); values beyond `MAX_RETRY_HINT` are cut to
 /// it. Header values come from the server: nothing here may panic.
 pub fn retry_hint(
     retry_after_ms: Option<&str>,
@@ -80,7 +80,7 @@ pub fn retry_hint(
 }
 
 /// A non-negative, finite decimal number as a duration in its unit, or
-/// `None`; numbers too large for a [`Duration`] are [`MAX_RETRY_HINT`]
+/// `None`; numbers too large for a [`Duration`] are `MAX_RETRY_HINT`
 /// (itself far beyond any deadline) times 1000.
 fn seconds(value: &str) -> Option<Duration> {
     let x: f64 = value.parse().ok()?;
