@@ -2,7 +2,7 @@
 //! `sub_agents`, loaded without running anything. It owns `axe agents check`
 //! (missing and invalid agents, bad model strings, missing API keys and
 //! cycles, one line each) and `axe agents tree` (the graph drawn from one
-//! root, as far as the root's `max_depth` lets a run go, DECISIONS D6).
+//! root, as far as the root's `max_depth` lets a run go, design D6).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs;

@@ -20,7 +20,7 @@ pub fn agent_file(name: &str) -> Result<PathBuf, Error> {
 }
 
 /// `<config_dir>/agents/<name>.toml`, after checking that `name` is a name
-/// (D9): nothing is touched for a name that is not one.
+/// (design D9): nothing is touched for a name that is not one.
 pub fn agent_file_in(config_dir: &Path, name: &str) -> Result<PathBuf, Error> {
     check_agent_name(name)?;
     Ok(config_dir.join("agents").join(format!("{name}.toml")))
@@ -31,7 +31,7 @@ pub fn config_file() -> Result<PathBuf, Error> {
     Ok(config_dir()?.join("config.toml"))
 }
 
-/// An agent name is a plain file stem (DECISIONS D9): `[A-Za-z0-9._-]+`, not
+/// An agent name is a plain file stem (design D9): `[A-Za-z0-9._-]+`, not
 /// `.` or `..`. Checked before any file is touched.
 pub fn check_agent_name(name: &str) -> Result<(), Error> {
     let ok = !name.is_empty()

@@ -1,4 +1,4 @@
-//! Keeps secrets out of every line axe prints (DECISIONS D10, D18): API
+//! Keeps secrets out of every line axe prints (design D10, D18): API
 //! keys, and the user and password of any URL.
 //!
 //! Every key axe resolves is registered here; every message that reaches

@@ -21,7 +21,7 @@ fn params_line(r: &Resolved) -> String {
     )
 }
 
-/// The `--dry-run` report (BASE.md's format).
+/// The `--dry-run` report (design §2.9).
 pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
     let mut s = String::new();
     s.push_str("=== Dry Run ===\n\n");
@@ -156,8 +156,9 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
     out
 }
 
-/// The `--json` object: BASE.md's fields and the sub-agents spec's
-/// `tool_calls` (the top-level agent's own), then the whole tree's usage.
+/// The `--json` object: the single-agent fields and `tool_calls` (the
+/// top-level agent's own), then the whole tree's usage (design §2.9, §3.14,
+/// D16).
 #[derive(Debug, Serialize)]
 pub struct JsonOutput<'a> {
     pub model: String,

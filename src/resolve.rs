@@ -1,6 +1,6 @@
 //! Resolution: from an agent file and a run's overrides to what is sent —
 //! the model, the workdir, the context files, the skill and the system
-//! prompt, assembled byte for byte as BASE.md says.
+//! prompt, assembled byte for byte as design §2.6–§2.8 say.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -112,8 +112,8 @@ pub fn resolve(
     })
 }
 
-/// `system_prompt`, then the skill, then the context files, with BASE.md's
-/// separators.
+/// `system_prompt`, then the skill, then the context files, with the
+/// separators of design §2.8.
 pub fn system_prompt(base: &str, skill: Option<&str>, files: &[ContextFile]) -> String {
     let mut sp = base.to_string();
     if let Some(skill) = skill {

@@ -1,12 +1,11 @@
 //! Running an agent: [`run_agent`] builds the first request of a resolved
 //! agent (injecting `call_agent` when it has sub-agents and the tree is not
 //! at its depth limit) and [`converse`] is the conversation loop — send, and
-//! while the model calls tools, run them and send the results back (the
-//! sub-agents spec, Req 8.1–8.4, 9.1–9.4, 10.1–10.4). Without tools it is
-//! exactly one request.
+//! while the model calls tools, run them and send the results back (design
+//! §3.2, §3.7, §3.9). Without tools it is exactly one request.
 //!
 //! The top-level run and every sub-agent go through these two functions
-//! (Constraint 9); a sub-agent differs only in its [`Ctx`].
+//! (design §3.5); a sub-agent differs only in its [`Ctx`].
 
 use std::path::Path;
 use std::sync::Arc;
@@ -39,11 +38,11 @@ pub struct Ctx<'a> {
     /// Where sub-agents' files are loaded from (`<config>/agents/<name>.toml`).
     pub config_dir: &'a Path,
     /// The process's current directory: a sub-agent's workdir when its file
-    /// sets none (D7), and what relative paths resolve against.
+    /// sets none (design D7), and what relative paths resolve against.
     pub cwd: &'a Path,
     /// 0 for the top-level agent; one more per level of delegation.
     pub depth: u32,
-    /// The root agent's effective `max_depth`, bounding the whole tree (D6).
+    /// The root agent's effective `max_depth`, bounding the whole tree (design D6).
     pub max_depth: u32,
     pub deadline: Deadline,
     pub verbose: Verbose,
@@ -64,13 +63,13 @@ pub struct Ctx<'a> {
 pub struct Outcome {
     pub content: String,
     pub stop_reason: String,
-    /// Summed over every turn (Req 8.8).
+    /// Summed over every turn (design §3.14, D16).
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub turns: u32,
     /// Tool calls executed.
     pub tool_calls: u64,
-    /// HTTP requests retried (DECISIONS D12), summed over every turn.
+    /// HTTP requests retried (design D12), summed over every turn.
     pub retry_attempts: u64,
     pub duration: Duration,
     /// Why the final answer is incomplete, when it is.
@@ -94,10 +93,10 @@ impl Outcome {
 /// Runs the agent `resolved` on the user message `message`: the same path
 /// for the top-level run and for every sub-agent. The `call_agent` tool is
 /// injected when the agent has `sub_agents` and `ctx.depth < ctx.max_depth`
-/// (Req 9.1, 10.3); its calls run as the agent's `[sub_agents_config]` says.
+/// (design §3.2); its calls run as the agent's `[sub_agents_config]` says.
 /// At the depth limit such an agent gets no tool, and a call its model makes
-/// anyway is answered with the depth error (D6). An agent without
-/// `sub_agents` sends exactly one request (Req 8.4).
+/// anyway is answered with the depth error (design D6). An agent without
+/// `sub_agents` sends exactly one request (design §3.2).
 ///
 /// The run is reported to `ctx.ledger` (`run_start`, `run_end` and what
 /// [`converse`] reports), and an agent with a `[budget]` bounds its own
@@ -114,9 +113,9 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         retry.max_retries = n;
     }
     provider.retry = retry;
-    // At the depth limit the tool is not offered (Req 10.3); it is kept
+    // At the depth limit the tool is not offered (design §3.2); it is kept
     // with tool_choice "none" for a follow-up whose history has a call the
-    // model made anyway (D6), which some APIs refuse without `tools`.
+    // model made anyway (design D6), which some APIs refuse without `tools`.
     let (tools, tool_choice) = match (config.sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
         (true, _) => (Vec::new(), ToolChoice::Auto),
         (false, true) => (
@@ -213,7 +212,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
 
 /// A test hook, compiled into debug builds only: the agent named by
 /// `AXE_DEBUG_PANIC_AGENT` panics when it starts, so that tests can show
-/// that a sub-agent's panic stays inside its own call (D4) and that a
+/// that a sub-agent's panic stays inside its own call (design D4) and that a
 /// top-level panic is one line and exit 1.
 #[cfg(debug_assertions)]
 fn inject_panic(name: &str) {

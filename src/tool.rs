@@ -1,12 +1,12 @@
 //! The tools a model can call, and running them: the `call_agent` definition
-//! (the sub-agents spec, Req 6.1–6.4), its execution with every check in the
-//! spec's order (Req 7.3–7.5, 13.1–13.3) and dispatch by tool name (Req
-//! 8.2). The calls of one response run at the same time through `pool`.
+//! (design §3.3), its execution with every check in order (§3.4) and the
+//! result texts (§3.6, §3.12), and dispatch by tool name (§3.8). The calls
+//! of one response run at the same time through `pool`.
 //!
 //! A sub-agent runs through [`crate::run::run_agent`], the same path as the
-//! top-level run (Constraint 9); only its inputs differ: its own agent file,
+//! top-level run (design §3.5); only its inputs differ: its own agent file,
 //! no command-line overrides, the `Task: ...` message, one level deeper, and
-//! a deadline no later than its parent's (D5).
+//! a deadline no later than its parent's (design D5).
 
 use std::any::Any;
 use std::time::Instant;
@@ -20,7 +20,7 @@ use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolRe
 use crate::resolve::{self, Overrides};
 use crate::run::{self, Ctx};
 
-/// The name of the one tool axe injects (Req 6.2).
+/// The name of the one tool axe injects (design §3.3).
 pub const CALL_AGENT: &str = "call_agent";
 
 /// The most calls of one response that run at the same time; more wait for
@@ -28,7 +28,7 @@ pub const CALL_AGENT: &str = "call_agent";
 /// the threads (and provider connections) a runaway response can open.
 pub const MAX_PARALLEL_CALLS: usize = 256;
 
-/// How many characters of a task the `--verbose` line shows (Req 7.5).
+/// How many characters of a task the `--verbose` line shows (design §3.14).
 const TASK_PREVIEW_CHARS: usize = 80;
 
 /// The agent whose model made the tool calls: what it may call, and how.
@@ -54,8 +54,8 @@ pub struct Caller<'a> {
 }
 
 /// The `call_agent` tool definition for an agent that may call `allowed`
-/// (Req 6.3). The names are in both descriptions and, as a JSON Schema
-/// `enum`, in the `agent` parameter (D19).
+/// (design §3.3). The names are in both descriptions and, as a JSON Schema
+/// `enum`, in the `agent` parameter (design D19).
 pub fn call_agent_tool(allowed: &[String]) -> Tool {
     let names = allowed.join(", ");
     let mut unique: Vec<String> = Vec::with_capacity(allowed.len());
@@ -105,7 +105,7 @@ pub fn call_agent_tool(allowed: &[String]) -> Tool {
 
 /// Runs the tool calls of one response and returns one result per call, in
 /// call order: at the same time when the caller is `parallel` and there is
-/// more than one call, else one after another (Req 8.2, 11.1–11.5).
+/// more than one call, else one after another (design §3.8, §3.10).
 ///
 /// Sub-agent paths are numbered here, in call order, before any call runs,
 /// so a trace names the same call the same way whatever finishes first.
@@ -121,7 +121,7 @@ pub fn execute(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
     )
 }
 
-/// Runs one tool call by its name (Req 8.2).
+/// Runs one tool call by its name (design §3.8).
 pub fn dispatch(call: &ToolCall, caller: &Caller) -> ToolResult {
     dispatch_numbered(call, caller, next_seq(call, caller))
 }
@@ -173,8 +173,8 @@ fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
 }
 
 /// Executes one `call_agent` call: checks its arguments, the allowed names
-/// and the depth, in the spec's order (Req 7.3), then runs the sub-agent one
-/// level down. Every failure is an error result, never an error (Req 7.1).
+/// and the depth, in the order of design §3.4, then runs the sub-agent one
+/// level down. Every failure is an error result, never an error (design §3.12).
 pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
     call_agent_numbered(call, caller, next_seq(call, caller))
 }
@@ -258,9 +258,9 @@ enum SubAgentError {
     Failed(String),
 }
 
-/// Steps 6–15 of Req 7.3: load, resolve and run the sub-agent `name` with
+/// Steps 6–12 of design §3.4: load, resolve and run the sub-agent `name` with
 /// the user message `message`, within the caller's deadline narrowed by its
-/// per-call timeout (D5), which starts now, before any file is read.
+/// per-call timeout (design D5), which starts now, before any file is read.
 fn run_sub_agent(
     name: &str,
     message: &str,
@@ -284,7 +284,7 @@ fn run_sub_agent(
         )));
     }
 
-    // Its own workdir, skill and files; never the parent's overrides (D7).
+    // Its own workdir, skill and files; never the parent's overrides (design D7).
     let resolved =
         resolve::resolve(loaded, &Overrides::default(), ctx.cwd, &deadline).map_err(|e| {
             if deadline.passed() {
@@ -305,7 +305,7 @@ fn run_sub_agent(
 }
 
 /// What went wrong in a sub-agent, for its error result: a timeout reads
-/// exactly `timeout after <N>s` (D5); anything else is the one-line error.
+/// exactly `timeout after <N>s` (design D5); anything else is the one-line error.
 fn failure_text(err: &Error) -> String {
     match err {
         Error::Provider(e) if e.kind == ErrorKind::Timeout => e.message.clone(),
@@ -328,7 +328,7 @@ pub fn truncate_result(content: String, max: usize) -> String {
     format!("{}\n[truncated: {max} of {total} chars]", &content[..cut])
 }
 
-/// The result text of a sub-agent that started and failed (Req 13.3).
+/// The result text of a sub-agent that started and failed (design §3.6).
 fn sub_agent_failed(name: &str, description: &str) -> String {
     format!(
         "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."

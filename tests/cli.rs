@@ -1,5 +1,5 @@
 //! The command line, driven through the real `axe` binary: every command of
-//! BASE.md, `run` against each provider through a fake loopback server, the
+//! design §2.1, `run` against each provider through a fake loopback server, the
 //! output formats, exit codes and messages, and keeping API keys out of
 //! every output.
 

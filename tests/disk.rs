@@ -132,7 +132,7 @@ fn config_init_on_a_full_disk_exits_2_writes_nothing_and_completes_once_space_is
     assert!(entry(full, "/config.toml").is_none(), "{full:?}");
     assert_no_temp_files(full);
 
-    // Re-running once there is room finishes the job, with the BASE.md modes.
+    // Re-running once there is room finishes the job, with their modes (design §6.6).
     assert_eq!(freed.code, 0, "{freed:?}");
     assert!(freed.stdout.trim_end().ends_with("/mnt/axe"), "{freed:?}");
     let config = entry(freed, " ./axe/config.toml").expect("config.toml written");

@@ -467,7 +467,7 @@ fn assert_round_trips(format: Format, cast: &Cast, log: &[Exchange], parent: &st
         if format == Format::OpenAi {
             assert!(
                 assistant["content"].is_string(),
-                "the assistant message with tool_calls must carry string content (D15): {assistant}"
+                "the assistant message with tool_calls must carry string content (design D15): {assistant}"
             );
         }
         let sent_calls = format.calls_in_message(assistant);

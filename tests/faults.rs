@@ -421,7 +421,7 @@ fn status_fault(p: P, status: u16) -> Fault {
     }
 }
 
-/// A 2xx answer axe cannot use (D13): not retried, exit 3.
+/// A 2xx answer axe cannot use (design D13): not retried, exit 3.
 fn invalid(reply: Reply, detail: &str, exact: bool) -> Fault {
     let text = format!("invalid response: {detail}");
     Fault {

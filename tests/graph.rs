@@ -422,7 +422,7 @@ fn tree_marks_children_beyond_the_roots_max_depth_and_does_not_expand_them() {
         &["mid"],
         "[sub_agents_config]\nmax_depth = 2\nparallel = false\n",
     );
-    // A sub-agent's own max_depth does not extend the tree (D6).
+    // A sub-agent's own max_depth does not extend the tree (design D6).
     agent(
         &home,
         "mid",

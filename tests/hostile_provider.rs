@@ -299,7 +299,7 @@ fn the_models_tool_call_arguments_go_back_in_the_history_exactly_as_received() {
         let b = run(&home, p, &server, &["run", "lead"]);
         assert_eq!(code(&b.output), 0, "{p:?}: {}", stderr(&b.output));
         let requests = server.requests();
-        // The tool still reads the context as JSON text (DECISIONS D3).
+        // The tool still reads the context as JSON text (design D3).
         let w = requests.iter().find(|r| r.who() == "w").unwrap();
         assert_eq!(
             w.first_user_text(),

@@ -3,8 +3,8 @@ use common::*;
 
 // The provider layer driven over real HTTP: `Provider::send` against a fake
 // provider on 127.0.0.1, for the Anthropic, OpenAI and Ollama wire formats.
-// Request shapes, response parsing, tool calling (the sub-agents spec
-// §7.2–7.5) and error classification.
+// Request shapes, response parsing, tool calling (design §4.1–§4.3) and
+// error classification (§4.7).
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -119,7 +119,7 @@ fn status_error(
     assert_eq!(err.status, Some(status), "{err}");
     let sent = server.requests().len();
     if matches!(status, 400 | 401 | 403 | 404 | 422) {
-        // D12: transport retries are allowed for 429/5xx, never for these.
+        // design D12: transport retries are allowed for 429/5xx, never for these.
         assert_eq!(sent, 1, "HTTP {status} must not be retried");
     } else {
         assert!(sent >= 1, "the request was sent");
@@ -160,7 +160,7 @@ fn refused_url() -> String {
 }
 
 /// The `call_agent` tool as the runtime builds it: `agent` limited to the
-/// allowed names (D19), `task` required, `context` optional.
+/// allowed names (design D19), `task` required, `context` optional.
 fn call_agent_tool() -> Tool {
     let mut parameters = BTreeMap::new();
     parameters.insert(
@@ -310,7 +310,7 @@ fn messages(body: &Value) -> &Vec<Value> {
 }
 
 // ---------------------------------------------------------------------------
-// Zero values (spec §7.2).
+// Zero values (design §4.1).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -542,7 +542,7 @@ fn anthropic_empty_content_is_an_empty_answer_not_an_error() {
 }
 
 // ---------------------------------------------------------------------------
-// Anthropic: tool calling (spec §7.3).
+// Anthropic: tool calling (design §4.2).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -1053,7 +1053,7 @@ fn openai_null_content_without_tool_calls_is_an_empty_answer() {
 }
 
 // ---------------------------------------------------------------------------
-// OpenAI: tool calling (spec §7.4).
+// OpenAI: tool calling (design §4.2).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -1226,7 +1226,7 @@ fn openai_sends_empty_assistant_content_as_empty_string_not_null() {
     assert_eq!(
         m["content"],
         json!(""),
-        "content must be \"\", never null (D15): {m}"
+        "content must be \"\", never null (design D15): {m}"
     );
 }
 
@@ -1562,7 +1562,7 @@ fn ollama_empty_content_is_an_empty_answer_not_an_error() {
 }
 
 // ---------------------------------------------------------------------------
-// Ollama: tool calling (spec §7.5).
+// Ollama: tool calling (design §4.2).
 // ---------------------------------------------------------------------------
 
 #[test]

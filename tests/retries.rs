@@ -1,4 +1,4 @@
-//! Transport retries (DECISIONS D12): which failures one provider call
+//! Transport retries (design D12): which failures one provider call
 //! retries, how long it waits (backoff, `Retry-After`, `x-should-retry`),
 //! that no wait passes the deadline, and the settings that govern it
 //! (`[retry]` in config.toml and agent files, `--retries`), with their

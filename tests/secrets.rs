@@ -1,4 +1,4 @@
-//! API keys never appear in any output (DECISIONS D10, D18): every output
+//! API keys never appear in any output (design D10, D18): every output
 //! mode of the binary is run with two recognisable keys (one from the
 //! environment, one from config.toml) placed where they would leak — echoed
 //! by the model, by a provider's error body, in a task, in a context file,

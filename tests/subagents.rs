@@ -1,5 +1,4 @@
-//! Sub-agents through the real `axe` binary (the sub-agents spec, §7.8 and
-//! the acceptance table of §9): `call_agent` injection, the conversation
+//! Sub-agents through the real `axe` binary (design chapter 3): `call_agent` injection, the conversation
 //! loop on each provider, delegation across providers, parallel fan-out
 //! proven by a server-side barrier (flat and nested), sequential calls,
 //! depth limits, timeouts, panics and errors that stay inside one call, and
@@ -118,7 +117,7 @@ fn calls(list: &[(&str, Value)]) -> Vec<(String, Value)> {
 }
 
 // ---------------------------------------------------------------------------
-// Tool injection (Req 9.1–9.4).
+// Tool injection (design §3.2).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -181,7 +180,7 @@ fn run_with_sub_agents_config_but_no_sub_agents_sends_no_tools() {
 }
 
 // ---------------------------------------------------------------------------
-// The conversation loop on each provider (Req 8.1, 2.6–2.7, 3.6–3.7, 4.4–4.5).
+// The conversation loop on each provider (design §3.7, §4.2).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -227,7 +226,7 @@ fn run_openai_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
     assert_eq!(msgs[2]["role"], "assistant");
     assert_eq!(
         msgs[2]["content"], "",
-        "content is a string, not null (D15)"
+        "content is a string, not null (design D15)"
     );
     assert_eq!(msgs[2]["tool_calls"][0]["id"], "call_a");
     assert_eq!(msgs[2]["tool_calls"][1]["function"]["name"], "call_agent");
@@ -435,7 +434,7 @@ fn run_model_that_never_calls_tools_is_a_single_turn() {
 }
 
 // ---------------------------------------------------------------------------
-// Turns, errors, unknown tools (Req 8.2–8.3, 13.1–13.5).
+// Turns, errors, unknown tools (design §3.7, §3.8, §3.12).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -664,7 +663,7 @@ fn run_panicking_sub_agent_becomes_its_error_result_and_siblings_finish() {
 }
 
 // ---------------------------------------------------------------------------
-// Parallel and sequential execution (Req 11.1–11.5, D4).
+// Parallel and sequential execution (design §3.10, D4).
 // ---------------------------------------------------------------------------
 
 /// Every sub-agent request waits at `gate` before it is answered; a request
@@ -827,7 +826,7 @@ fn run_sequential_calls_run_one_at_a_time_in_call_order() {
 }
 
 // ---------------------------------------------------------------------------
-// Depth (Req 9.3, 10.1–10.4, D6).
+// Depth (design §3.9, D6).
 // ---------------------------------------------------------------------------
 
 /// A server where every agent that was given tools delegates once to the
@@ -887,7 +886,7 @@ fn run_default_max_depth_3_stops_injecting_tools_at_depth_3() {
 fn run_root_max_depth_bounds_the_whole_tree() {
     let home = Home::new();
     // The root says 1: its child runs single-shot even though the child's
-    // own file allows 5 levels (D6).
+    // own file allows 5 levels (design D6).
     agent(
         &home,
         "a",
@@ -935,7 +934,7 @@ fn run_max_depth_5_allows_five_levels_of_delegation() {
 }
 
 // ---------------------------------------------------------------------------
-// Timeouts (Req 12.1–12.3, D5).
+// Timeouts (design §3.11, D5).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -1013,7 +1012,7 @@ fn run_parent_deadline_bounds_sub_agents_and_then_the_parent_times_out() {
 }
 
 // ---------------------------------------------------------------------------
-// Output (Req 7.5, 8.6–8.8).
+// Output (design §3.14).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -1039,7 +1038,7 @@ fn run_json_counts_tool_calls_and_sums_the_parents_tokens_only() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["tool_calls"], 2);
     // Parent turns: 10+7 in, 5+3 out; the sub-agents' 100/50 each are not
-    // the parent's (D16).
+    // the parent's (design D16).
     assert_eq!(v["input_tokens"], 17);
     assert_eq!(v["output_tokens"], 8);
     assert_eq!(v["content"], "answer from a | answer from b");
@@ -1148,7 +1147,7 @@ fn run_sub_agent_unknown_key_is_warned_about_once_per_run() {
 
 #[test]
 fn run_call_arriving_at_the_depth_limit_gets_the_depth_error() {
-    // D6: leaf runs at the limit without tools; its model calls anyway.
+    // design D6: leaf runs at the limit without tools; its model calls anyway.
     let home = Home::new();
     agent(
         &home,
@@ -1260,7 +1259,7 @@ fn run_verbose_redacts_a_key_the_model_puts_in_a_task() {
 
 #[test]
 fn run_sub_agents_ignore_the_parents_command_line_overrides() {
-    // D7: --model, --workdir and --skill are the top-level agent's only.
+    // design D7: --model, --workdir and --skill are the top-level agent's only.
     let home = Home::new();
     agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
     agent(&home, "a", "openai/gpt-4o", "files = [\"*.txt\"]\n");

@@ -1,8 +1,7 @@
 //! The `call_agent` tool driven through the library API in-process: its
 //! definition, and its execution against real agent files in a temp config
-//! directory and a fake provider on 127.0.0.1 (the sub-agents spec §3.6,
-//! §3.7, §3.10–§3.13, §5.3, §5.7, the tests of §7.7; DECISIONS D5–D7, D9,
-//! D19). Nothing here touches the process environment or the internet.
+//! directory and a fake provider on 127.0.0.1 (design §3.3–§3.12; D5–D7,
+//! D9, D19). Nothing here touches the process environment or the internet.
 
 mod common;
 use common::*;
@@ -28,7 +27,7 @@ use serde_json::{Value, json};
 /// redaction (process-wide), so no expected text may contain it.
 const KEY: &str = "sk-test-tool-1234567890";
 
-/// The tail of every `Error: sub-agent ...` result (Req 13.3).
+/// The tail of every `Error: sub-agent ...` result (design §3.6).
 const TAIL: &str = ". You may retry or proceed without this result.";
 
 /// A global config naming each `(provider, key, base_url)`.
@@ -180,7 +179,7 @@ fn openai_error(message: &str, kind: &str, code: Value) -> String {
 }
 
 // ---------------------------------------------------------------------------
-// The tool definition (§3.6, D19).
+// The tool definition (design §3.3, D19).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -262,7 +261,7 @@ fn call_agent_tool_with_duplicate_names_dedups_the_enum_only() {
 }
 
 // ---------------------------------------------------------------------------
-// Success, and the user message (§3.7 steps 11–15, §5.3).
+// Success, and the user message (design §3.4 steps 6–12).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -295,7 +294,7 @@ fn execute_call_agent_success() {
     assert_eq!(req.system_prompt(), "You are the helper.");
     assert_eq!(req.first_user_text(), "Task: Summarise it");
     let body = req.json();
-    // The sub-agent's own model and params (Req 7.3 step 12).
+    // The sub-agent's own model and params (design §3.4).
     assert_eq!(body["model"], "gpt-4o");
     assert_eq!(body["temperature"], 0.3);
     assert_eq!(body["max_tokens"], 77);
@@ -392,7 +391,7 @@ fn execute_call_agent_without_context() {
 }
 
 // ---------------------------------------------------------------------------
-// The checks before anything runs (§3.7 steps 2–5, §5.3, D9).
+// The checks before anything runs (design §3.4 steps 1–5, D9).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -464,7 +463,7 @@ fn execute_call_agent_agent_not_allowed() {
 
 #[test]
 fn execute_call_agent_path_in_sub_agents_list_is_never_loaded() {
-    // D9: even a list entry that is a path (which validation would refuse)
+    // design D9: even a list entry that is a path (which validation would refuse)
     // reaches no file: `<config>/agents/../outside.toml` exists and is valid.
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
@@ -551,7 +550,7 @@ fn execute_call_agent_checks_run_in_spec_order() {
 }
 
 // ---------------------------------------------------------------------------
-// Loading and model errors (§3.7 steps 6–7, §3.13, §5.7).
+// Loading and model errors (design §3.4, §3.6).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -661,7 +660,7 @@ fn execute_call_agent_missing_api_key() {
 }
 
 // ---------------------------------------------------------------------------
-// Provider errors (§3.7 Req 7.4, §3.13, §5.7).
+// Provider errors (design §3.6, §3.12).
 // ---------------------------------------------------------------------------
 
 /// Runs agent "h" once against a server answering `status` with `body`.
@@ -693,8 +692,8 @@ fn execute_call_agent_api_error() {
         "Error: sub-agent \"h\" failed - openai: server error (HTTP 500)",
         msg,
     );
-    // The HTTP request is retried twice inside the provider call (D12); the
-    // failed sub-agent itself is not run again (Constraint 3).
+    // The HTTP request is retried twice inside the provider call (design D12);
+    // the failed sub-agent itself is not run again (§3.12).
     assert_eq!(server.requests().len(), 3);
 }
 
@@ -715,7 +714,7 @@ fn execute_call_agent_api_auth_error() {
         "Error: sub-agent \"h\" failed - openai: authentication failed (HTTP 401)",
         msg,
     );
-    // A 401 is never retried (D12).
+    // A 401 is never retried (design D12).
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -732,12 +731,12 @@ fn execute_call_agent_api_rate_limited() {
         "Error: sub-agent \"h\" failed - openai: rate limited (HTTP 429)",
         msg,
     );
-    // Two transport retries (D12), then the error; no sub-agent retry.
+    // Two transport retries (design D12), then the error; no sub-agent retry.
     assert_eq!(server.requests().len(), 3);
 }
 
 // ---------------------------------------------------------------------------
-// Timeouts (§3.12, D5).
+// Timeouts (design §3.11, D5).
 // ---------------------------------------------------------------------------
 
 /// Runs agent "slow" against a server that never answers, with the caller's
@@ -806,7 +805,7 @@ fn execute_call_agent_parent_deadline_already_passed() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_no_request(&server);
-    // An own timeout does not extend a passed deadline (D5).
+    // An own timeout does not extend a passed deadline (design D5).
     let r = run_timed(&ctx, &["late"], 30, &call("t3", "late", "do it"));
     assert_error(
         &r,
@@ -851,7 +850,7 @@ fn execute_call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
 }
 
 // ---------------------------------------------------------------------------
-// The sub-agent's own conversation (§3.8, §3.10, §5.7).
+// The sub-agent's own conversation (design §3.7, §3.9).
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -970,7 +969,7 @@ fn sub_agent_below_the_depth_limit_gets_call_agent() {
 
 #[test]
 fn sub_agent_at_the_depth_limit_gets_no_tools() {
-    // Called at depth 2 of 3, the sub-agent runs at depth 3: single-shot (Req 10.3).
+    // Called at depth 2 of 3, the sub-agent runs at depth 3: single-shot (design §3.2).
     for (depth, max_depth) in [(2, 3), (0, 1), (4, 5)] {
         assert_eq!(
             tools_sent_at(depth, max_depth),
@@ -998,7 +997,7 @@ fn nested_call_runs_one_level_deeper() {
         Reply::Json(200, body)
     });
     let s = Setup::openai(&server);
-    // mid's own max_depth does not raise the root's bound (D6).
+    // mid's own max_depth does not raise the root's bound (design D6).
     s.agent(
         "mid",
         "name = \"mid\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"I am mid.\"\nsub_agents = [\"leaf\"]\n\
@@ -1040,7 +1039,7 @@ fn nested_call_runs_one_level_deeper() {
 
 #[test]
 fn nested_sub_agents_own_timeout_governs_its_calls() {
-    // D6: "mid" has `timeout = 1`; its call to "leaf" (which never gets an
+    // design D6: "mid" has `timeout = 1`; its call to "leaf" (which never gets an
     // answer) fails after 1s although the tree's deadline is 30s away, and
     // mid goes on with the error as its tool result.
     let server = FakeServer::route(|req| match req.system_prompt().as_str() {
@@ -1086,7 +1085,7 @@ fn nested_sub_agents_own_timeout_governs_its_calls() {
 }
 
 // ---------------------------------------------------------------------------
-// Isolation (D7) and skill resolution.
+// Isolation (design D7) and skill resolution.
 // ---------------------------------------------------------------------------
 
 #[test]
@@ -1166,7 +1165,7 @@ fn sub_agent_skill_resolves_against_the_ctx_config_dir() {
 }
 
 // ---------------------------------------------------------------------------
-// Several calls of one response (§3.11).
+// Several calls of one response (design §3.10).
 // ---------------------------------------------------------------------------
 
 /// Runs four calls of one response for a parallel caller at `depth`: three
@@ -1256,7 +1255,7 @@ fn execute_parallel_returns_results_in_call_order() {
 
 #[test]
 fn execute_parallel_in_a_sub_agent_runs_calls_at_the_same_time() {
-    // A sub-agent's own `parallel` governs the calls it makes (D6, Req 11.1).
+    // A sub-agent's own `parallel` governs the calls it makes (design D6, §3.10).
     parallel_calls_at(1);
 }
 

@@ -386,7 +386,7 @@ fn json_totals_equal_what_the_server_billed_and_list_every_agent() {
     let sum = |f: fn((u64, u64)) -> u64| seen.iter().map(|w| f(billed(w))).sum::<u64>();
     assert_eq!(v["total_input_tokens"], sum(|b| b.0), "{v}");
     assert_eq!(v["total_output_tokens"], sum(|b| b.1), "{v}");
-    // The spec's own fields stay the top-level agent's (D16).
+    // The single-agent fields stay the top-level agent's (design D16).
     assert_eq!(v["input_tokens"], 2 * billed("lead").0);
     assert_eq!(v["tool_calls"], 2);
     let agents: BTreeMap<String, Value> = v["agents"]

@@ -80,7 +80,7 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
 impl AgentFile {
     /// Checks the rules in their order: `name`, `model`, then
     /// `[sub_agents_config]` (whenever present, design D17), the positive
-    /// integers, `sub_agents` names (D9) and `[params]`.
+    /// integers, `sub_agents` names (design D9) and `[params]`.
     pub(super) fn validate(self) -> Result<AgentConfig, Error> {
         if self.name.trim().is_empty() {
             return Err(Error::config("agent config missing required field: name"));

@@ -28,12 +28,12 @@ pub enum ErrorKind {
     Network,
     /// 400, 404, 422 and other 4xx: the request itself is wrong.
     BadRequest,
-    /// A 2xx whose body cannot be used (DECISIONS D13).
+    /// A 2xx whose body cannot be used (design D13).
     InvalidResponse,
 }
 
 /// A classified provider failure. Its text includes the provider's own error
-/// message, with every configured key redacted (D18).
+/// message, with every configured key redacted (design D18).
 #[derive(Debug, Clone)]
 pub struct ProviderError {
     pub provider: Kind,
@@ -41,7 +41,7 @@ pub struct ProviderError {
     /// HTTP status, when there was a response.
     pub status: Option<u16>,
     pub message: String,
-    /// HTTP requests retried before giving up (DECISIONS D12).
+    /// HTTP requests retried before giving up (design D12).
     pub retries: u32,
 }
 
@@ -135,7 +135,7 @@ pub fn looks_like_html(body: &str) -> bool {
     start.starts_with("<!doctype") || start.starts_with("<html") || start.starts_with("<head")
 }
 
-/// Detail for a 2xx body that is not the JSON expected (D13).
+/// Detail for a 2xx body that is not the JSON expected (design D13).
 pub fn invalid_json_detail(body: &str, err: &serde_json::Error) -> String {
     if body.trim().is_empty() {
         "empty body".into()

@@ -423,7 +423,7 @@ struct Attempt {
     retry_after: Option<Duration>,
     /// Anthropic's `x-should-retry`, which overrides the status.
     should_retry: Option<bool>,
-    /// Whether the failure is of a retryable kind (D12).
+    /// Whether the failure is of a retryable kind (design D12).
     retryable: bool,
 }
 

@@ -67,7 +67,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         } if tool_calls.is_empty() => {
             out.push(json!({"role": "assistant", "content": content}));
         }
-        // `content` is a string, "" when empty, never null (DECISIONS D15).
+        // `content` is a string, "" when empty, never null (design D15).
         Message::Assistant {
             content,
             tool_calls,

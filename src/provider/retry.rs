@@ -6,7 +6,8 @@ use std::time::Duration;
 /// How one provider call retries its HTTP request: 429, 529 / overloaded,
 /// 500, 502, 503, 504, and connections refused or closed before any
 /// response; never another 4xx, never a deadline timeout. These retries are
-/// not the spec's sub-agent retries, which stay the parent model's to make.
+/// not sub-agent retries, which stay the parent model's to make (design
+/// D12, §3.12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt; 0 turns retrying off.

@@ -12,7 +12,7 @@ pub struct ToolParameter {
     pub kind: String,
     pub description: String,
     pub required: bool,
-    /// Allowed values (JSON Schema `enum`); empty means any (DECISIONS D19).
+    /// Allowed values (JSON Schema `enum`); empty means any (design D19).
     pub allowed: Vec<String>,
 }
 
@@ -31,7 +31,7 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     /// Argument values as strings; non-string JSON values as their JSON text
-    /// (DECISIONS D3), `null` as empty. This is for the tool's own use.
+    /// (design D3), `null` as empty. This is for the tool's own use.
     pub arguments: BTreeMap<String, String>,
     /// The arguments exactly as the wire carried them (a JSON text for
     /// OpenAI, an object for Anthropic and Ollama), sent back unchanged in
@@ -76,7 +76,7 @@ pub struct Request {
     /// Empty means no system prompt is sent.
     pub system: String,
     pub messages: Vec<Message>,
-    /// `None` is not sent; `Some(0.0)` is sent as `0` (DECISIONS D8).
+    /// `None` is not sent; `Some(0.0)` is sent as `0` (design D8).
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// Empty means no `tools` key at all.
@@ -119,7 +119,7 @@ impl Request {
 /// What a provider answered.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Response {
-    /// The text of the answer; empty when the model said nothing (D14).
+    /// The text of the answer; empty when the model said nothing (design D14).
     pub content: String,
     /// The provider's own stop reason, informational only.
     pub stop_reason: String,
@@ -127,7 +127,7 @@ pub struct Response {
     pub output_tokens: u64,
     /// Empty when the model called no tools.
     pub tool_calls: Vec<ToolCall>,
-    /// HTTP requests retried before this answer (DECISIONS D12).
+    /// HTTP requests retried before this answer (design D12).
     pub retries: u32,
     /// The model declined to answer: `the model refused to answer`, then
     /// its own words or the provider's reason where the wire carries them.

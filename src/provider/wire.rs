@@ -24,7 +24,7 @@ pub(crate) fn input_schema(tool: &Tool) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-/// A number as JSON, whole numbers without a fraction (`0`, not `0.0`: D8).
+/// A number as JSON, whole numbers without a fraction (`0`, not `0.0`: design D8).
 pub(crate) fn number(x: f64) -> Value {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         json!(x as i64)
@@ -34,7 +34,7 @@ pub(crate) fn number(x: f64) -> Value {
 }
 
 /// Tool-call arguments from a JSON object: strings as they are, `null` as
-/// empty, anything else as its JSON text (D3). A non-object gives no arguments.
+/// empty, anything else as its JSON text (design D3). A non-object gives no arguments.
 pub(crate) fn arguments_from_json(v: &Value) -> BTreeMap<String, String> {
     let Some(obj) = v.as_object() else {
         return BTreeMap::new();
@@ -52,7 +52,7 @@ pub(crate) fn arguments_from_json(v: &Value) -> BTreeMap<String, String> {
 }
 
 /// Arguments as a wire format sends them: a JSON object, or a string that
-/// holds one. Invalid JSON gives no arguments (Req 3.4).
+/// holds one. Invalid JSON gives no arguments (design §4.3).
 pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
     match v {
         Value::String(s) => serde_json::from_str::<Value>(s)
