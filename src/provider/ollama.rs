@@ -42,19 +42,18 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         Message::Assistant {
             content,
             tool_calls,
-        } if tool_calls.is_empty() => {
-            out.push(json!({"role": "assistant", "content": content}));
+        } => {
+            let mut message = json!({"role": "assistant", "content": content});
+            if !tool_calls.is_empty() {
+                message["tool_calls"] = tool_calls
+                    .iter()
+                    .map(
+                        |c| json!({"function": {"name": c.name, "arguments": arguments_object(c)}}),
+                    )
+                    .collect();
+            }
+            out.push(message);
         }
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => out.push(json!({
-            "role": "assistant",
-            "content": content,
-            "tool_calls": tool_calls.iter().map(|c| json!({
-                "function": {"name": c.name, "arguments": arguments_object(c)},
-            })).collect::<Vec<_>>(),
-        })),
         // Ollama has no tool_call_id: one `tool` message per result, in
         // order, naming the tool that ran (`tool_name`).
         Message::ToolResults(results) => {

@@ -61,25 +61,26 @@ pub(crate) fn function_tools(req: &Request) -> Value {
 fn push_message(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User(text) => out.push(json!({"role": "user", "content": text})),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } if tool_calls.is_empty() => {
-            out.push(json!({"role": "assistant", "content": content}));
-        }
         // `content` is a string, "" when empty, never null (design D15).
         Message::Assistant {
             content,
             tool_calls,
-        } => out.push(json!({
-            "role": "assistant",
-            "content": content,
-            "tool_calls": tool_calls.iter().map(|c| json!({
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": arguments_text(c)},
-            })).collect::<Vec<_>>(),
-        })),
+        } => {
+            let mut message = json!({"role": "assistant", "content": content});
+            if !tool_calls.is_empty() {
+                message["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": arguments_text(c)},
+                        })
+                    })
+                    .collect();
+            }
+            out.push(message);
+        }
         Message::ToolResults(results) => {
             for r in results {
                 out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
