@@ -44,9 +44,28 @@ impl Drop for Countdown<'_> {
     }
 }
 
+/// How many threads one fan-out may use.
+#[derive(Debug, Clone, Copy)]
+pub struct Threads {
+    /// At most this many calls run at once.
+    pub max: usize,
+    /// At most this many threads can be started per pool: the tests'
+    /// stand-in for a machine out of threads.
+    pub spawnable: usize,
+}
+
+impl Threads {
+    pub fn at_most(max: usize) -> Threads {
+        Threads {
+            max,
+            spawnable: usize::MAX,
+        }
+    }
+}
+
 /// Runs `run` for every call and collects the results in call order. With
 /// `parallel` and more than one call, the calls run on a rayon pool built
-/// for this fan-out with one thread per call (at most `max_threads`; a
+/// for this fan-out with one thread per call (at most `threads.max`; a
 /// thread that finishes takes the next waiting call); a single call runs on
 /// the current thread. A panic in one call becomes that call's result, made
 /// by `panicked` from the panic's payload; its siblings and the caller go on
@@ -64,26 +83,7 @@ impl Drop for Countdown<'_> {
 pub fn fan_out<T, R, F, P>(
     calls: &[T],
     parallel: bool,
-    max_threads: usize,
-    run: F,
-    panicked: P,
-) -> Vec<R>
-where
-    T: Sync,
-    R: Send + Sync,
-    F: Fn(usize, &T) -> R + Sync,
-    P: Fn(&T, &(dyn Any + Send)) -> R + Sync,
-{
-    fan_out_spawning(calls, parallel, max_threads, usize::MAX, run, panicked)
-}
-
-/// [`fan_out`], with at most `spawnable` threads startable per pool (the
-/// tests' stand-in for a machine out of threads).
-fn fan_out_spawning<T, R, F, P>(
-    calls: &[T],
-    parallel: bool,
-    max_threads: usize,
-    spawnable: usize,
+    threads: Threads,
     run: F,
     panicked: P,
 ) -> Vec<R>
@@ -109,14 +109,14 @@ where
     }
     // Fewer threads than wanted (a machine short of them) still beats one
     // call at a time: try again with as many as could be started.
-    let mut threads = calls.len().min(max_threads.max(1));
+    let mut count = calls.len().min(threads.max.max(1));
     let slots = loop {
-        if threads < 2 {
+        if count < 2 {
             return in_order();
         }
-        match on_pool(calls, threads, spawnable, &guarded) {
+        match on_pool(calls, count, threads.spawnable, &guarded) {
             Ok(slots) => break slots,
-            Err(started) => threads = started.min(threads - 1),
+            Err(started) => count = started.min(count - 1),
         }
     };
     calls
@@ -245,7 +245,7 @@ mod tests {
             let results = fan_out(
                 &calls,
                 parallel,
-                8,
+                Threads::at_most(8),
                 |_, c: &String| {
                     if c == "c3" {
                         panic!("boom in {c}");
@@ -291,14 +291,14 @@ mod tests {
         let results = fan_out(
             &outer,
             true,
-            2,
+            Threads::at_most(2),
             |_, c: &String| {
                 enter();
                 if c == "nested" {
                     fan_out(
                         &inner,
                         true,
-                        2,
+                        Threads::at_most(2),
                         |_, i: &String| {
                             std::thread::sleep(std::time::Duration::from_millis(150));
                             i.clone()
@@ -327,11 +327,10 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
                 let calls = named(5);
-                let results = fan_out_spawning(
+                let results = fan_out(
                     &calls,
                     true,
-                    8,
-                    spawnable,
+                    Threads { max: 8, spawnable },
                     |_, c: &String| format!("done {c}"),
                     panicked,
                 );
@@ -354,11 +353,13 @@ mod tests {
         let calls = named(6);
         let now = AtomicUsize::new(0);
         let most = AtomicUsize::new(0);
-        let results = fan_out_spawning(
+        let results = fan_out(
             &calls,
             true,
-            8,
-            3,
+            Threads {
+                max: 8,
+                spawnable: 3,
+            },
             |_, c: &String| {
                 let n = now.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(n, Ordering::SeqCst);

@@ -111,7 +111,7 @@ pub fn call_agent_tool(allowed: &[String]) -> Tool {
 /// so a trace names the same call the same way whatever finishes first.
 pub fn execute(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
     let seqs: Vec<u32> = calls.iter().map(|c| next_seq(c, caller)).collect();
-    let threads = caller.max_parallel.clamp(1, MAX_PARALLEL_CALLS);
+    let threads = pool::Threads::at_most(caller.max_parallel.clamp(1, MAX_PARALLEL_CALLS));
     pool::fan_out(
         calls,
         caller.parallel,

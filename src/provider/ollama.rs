@@ -4,8 +4,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    Cut, Message, Request, Response, ToolCall, arguments_from_wire, arguments_object, count,
-    invalid_json_detail, number,
+    Cut, Message, Request, Response, ToolCall, arguments_from_wire, arguments_object,
+    assistant_message, count, invalid_json_detail, number,
 };
 
 /// The request body for `req`. The system prompt is the first message;
@@ -42,18 +42,11 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         Message::Assistant {
             content,
             tool_calls,
-        } => {
-            let mut message = json!({"role": "assistant", "content": content});
-            if !tool_calls.is_empty() {
-                message["tool_calls"] = tool_calls
-                    .iter()
-                    .map(
-                        |c| json!({"function": {"name": c.name, "arguments": arguments_object(c)}}),
-                    )
-                    .collect();
-            }
-            out.push(message);
-        }
+        } => out.push(assistant_message(
+            content,
+            tool_calls,
+            |c| json!({"function": {"name": c.name, "arguments": arguments_object(c)}}),
+        )),
         // Ollama has no tool_call_id: one `tool` message per result, in
         // order, naming the tool that ran (`tool_name`).
         Message::ToolResults(results) => {

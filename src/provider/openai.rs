@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_wire,
-    arguments_text, count, input_schema, invalid_json_detail, number,
+    arguments_text, assistant_message, count, input_schema, invalid_json_detail, number,
 };
 
 /// The request body for `req`, written for a model with `quirks`. The
@@ -61,26 +61,16 @@ pub(crate) fn function_tools(req: &Request) -> Value {
 fn push_message(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User(text) => out.push(json!({"role": "user", "content": text})),
-        // `content` is a string, "" when empty, never null (design D15).
         Message::Assistant {
             content,
             tool_calls,
-        } => {
-            let mut message = json!({"role": "assistant", "content": content});
-            if !tool_calls.is_empty() {
-                message["tool_calls"] = tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": arguments_text(c)},
-                        })
-                    })
-                    .collect();
-            }
-            out.push(message);
-        }
+        } => out.push(assistant_message(content, tool_calls, |c| {
+            json!({
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": arguments_text(c)},
+            })
+        })),
         Message::ToolResults(results) => {
             for r in results {
                 out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));

@@ -7,6 +7,21 @@ use serde_json::{Value, json};
 
 use super::{Tool, ToolCall};
 
+/// An assistant message as OpenAI and Ollama write it: role and content
+/// (a string, `""` when empty, never null: design D15), and `tool_calls`,
+/// each written by `call`, when there are any.
+pub(crate) fn assistant_message(
+    content: &str,
+    tool_calls: &[ToolCall],
+    call: impl Fn(&ToolCall) -> Value,
+) -> Value {
+    let mut message = json!({"role": "assistant", "content": content});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = tool_calls.iter().map(call).collect();
+    }
+    message
+}
+
 /// The JSON Schema object for a tool's parameters.
 pub(crate) fn input_schema(tool: &Tool) -> Value {
     let mut properties = serde_json::Map::new();
