@@ -44,6 +44,8 @@ pub struct AgentUsage {
     pub turns: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from a prompt cache.
+    pub cache_read_input_tokens: u64,
     /// Wall-clock time of its runs, summed (parallel runs overlap).
     pub duration_ms: u64,
     /// Runs that ended in an error.
@@ -335,9 +337,9 @@ impl Ledger {
                 "error": why,
             });
             if r.place.depth == 0 {
-                let (input, output) = totals(&self.usage());
-                end["total_input_tokens"] = input.into();
-                end["total_output_tokens"] = output.into();
+                let totals = totals(&self.usage());
+                end["total_input_tokens"] = totals.input_tokens.into();
+                end["total_output_tokens"] = totals.output_tokens.into();
             }
             self.event("run_end", &r.place, r.turn, end);
         }
@@ -365,11 +367,13 @@ impl Ledger {
         }
     }
 
-    /// A response arrived and billed these tokens.
-    pub fn record_tokens(&self, place: &Place, input: u64, output: u64) {
+    /// A response arrived and billed these tokens (`cache_read` of them
+    /// read from a prompt cache, counted in `input` too).
+    pub fn record_tokens(&self, place: &Place, input: u64, output: u64, cache_read: u64) {
         self.with_usage(&place.agent, |u| {
             u.input_tokens = u.input_tokens.saturating_add(input);
             u.output_tokens = u.output_tokens.saturating_add(output);
+            u.cache_read_input_tokens = u.cache_read_input_tokens.saturating_add(cache_read);
         });
     }
 
@@ -441,13 +445,22 @@ fn last_byte(file: &File, offset: u64) -> std::io::Result<u8> {
     Ok(byte[0])
 }
 
-/// Input and output tokens of the whole tree.
-pub fn totals(usage: &[AgentUsage]) -> (u64, u64) {
-    usage.iter().fold((0u64, 0u64), |(i, o), u| {
-        (
-            i.saturating_add(u.input_tokens),
-            o.saturating_add(u.output_tokens),
-        )
+/// The tokens of the whole tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+}
+
+/// The tokens of the whole tree, summed (saturating) over its agents.
+pub fn totals(usage: &[AgentUsage]) -> Totals {
+    usage.iter().fold(Totals::default(), |t, u| Totals {
+        input_tokens: t.input_tokens.saturating_add(u.input_tokens),
+        output_tokens: t.output_tokens.saturating_add(u.output_tokens),
+        cache_read_input_tokens: t
+            .cache_read_input_tokens
+            .saturating_add(u.cache_read_input_tokens),
     })
 }
 

@@ -121,7 +121,8 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
             u.errors.to_string(),
         ]);
     }
-    let (input, output) = ledger::totals(usage);
+    let totals = ledger::totals(usage);
+    let (input, output) = (totals.input_tokens, totals.output_tokens);
     let sum = |f: fn(&AgentUsage) -> u64| {
         usage
             .iter()
@@ -169,14 +170,17 @@ pub struct JsonOutput<'a> {
     pub duration_ms: u64,
     pub tool_calls: u64,
     pub retry_attempts: u64,
+    /// Of `input_tokens`, those read from a prompt cache.
+    pub cache_read_input_tokens: u64,
     pub run_id: &'a str,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
+    pub total_cache_read_input_tokens: u64,
     pub agents: &'a [AgentUsage],
 }
 
 pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> String {
-    let (total_input_tokens, total_output_tokens) = ledger::totals(usage);
+    let totals = ledger::totals(usage);
     let out = JsonOutput {
         model: r.model.to_string(),
         content: &o.content,
@@ -186,9 +190,11 @@ pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> St
         duration_ms: millis(o.duration),
         tool_calls: o.tool_calls,
         retry_attempts: o.retry_attempts,
+        cache_read_input_tokens: o.cache_read_input_tokens,
         run_id,
-        total_input_tokens,
-        total_output_tokens,
+        total_input_tokens: totals.input_tokens,
+        total_output_tokens: totals.output_tokens,
+        total_cache_read_input_tokens: totals.cache_read_input_tokens,
         agents: usage,
     };
     // Serializing plain strings and numbers cannot fail.

@@ -66,6 +66,8 @@ pub struct Outcome {
     /// Summed over every turn (design §3.14, D16).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
+    pub cache_read_input_tokens: u64,
     pub turns: u32,
     /// Tool calls executed.
     pub tool_calls: u64,
@@ -140,6 +142,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         max_tokens: config.params.max_tokens,
         tools,
         tool_choice,
+        parallel_tool_calls: config.sub_agents_config.parallel,
     };
     // The top-level agent's own budget is the caller's to set (the command
     // line wins over the file); a sub-agent's bounds its subtree.
@@ -195,15 +198,17 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
             end["turns"] = o.turns.into();
             end["input_tokens"] = o.input_tokens.into();
             end["output_tokens"] = o.output_tokens.into();
+            end["cache_read_input_tokens"] = o.cache_read_input_tokens.into();
             end["tool_calls"] = o.tool_calls.into();
             end["stop_reason"] = o.stop_reason.clone().into();
         }
         Err(e) => end["error"] = e.to_string().into(),
     }
     if ctx.depth == 0 {
-        let (input, output) = ledger::totals(&ctx.ledger.usage());
-        end["total_input_tokens"] = input.into();
-        end["total_output_tokens"] = output.into();
+        let totals = ledger::totals(&ctx.ledger.usage());
+        end["total_input_tokens"] = totals.input_tokens.into();
+        end["total_output_tokens"] = totals.output_tokens.into();
+        end["total_cache_read_input_tokens"] = totals.cache_read_input_tokens.into();
     }
     let turn = result.as_ref().map_or(0, |o| o.turns);
     ctx.ledger.event("run_end", &ctx.place, turn, end);
@@ -337,8 +342,16 @@ pub fn converse(
         // Counts come from the server: sums saturate, never wrap.
         out.input_tokens = out.input_tokens.saturating_add(resp.input_tokens);
         out.output_tokens = out.output_tokens.saturating_add(resp.output_tokens);
+        out.cache_read_input_tokens = out
+            .cache_read_input_tokens
+            .saturating_add(resp.cache_read_tokens);
         out.retry_attempts = out.retry_attempts.saturating_add(u64::from(resp.retries));
-        ledger.record_tokens(place, resp.input_tokens, resp.output_tokens);
+        ledger.record_tokens(
+            place,
+            resp.input_tokens,
+            resp.output_tokens,
+            resp.cache_read_tokens,
+        );
         ledger::spend_tokens(
             &ctx.budgets,
             resp.input_tokens.saturating_add(resp.output_tokens),
@@ -349,6 +362,7 @@ pub fn converse(
             "duration_ms": millis(sent.elapsed()),
             "input_tokens": resp.input_tokens,
             "output_tokens": resp.output_tokens,
+            "cache_read_input_tokens": resp.cache_read_tokens,
             "stop_reason": resp.stop_reason,
             "tool_calls": resp.tool_calls.len(),
             "retries": resp.retries,

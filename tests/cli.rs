@@ -957,6 +957,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
         keys,
         [
             "agents",
+            "cache_read_input_tokens",
             "content",
             "duration_ms",
             "input_tokens",
@@ -966,6 +967,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "run_id",
             "stop_reason",
             "tool_calls",
+            "total_cache_read_input_tokens",
             "total_input_tokens",
             "total_output_tokens",
         ]

@@ -105,9 +105,16 @@ struct Block {
 pub fn parse(body: &str) -> Result<Response, String> {
     let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
     let stop_reason = wire.stop_reason.unwrap_or_default();
+    // `input_tokens` is the uncached remainder; cache writes and reads are
+    // billed input too (the API's usage definition).
+    let cache_read = count(&wire.usage["cache_read_input_tokens"]);
+    let input = count(&wire.usage["input_tokens"])
+        .saturating_add(count(&wire.usage["cache_creation_input_tokens"]))
+        .saturating_add(cache_read);
     let mut resp = Response {
-        input_tokens: count(&wire.usage["input_tokens"]),
+        input_tokens: input,
         output_tokens: count(&wire.usage["output_tokens"]),
+        cache_read_tokens: cache_read,
         cut: match stop_reason.as_str() {
             "max_tokens" => Some(Cut::OutputLimit),
             "model_context_window_exceeded" => Some(Cut::ContextWindow),

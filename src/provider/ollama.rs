@@ -114,6 +114,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
         stop_reason,
         input_tokens: count(&wire.prompt_eval_count),
         output_tokens: count(&wire.eval_count),
+        cache_read_tokens: 0,
         tool_calls,
         retries: 0,
         refusal: None,

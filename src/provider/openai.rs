@@ -42,6 +42,11 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
         };
+        // OpenAI's default is true, but some compatible servers default to
+        // false (llama.cpp's server before April 2026): said when it holds.
+        if req.tool_choice == ToolChoice::Auto && req.parallel_tool_calls {
+            body["parallel_tool_calls"] = json!(true);
+        }
     }
     body
 }
@@ -160,6 +165,8 @@ pub fn parse(body: &str) -> Result<Response, String> {
         stop_reason,
         input_tokens: count(&wire.usage["prompt_tokens"]),
         output_tokens: count(&wire.usage["completion_tokens"]),
+        // Already part of `prompt_tokens`.
+        cache_read_tokens: count(&wire.usage["prompt_tokens_details"]["cached_tokens"]),
         tool_calls,
         retries: 0,
         refusal: choice

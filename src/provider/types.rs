@@ -83,6 +83,9 @@ pub struct Request {
     pub tools: Vec<Tool>,
     /// Whether the model may call `tools`.
     pub tool_choice: ToolChoice,
+    /// Whether the calls of one response run at the same time, so the model
+    /// may make several at once (said on the OpenAI wire).
+    pub parallel_tool_calls: bool,
 }
 
 /// Whether a request lets the model call its tools.
@@ -123,8 +126,13 @@ pub struct Response {
     pub content: String,
     /// The provider's own stop reason, informational only.
     pub stop_reason: String,
+    /// Every input token billed: for Anthropic the uncached remainder plus
+    /// the prompt-cache writes and reads, which its `input_tokens` leaves
+    /// out (design §4.6).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
+    pub cache_read_tokens: u64,
     /// Empty when the model called no tools.
     pub tool_calls: Vec<ToolCall>,
     /// HTTP requests retried before this answer (design D12).
