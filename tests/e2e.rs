@@ -1,15 +1,15 @@
 //! End-to-end tests against real third-party servers, run by `make e2e`
 //! (scripts/e2e.sh starts the servers on 127.0.0.1 and passes their URLs):
 //!
-//! - `AXE_E2E_OPENAI_URL`: llama-cpp-python's OpenAI-compatible server with
-//!   SmolLM2-135M-Instruct and `--chat_format chatml-function-calling`: a
-//!   real model whose real `tool_calls` go through `call_agent`;
-//! - `AXE_E2E_ANTHROPIC_URL`: llama.cpp's own `llama-server`, which serves
-//!   the Anthropic Messages API (`/v1/messages`) with the same model;
+//! - `AXE_E2E_LLAMA_URL`: llama.cpp's own server (the xllamacpp wheel) with
+//!   Qwen2.5-Coder 0.5B Instruct and examples/demo/chat-template.jinja: a
+//!   real model whose real tool calls go through `call_agent`, on both the
+//!   OpenAI (`/v1/chat/completions`) and the Anthropic (`/v1/messages`)
+//!   wire formats the server speaks;
 //! - `AXE_E2E_AIMOCK_URL`: `@copilotkit/aimock` serving OpenAI, Anthropic and
 //!   Ollama from `fixtures/e2e/aimock.json`: a third-party implementation of
 //!   each wire format, scripted to call `call_agent` and to answer once the
-//!   tool result arrives.
+//!   tool result arrives (the Ollama wire has no real server here).
 //!
 //! Every test is `#[ignore]`, so `cargo test` (and `make test`, and CI) skips
 //! them; `cargo test --test e2e -- --ignored` runs them, and a test whose
@@ -19,7 +19,7 @@
 //! loopback server, forwarding with ureq), so the tests see every request
 //! axe sent and every response the server really gave. They assert protocol
 //! facts and structure (status codes, messages, ids, token counts, which
-//! agent asked what), never a model's wording.
+//! agent asked what, what ran at the same time), never a model's wording.
 
 mod common;
 use common::*;
@@ -41,8 +41,8 @@ fn require(var: &str) -> String {
         Ok(v) if !v.trim().is_empty() => v.trim().trim_end_matches('/').to_string(),
         _ => panic!(
             "{var} is not set: this end-to-end test needs a real server. Run `make e2e` \
-             (scripts/e2e.sh starts the servers and sets AXE_E2E_OPENAI_URL, \
-             AXE_E2E_ANTHROPIC_URL and AXE_E2E_AIMOCK_URL)"
+             (scripts/e2e.sh starts the servers and sets AXE_E2E_LLAMA_URL and \
+             AXE_E2E_AIMOCK_URL)"
         ),
     }
 }
@@ -52,7 +52,7 @@ fn local_model() -> String {
     std::env::var("AXE_E2E_MODEL")
         .ok()
         .filter(|m| !m.trim().is_empty())
-        .unwrap_or_else(|| "smollm2-135m".to_string())
+        .unwrap_or_else(|| "qwen".to_string())
 }
 
 // ---------------------------------------------------------------------------
@@ -179,20 +179,33 @@ impl Format {
         }
     }
 
-    /// (input, output) tokens of a response, as the server reported them.
+    /// (input, output) tokens of a response, as the server billed them:
+    /// Anthropic's input is `input_tokens` plus the prompt-cache writes and
+    /// reads, which its `input_tokens` leaves out.
     fn usage(self, resp: &Value) -> (u64, u64) {
         let n = |v: &Value| v.as_u64().unwrap_or(0);
+        let u = &resp["usage"];
         match self {
-            Format::OpenAi => (
-                n(&resp["usage"]["prompt_tokens"]),
-                n(&resp["usage"]["completion_tokens"]),
-            ),
+            Format::OpenAi => (n(&u["prompt_tokens"]), n(&u["completion_tokens"])),
             Format::Anthropic => (
-                n(&resp["usage"]["input_tokens"]),
-                n(&resp["usage"]["output_tokens"]),
+                n(&u["input_tokens"])
+                    + n(&u["cache_creation_input_tokens"])
+                    + n(&u["cache_read_input_tokens"]),
+                n(&u["output_tokens"]),
             ),
             Format::Ollama => (n(&resp["prompt_eval_count"]), n(&resp["eval_count"])),
         }
+    }
+
+    /// Input tokens read from the server's prompt cache.
+    fn cache_reads(self, resp: &Value) -> u64 {
+        let u = &resp["usage"];
+        match self {
+            Format::OpenAi => u["prompt_tokens_details"]["cached_tokens"].as_u64(),
+            Format::Anthropic => u["cache_read_input_tokens"].as_u64(),
+            Format::Ollama => None,
+        }
+        .unwrap_or(0)
     }
 
     fn stop_reason(self, resp: &Value) -> String {
@@ -418,14 +431,20 @@ fn assert_report_matches(format: Format, report: &Value, top: &[Exchange]) {
         json!(format.stop_reason(&last_json)),
         "stop_reason"
     );
-    let (mut input, mut output, mut calls) = (0, 0, 0);
+    let (mut input, mut output, mut calls, mut cached) = (0, 0, 0, 0);
     for e in top {
         let r = e.response_json();
         let (i, o) = format.usage(&r);
         input += i;
         output += o;
+        cached += format.cache_reads(&r);
         calls += format.calls(&r).len() as u64;
     }
+    assert_eq!(
+        report["cache_read_input_tokens"].as_u64(),
+        Some(cached),
+        "cache reads"
+    );
     assert_eq!(
         (
             report["input_tokens"].as_u64(),
@@ -522,7 +541,7 @@ fn demo_agents() -> Vec<(String, String)> {
         .map(|n| {
             let text = std::fs::read_to_string(dir.join(format!("{n}.toml"))).unwrap();
             // The model the local server answers to, whatever its alias.
-            let text = text.replace("openai/smollm2-135m", &format!("openai/{}", local_model()));
+            let text = text.replace("openai/qwen", &format!("openai/{}", local_model()));
             (n.to_string(), text)
         })
         .collect()
@@ -546,21 +565,36 @@ fn print_timings(log: &[Exchange], cast: &Cast) {
 }
 
 // ---------------------------------------------------------------------------
-// llama-cpp-python's server: the OpenAI wire format with a real model.
+// llama.cpp's server with a real model, on the OpenAI and Anthropic wires.
 // ---------------------------------------------------------------------------
 
-#[test]
-#[ignore = "needs a real server: make e2e"]
-fn llama_cpp_python_single_shot() {
-    let proxy = Proxy::start(&require("AXE_E2E_OPENAI_URL"));
+/// The demo agents on `format`'s wire.
+fn demo_agents_on(format: Format) -> Vec<(String, String)> {
+    demo_agents()
+        .into_iter()
+        .map(|(name, text)| {
+            let text = text.replace(
+                &format!("openai/{}", local_model()),
+                &format!("{}/{}", format.provider(), local_model()),
+            );
+            (name, text)
+        })
+        .collect()
+}
+
+/// A single-shot agent on `format`: one request, the request shape the API
+/// reference gives, the server's usage in `--json`.
+fn single_shot(format: Format) {
+    let proxy = Proxy::start(&require("AXE_E2E_LLAMA_URL"));
     let home = Home::new();
     let cast = Cast::write(
         &home,
         &[(
             "solo".into(),
             format!(
-                "name = \"solo\"\nmodel = \"openai/{}\"\nsystem_prompt = \"You answer in one short sentence.\"\n\
+                "name = \"solo\"\nmodel = \"{}/{}\"\nsystem_prompt = \"You answer in one short sentence.\"\n\
                  [params]\ntemperature = 0\nmax_tokens = 40\n",
+                format.provider(),
                 local_model()
             ),
         )],
@@ -568,90 +602,117 @@ fn llama_cpp_python_single_shot() {
     let (_, report) = run_json(&home, &proxy, "solo", &["-p", "What is a CLI?"]);
     let log = proxy.exchanges();
     print_timings(&log, &cast);
-    assert_all_ok(&log, Format::OpenAi);
+    assert_all_ok(&log, format);
     assert_eq!(log.len(), 1, "a single-shot run is one request");
-    let req = log[0].request.json();
-    assert!(req.get("tools").is_none(), "no sub_agents, no tools: {req}");
-    assert_eq!(req["temperature"], json!(0));
-    assert_eq!(req["max_tokens"], json!(40));
+    let req = &log[0].request;
+    let body = req.json();
+    assert!(body.get("tools").is_none(), "no sub_agents, no tools: {body}");
+    assert_eq!(body["temperature"], json!(0));
+    assert_eq!(body["max_tokens"], json!(40));
     let resp = log[0].response_json();
-    assert_eq!(resp["object"], "chat.completion");
-    let (input, output) = Format::OpenAi.usage(&resp);
+    match format {
+        Format::OpenAi => assert_eq!(resp["object"], "chat.completion"),
+        _ => {
+            assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
+            assert_eq!(req.header("x-api-key"), Some(DUMMY_KEY));
+            assert_eq!(body["system"], "You answer in one short sentence.");
+            assert_eq!(resp["type"], "message");
+            assert_eq!(resp["role"], "assistant");
+        }
+    }
+    let (input, output) = format.usage(&resp);
     assert!(input > 0 && output > 0, "the server reports usage: {resp}");
-    assert_report_matches(Format::OpenAi, &report, &log);
-    assert_eq!(report["model"], json!(format!("openai/{}", local_model())));
+    assert_report_matches(format, &report, &log);
+    assert_eq!(
+        report["model"],
+        json!(format!("{}/{}", format.provider(), local_model()))
+    );
 }
 
-#[test]
-#[ignore = "needs a real server: make e2e"]
-fn llama_cpp_python_delegation_round_trip() {
-    let proxy = Proxy::start(&require("AXE_E2E_OPENAI_URL"));
+/// The demo's lead on `format`: a real model's real calls to both
+/// sub-agents in one response, which run at the same time on the server's
+/// two slots; every result goes back by id, in call order; the lead answers
+/// without tools; `--json` matches the server's usage, the whole tree's too.
+fn delegation(format: Format) {
+    let proxy = Proxy::start(&require("AXE_E2E_LLAMA_URL"));
     let home = Home::new();
-    let cast = Cast::write(&home, &demo_agents());
+    let cast = Cast::write(&home, &demo_agents_on(format));
     let (out, report) = run_json(&home, &proxy, "lead", &["-p", &demo_input()]);
     let log = proxy.exchanges();
     print_timings(&log, &cast);
-    assert_all_ok(&log, Format::OpenAi);
+    assert_all_ok(&log, format);
     let lead = made_by(&cast, &log, "lead");
     let first = lead[0].response_json();
+    let calls = format.calls(&first);
     assert_eq!(
-        first["choices"][0]["finish_reason"], "tool_calls",
-        "the model did not delegate on its first turn (the demo prompt is tuned so that \
-         it does): {first}"
+        calls.len(),
+        2,
+        "the lead did not call both sub-agents in its first response (the demo's \
+         prompt and chat template make it do so at temperature 0): {first}"
     );
-    let tools = &lead[0].request.json()["tools"];
+    let body = lead[0].request.json();
+    let enum_path = match format {
+        Format::OpenAi => &body["tools"][0]["function"]["parameters"],
+        _ => &body["tools"][0]["input_schema"],
+    };
     assert_eq!(
-        tools[0]["function"]["parameters"]["properties"]["agent"]["enum"],
+        enum_path["properties"]["agent"]["enum"],
         json!(["summarizer", "critic"])
     );
-    let checked = assert_round_trips(Format::OpenAi, &cast, &log, "lead");
-    assert!(checked >= 1);
-    // The last turn answered without tools.
+    if format == Format::OpenAi {
+        assert_eq!(body["parallel_tool_calls"], json!(true), "{body}");
+    }
+    assert_eq!(assert_round_trips(format, &cast, &log, "lead"), 2);
+    // The two sub-agents were answered by the server at the same time.
+    assert!(
+        proxy.server.max_in_flight() >= 2,
+        "the two calls of one response did not run side by side"
+    );
     let last = lead.last().unwrap().response_json();
-    assert!(Format::OpenAi.calls(&last).is_empty(), "{last}");
-    assert_report_matches(Format::OpenAi, &report, &lead);
+    assert!(format.calls(&last).is_empty(), "{last}");
+    assert_report_matches(format, &report, &lead);
+    let (mut input, mut output) = (0, 0);
+    for e in &log {
+        let (i, o) = format.usage(&e.response_json());
+        input += i;
+        output += o;
+    }
+    assert_eq!(
+        (
+            report["total_input_tokens"].as_u64(),
+            report["total_output_tokens"].as_u64()
+        ),
+        (Some(input), Some(output)),
+        "the tree's totals are everything the server billed"
+    );
     let err = stderr(&out);
     assert!(err.contains("[turn 1] Sending request"), "{err}");
-    assert!(err.contains("[sub-agent] Calling \""), "{err}");
+    assert!(err.contains("[sub-agent] Calling \"summarizer\""), "{err}");
+    assert!(err.contains("[sub-agent] Calling \"critic\""), "{err}");
 }
-
-// ---------------------------------------------------------------------------
-// llama.cpp's llama-server: the Anthropic Messages API.
-// ---------------------------------------------------------------------------
 
 #[test]
 #[ignore = "needs a real server: make e2e"]
-fn llama_server_anthropic_single_shot() {
-    let proxy = Proxy::start(&require("AXE_E2E_ANTHROPIC_URL"));
-    let home = Home::new();
-    let cast = Cast::write(
-        &home,
-        &[(
-            "solo".into(),
-            format!(
-                "name = \"solo\"\nmodel = \"anthropic/{}\"\nsystem_prompt = \"You answer in one short sentence.\"\n\
-                 [params]\ntemperature = 0\nmax_tokens = 40\n",
-                local_model()
-            ),
-        )],
-    );
-    let (_, report) = run_json(&home, &proxy, "solo", &["-p", "What is a CLI?"]);
-    let log = proxy.exchanges();
-    print_timings(&log, &cast);
-    assert_all_ok(&log, Format::Anthropic);
-    assert_eq!(log.len(), 1);
-    let req = &log[0].request;
-    assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
-    assert_eq!(req.header("x-api-key"), Some(DUMMY_KEY));
-    let body = req.json();
-    assert_eq!(body["system"], "You answer in one short sentence.");
-    assert_eq!(body["max_tokens"], json!(40));
-    let resp = log[0].response_json();
-    assert_eq!(resp["type"], "message");
-    assert_eq!(resp["role"], "assistant");
-    let (input, output) = Format::Anthropic.usage(&resp);
-    assert!(input > 0 && output > 0, "the server reports usage: {resp}");
-    assert_report_matches(Format::Anthropic, &report, &log);
+fn llama_openai_single_shot() {
+    single_shot(Format::OpenAi);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_anthropic_single_shot() {
+    single_shot(Format::Anthropic);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_openai_delegation_to_two_sub_agents_at_once() {
+    delegation(Format::OpenAi);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_anthropic_delegation_to_two_sub_agents_at_once() {
+    delegation(Format::Anthropic);
 }
 
 // ---------------------------------------------------------------------------
