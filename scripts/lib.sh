@@ -69,6 +69,10 @@ now() { date +%s; }
 
 stop_servers() {
     local pid
+    # A second signal while cleaning up (make sends its own SIGTERM to the
+    # recipe after the group's) would run the INT/TERM trap's `exit` here and
+    # cut the cleanup short, leaving the server running.
+    trap '' INT TERM
     for pid in "${SERVER_PIDS[@]}"; do
         if kill -0 "$pid" 2>/dev/null; then
             # A child started by start_child leads its own process group:

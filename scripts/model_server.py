@@ -17,7 +17,22 @@ import threading
 import xllamacpp
 
 
+def die_with_parent():
+    # If the script that started us is killed outright (SIGKILL, no trap),
+    # the kernel sends us SIGTERM: the server never outlives its caller.
+    try:
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:
+        sys.exit(0)  # the caller was gone before prctl
+
+
 def main():
+    die_with_parent()
     model, port, template, alias, slots = sys.argv[1:6]
     params = xllamacpp.CommonParams()
     params.model.path = model
