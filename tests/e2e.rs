@@ -606,7 +606,10 @@ fn single_shot(format: Format) {
     assert_eq!(log.len(), 1, "a single-shot run is one request");
     let req = &log[0].request;
     let body = req.json();
-    assert!(body.get("tools").is_none(), "no sub_agents, no tools: {body}");
+    assert!(
+        body.get("tools").is_none(),
+        "no sub_agents, no tools: {body}"
+    );
     assert_eq!(body["temperature"], json!(0));
     assert_eq!(body["max_tokens"], json!(40));
     let resp = log[0].response_json();
