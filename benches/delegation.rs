@@ -1,9 +1,16 @@
 //! `make bench`: what axe adds on top of the model's latency, measured by
-//! driving the release `axe` binary as a user would (a temp
-//! `XDG_CONFIG_HOME`, agent files, `AXE_OPENAI_BASE_URL` pointing at a fake
-//! provider on 127.0.0.1). Prints one table and writes
-//! `target/bench/results.json`. Never fails on a time: the targets are
-//! goals shown beside the figures, not assertions.
+//! driving an `axe` binary as a user would (a temp `XDG_CONFIG_HOME`, agent
+//! files, the prompt on stdin, `AXE_OPENAI_BASE_URL` pointing at a fake
+//! provider on 127.0.0.1). Prints one table, a column per binary with each
+//! figure marked against its target, and writes `target/bench/results.json`.
+//! Never fails on a time: the targets are goals shown beside the figures,
+//! not assertions.
+//!
+//! Which binaries: `AXE_BENCH_BIN` names them (`PATH`, or
+//! `LABEL=PATH,LABEL=PATH`, e.g. another implementation of the same CLI);
+//! by default the release build cargo made (`glibc`) and, when `make static`
+//! has built it, the static one (`static`). The binaries take turns within
+//! every repetition, so drift on the machine falls on all of them alike.
 //!
 //! The fake provider is the test harness's (`tests/common`): a thread per
 //! connection, `TCP_NODELAY`, each response in one write, counting requests
@@ -11,12 +18,17 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/measure.rs"]
+mod measure;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
+use measure::{Measured, RUSAGE_SELF, measure, rusage};
 use serde_json::{Value, json};
 
 /// The model latency the fan-out and tree scenarios simulate.
@@ -25,117 +37,159 @@ const L: Duration = Duration::from_millis(200);
 const REPEATS: usize = 3;
 /// Runs in each per-run cost loop.
 const RUNS: usize = 200;
+/// The prompt every run is given, on stdin.
+const PROMPT: &str = "hi";
 
-/// One line of the table.
-struct Figure {
+/// A binary under measurement.
+struct Bin {
+    label: String,
+    path: PathBuf,
+}
+
+/// One line of the table: a value per binary (None: that binary failed the
+/// scenario), the goal, and what was seen.
+struct Row {
     name: String,
-    value: f64,
     unit: &'static str,
-    target: String,
-    detail: String,
+    /// `<= X`, or `-` for a figure shown without a goal.
+    target: &'static str,
+    values: Vec<Option<f64>>,
+    details: Vec<String>,
+}
+
+impl Row {
+    fn new(name: impl Into<String>, unit: &'static str, target: &'static str) -> Row {
+        Row {
+            name: name.into(),
+            unit,
+            target,
+            values: Vec::new(),
+            details: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, value: Option<f64>, detail: String) {
+        self.values.push(value);
+        self.details.push(detail);
+    }
+
+    /// Whether `value` meets the target; None when there is none.
+    fn met(&self, value: f64) -> Option<bool> {
+        let bound: f64 = self.target.strip_prefix("<= ")?.parse().ok()?;
+        Some(value <= bound)
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--rss-of") {
-        return rss_shim(&args[2..]);
+    if args.get(1).map(String::as_str) == Some(measure::SHIM_FLAG) {
+        return measure::shim(&args[2..]);
     }
-    let axe = env!("CARGO_BIN_EXE_axe");
-    let mut figures = Vec::new();
+    let bins = binaries();
+    let mut rows = Vec::new();
+    // AXE_BENCH_ONLY=word runs only the scenarios whose name holds it
+    // (fan-out, N=256, tree, per-run, connections): for profiling.
+    let only = std::env::var("AXE_BENCH_ONLY").unwrap_or_default();
+    let wanted = |name: &str| name.contains(only.as_str());
 
     for n in [1, 4, 16, 64, 256] {
-        let mut runs: Vec<_> = (0..REPEATS).map(|_| fan_out(n)).collect();
-        runs.sort_by_key(|r| r.0.wall);
-        let (m, in_flight, t, server_cpu) = runs[REPEATS / 2];
-        let wall = m.wall;
-        figures.push(Figure {
-            name: format!("fan-out N={n}: wall / L"),
-            value: wall.as_secs_f64() / L.as_secs_f64(),
-            unit: "x",
-            target: if n <= 64 { "<= 1.05" } else { "<= 1.15" }.into(),
-            detail: format!(
-                "median of {REPEATS}: {:.1} ms, max in flight {in_flight}/{n}; sub-agent requests \
-                 arrived {:.1}-{:.1} ms after the calls, parent's next request {:.1} ms after the \
-                 last answer; CPU: axe {:.0} ms, fake provider {:.0} ms",
-                ms(wall),
-                ms(t.first),
-                ms(t.last),
-                ms(t.tail),
-                ms(m.cpu),
-                ms(server_cpu)
-            ),
-        });
+        if wanted(&format!("fan-out N={n}")) {
+            fan_out_rows(&bins, n, &mut rows);
+        }
+    }
+    if wanted("tree") {
+        tree_rows(&bins, &mut rows);
+    }
+    if wanted("per-run") {
+        per_run_rows(&bins, &mut rows);
+    }
+    if wanted("connections") {
+        let mut row = Row::new("connections, 10-turn conversation", "conn", "<= 1");
+        for bin in &bins {
+            match attempt(|| connections(bin)) {
+                Some((connections, requests)) => row.push(
+                    Some(connections as f64),
+                    format!("{requests} requests served over {connections} TCP connection(s)"),
+                ),
+                None => row.push(None, "failed".into()),
+            }
+        }
+        rows.push(row);
     }
 
-    let (wall, in_flight) = median_of(REPEATS, tree);
-    figures.push(Figure {
-        name: "tree 1->4->16: wall / 5L".into(),
-        value: wall.as_secs_f64() / (5.0 * L.as_secs_f64()),
-        unit: "x",
-        target: "<= 1.10".into(),
-        detail: format!(
-            "median of {REPEATS}: {:.1} ms, server max in flight {in_flight} (16 leaves)",
-            ms(wall)
-        ),
-    });
+    let mut row = Row::new("binary size", "MiB", "<= 4");
+    for bin in &bins {
+        let size = std::fs::metadata(&bin.path).map_or(0, |m| m.len());
+        row.push(
+            Some(size as f64 / (1024.0 * 1024.0)),
+            format!("{size} bytes, {}", linkage(bin)),
+        );
+    }
+    rows.push(row);
 
-    let floor = spawn_loop(|| {
-        let mut c = Command::new("/bin/true");
-        c.stdout(Stdio::null());
-        c
-    });
-    let (single, dry) = per_run();
-    for (what, t) in [("single run", single), ("--dry-run", dry)] {
-        figures.push(Figure {
-            name: format!("per-run cost, {what}: mean - /bin/true mean"),
-            value: ms(t.mean) - ms(floor.mean),
-            unit: "ms",
-            target: "<= 2".into(),
-            detail: format!(
-                "{RUNS} runs: mean {:.2} ms, min {:.2} ms; /bin/true mean {:.2} ms, min {:.2} ms",
-                ms(t.mean),
-                ms(t.min),
-                ms(floor.mean),
-                ms(floor.min)
-            ),
+    report(&bins, &rows);
+}
+
+/// The binaries to measure (see the file's header).
+fn binaries() -> Vec<Bin> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    if let Ok(list) = std::env::var("AXE_BENCH_BIN") {
+        return list
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|entry| {
+                let (label, path) = entry.split_once('=').unwrap_or(("", entry));
+                let path = root.join(path);
+                let label = if label.is_empty() {
+                    path.display().to_string()
+                } else {
+                    label.to_string()
+                };
+                Bin { label, path }
+            })
+            .collect();
+    }
+    let mut bins = vec![Bin {
+        label: "glibc".into(),
+        path: env!("CARGO_BIN_EXE_axe").into(),
+    }];
+    let musl = root.join("target/x86_64-unknown-linux-musl/release/axe");
+    if musl.is_file() {
+        bins.push(Bin {
+            label: "static".into(),
+            path: musl,
         });
     }
+    bins
+}
 
-    let (single_kb, fan_kb) = memory();
-    figures.push(Figure {
-        name: "peak RSS, single run".into(),
-        value: single_kb as f64 / 1024.0,
-        unit: "MiB",
-        target: "<= 6".into(),
-        detail: "ru_maxrss of the child".into(),
-    });
-    figures.push(Figure {
-        name: "peak RSS, fan-out N=256".into(),
-        value: fan_kb as f64 / 1024.0,
-        unit: "MiB",
-        target: "<= 64".into(),
-        detail: "ru_maxrss of the child".into(),
-    });
+/// Runs `f`; a panic (a failed check inside a scenario) becomes None, so
+/// that one binary's failure leaves the others' figures standing.
+fn attempt<T>(f: impl FnOnce() -> T) -> Option<T> {
+    catch_unwind(AssertUnwindSafe(f)).ok()
+}
 
-    let (connections, requests) = connections();
-    figures.push(Figure {
-        name: "connections, 10-turn conversation".into(),
-        value: connections as f64,
-        unit: "conn",
-        target: "1".into(),
-        detail: format!("{requests} requests served over {connections} TCP connection(s)"),
-    });
+/// Runs `f` for every binary [`REPEATS`] times, the binaries taking turns,
+/// and returns each binary's runs (None where one failed).
+fn repeated<T>(bins: &[Bin], mut f: impl FnMut(&Bin) -> T) -> Vec<Option<Vec<T>>> {
+    let mut runs: Vec<Option<Vec<T>>> = bins.iter().map(|_| Some(Vec::new())).collect();
+    for _ in 0..REPEATS {
+        for (bin, runs) in bins.iter().zip(runs.iter_mut()) {
+            if runs.is_some() {
+                match attempt(|| f(bin)) {
+                    Some(run) => runs.as_mut().map(|r| r.push(run)),
+                    None => runs.take().map(|_| ()),
+                };
+            }
+        }
+    }
+    runs
+}
 
-    let size = std::fs::metadata(axe).map_or(0, |m| m.len());
-    figures.push(Figure {
-        name: "release binary".into(),
-        value: size as f64 / (1024.0 * 1024.0),
-        unit: "MiB",
-        target: "<= 4".into(),
-        detail: format!("{size} bytes"),
-    });
-
-    report(&figures);
+/// The median of `values` (the upper one of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 // ---------------------------------------------------------------------------
@@ -157,31 +211,33 @@ fn home_with(agents: &[(&str, &str)]) -> Home {
     home
 }
 
-fn axe_at(home: &Home, server: &FakeServer) -> Command {
-    let mut c = home.axe();
-    c.env("OPENAI_API_KEY", "sk-bench-0123456789")
+/// `bin` with `args`, set up for `home` and `server`.
+fn axe_at(bin: &Bin, home: &Home, server: &FakeServer, args: &[&str]) -> Command {
+    let mut cmd = home.command(&bin.path);
+    cmd.args(args)
+        .env("OPENAI_API_KEY", "sk-bench-0123456789")
         .env("AXE_OPENAI_BASE_URL", &server.url)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    c
+    cmd
 }
 
-/// Which agent sent a request, from its system prompt.
-fn who(req: &Recorded) -> String {
-    req.who()
-}
-
-/// Runs `cmd`, checks it succeeded, returns its wall time.
-fn timed(cmd: &mut Command) -> Duration {
-    let started = Instant::now();
-    let out = cmd.output().expect("run axe");
-    let wall = started.elapsed();
+/// Runs `cmd` with [`PROMPT`] on stdin, checks it succeeded, returns its
+/// standard output.
+fn run_ok(mut cmd: Command) -> String {
+    let mut child = cmd.spawn().expect("run axe");
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        let _ = stdin.write_all(PROMPT.as_bytes());
+    }
+    let out = child.wait_with_output().expect("wait for axe");
     assert!(
         out.status.success(),
         "axe failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    wall
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// When things happened at the server during a fan-out, relative to the
@@ -195,12 +251,19 @@ struct Timeline {
     tail: Duration,
 }
 
+/// One fan-out run: what the shim measured of axe, the server's maximum
+/// in-flight count, the timeline, and the CPU the fake provider used
+/// meanwhile (it shares the machine with axe).
+struct FanOut {
+    axe: Measured,
+    in_flight: usize,
+    timeline: Timeline,
+    server_cpu: Duration,
+}
+
 /// N `call_agent` calls in one instant parent response; every sub-agent
-/// answer takes L. Returns axe's wall time, RSS and CPU (measured by the
-/// shim), the server's maximum in-flight count, the timeline, and the CPU
-/// the fake provider used meanwhile (it shares the machine with axe).
-fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
-    use std::sync::Mutex;
+/// answer takes L.
+fn fan_out(bin: &Bin, n: usize) -> FanOut {
     let home = home_with(&[("lead", "sub_agents = [\"w\"]\n"), ("w", "")]);
     // (calls sent, sub-agent arrivals, last sub-agent answer, parent's next request)
     type Marks = (
@@ -212,7 +275,7 @@ fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
     let marks: Arc<Mutex<Marks>> = Arc::default();
     let m = marks.clone();
     let server = FakeServer::route(move |req| {
-        if who(req) != "lead" {
+        if req.who() != "lead" {
             m.lock().unwrap().1.push(Instant::now());
             std::thread::sleep(L);
             let mut g = m.lock().unwrap();
@@ -221,13 +284,7 @@ fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
         }
         if req.has_tool_results() {
             m.lock().unwrap().3 = Some(Instant::now());
-            // Every sub-agent must have answered, or the figure means nothing.
-            let answered = req
-                .messages()
-                .iter()
-                .filter(|m| m["role"] == "tool" && m["content"] == "ok")
-                .count();
-            return Reply::Json(200, openai_text(&format!("{answered} answered"), 1, 1));
+            return Reply::Json(200, openai_text("all answered", 1, 1));
         }
         let ids: Vec<String> = (0..n).map(|i| format!("call_{i}")).collect();
         let calls: Vec<Call> = ids
@@ -238,20 +295,18 @@ fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
         m.lock().unwrap().0 = Some(Instant::now());
         Reply::Json(200, body)
     });
-    let mut cmd = axe_at(&home, &server);
-    cmd.args(["run", "lead"]);
+    let cmd = axe_at(bin, &home, &server, &["run", "lead"]);
     let (_, server_cpu_before) = rusage(RUSAGE_SELF);
-    let measured = measure(&cmd);
+    let axe = measure(&cmd, PROMPT);
     let (_, server_cpu_after) = rusage(RUSAGE_SELF);
+    // Every sub-agent must have answered, or the figures mean nothing.
     let last = server.requests().pop().expect("the parent's last request");
-    assert!(
-        last.messages()
-            .iter()
-            .filter(|m| m["role"] == "tool" && m["content"] == "ok")
-            .count()
-            == n,
-        "not every sub-agent answered"
-    );
+    let answered = last
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool" && m["content"] == "ok")
+        .count();
+    assert_eq!(answered, n, "not every sub-agent answered");
     let g = marks.lock().unwrap();
     let since = |t: Option<Instant>| match (g.0, t) {
         (Some(a), Some(b)) => b.saturating_duration_since(a),
@@ -265,17 +320,102 @@ fn fan_out(n: usize) -> (Measured, usize, Timeline, Duration) {
             _ => Duration::ZERO,
         },
     };
-    (
-        measured,
-        server.max_in_flight(),
+    FanOut {
+        axe,
+        in_flight: server.max_in_flight(),
         timeline,
-        server_cpu_after.saturating_sub(server_cpu_before),
-    )
+        server_cpu: server_cpu_after.saturating_sub(server_cpu_before),
+    }
+}
+
+/// The rows of the N-way fan-out: wall / L for every N; from N = 64, CPU
+/// per sub-agent; at N = 256, peak RSS, threads and the two hand-offs.
+fn fan_out_rows(bins: &[Bin], n: usize, rows: &mut Vec<Row>) {
+    let runs = repeated(bins, |bin| fan_out(bin, n));
+    let target = if n <= 64 { "<= 1.05" } else { "<= 1.25" };
+    let mut wall = Row::new(format!("fan-out N={n}: wall / L"), "x", target);
+    let mut cpu = Row::new(format!("fan-out N={n}: CPU per sub-agent"), "us", "<= 200");
+    let mut rss = Row::new(format!("fan-out N={n}: peak RSS"), "MiB", "<= 16");
+    let mut threads = Row::new(format!("fan-out N={n}: threads at peak"), "", "-");
+    let mut first = Row::new(
+        format!("fan-out N={n}: first sub-agent request"),
+        "ms",
+        "<= 3",
+    );
+    let mut tail = Row::new(
+        format!("fan-out N={n}: parent's next request"),
+        "ms",
+        "<= 3",
+    );
+    for runs in runs {
+        let Some(runs) = runs else {
+            for row in [
+                &mut wall,
+                &mut cpu,
+                &mut rss,
+                &mut threads,
+                &mut first,
+                &mut tail,
+            ] {
+                row.push(None, "failed".into());
+            }
+            continue;
+        };
+        let of = |f: &dyn Fn(&FanOut) -> f64| median(runs.iter().map(f).collect());
+        let wall_ms = of(&|r| ms(r.axe.wall));
+        let cpu_ms = of(&|r| ms(r.axe.cpu));
+        wall.push(
+            Some(wall_ms / ms(L)),
+            format!(
+                "median of {REPEATS}: {wall_ms:.1} ms, max in flight {:.0}/{n}; sub-agent \
+                 requests arrived {:.1}-{:.1} ms after the calls; CPU: axe {cpu_ms:.0} ms, fake \
+                 provider {:.0} ms",
+                of(&|r| r.in_flight as f64),
+                of(&|r| ms(r.timeline.first)),
+                of(&|r| ms(r.timeline.last)),
+                of(&|r| ms(r.server_cpu)),
+            ),
+        );
+        cpu.push(
+            Some(cpu_ms * 1000.0 / n as f64),
+            format!(
+                "median of {REPEATS}: {cpu_ms:.1} ms of CPU (user + system) for {n} sub-agents"
+            ),
+        );
+        rss.push(
+            Some(of(&|r| r.axe.max_rss_kib as f64) / 1024.0),
+            "ru_maxrss of the child".into(),
+        );
+        threads.push(
+            Some(of(&|r| r.axe.threads as f64)),
+            "the most threads /proc showed at once, sampled every ms".into(),
+        );
+        first.push(
+            Some(of(&|r| ms(r.timeline.first))),
+            "from the parent's response leaving the server to the first sub-agent request \
+             arriving"
+                .into(),
+        );
+        tail.push(
+            Some(of(&|r| ms(r.timeline.tail))),
+            "from the last sub-agent answer leaving the server to the parent's next request \
+             arriving"
+                .into(),
+        );
+    }
+    rows.push(wall);
+    if n >= 64 {
+        rows.push(cpu);
+    }
+    if n == 256 {
+        rows.extend([rss, threads, first, tail]);
+    }
 }
 
 /// root -> 4 children -> 4 leaves each; every response takes L. The
-/// critical path is 5 responses.
-fn tree() -> (Duration, usize) {
+/// critical path is 5 responses. Returns the wall time and the most leaves
+/// in flight at once.
+fn tree(bin: &Bin) -> (Duration, usize) {
     let home = home_with(&[
         ("root", "sub_agents = [\"child\"]\n"),
         ("child", "sub_agents = [\"leaf\"]\n"),
@@ -286,7 +426,7 @@ fn tree() -> (Duration, usize) {
     let (now, max) = (leaves_in_flight.clone(), max_leaves.clone());
     let server = FakeServer::route(move |req| {
         use std::sync::atomic::Ordering::SeqCst;
-        let name = who(req);
+        let name = req.who();
         let body = match (name.as_str(), req.has_tool_results()) {
             ("leaf", _) => {
                 let n = now.fetch_add(1, SeqCst) + 1;
@@ -308,20 +448,34 @@ fn tree() -> (Duration, usize) {
         };
         Reply::Delay(L, Box::new(Reply::Json(200, body)))
     });
+    let cmd = axe_at(bin, &home, &server, &["run", "root"]);
     let started = Instant::now();
-    let out = axe_at(&home, &server)
-        .args(["run", "root"])
-        .output()
-        .expect("run axe");
+    let out = run_ok(cmd);
     let wall = started.elapsed();
     // The whole tree answered, or the figure means nothing.
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "root done\n",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.trim_end(), "root done");
     (wall, max_leaves.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+fn tree_rows(bins: &[Bin], rows: &mut Vec<Row>) {
+    let mut row = Row::new("tree 1->4->16: wall / 5L", "x", "<= 1.02");
+    for runs in repeated(bins, tree) {
+        match runs {
+            Some(runs) => {
+                let wall = median(runs.iter().map(|r| ms(r.0)).collect());
+                let leaves = median(runs.iter().map(|r| r.1 as f64).collect());
+                row.push(
+                    Some(wall / (5.0 * ms(L))),
+                    format!(
+                        "median of {REPEATS}: {wall:.1} ms, server max in flight {leaves:.0} \
+                         (16 leaves)"
+                    ),
+                );
+            }
+            None => row.push(None, "failed".into()),
+        }
+    }
+    rows.push(row);
 }
 
 /// Mean and minimum of a loop of runs.
@@ -331,14 +485,23 @@ struct Times {
     min: Duration,
 }
 
-/// Spawns `make()`'s command [`RUNS`] times, one after another.
+/// Runs `make()`'s command [`RUNS`] times, one after another, each with
+/// [`PROMPT`] on stdin.
 fn spawn_loop(make: impl Fn() -> Command) -> Times {
     let mut total = Duration::ZERO;
     let mut min = Duration::MAX;
     for _ in 0..RUNS {
         let mut cmd = make();
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         let started = Instant::now();
-        let status = cmd.status().expect("spawn");
+        let mut child = cmd.spawn().expect("spawn");
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write;
+            let _ = stdin.write_all(PROMPT.as_bytes());
+        }
+        let status = child.wait().expect("wait");
         let t = started.elapsed();
         assert!(status.success(), "{cmd:?} failed");
         total += t;
@@ -350,38 +513,60 @@ fn spawn_loop(make: impl Fn() -> Command) -> Times {
     }
 }
 
-/// A single-shot agent against an instant answer, and its `--dry-run`.
-fn per_run() -> (Times, Times) {
+/// A single-shot agent against an instant answer, and its `--dry-run`: the
+/// mean cost of a run over `/bin/true`'s, and a single run's peak RSS.
+fn per_run_rows(bins: &[Bin], rows: &mut Vec<Row>) {
     let home = home_with(&[("solo", "")]);
     let server = FakeServer::json(200, &openai_text("hello", 1, 1));
-    let quiet = |args: &'static [&'static str]| {
-        let home = &home;
-        let server = &server;
-        move || {
-            let mut c = axe_at(home, server);
-            c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-            c
+    let floor = spawn_loop(|| Command::new("/bin/true"));
+    let mut single = Row::new("per-run cost, single run (over /bin/true)", "ms", "<= 1.0");
+    let mut dry = Row::new("per-run cost, --dry-run (over /bin/true)", "ms", "<= 1.0");
+    let mut rss = Row::new("peak RSS, single run", "MiB", "<= 3.9");
+    for bin in bins {
+        for (row, args) in [
+            (&mut single, &["run", "solo"][..]),
+            (&mut dry, &["run", "solo", "--dry-run"][..]),
+        ] {
+            match attempt(|| spawn_loop(|| axe_at(bin, &home, &server, args))) {
+                Some(t) => row.push(
+                    Some(ms(t.mean) - ms(floor.mean)),
+                    format!(
+                        "{RUNS} runs: mean {:.2} ms, min {:.2} ms; /bin/true mean {:.2} ms, min \
+                         {:.2} ms",
+                        ms(t.mean),
+                        ms(t.min),
+                        ms(floor.mean),
+                        ms(floor.min)
+                    ),
+                ),
+                None => row.push(None, "failed".into()),
+            }
         }
-    };
-    let single = spawn_loop(quiet(&["run", "solo", "-p", "hi"]));
-    let dry = spawn_loop(quiet(&["run", "solo", "-p", "hi", "--dry-run"]));
-    (single, dry)
-}
-
-/// Peak RSS (KiB) of a single run and of the N = 256 fan-out.
-fn memory() -> (u64, u64) {
-    let home = home_with(&[("solo", "")]);
-    let server = FakeServer::json(200, &openai_text("hello", 1, 1));
-    let single = measure(axe_at(&home, &server).args(["run", "solo", "-p", "hi"]));
-    (single.max_rss_kib, fan_out(256).0.max_rss_kib)
+        let runs = attempt(|| {
+            (0..REPEATS)
+                .map(|_| {
+                    let m = measure(&axe_at(bin, &home, &server, &["run", "solo"]), PROMPT);
+                    m.max_rss_kib as f64 / 1024.0
+                })
+                .collect::<Vec<_>>()
+        });
+        match runs {
+            Some(runs) => rss.push(
+                Some(median(runs)),
+                format!("ru_maxrss of the child, median of {REPEATS}"),
+            ),
+            None => rss.push(None, "failed".into()),
+        }
+    }
+    rows.extend([single, dry, rss]);
 }
 
 /// An 11-request parent conversation delegating once per turn, 10 times,
 /// all on one host: TCP connections accepted and requests served.
-fn connections() -> (usize, usize) {
+fn connections(bin: &Bin) -> (usize, usize) {
     let home = home_with(&[("lead", "sub_agents = [\"w\"]\n"), ("w", "")]);
     let server = FakeServer::route(|req| {
-        if who(req) != "lead" {
+        if req.who() != "lead" {
             return Reply::Json(200, openai_text("ok", 1, 1));
         }
         let turns_done = req
@@ -399,124 +584,26 @@ fn connections() -> (usize, usize) {
             )
         }
     });
-    timed(axe_at(&home, &server).args(["run", "lead"]));
+    run_ok(axe_at(bin, &home, &server, &["run", "lead"]));
     (server.connections(), server.requests().len())
 }
 
-// ---------------------------------------------------------------------------
-// Peak RSS: this bench re-runs itself as a shim whose only child is axe, so
-// that getrusage(RUSAGE_CHILDREN) is that one child's high-water mark.
-// ---------------------------------------------------------------------------
-
-/// What the shim measured of its one child.
-#[derive(Default, Clone, Copy)]
-struct Measured {
-    /// From spawn to exit, timed by the shim (its own start-up excluded).
-    wall: Duration,
-    /// Peak resident set, KiB.
-    max_rss_kib: u64,
-    /// User plus system CPU time.
-    cpu: Duration,
-}
-
-/// Runs `cmd` under the shim (0s where it cannot be measured).
-fn measure(cmd: &Command) -> Measured {
-    let Ok(me) = std::env::current_exe() else {
-        return Measured::default();
-    };
-    let mut shim = Command::new(me);
-    shim.arg("--rss-of")
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => shim.env(k, v),
-            None => shim.env_remove(k),
-        };
+/// `static` when the binary asks for no dynamic loader, else `dynamic`.
+fn linkage(bin: &Bin) -> &'static str {
+    // An ELF file that needs a loader names it in a PT_INTERP segment; the
+    // path of glibc's is in the file's first pages.
+    match std::fs::read(&bin.path) {
+        Ok(bytes)
+            if bytes
+                .windows(10)
+                .take(64 * 1024)
+                .any(|w| w == b"/lib64/ld-") =>
+        {
+            "dynamic"
+        }
+        Ok(_) => "static",
+        Err(_) => "unreadable",
     }
-    if let Some(dir) = cmd.get_current_dir() {
-        shim.current_dir(dir);
-    }
-    let out = shim
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the RSS shim");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let n: Vec<u64> = text
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    // A run that failed must not read as a fast one.
-    match (out.status.success(), &n[..]) {
-        (true, &[wall_us, rss, cpu_us]) => Measured {
-            wall: Duration::from_micros(wall_us),
-            max_rss_kib: rss,
-            cpu: Duration::from_micros(cpu_us),
-        },
-        _ => panic!(
-            "the measured run failed: {:?} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    }
-}
-
-fn rss_shim(cmd: &[String]) {
-    let started = Instant::now();
-    let out = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the measured command");
-    let wall = started.elapsed();
-    if !out.status.success() {
-        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-        std::process::exit(1);
-    }
-    let (rss, cpu) = rusage(RUSAGE_CHILDREN);
-    println!("{} {rss} {}", wall.as_micros(), cpu.as_micros());
-}
-
-const RUSAGE_SELF: i32 = 0;
-const RUSAGE_CHILDREN: i32 = -1;
-
-/// Peak RSS (KiB) and user + system CPU of `who` (0s where unsupported).
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn rusage(who: i32) -> (u64, Duration) {
-    #[repr(C)]
-    struct Rusage {
-        utime: [i64; 2],
-        stime: [i64; 2],
-        maxrss: i64,
-        rest: [i64; 13],
-    }
-    unsafe extern "C" {
-        fn getrusage(who: i32, usage: *mut Rusage) -> i32;
-    }
-    let mut usage = Rusage {
-        utime: [0; 2],
-        stime: [0; 2],
-        maxrss: 0,
-        rest: [0; 13],
-    };
-    // SAFETY: `usage` is a properly laid out, writable `struct rusage` for
-    // 64-bit Linux, and getrusage writes nothing else.
-    if unsafe { getrusage(who, &mut usage) } != 0 {
-        return (0, Duration::ZERO);
-    }
-    let tv = |t: [i64; 2]| {
-        Duration::from_secs(u64::try_from(t[0]).unwrap_or(0))
-            + Duration::from_micros(u64::try_from(t[1]).unwrap_or(0))
-    };
-    (
-        u64::try_from(usage.maxrss).unwrap_or(0),
-        tv(usage.utime) + tv(usage.stime),
-    )
-}
-
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn rusage(_: i32) -> (u64, Duration) {
-    (0, Duration::ZERO)
 }
 
 // ---------------------------------------------------------------------------
@@ -525,13 +612,6 @@ fn rusage(_: i32) -> (u64, Duration) {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// Runs `f` `n` times and returns the run with the median wall time.
-fn median_of(n: usize, mut f: impl FnMut() -> (Duration, usize)) -> (Duration, usize) {
-    let mut runs: Vec<(Duration, usize)> = (0..n).map(|_| f()).collect();
-    runs.sort_by_key(|r| r.0);
-    runs[n / 2]
 }
 
 fn machine() -> Value {
@@ -551,7 +631,22 @@ fn machine() -> Value {
     json!({"cpu": cpu, "cores": cores, "kernel": kernel})
 }
 
-fn report(figures: &[Figure]) {
+/// `1.23 x met`, `1.40 x MISSED`, `failed`.
+fn cell(row: &Row, value: Option<f64>) -> String {
+    match value {
+        None => "failed".into(),
+        Some(v) => {
+            let mark = match row.met(v) {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "",
+            };
+            format!("{v:>8.2} {:<3} {mark:<6}", row.unit)
+        }
+    }
+}
+
+fn report(bins: &[Bin], rows: &[Row]) {
     let m = machine();
     println!(
         "\naxe delegation benchmark (L = {} ms; {}, {} cores, Linux {})\n",
@@ -560,25 +655,50 @@ fn report(figures: &[Figure]) {
         m["cores"],
         m["kernel"].as_str().unwrap_or("?")
     );
-    let width = figures.iter().map(|f| f.name.len()).max().unwrap_or(0);
-    println!(
-        "{:<width$}  {:>9}  {:<8}  detail",
-        "figure", "value", "target"
-    );
-    for f in figures {
-        println!(
-            "{:<width$}  {:>6.2} {:<4} {:<8}  {}",
-            f.name, f.value, f.unit, f.target, f.detail
-        );
+    for bin in bins {
+        println!("{:>8}: {}", bin.label, bin.path.display());
     }
-    let rows: Vec<Value> = figures
+    println!();
+    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    print!("{:<width$}  {:<8}", "figure", "target");
+    for bin in bins {
+        print!("  {:<19}", bin.label);
+    }
+    println!();
+    for row in rows {
+        print!("{:<width$}  {:<8}", row.name, row.target);
+        for v in &row.values {
+            print!("  {:<19}", cell(row, *v));
+        }
+        println!();
+    }
+    println!("\ndetails:");
+    for row in rows {
+        println!("  {}", row.name);
+        for (bin, detail) in bins.iter().zip(&row.details) {
+            println!("    {}: {detail}", bin.label);
+        }
+    }
+    let json_rows: Vec<Value> = rows
         .iter()
-        .map(|f| {
-            json!({"figure": f.name, "value": f.value, "unit": f.unit,
-                   "target": f.target, "detail": f.detail})
+        .map(|r| {
+            let by_bin: Vec<Value> = bins
+                .iter()
+                .zip(r.values.iter().zip(&r.details))
+                .map(|(b, (v, d))| {
+                    json!({"binary": b.label, "value": v, "met": v.and_then(|v| r.met(v)),
+                           "detail": d})
+                })
+                .collect();
+            json!({"figure": r.name, "unit": r.unit, "target": r.target, "results": by_bin})
         })
         .collect();
-    let out = json!({"machine": m, "latency_ms": L.as_millis() as u64, "figures": rows});
+    let binaries: Vec<Value> = bins
+        .iter()
+        .map(|b| json!({"label": b.label, "path": b.path.display().to_string()}))
+        .collect();
+    let out = json!({"machine": m, "latency_ms": L.as_millis() as u64,
+                     "binaries": binaries, "figures": json_rows});
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     let path = dir.join("results.json");
     match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, format!("{out:#}\n"))) {

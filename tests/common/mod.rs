@@ -709,7 +709,13 @@ impl Home {
     /// The `axe` binary with this home and a clean environment: no keys, no
     /// base URLs, no editor from the developer's shell. Stdin is null.
     pub fn axe(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_axe"));
+        self.command(env!("CARGO_BIN_EXE_axe"))
+    }
+
+    /// [`Home::axe`] for any binary of the same CLI (the bench measures
+    /// others too).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
         c.env("XDG_CONFIG_HOME", self.dir.path())
             .env("HOME", self.dir.path())
             .env_remove("XDG_DATA_HOME")
