@@ -1,55 +1,27 @@
-//! The fan-out: running the calls of one response at the same time, each on
-//! a thread of a pool built for them (design D4), results in call order,
-//! a panic kept inside its call. It knows nothing of what the calls are.
+//! The fan-out: running the calls of one response at the same time on the
+//! run's helper threads (design D4), results in call order, a panic kept
+//! inside its call. It knows nothing of what the calls are.
+//!
+//! Helper threads are started when a fan-out needs more than are idle, and
+//! kept for the rest of the process, parked on a channel: a second fan-out
+//! (the next turn, a sibling's nested one) starts no thread, and none is
+//! torn down between the last answer and the parent's next request. A new
+//! helper starts on its first call at once, so the first sub-agent request
+//! leaves while later helpers are still being started. An axe process is
+//! one run, so the helpers are the run's.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
-
-/// A one-shot gate: [`Gate::wait`] blocks until [`Gate::open`].
-#[derive(Default)]
-struct Gate {
-    open: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Gate {
-    fn open(&self) {
-        *self.open.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.cv.notify_all();
-    }
-
-    fn wait(&self) {
-        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let _open = self
-            .cv
-            .wait_while(open, |open| !*open)
-            .unwrap_or_else(PoisonError::into_inner);
-    }
-}
-
-/// Counts one finished call when dropped, and opens `gate` at the last.
-struct Countdown<'a> {
-    done: &'a AtomicUsize,
-    of: usize,
-    gate: &'a Gate,
-}
-
-impl Drop for Countdown<'_> {
-    fn drop(&mut self) {
-        if self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.of {
-            self.gate.open();
-        }
-    }
-}
 
 /// How many threads one fan-out may use.
 #[derive(Debug, Clone, Copy)]
 pub struct Threads {
     /// At most this many calls run at once.
     pub max: usize,
-    /// At most this many threads can be started per pool: the tests'
+    /// At most this many helper threads can be had per fan-out: the tests'
     /// stand-in for a machine out of threads.
     pub spawnable: usize,
 }
@@ -63,23 +35,74 @@ impl Threads {
     }
 }
 
+/// Counts the helpers still working on a fan-out; [`Latch::wait`] returns
+/// when none is.
+#[derive(Default)]
+struct Latch {
+    busy: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Latch {
+    fn add(&self) {
+        *self.busy.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    }
+
+    fn done(&self) {
+        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        *busy = busy.saturating_sub(1);
+        if *busy == 0 {
+            self.cv.notify_all();
+        }
+    }
+
+    fn wait(&self) {
+        let busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        let _idle = self
+            .cv
+            .wait_while(busy, |busy| *busy > 0)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// Waits on its latch when dropped: the fan-out cannot return, nor unwind,
+/// while a helper may still use what it lent them.
+struct WaitForHelpers(Arc<Latch>);
+
+impl Drop for WaitForHelpers {
+    fn drop(&mut self) {
+        self.0.wait();
+    }
+}
+
+/// A fan-out's work lent to one helper: take calls until none is left,
+/// then count `done` down.
+struct Job {
+    /// Borrowed from the fan-out's stack, its lifetime erased: see
+    /// [`on_helpers`] for why that is sound.
+    work: &'static (dyn Fn() + Sync),
+    done: Arc<Latch>,
+}
+
+/// Idle helpers, each waiting on its channel for its next job.
+static IDLE: Mutex<Vec<Sender<Job>>> = Mutex::new(Vec::new());
+
+/// Idle helpers kept beyond this many end instead: one fan-out at the cap
+/// never needs more.
+const MAX_IDLE: usize = crate::tool::MAX_PARALLEL_CALLS;
+
 /// Runs `run` for every call and collects the results in call order. With
-/// `parallel` and more than one call, the calls run on a rayon pool built
-/// for this fan-out with one thread per call (at most `threads.max`; a
-/// thread that finishes takes the next waiting call); a single call runs on
-/// the current thread. A panic in one call becomes that call's result, made
-/// by `panicked` from the panic's payload; its siblings and the caller go on
+/// `parallel` and more than one call, up to `threads.max` calls run at
+/// once: the calling thread takes calls too, with one helper thread per
+/// further call (idle ones first, new ones when there are none), every
+/// thread taking the next call by index until all have started. Without
+/// `parallel`, or for a single call, the calls run in order on the calling
+/// thread. A panic in one call becomes that call's result, made by
+/// `panicked` from the panic's payload; its siblings and the caller go on
 /// (design D4).
 ///
-/// Every worker is handed its work by [`rayon::ThreadPool::broadcast`] and
-/// takes calls by index from a shared counter, so no job ever sits in a
-/// rayon queue. That matters twice. Stealing 256 jobs out of one deque
-/// costs 256 threads × 256 deques of probes, each pinning crossbeam's epoch
-/// (measured: half of axe's CPU at N = 256, and the last sub-agent request
-/// left 170 ms after the first). And a worker that waits for a nested
-/// fan-out inside rayon would run a queued sibling call meanwhile, then
-/// finish its own call only when the sibling does; with no queued jobs it
-/// has nothing to pick up.
+/// A thread waiting for a nested fan-out works on that fan-out's calls, and
+/// only those: it never picks up a sibling of its own call meanwhile.
 pub fn fan_out<T, R, F, P>(
     calls: &[T],
     parallel: bool,
@@ -97,28 +120,15 @@ where
         catch_unwind(AssertUnwindSafe(|| run(i, call)))
             .unwrap_or_else(|p| panicked(call, p.as_ref()))
     };
-    let in_order = || {
-        calls
+    if !parallel || calls.len() < 2 || threads.max < 2 {
+        return calls
             .iter()
             .enumerate()
             .map(|(i, c)| guarded(i, c))
-            .collect()
-    };
-    if !parallel || calls.len() < 2 {
-        return in_order();
+            .collect();
     }
-    // Fewer threads than wanted (a machine short of them) still beats one
-    // call at a time: try again with as many as could be started.
-    let mut count = calls.len().min(threads.max.max(1));
-    let slots = loop {
-        if count < 2 {
-            return in_order();
-        }
-        match on_pool(calls, count, threads.spawnable, &guarded) {
-            Ok(slots) => break slots,
-            Err(started) => count = started.min(count - 1),
-        }
-    };
+    let helpers = (calls.len().min(threads.max) - 1).min(threads.spawnable);
+    let slots = on_helpers(calls, helpers, &guarded);
     calls
         .iter()
         .zip(slots)
@@ -129,96 +139,108 @@ where
         .collect()
 }
 
-/// Runs `calls` on a pool of `threads` workers, at most `spawnable` of which
-/// can be started (the tests' stand-in for a machine out of threads). On
-/// failure, returns how many threads did start.
-fn on_pool<T, R, G>(
-    calls: &[T],
-    threads: usize,
-    spawnable: usize,
-    guarded: &G,
-) -> Result<Vec<OnceLock<R>>, usize>
+/// Runs `calls` on the calling thread and up to `helpers` helper threads;
+/// fewer when threads cannot be started (with none, the calling thread runs
+/// them all, in order).
+fn on_helpers<T, R, G>(calls: &[T], helpers: usize, guarded: &G) -> Vec<OnceLock<R>>
 where
     T: Sync,
     R: Send + Sync,
     G: Fn(usize, &T) -> R + Sync,
 {
-    // rayon's workers look for work while they have none, each probing every
-    // other worker's queue: with hundreds of workers on a few cores that
-    // spinning, not the calls, takes most of the CPU (measured at N = 256:
-    // 489 ms of CPU and 14,561 context switches, against 193 ms and 1,098
-    // for the same calls on plain threads). So no worker is idle in rayon
-    // here: each waits at `start` until its call is ready for it, and one
-    // whose calls are done waits at `finished` until all are.
-    let start = Arc::new(Gate::default());
-    let finished = Gate::default();
-    let start_handler = start.clone();
-    let spawned = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let built = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .start_handler(move |_| start_handler.wait())
-            .spawn_handler(|thread| {
-                if spawned.load(Ordering::Relaxed) >= spawnable {
-                    return Err(std::io::Error::other("no more threads"));
-                }
-                std::thread::Builder::new()
-                    .name(format!("axe-call-{}", thread.index()))
-                    .spawn_scoped(scope, || thread.run())?;
-                spawned.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            })
-            .build();
-        let Ok(pool) = built else {
-            // rayon has terminated the half-built pool; the threads it did
-            // start are waiting at the gate. Let them go, so that they see
-            // the termination and end, and this scope can join them.
-            start.open();
-            return Err(spawned.load(Ordering::Relaxed));
-        };
-        let slots: Vec<OnceLock<R>> = calls.iter().map(|_| OnceLock::new()).collect();
-        let next = AtomicUsize::new(0);
-        let done = AtomicUsize::new(0);
-        let run_all = || {
-            pool.broadcast(|_| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let (Some(call), Some(slot)) = (calls.get(i), slots.get(i)) else {
-                        break;
-                    };
-                    // Counted even if this unwinds, so `finished` always opens.
-                    let _counted = Countdown {
-                        done: &done,
-                        of: calls.len(),
-                        gate: &finished,
-                    };
-                    let _ = slot.set(guarded(i, call));
-                }
-                finished.wait();
-            });
-        };
-        start.open();
-        // Inside a sub-agent this thread is a worker of its parent's pool,
-        // and rayon would keep it polling that pool for work while it
-        // waits (measured: 190 ms of CPU for 128 x 2 nested calls, against
-        // 60 ms on plain threads). A plain thread's join sleeps instead.
-        if rayon::current_thread_index().is_some() {
-            std::thread::scope(|inner| {
-                match std::thread::Builder::new().spawn_scoped(inner, run_all) {
-                    Ok(handle) => {
-                        let _ = handle.join();
-                    }
-                    Err(_) => run_all(),
-                }
-            });
-        } else {
-            run_all();
+    let slots: Vec<OnceLock<R>> = calls.iter().map(|_| OnceLock::new()).collect();
+    let next = AtomicUsize::new(0);
+    let take_calls = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let (Some(call), Some(slot)) = (calls.get(i), slots.get(i)) else {
+                break;
+            };
+            let _ = slot.set(guarded(i, call));
         }
-        // Ends the workers, which the scope then joins: no thread outlives
-        // its fan-out.
-        drop(pool);
-        Ok(slots)
-    })
+    };
+    let latch = Arc::new(Latch::default());
+    {
+        // Declared after everything `take_calls` borrows, so dropped (and
+        // waited on) before any of it, on return and on unwinding alike.
+        let _wait = WaitForHelpers(latch.clone());
+        let work: &(dyn Fn() + Sync) = &take_calls;
+        // SAFETY: `work` borrows this frame. A helper given it calls it,
+        // drops its `Job` and only then counts `latch` down (`helper`);
+        // `_wait` blocks until every helper handed a job has counted down,
+        // and is dropped before anything `work` borrows, whether this
+        // function returns or unwinds. So no helper uses `work` after the
+        // frame is gone, and the 'static lifetime is never relied on.
+        let work: &'static (dyn Fn() + Sync) = unsafe { std::mem::transmute(work) };
+        for _ in 0..helpers {
+            // No more calls left to start: further helpers would find none.
+            if next.load(Ordering::Relaxed) >= calls.len() {
+                break;
+            }
+            latch.add();
+            let job = Job {
+                work,
+                done: latch.clone(),
+            };
+            if !hand_out(job) {
+                latch.done();
+                break;
+            }
+        }
+        take_calls();
+    }
+    slots
+}
+
+/// Gives `job` to an idle helper, else to a new one; false when no thread
+/// could be started (the job is dropped unrun).
+fn hand_out(mut job: Job) -> bool {
+    loop {
+        let idle = IDLE.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let Some(helper) = idle else { break };
+        match helper.send(job) {
+            Ok(()) => return true,
+            // That helper has ended; try the next.
+            Err(returned) => job = returned.0,
+        }
+    }
+    let (tx, rx) = channel();
+    std::thread::Builder::new()
+        .name("axe-call".into())
+        .spawn(move || helper(job, &rx, tx))
+        .is_ok()
+}
+
+/// A helper thread: runs `first`, then every job sent on `jobs`, parked
+/// in [`IDLE`] between them.
+fn helper(first: Job, jobs: &Receiver<Job>, me: Sender<Job>) {
+    let mut job = first;
+    loop {
+        // The work catches each call's panic; this is for a bug in the
+        // loop itself, which must still count down or its fan-out waits
+        // for ever.
+        let _ = catch_unwind(AssertUnwindSafe(job.work));
+        let Job { done, .. } = job;
+        // Parked before counting down, so that the fan-out's next turn
+        // finds this helper idle instead of starting another; a job sent
+        // meanwhile waits in the channel.
+        let parked = {
+            let mut idle = IDLE.lock().unwrap_or_else(PoisonError::into_inner);
+            let room = idle.len() < MAX_IDLE;
+            if room {
+                idle.push(me.clone());
+            }
+            room
+        };
+        done.done();
+        if !parked {
+            return;
+        }
+        match jobs.recv() {
+            Ok(next) => job = next,
+            Err(_) => return,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -347,7 +369,7 @@ mod tests {
     }
 
     /// Short of threads, the calls still run side by side on as many as
-    /// could be started.
+    /// could be had: the helpers and the calling thread.
     #[test]
     fn fan_out_short_of_threads_runs_on_as_many_as_started() {
         let calls = named(6);
@@ -370,6 +392,6 @@ mod tests {
             panicked,
         );
         assert_eq!(results, named(6));
-        assert_eq!(most.load(Ordering::SeqCst), 3);
+        assert_eq!(most.load(Ordering::SeqCst), 4);
     }
 }
