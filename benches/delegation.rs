@@ -33,8 +33,18 @@ use serde_json::{Value, json};
 
 /// The model latency the fan-out and tree scenarios simulate.
 const L: Duration = Duration::from_millis(200);
-/// Repetitions of a latency scenario; the median is reported.
-const REPEATS: usize = 3;
+/// Repetitions of a latency scenario, by default; the median is reported.
+/// `AXE_BENCH_REPEATS=n` sets another count (an odd one keeps the median a
+/// measured run).
+const DEFAULT_REPEATS: usize = 3;
+
+fn repeats() -> usize {
+    std::env::var("AXE_BENCH_REPEATS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(DEFAULT_REPEATS)
+}
 /// Runs in each per-run cost loop.
 const RUNS: usize = 200;
 /// The prompt every run is given, on stdin.
@@ -169,11 +179,11 @@ fn attempt<T>(f: impl FnOnce() -> T) -> Option<T> {
     catch_unwind(AssertUnwindSafe(f)).ok()
 }
 
-/// Runs `f` for every binary [`REPEATS`] times, the binaries taking turns,
+/// Runs `f` for every binary [`repeats`] times, the binaries taking turns,
 /// and returns each binary's runs (None where one failed).
 fn repeated<T>(bins: &[Bin], mut f: impl FnMut(&Bin) -> T) -> Vec<Option<Vec<T>>> {
     let mut runs: Vec<Option<Vec<T>>> = bins.iter().map(|_| Some(Vec::new())).collect();
-    for _ in 0..REPEATS {
+    for _ in 0..repeats() {
         for (bin, runs) in bins.iter().zip(runs.iter_mut()) {
             if runs.is_some() {
                 match attempt(|| f(bin)) {
@@ -241,14 +251,29 @@ fn run_ok(mut cmd: Command) -> String {
 }
 
 /// When things happened at the server during a fan-out, relative to the
-/// moment the parent's tool calls were sent.
+/// moment the parent's tool calls were sent (start-up and exit: to and from
+/// the measuring shim's start and end, so they include its own ~1 ms).
 #[derive(Default, Clone, Copy)]
 struct Timeline {
+    /// From the shim's start to the parent's first request.
+    startup: Duration,
     /// First and last sub-agent request arrival.
     first: Duration,
     last: Duration,
     /// The parent's next request, after the last sub-agent answer was sent.
     tail: Duration,
+    /// From the parent's last answer to the shim's end.
+    exit: Duration,
+}
+
+/// What the fake provider saw, as it happened.
+#[derive(Default)]
+struct Marks {
+    parent_first: Option<Instant>,
+    calls_sent: Option<Instant>,
+    arrivals: Vec<Instant>,
+    last_answer: Option<Instant>,
+    parent_next: Option<Instant>,
 }
 
 /// One fan-out run: what the shim measured of axe, the server's maximum
@@ -265,39 +290,36 @@ struct FanOut {
 /// answer takes L.
 fn fan_out(bin: &Bin, n: usize) -> FanOut {
     let home = home_with(&[("lead", "sub_agents = [\"w\"]\n"), ("w", "")]);
-    // (calls sent, sub-agent arrivals, last sub-agent answer, parent's next request)
-    type Marks = (
-        Option<Instant>,
-        Vec<Instant>,
-        Option<Instant>,
-        Option<Instant>,
-    );
     let marks: Arc<Mutex<Marks>> = Arc::default();
     let m = marks.clone();
     let server = FakeServer::route(move |req| {
         if req.who() != "lead" {
-            m.lock().unwrap().1.push(Instant::now());
+            m.lock().unwrap().arrivals.push(Instant::now());
             std::thread::sleep(L);
             let mut g = m.lock().unwrap();
-            g.2 = Some(g.2.map_or(Instant::now(), |t| t.max(Instant::now())));
+            let now = Instant::now();
+            g.last_answer = Some(g.last_answer.map_or(now, |t| t.max(now)));
             return Reply::Json(200, openai_text("ok", 1, 1));
         }
         if req.has_tool_results() {
-            m.lock().unwrap().3 = Some(Instant::now());
+            m.lock().unwrap().parent_next = Some(Instant::now());
             return Reply::Json(200, openai_text("all answered", 1, 1));
         }
+        m.lock().unwrap().parent_first = Some(Instant::now());
         let ids: Vec<String> = (0..n).map(|i| format!("call_{i}")).collect();
         let calls: Vec<Call> = ids
             .iter()
             .map(|id| (id.as_str(), "call_agent", delegate("w", "work")))
             .collect();
         let body = openai_tool_calls(&calls, 1, 1);
-        m.lock().unwrap().0 = Some(Instant::now());
+        m.lock().unwrap().calls_sent = Some(Instant::now());
         Reply::Json(200, body)
     });
     let cmd = axe_at(bin, &home, &server, &["run", "lead"]);
     let (_, server_cpu_before) = rusage(RUSAGE_SELF);
+    let started = Instant::now();
     let axe = measure(&cmd, PROMPT);
+    let ended = Instant::now();
     let (_, server_cpu_after) = rusage(RUSAGE_SELF);
     // Every sub-agent must have answered, or the figures mean nothing.
     let last = server.requests().pop().expect("the parent's last request");
@@ -308,17 +330,16 @@ fn fan_out(bin: &Bin, n: usize) -> FanOut {
         .count();
     assert_eq!(answered, n, "not every sub-agent answered");
     let g = marks.lock().unwrap();
-    let since = |t: Option<Instant>| match (g.0, t) {
+    let between = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
         (Some(a), Some(b)) => b.saturating_duration_since(a),
         _ => Duration::ZERO,
     };
     let timeline = Timeline {
-        first: since(g.1.iter().min().copied()),
-        last: since(g.1.iter().max().copied()),
-        tail: match (g.2, g.3) {
-            (Some(a), Some(b)) => b.saturating_duration_since(a),
-            _ => Duration::ZERO,
-        },
+        startup: between(Some(started), g.parent_first),
+        first: between(g.calls_sent, g.arrivals.iter().min().copied()),
+        last: between(g.calls_sent, g.arrivals.iter().max().copied()),
+        tail: between(g.last_answer, g.parent_next),
+        exit: between(g.parent_next, Some(ended)),
     };
     FanOut {
         axe,
@@ -367,19 +388,25 @@ fn fan_out_rows(bins: &[Bin], n: usize, rows: &mut Vec<Row>) {
         wall.push(
             Some(wall_ms / ms(L)),
             format!(
-                "median of {REPEATS}: {wall_ms:.1} ms, max in flight {:.0}/{n}; sub-agent \
-                 requests arrived {:.1}-{:.1} ms after the calls; CPU: axe {cpu_ms:.0} ms, fake \
-                 provider {:.0} ms",
+                "median of {}: {wall_ms:.1} ms, max in flight {:.0}/{n}; start-up {:.1} ms, \
+                 sub-agent requests arrived {:.1}-{:.1} ms after the calls, parent's next \
+                 request {:.1} ms after the last answer, exit {:.1} ms after the parent's last \
+                 answer; CPU: axe {cpu_ms:.0} ms, fake provider {:.0} ms",
+                runs.len(),
                 of(&|r| r.in_flight as f64),
+                of(&|r| ms(r.timeline.startup)),
                 of(&|r| ms(r.timeline.first)),
                 of(&|r| ms(r.timeline.last)),
+                of(&|r| ms(r.timeline.tail)),
+                of(&|r| ms(r.timeline.exit)),
                 of(&|r| ms(r.server_cpu)),
             ),
         );
         cpu.push(
             Some(cpu_ms * 1000.0 / n as f64),
             format!(
-                "median of {REPEATS}: {cpu_ms:.1} ms of CPU (user + system) for {n} sub-agents"
+                "median of {}: {cpu_ms:.1} ms of CPU (user + system) for {n} sub-agents",
+                runs.len()
             ),
         );
         rss.push(
@@ -467,8 +494,9 @@ fn tree_rows(bins: &[Bin], rows: &mut Vec<Row>) {
                 row.push(
                     Some(wall / (5.0 * ms(L))),
                     format!(
-                        "median of {REPEATS}: {wall:.1} ms, server max in flight {leaves:.0} \
-                         (16 leaves)"
+                        "median of {}: {wall:.1} ms, server max in flight {leaves:.0} \
+                         (16 leaves)",
+                        runs.len()
                     ),
                 );
             }
@@ -543,7 +571,7 @@ fn per_run_rows(bins: &[Bin], rows: &mut Vec<Row>) {
             }
         }
         let runs = attempt(|| {
-            (0..REPEATS)
+            (0..repeats())
                 .map(|_| {
                     let m = measure(&axe_at(bin, &home, &server, &["run", "solo"]), PROMPT);
                     m.max_rss_kib as f64 / 1024.0
@@ -553,7 +581,7 @@ fn per_run_rows(bins: &[Bin], rows: &mut Vec<Row>) {
         match runs {
             Some(runs) => rss.push(
                 Some(median(runs)),
-                format!("ru_maxrss of the child, median of {REPEATS}"),
+                format!("ru_maxrss of the child, median of {}", repeats()),
             ),
             None => rss.push(None, "failed".into()),
         }
