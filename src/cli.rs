@@ -538,6 +538,7 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
         ledger: Arc::new(ledger),
         place: Place::root(&cmd.agent),
         budgets,
+        snapshot: Arc::default(),
     };
     let _closes_trace = {
         let ledger = ctx.ledger.clone();

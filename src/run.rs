@@ -21,7 +21,7 @@ use crate::provider::{
     Change, Cut, ErrorKind, Message, Notice, Provider, Request, RetryPolicy, ToolCall, ToolChoice,
     ToolResult, adjust,
 };
-use crate::resolve::Resolved;
+use crate::resolve::{Resolved, Snapshot};
 use crate::stderr::{self, Verbose};
 use crate::tool::{self, Caller};
 
@@ -56,6 +56,8 @@ pub struct Ctx<'a> {
     /// The budgets that bound this run: the root's, then those of every
     /// ancestor that has a `[budget]` (its own is added by [`run_agent`]).
     pub budgets: Vec<Arc<Budget>>,
+    /// The sub-agents the tree has read, each once (design D20).
+    pub snapshot: Arc<Snapshot>,
 }
 
 /// The result of a finished conversation.

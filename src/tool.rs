@@ -270,29 +270,32 @@ fn run_sub_agent(
     let ctx = caller.ctx;
     let deadline = ctx.deadline.narrowed(caller.timeout_secs);
     let timed_out = || SubAgentError::Failed(format!("timeout after {}s", deadline.secs));
-    let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
-        SubAgentError::Refused(format!(
-            "call_agent error: failed to load agent \"{name}\": {e}"
-        ))
-    })?;
-    for w in &loaded.warnings {
-        crate::stderr::warn_once(w);
-    }
-    if let Err(e) = ModelRef::parse(&loaded.config.model) {
-        return Err(SubAgentError::Refused(format!(
-            "call_agent error: invalid model for agent \"{name}\": {e}"
-        )));
-    }
-
-    // Its own workdir, skill and files; never the parent's overrides (design D7).
-    let resolved =
+    let load = || {
+        let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
+            SubAgentError::Refused(format!(
+                "call_agent error: failed to load agent \"{name}\": {e}"
+            ))
+        })?;
+        for w in &loaded.warnings {
+            crate::stderr::warn_once(w);
+        }
+        if let Err(e) = ModelRef::parse(&loaded.config.model) {
+            return Err(SubAgentError::Refused(format!(
+                "call_agent error: invalid model for agent \"{name}\": {e}"
+            )));
+        }
+        // Its own workdir, skill and files; never the parent's overrides
+        // (design D7).
         resolve::resolve(loaded, &Overrides::default(), ctx.cwd, &deadline).map_err(|e| {
             if deadline.passed() {
                 timed_out()
             } else {
                 SubAgentError::Failed(e.to_string())
             }
-        })?;
+        })
+    };
+    // Read once per run (design D20).
+    let resolved = ctx.snapshot.get_or_load(name, load)?;
     let sub_ctx = Ctx {
         depth: ctx.depth + 1,
         deadline,

@@ -98,6 +98,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         ledger: std::sync::Arc::new(Ledger::new()),
         place: Place::default(),
         budgets: Vec::new(),
+        snapshot: Default::default(),
         retries: None,
     };
     let allowed = vec!["w".to_string()];

@@ -110,6 +110,7 @@ impl Setup {
             ledger: std::sync::Arc::new(Ledger::new()),
             place: Place::default(),
             budgets: Vec::new(),
+            snapshot: Default::default(),
         }
     }
 }
