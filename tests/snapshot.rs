@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 
-use std::path::PathBuf;
+use std::path::Path;
 
 const KEY: &str = "sk-test-snapshot-0123456789";
 
@@ -49,7 +49,7 @@ fn server(
     })
 }
 
-fn write_w(agents: &PathBuf, prompt: &str) {
+fn write_w(agents: &Path, prompt: &str) {
     std::fs::write(
         agents.join("w.toml"),
         format!("name = \"w\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"{prompt}\"\n"),
