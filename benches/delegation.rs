@@ -292,7 +292,7 @@ fn fan_out(bin: &Bin, n: usize) -> FanOut {
     let home = home_with(&[("lead", "sub_agents = [\"w\"]\n"), ("w", "")]);
     let marks: Arc<Mutex<Marks>> = Arc::default();
     let m = marks.clone();
-    let server = FakeServer::route(move |req| {
+    let server = FakeServer::route_prestarted(n + 8, move |req| {
         if req.who() != "lead" {
             m.lock().unwrap().arrivals.push(Instant::now());
             std::thread::sleep(L);

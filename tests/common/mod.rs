@@ -73,6 +73,7 @@ pub enum Reply {
 pub struct FakeServer {
     pub url: String,
     addr: std::net::SocketAddr,
+    listener: Arc<std::net::TcpListener>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     requests: Arc<Mutex<Vec<Recorded>>>,
     max_in_flight: Arc<AtomicUsize>,
@@ -110,9 +111,30 @@ impl FakeServer {
     where
         F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
     {
+        FakeServer::serving(handler, None)
+    }
+
+    /// [`FakeServer::route`] with `threads` connection threads started
+    /// before any client connects, each taking the next connection when it
+    /// is free: for the bench, so that a burst of hundreds of connections
+    /// is not served at the pace one accepting thread can start threads
+    /// (on two cores, among hundreds of busy ones). At most `threads`
+    /// connections are served at once; more wait to be accepted.
+    pub fn route_prestarted<F>(threads: usize, handler: F) -> FakeServer
+    where
+        F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    {
+        FakeServer::serving(handler, Some(threads))
+    }
+
+    fn serving<F>(handler: F, prestarted: Option<usize>) -> FakeServer
+    where
+        F: Fn(&Recorded) -> Reply + Send + Sync + 'static,
+    {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         deepen_backlog(&listener);
         let addr = listener.local_addr().expect("local address");
+        let listener = Arc::new(listener);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let max_in_flight = Arc::new(AtomicUsize::new(0));
@@ -123,28 +145,51 @@ impl FakeServer {
             in_flight: AtomicUsize::new(0),
             max_in_flight: max_in_flight.clone(),
         });
-        {
-            let stop = stop.clone();
-            let connections = connections.clone();
-            thread::spawn(move || {
-                for stream in listener.incoming() {
+        let accept = {
+            let (listener, stop, connections) =
+                (listener.clone(), stop.clone(), connections.clone());
+            move || -> Option<std::net::TcpStream> {
+                loop {
+                    let accepted = listener.accept();
                     if stop.load(Ordering::SeqCst) {
-                        break;
+                        return None;
                     }
-                    let Ok(stream) = stream else {
+                    match accepted {
+                        Ok((stream, _)) => {
+                            connections.fetch_add(1, Ordering::SeqCst);
+                            return Some(stream);
+                        }
                         // Out of descriptors, say: do not spin.
-                        thread::sleep(Duration::from_millis(10));
-                        continue;
-                    };
-                    connections.fetch_add(1, Ordering::SeqCst);
-                    let shared = shared.clone();
-                    thread::spawn(move || serve(stream, &shared));
+                        Err(_) => thread::sleep(Duration::from_millis(10)),
+                    }
                 }
-            });
+            }
+        };
+        match prestarted {
+            None => {
+                thread::spawn(move || {
+                    while let Some(stream) = accept() {
+                        let shared = shared.clone();
+                        thread::spawn(move || serve(stream, &shared));
+                    }
+                });
+            }
+            Some(threads) => {
+                let accept = Arc::new(accept);
+                for _ in 0..threads {
+                    let (accept, shared) = (accept.clone(), shared.clone());
+                    thread::spawn(move || {
+                        while let Some(stream) = accept() {
+                            serve(stream, &shared);
+                        }
+                    });
+                }
+            }
         }
         FakeServer {
             url: format!("http://{addr}"),
             addr,
+            listener,
             stop,
             requests,
             max_in_flight,
@@ -182,10 +227,29 @@ impl FakeServer {
 impl Drop for FakeServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so that it sees the flag.
+        // Wake every thread waiting to accept, so that it sees the flag.
+        wake_acceptors(&self.listener);
         let _ = std::net::TcpStream::connect(self.addr);
     }
 }
+
+/// Shutting a listening socket down makes every accept() waiting on it
+/// return (Linux).
+#[cfg(target_os = "linux")]
+fn wake_acceptors(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    unsafe extern "C" {
+        fn shutdown(fd: i32, how: i32) -> i32;
+    }
+    // SAFETY: the fd is a valid socket owned by `listener`; shutdown only
+    // changes its state. 2 is SHUT_RDWR.
+    unsafe {
+        shutdown(listener.as_raw_fd(), 2);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn wake_acceptors(_: &std::net::TcpListener) {}
 
 /// Raises the listen backlog from std's 128 to the kernel's limit. A 256-way
 /// fan-out connects all at once; with 128 the overflowing SYNs are dropped
