@@ -10,6 +10,7 @@ fn main() -> ExitCode {
     // The panic is reported below as one line; the default hook's multi-line
     // text and backtrace hint are not shown.
     std::panic::set_hook(Box::new(|_| {}));
+    one_arena_per_core();
     let code = match std::panic::catch_unwind(axe::cli::main) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(err)) => {
@@ -31,3 +32,23 @@ fn main() -> ExitCode {
     stderr::flush(stderr::PATIENCE);
     code
 }
+
+/// glibc's malloc gives threads up to eight arenas per core, each a heap of
+/// its own that grows by mprotect. A fan-out's threads mostly wait on the
+/// network and seldom allocate at the same moment, so more arenas than
+/// cores buy nothing but memory and system calls. Measured at N = 256,
+/// interleaved runs (design §3.10): CPU per sub-agent 208 -> 195 us, peak
+/// RSS 22.2 -> 21.1 MiB.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn one_arena_per_core() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let arenas = i32::try_from(cores).unwrap_or(i32::MAX);
+    // SAFETY: mallopt only changes a malloc setting; M_ARENA_MAX takes any
+    // positive count, and it is set before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, arenas);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn one_arena_per_core() {}
