@@ -82,9 +82,23 @@ pub fn shim(args: &[String]) {
     if let Some(mut pipe) = child.stdin.take() {
         let _ = pipe.write_all(stdin.as_bytes());
     }
+    // Threads are sampled on a thread of their own, so that this one waits
+    // for the child's exit blocked in wait(), not polling (which would add
+    // up to a poll interval to the wall time).
     let status_path = format!("/proc/{}/status", child.id());
-    // The pipes are drained on threads of their own, so that the sampling
-    // loop below is the only thing this thread does.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(thread_count(&status_path));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            most
+        })
+    };
+    // The pipes are drained on threads of their own too.
     let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -96,15 +110,10 @@ pub fn shim(args: &[String]) {
     };
     let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
     let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let mut threads = 0;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the measured command") {
-            break status;
-        }
-        threads = threads.max(thread_count(&status_path));
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let status = child.wait().expect("wait for the measured command");
     let wall = started.elapsed();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let threads = sampler.join().unwrap_or(0);
     let _ = out.join();
     let err = err.join().unwrap_or_default();
     if !status.success() {
