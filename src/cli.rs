@@ -1,6 +1,6 @@
 //! The command line: argument parsing (argh) and one function per command.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -441,37 +441,60 @@ fn user_input(prompt: Option<String>, deadline: &Deadline) -> Result<UserInput, 
     })
 }
 
-/// Stdin to its end, at most [`MAX_STDIN_BYTES`], read on a thread of its
-/// own so that a writer that never finishes (`sleep 9 | axe run ...`) is
-/// bounded by the deadline: a blocking read cannot be given one. At the
-/// deadline the reader is left behind; the process ends soon after.
+/// Stdin to its end, at most [`MAX_STDIN_BYTES`], waiting for each piece
+/// with poll() so that a writer that never finishes (`sleep 9 | axe run
+/// ...`) is bounded by the deadline: a blocking read cannot be given one.
+/// (A thread per read did the same for the price of a thread in every run.)
 fn read_stdin(deadline: &Deadline) -> Result<Vec<u8>, Error> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("axe-stdin".into())
-        .spawn(move || {
-            let mut bytes = Vec::new();
-            let read = std::io::stdin()
-                .lock()
-                .take(MAX_STDIN_BYTES + 1)
-                .read_to_end(&mut bytes);
-            let _ = tx.send(read.map(|_| bytes));
-        })
-        .map_err(|e| Error::general(format!("cannot read stdin: {e}")))?;
-    let left = deadline.left();
-    match rx.recv_timeout(left) {
-        Ok(Ok(bytes)) if bytes.len() as u64 > MAX_STDIN_BYTES => Err(Error::general(format!(
-            "stdin is larger than {} MiB",
-            MAX_STDIN_BYTES >> 20
-        ))),
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(Error::general(format!("cannot read stdin: {e}"))),
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Error::api(format!(
-            "timeout after {}s while reading stdin",
-            deadline.secs
-        ))),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            Err(Error::general("cannot read stdin"))
+    const FD: i32 = 0;
+    let failed = |e: std::io::Error| Error::general(format!("cannot read stdin: {e}"));
+    let mut bytes = Vec::new();
+    let mut piece = vec![0u8; 64 * 1024];
+    loop {
+        let left = deadline.left();
+        if left.is_zero() {
+            return Err(Error::api(format!(
+                "timeout after {}s while reading stdin",
+                deadline.secs
+            )));
+        }
+        let mut ready = libc::pollfd {
+            fd: FD,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let wait = i32::try_from(left.as_millis()).unwrap_or(i32::MAX).max(1);
+        // SAFETY: one valid pollfd, and its count.
+        if unsafe { libc::poll(&mut ready, 1, wait) } < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(failed(e));
+        }
+        if ready.revents == 0 {
+            continue; // the wait ended; the deadline is checked above
+        }
+        // SAFETY: `piece` is a writable buffer of `piece.len()` bytes.
+        let n = unsafe { libc::read(FD, piece.as_mut_ptr().cast(), piece.len()) };
+        let Ok(n) = usize::try_from(n) else {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR | libc::EAGAIN) => continue,
+                // No stdin at all reads as an empty one.
+                Some(libc::EBADF) => return Ok(bytes),
+                _ => return Err(failed(e)),
+            }
+        };
+        if n == 0 {
+            return Ok(bytes);
+        }
+        bytes.extend_from_slice(&piece[..n]);
+        if bytes.len() as u64 > MAX_STDIN_BYTES {
+            return Err(Error::general(format!(
+                "stdin is larger than {} MiB",
+                MAX_STDIN_BYTES >> 20
+            )));
         }
     }
 }
