@@ -1,13 +1,19 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build test fmt lint unit example demo demo-rates e2e bench fuzz clean
+.PHONY: all build static test fmt lint unit example demo demo-rates e2e bench fuzz clean
 
 all: build
 
 ## build: the release binary, target/release/axe
 build:
 	$(CARGO) build --release
+
+## static: a fully static binary (musl), target/x86_64-unknown-linux-musl/release/axe,
+## for servers and FROM-scratch containers; installs rustup's musl target and
+## Debian's musl-tools when missing (about a minute to build)
+static:
+	bash scripts/static.sh
 
 ## test: formatting, lints and every test (what CI runs)
 test: fmt lint unit

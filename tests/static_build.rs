@@ -1,0 +1,180 @@
+//! The static build (`make static`): no dynamic dependencies, and it works
+//! in an empty root, dry run and real run with a sub-agent alike.
+//!
+//! The binary is the one `make static` left at
+//! `target/<arch>-unknown-linux-musl/release/axe`. Where it has not been
+//! built the tests print SKIPPED and pass, unless `AXE_TEST_REQUIRE_STATIC=1`
+//! (set by `.ci/run` after building it) makes that a failure. The empty root
+//! is made with `unshare -r chroot` (a user namespace, no privileges); where
+//! namespaces are not allowed the chroot test skips the same way, unless
+//! `AXE_TEST_REQUIRE_UNSHARE=1`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{FakeServer, Home, Reply, code, delegate, openai_text, openai_tool_calls, stderr};
+
+/// What the program headers of an ELF file say about loading it.
+#[derive(Debug)]
+struct Linking {
+    /// A PT_INTERP header: the dynamic loader the kernel must start first.
+    interpreter: Option<String>,
+    /// DT_NEEDED entries of the dynamic section: shared libraries it needs.
+    needed: usize,
+}
+
+/// Reads the program headers of a little-endian ELF64 file.
+fn linking(bytes: &[u8]) -> Linking {
+    assert_eq!(&bytes[..4], b"\x7fELF", "not an ELF file");
+    assert_eq!(bytes[4], 2, "not ELF64");
+    assert_eq!(bytes[5], 1, "not little-endian");
+    let u16_at = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()) as usize;
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
+    let mut found = Linking {
+        interpreter: None,
+        needed: 0,
+    };
+    for i in 0..phnum {
+        let ph = phoff + i * phentsize;
+        let (kind, offset, size) = (u32_at(ph), u64_at(ph + 8), u64_at(ph + 0x20));
+        let body = &bytes[offset..offset + size];
+        match kind {
+            // PT_INTERP: the loader's path, NUL-terminated.
+            3 => {
+                let path = body.split(|&b| b == 0).next().unwrap_or_default();
+                found.interpreter = Some(String::from_utf8_lossy(path).into_owned());
+            }
+            // PT_DYNAMIC: (tag, value) pairs up to DT_NULL; DT_NEEDED is 1.
+            2 => {
+                for entry in body.chunks_exact(16) {
+                    let tag = u64::from_le_bytes(entry[..8].try_into().unwrap());
+                    if tag == 0 {
+                        break;
+                    }
+                    if tag == 1 {
+                        found.needed += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The static binary, or None (after saying so) when it has not been built.
+fn static_binary() -> Option<PathBuf> {
+    // CARGO_BIN_EXE_axe is <target dir>/<profile>/axe: the static build sits
+    // beside it under the musl target's directory.
+    let target_dir = Path::new(env!("CARGO_BIN_EXE_axe"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("the target directory");
+    let triple = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    let bin = target_dir.join(triple).join("release/axe");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    if std::env::var("AXE_TEST_REQUIRE_STATIC").is_ok_and(|v| v == "1") {
+        panic!(
+            "the static build is required here: {} is missing",
+            bin.display()
+        );
+    }
+    eprintln!("SKIPPED: {} not built (make static)", bin.display());
+    None
+}
+
+#[test]
+fn the_static_build_has_no_loader_and_no_shared_libraries() {
+    // The reader itself is checked on the ordinary build, which has both.
+    let dynamic = linking(&std::fs::read(env!("CARGO_BIN_EXE_axe")).unwrap());
+    assert!(dynamic.interpreter.is_some(), "{dynamic:?}");
+    assert!(dynamic.needed > 0, "{dynamic:?}");
+
+    let Some(bin) = static_binary() else { return };
+    let bytes = std::fs::read(&bin).unwrap();
+    let found = linking(&bytes);
+    assert_eq!(found.interpreter, None, "{}: {found:?}", bin.display());
+    assert_eq!(found.needed, 0, "{}: {found:?}", bin.display());
+    assert!(
+        bytes.len() <= 4 << 20,
+        "the static build is {} bytes, over 4 MiB",
+        bytes.len()
+    );
+}
+
+/// Runs `/bin/axe args` chrooted into `root`, which holds nothing but the
+/// binary and the agents, with only `env` in the environment. None when
+/// namespaces are not available here.
+fn in_empty_root(root: &Path, env: &[(&str, &str)], args: &[&str]) -> Option<Output> {
+    let mut c = Command::new("unshare");
+    c.args(["-r", "chroot"])
+        .arg(root)
+        .arg("/bin/axe")
+        .args(args);
+    c.env_clear().envs(env.iter().copied());
+    // unshare and chroot themselves are found through the caller's PATH.
+    c.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    let out = c.output().expect("run unshare");
+    if out.status.code() == Some(1) && stderr(&out).contains("unshare") {
+        if std::env::var("AXE_TEST_REQUIRE_UNSHARE").is_ok_and(|v| v == "1") {
+            panic!("user namespaces are required here: {}", stderr(&out));
+        }
+        eprintln!("SKIPPED: needs `unshare -r`: {}", stderr(&out).trim());
+        return None;
+    }
+    Some(out)
+}
+
+#[test]
+fn the_static_build_runs_in_an_empty_root_dry_and_for_real_with_a_sub_agent() {
+    let Some(bin) = static_binary() else { return };
+    let server = FakeServer::route(|req| match (req.who().as_str(), req.has_tool_results()) {
+        ("lead", false) => Reply::Json(
+            200,
+            openai_tool_calls(&[("c1", "call_agent", delegate("helper", "count"))], 10, 5),
+        ),
+        ("lead", true) => Reply::Json(
+            200,
+            openai_text(&format!("lead read: {}", req.tool_result_texts()[0]), 7, 3),
+        ),
+        _ => Reply::Json(200, openai_text("three", 4, 2)),
+    });
+    // The root: the binary and the config home, nothing else (no /etc, no
+    // /lib, no /dev, no /tmp).
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"helper\"]\n");
+    home.named_agent("helper", "openai/gpt-4o", "");
+    // (The config home's agents are at /axe/agents, so the binary is /bin/axe.)
+    std::fs::create_dir(home.dir.path().join("bin")).unwrap();
+    std::fs::copy(&bin, home.dir.path().join("bin/axe")).unwrap();
+    let root = home.dir.path();
+    let env = [
+        ("XDG_CONFIG_HOME", "/"),
+        ("HOME", "/"),
+        ("OPENAI_API_KEY", "sk-static"),
+        ("AXE_OPENAI_BASE_URL", server.url.as_str()),
+    ];
+
+    let Some(version) = in_empty_root(root, &env, &["--version"]) else {
+        return;
+    };
+    assert_eq!(code(&version), 0, "{version:?}");
+    assert!(common::stdout(&version).starts_with("axe "), "{version:?}");
+
+    let dry = in_empty_root(root, &env, &["run", "lead", "--dry-run", "-p", "go"]).unwrap();
+    assert_eq!(code(&dry), 0, "{dry:?}");
+    assert!(common::stdout(&dry).contains("You are lead."), "{dry:?}");
+    assert!(server.requests().is_empty(), "a dry run sent a request");
+
+    let real = in_empty_root(root, &env, &["run", "lead", "-p", "go"]).unwrap();
+    assert_eq!(code(&real), 0, "{real:?}");
+    assert_eq!(common::stdout(&real).trim_end(), "lead read: three");
+    let who: Vec<String> = server.requests().iter().map(|r| r.who()).collect();
+    assert_eq!(who, ["lead", "helper", "lead"]);
+}
