@@ -37,7 +37,7 @@ fn main() -> ExitCode {
 /// its own that grows by mprotect. A fan-out's threads mostly wait on the
 /// network and seldom allocate at the same moment, so more arenas than
 /// cores buy nothing but memory and system calls. Measured at N = 256,
-/// interleaved runs (design §3.10): CPU per sub-agent 208 -> 195 us, peak
+/// interleaved runs (design §3.15): CPU per sub-agent 208 -> 195 us, peak
 /// RSS 22.2 -> 21.1 MiB.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn one_arena_per_core() {

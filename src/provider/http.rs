@@ -343,7 +343,7 @@ fn client(kind: Kind) -> &'static ureq::Agent {
             // is also what nginx allows an upstream's head by default);
             // bodies are read in pieces and requests written in pieces, so
             // small buffers cost a few more system calls on a large body
-            // only. Measured at N = 256 (design §6.2): 32 + 16 KiB -> 8 + 4
+            // only. Measured at N = 256 (design §3.15): 32 + 16 KiB -> 8 + 4
             // KiB took peak RSS from 31 to 22 MiB and CPU per sub-agent
             // down by about 30 us.
             .input_buffer_size(8 * 1024)
