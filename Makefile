@@ -27,9 +27,12 @@ lint:
 unit:
 	$(CARGO) test
 
-## bench: delegation latency, per-run cost, memory, connections, binary size
-## (prints a table and target/bench/results.json; not part of `make test`)
+## bench: delegation latency, per-run cost, memory, connections, binary size,
+## for the release build and the static one side by side (prints a table and
+## target/bench/results.json; not part of `make test`). The static build is
+## made first; if it cannot be, its column is left out
 bench:
+	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
 	$(CARGO) bench --bench delegation
 
 ## fuzz: every fuzzer in tests/fuzz.rs (response bodies, TOML files, retry
