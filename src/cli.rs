@@ -518,6 +518,7 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
         model: cmd.model,
         skill: cmd.skill,
         workdir: cmd.workdir,
+        caller_model: None,
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;

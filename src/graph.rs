@@ -26,11 +26,12 @@ pub const MAX_TREE_LINES: usize = 10_000;
 /// What loading one agent name gave.
 #[derive(Debug, Clone)]
 pub enum Loaded {
-    /// The file loaded and validated. `model` is the parsed model string, or
-    /// `ModelRef::parse`'s message.
+    /// The file loaded and validated. `model` is the parsed model string
+    /// (None when the file names none and the agent inherits its caller's,
+    /// design D21), or `ModelRef::parse`'s message.
     Agent {
         agent: Box<Agent>,
-        model: Result<ModelRef, String>,
+        model: Result<Option<ModelRef>, String>,
     },
     /// No file at `path`.
     Missing { path: PathBuf },
@@ -162,7 +163,7 @@ pub fn load_one(config_dir: &Path, name: &str) -> Loaded {
     }
     match agent::load_in(config_dir, name) {
         Ok(agent) => {
-            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.to_string());
+            let model = parse_model(&agent);
             Loaded::Agent {
                 agent: Box::new(agent),
                 model,
@@ -190,6 +191,17 @@ pub fn sub_agents(node: &Loaded) -> Vec<&str> {
         .collect()
 }
 
+/// An agent's own model, parsed; None when it inherits its caller's.
+fn parse_model(agent: &Agent) -> Result<Option<ModelRef>, String> {
+    agent
+        .config
+        .model
+        .as_deref()
+        .map(ModelRef::parse)
+        .transpose()
+        .map_err(|e| e.to_string())
+}
+
 /// Checks a loaded graph: per agent in name order its problems (invalid
 /// file, bad model string, missing sub-agents, or a missing root), then each
 /// provider whose key is missing (the check `Provider::from_config` makes,
@@ -201,7 +213,9 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
         match node {
             Loaded::Agent { model, .. } => {
                 match model {
-                    Ok(m) => {
+                    // Inherits: runs on its caller's provider, counted there.
+                    Ok(None) => {}
+                    Ok(Some(m)) => {
                         if let Some((_, names)) = users.iter_mut().find(|(k, _)| *k == m.provider) {
                             names.push(name);
                         }
@@ -421,9 +435,12 @@ pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
     } else {
         "sequential"
     };
+    let root_model = match &agent.config.model {
+        Some(m) => one_line(m),
+        None => "no model: needs --model".to_string(),
+    };
     let out = format!(
-        "{root} ({}, max_depth {max_depth}, {mode}){}\n",
-        one_line(&agent.config.model),
+        "{root} ({root_model}, max_depth {max_depth}, {mode}){}\n",
         model_mark(model)
     );
     let mut drawing = Drawing {
@@ -433,7 +450,14 @@ pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
         out,
         lines: 1,
     };
-    draw_children(&mut drawing, &sub_agents(root_node), 1, "");
+    let inherited = agent.config.model.as_deref().map(one_line);
+    draw_children(
+        &mut drawing,
+        &sub_agents(root_node),
+        1,
+        "",
+        inherited.as_deref(),
+    );
     if drawing.lines > MAX_TREE_LINES {
         drawing
             .out
@@ -444,7 +468,15 @@ pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
 
 /// Draws `children` (at `depth`) under `prefix`, each followed by its own
 /// children where a run would get there, until [`MAX_TREE_LINES`].
-fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, prefix: &str) {
+/// `inherited` is the model their caller runs on (None: the root's, given
+/// by `--model`), what a child without a model of its own runs on.
+fn draw_children<'g>(
+    d: &mut Drawing<'g>,
+    children: &[&'g str],
+    depth: u32,
+    prefix: &str,
+    inherited: Option<&str>,
+) {
     for (i, &name) in children.iter().enumerate() {
         if d.lines >= MAX_TREE_LINES {
             // One more than the limit says that something was left out.
@@ -458,14 +490,14 @@ fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, pref
             let limit = d.max_depth;
             let mark = format!(
                 "{} [beyond max_depth {limit}: never called]",
-                model_and_marks(node)
+                model_and_marks(node, inherited)
             );
             (mark, false)
         } else if d.on_path.contains(&name) {
             (" [cycle]".to_string(), false)
         } else {
             (
-                model_and_marks(node),
+                model_and_marks(node, inherited),
                 matches!(node, Some(Loaded::Agent { .. })),
             )
         };
@@ -474,24 +506,34 @@ fn draw_children<'g>(d: &mut Drawing<'g>, children: &[&'g str], depth: u32, pref
         if let (true, Some(node)) = (expand, node) {
             let below = format!("{prefix}{}", if last { "    " } else { "│   " });
             d.on_path.push(name);
-            draw_children(d, &sub_agents(node), depth + 1, &below);
+            let own = match node {
+                Loaded::Agent { agent, .. } => agent.config.model.as_deref().map(one_line),
+                _ => None,
+            };
+            let runs_on = own.as_deref().or(inherited);
+            draw_children(d, &sub_agents(node), depth + 1, &below, runs_on);
             d.on_path.pop();
         }
     }
 }
 
-/// What follows a node's name: ` (model)` and any mark.
-fn model_and_marks(node: Option<&Loaded>) -> String {
+/// What follows a node's name: ` (model)` and any mark; an agent without
+/// a model of its own shows the one it would run on, `inherited`.
+fn model_and_marks(node: Option<&Loaded>, inherited: Option<&str>) -> String {
     match node {
-        Some(Loaded::Agent { agent, model }) => {
-            format!(" ({}){}", one_line(&agent.config.model), model_mark(model))
-        }
+        Some(Loaded::Agent { agent, model }) => match &agent.config.model {
+            Some(own) => format!(" ({}){}", one_line(own), model_mark(model)),
+            None => format!(
+                " (inherits {})",
+                inherited.unwrap_or("the caller's model: --model")
+            ),
+        },
         Some(Loaded::Invalid { message }) => format!(" [invalid: {}]", one_line(message)),
         Some(Loaded::Missing { .. }) | None => " [missing]".to_string(),
     }
 }
 
-fn model_mark(model: &Result<ModelRef, String>) -> String {
+fn model_mark(model: &Result<Option<ModelRef>, String>) -> String {
     match model {
         Ok(_) => String::new(),
         Err(message) => format!(" [invalid model: {}]", one_line(message)),
@@ -512,7 +554,7 @@ mod tests {
                 subs.join(", ")
             );
             let agent = agent::parse(name, Path::new("t.toml"), &text).unwrap();
-            let model = ModelRef::parse(&agent.config.model).map_err(|e| e.to_string());
+            let model = parse_model(&agent);
             g.nodes.insert(
                 name.to_string(),
                 Loaded::Agent {

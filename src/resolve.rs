@@ -40,10 +40,14 @@ impl UserInput {
 /// What goes between the skill and the first context file.
 const FILES_HEADER: &str = "\n\n---\n\n## Context Files\n\n";
 
-/// Command-line overrides of an agent's settings (empty for sub-agents).
+/// Command-line overrides of an agent's settings (empty for sub-agents),
+/// and the caller's model for an agent whose file names none.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub model: Option<String>,
+    /// The model the caller runs on: what a sub-agent without `model` gets
+    /// (design D21). None at top level.
+    pub caller_model: Option<ModelRef>,
     pub skill: Option<String>,
     pub workdir: Option<String>,
 }
@@ -124,8 +128,19 @@ pub fn resolve(
     cwd: &Path,
     deadline: &Deadline,
 ) -> Result<Resolved, Error> {
-    let model_str = overrides.model.as_deref().unwrap_or(&agent.config.model);
-    let model = ModelRef::parse(model_str)?;
+    let model = match (
+        &overrides.model,
+        &agent.config.model,
+        &overrides.caller_model,
+    ) {
+        (Some(m), _, _) | (None, Some(m), _) => ModelRef::parse(m)?,
+        (None, None, Some(caller)) => caller.clone(),
+        (None, None, None) => {
+            return Err(Error::config(
+                "agent config missing required field: model (at top level an agent needs                  its own model or --model; only a sub-agent inherits its caller's)",
+            ));
+        }
+    };
     let workdir = resolve_workdir(&agent, overrides, cwd)?;
     let max_file_bytes = agent.config.file_limit();
     let (skill_path, skill) = resolve_skill(&agent, overrides, cwd, max_file_bytes)?;

@@ -161,6 +161,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     let children = Children::default();
     let caller = Caller {
         allowed_agents: &config.sub_agents,
+        model: &resolved.model,
         parallel: sac.parallel,
         max_parallel: sac.parallel_limit(),
         max_result_chars: sac.result_limit(),

@@ -9,6 +9,7 @@
 //! a deadline no later than its parent's (design D5).
 
 use std::any::Any;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::agent;
@@ -17,7 +18,7 @@ use crate::error::Error;
 use crate::ledger::Children;
 use crate::pool;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
-use crate::resolve::{self, Overrides};
+use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
 
 /// The name of the one tool axe injects (design §3.3).
@@ -36,6 +37,9 @@ const TASK_PREVIEW_CHARS: usize = 80;
 pub struct Caller<'a> {
     /// Its `sub_agents` list.
     pub allowed_agents: &'a [String],
+    /// The model it runs on: a sub-agent without one of its own inherits it
+    /// (design D21).
+    pub model: &'a ModelRef,
     /// Its `sub_agents_config.parallel`.
     pub parallel: bool,
     /// Its `sub_agents_config.max_parallel`: calls of one response in flight
@@ -279,14 +283,18 @@ fn run_sub_agent(
         for w in &loaded.warnings {
             crate::stderr::warn_once(w);
         }
-        if let Err(e) = ModelRef::parse(&loaded.config.model) {
+        if let Some(Err(e)) = loaded.config.model.as_deref().map(ModelRef::parse) {
             return Err(SubAgentError::Refused(format!(
                 "call_agent error: invalid model for agent \"{name}\": {e}"
             )));
         }
         // Its own workdir, skill and files; never the parent's overrides
-        // (design D7).
-        resolve::resolve(loaded, &Overrides::default(), ctx.cwd, &deadline).map_err(|e| {
+        // (design D7). Only a file without `model` takes the caller's (D21).
+        let overrides = Overrides {
+            caller_model: Some(caller.model.clone()),
+            ..Overrides::default()
+        };
+        resolve::resolve(loaded, &overrides, ctx.cwd, &deadline).map_err(|e| {
             if deadline.passed() {
                 timed_out()
             } else {
@@ -295,7 +303,15 @@ fn run_sub_agent(
         })
     };
     // Read once per run (design D20).
-    let resolved = ctx.snapshot.get_or_load(name, load)?;
+    let mut resolved = ctx.snapshot.get_or_load(name, load)?;
+    // An agent that inherits its model was resolved with its first caller's;
+    // a caller on another model gets its own (design D21).
+    if resolved.agent.config.model.is_none() && resolved.model != *caller.model {
+        resolved = Arc::new(Resolved {
+            model: caller.model.clone(),
+            ..(*resolved).clone()
+        });
+    }
     let sub_ctx = Ctx {
         depth: ctx.depth + 1,
         deadline,

@@ -1387,9 +1387,15 @@ fn run_validation_errors_come_in_order_and_exit_2() {
             "name = \"  \"\nmodel = \"openai/gpt-4o\"\n",
             "agent config missing required field: name",
         ),
+        // A file without `model` is valid (a sub-agent inherits, design
+        // D21), so the table's own error comes first.
         (
             "name = \"v\"\n[sub_agents_config]\nmax_depth = 9\ntimeout = -1\n",
-            "agent config missing required field: model",
+            "sub_agents_config.max_depth cannot exceed 5",
+        ),
+        (
+            "name = \"v\"\n",
+            "agent config missing required field: model (at top level an agent needs its own model or --model; only a sub-agent inherits its caller's)",
         ),
         (
             "name = \"v\"\nmodel = \"openai/gpt-4o\"\n[sub_agents_config]\nmax_depth = 6\ntimeout = -1\n",

@@ -128,8 +128,16 @@ fn check_reports_a_missing_root_agent() {
 #[test]
 fn check_reports_invalid_sub_agent_files_with_the_loaders_message() {
     let home = Home::new();
-    agent(&home, "lead", "ollama/llama3", &["broken", "nomodel"], "");
+    agent(
+        &home,
+        "lead",
+        "ollama/llama3",
+        &["broken", "noname", "nomodel"],
+        "",
+    );
     home.agent("broken", "name = \"broken\"\nmodel = \n");
+    home.agent("noname", "model = \"ollama/llama3\"\n");
+    // Not a problem: it runs on its caller's model (design D21).
     home.agent("nomodel", "name = \"nomodel\"\n");
     let out = home.run(&["agents", "check", "lead"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
@@ -150,9 +158,9 @@ fn check_reports_invalid_sub_agent_files_with_the_loaders_message() {
     );
     assert_eq!(
         lines[1],
-        "nomodel: agent config missing required field: model"
+        "noname: agent config missing required field: name"
     );
-    assert_eq!(lines[2], "3 agents checked, 2 problems");
+    assert_eq!(lines[2], "4 agents checked, 2 problems");
 }
 
 #[test]
@@ -478,7 +486,7 @@ fn tree_marks_missing_and_invalid_sub_agents_and_exits_0() {
         &format!(
             "lead (ollama/llama3, max_depth 3, parallel)\n\
              ├── ghost [missing]\n\
-             ├── nomodel [invalid: agent config missing required field: model]\n\
+             ├── nomodel (inherits ollama/llama3)\n\
              └── odd (mistral/large) [invalid model: {UNSUPPORTED_MISTRAL}]\n"
         ),
     );
@@ -492,12 +500,12 @@ fn tree_of_a_missing_or_invalid_root_exits_2_as_agents_show_does() {
     assert_eq!(stderr(&out), "axe: agent config not found: ghost\n");
     assert_eq!(code(&out), 2);
 
-    home.agent("nomodel", "name = \"nomodel\"\n");
-    let out = home.run(&["agents", "tree", "nomodel"]);
+    home.agent("noname", "model = \"ollama/llama3\"\n");
+    let out = home.run(&["agents", "tree", "noname"]);
     assert_eq!(stdout(&out), "");
     assert_eq!(
         stderr(&out),
-        "axe: agent config missing required field: model\n"
+        "axe: agent config missing required field: name\n"
     );
     assert_eq!(code(&out), 2);
 }

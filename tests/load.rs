@@ -102,7 +102,9 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         retries: None,
     };
     let allowed = vec!["w".to_string()];
+    let caller_model = axe::provider::ModelRef::parse("openai/gpt-4o").unwrap();
     let caller = Caller {
+        model: &caller_model,
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs: 0,
@@ -138,7 +140,9 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
     // flat (one kept-alive connection is reused).
     let before_threads = std::fs::read_dir("/proc/self/task").unwrap().count();
     let before_fds = open_fds();
+    let caller_model = axe::provider::ModelRef::parse("openai/gpt-4o").unwrap();
     let sequential = Caller {
+        model: &caller_model,
         parallel: false,
         ..caller
     };

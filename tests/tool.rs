@@ -149,7 +149,9 @@ fn run(ctx: &Ctx, allowed: &[&str], call: &ToolCall) -> ToolResult {
 /// Runs `call` for a caller allowed `allowed` with its own `timeout_secs`.
 fn run_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCall) -> ToolResult {
     let allowed = names(allowed);
+    let caller_model = axe::provider::ModelRef::parse("openai/gpt-4o").unwrap();
     let caller = Caller {
+        model: &caller_model,
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs,
@@ -571,7 +573,10 @@ fn execute_call_agent_agent_not_found() {
 fn execute_call_agent_invalid_agent_file() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
-    s.agent("bad", "name = \"bad\"\nsystem_prompt = \"no model\"\n");
+    s.agent(
+        "bad",
+        "model = \"openai/gpt-4o\"\nsystem_prompt = \"no name\"\n",
+    );
     s.agent("broken", "name = \"broken\"\nmodel = \n");
     s.agent(
         "deep",
@@ -583,7 +588,7 @@ fn execute_call_agent_invalid_agent_file() {
     assert_error(
         &run(&ctx, &allowed, &call("v1", "bad", "do it")),
         "v1",
-        "call_agent error: failed to load agent \"bad\": agent config missing required field: model",
+        "call_agent error: failed to load agent \"bad\": agent config missing required field: name",
     );
 
     let r = run(&ctx, &allowed, &call("v2", "broken", "do it"));
@@ -897,7 +902,9 @@ fn dispatch_unknown_tool() {
     s.agent("h", &openai_agent("h", "H."));
     let ctx = s.ctx(0, 3, 30);
     let allowed = names(&["h"]);
+    let caller_model = axe::provider::ModelRef::parse("openai/gpt-4o").unwrap();
     let caller = Caller {
+        model: &caller_model,
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs: 0,
@@ -1194,7 +1201,9 @@ fn parallel_calls_at(depth: u32) {
     s.agent("w", &openai_agent("w", "Worker."));
     let ctx = s.ctx(depth, 3, 30);
     let allowed = names(&["w"]);
+    let caller_model = axe::provider::ModelRef::parse("openai/gpt-4o").unwrap();
     let caller = Caller {
+        model: &caller_model,
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs: 0,
@@ -1285,7 +1294,9 @@ fn execute_sequential_runs_calls_one_after_another_in_order() {
     s.agent("w", &openai_agent("w", "Worker."));
     let ctx = s.ctx(0, 3, 30);
     let allowed = names(&["w"]);
+    let caller_model = axe::provider::ModelRef::parse("openai/gpt-4o").unwrap();
     let caller = Caller {
+        model: &caller_model,
         allowed_agents: &allowed,
         parallel: false,
         timeout_secs: 0,

@@ -78,15 +78,12 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
 }
 
 impl AgentFile {
-    /// Checks the rules in their order: `name`, `model`, then
+    /// Checks the rules in their order: `name`, then
     /// `[sub_agents_config]` (whenever present, design D17), the positive
     /// integers, `sub_agents` names (design D9) and `[params]`.
     pub(super) fn validate(self) -> Result<AgentConfig, Error> {
         if self.name.trim().is_empty() {
             return Err(Error::config("agent config missing required field: name"));
-        }
-        if self.model.trim().is_empty() {
-            return Err(Error::config("agent config missing required field: model"));
         }
         let sac = &self.sub_agents_config;
         if sac.max_depth > MAX_DEPTH_LIMIT {
@@ -140,7 +137,9 @@ impl AgentFile {
         Ok(AgentConfig {
             name: self.name,
             description: self.description,
-            model: self.model,
+            // Left out (or blank): the agent runs on its caller's model
+            // (design D21); at top level `resolve` asks for `--model`.
+            model: Some(self.model).filter(|m| !m.trim().is_empty()),
             system_prompt: self.system_prompt,
             skill: self.skill,
             files: self.files,

@@ -46,7 +46,9 @@ pub struct Agent {
 pub struct AgentConfig {
     pub name: String,
     pub description: String,
-    pub model: String,
+    /// None when the file names no model: a sub-agent then runs on its
+    /// caller's, a top-level agent needs `--model` (design D21).
+    pub model: Option<String>,
     pub system_prompt: Option<String>,
     pub skill: Option<String>,
     pub files: Vec<String>,
@@ -223,14 +225,24 @@ mod tests {
     }
 
     #[test]
-    fn validation_order_is_name_then_model_then_sub_agents_config() {
+    fn validation_order_is_name_then_sub_agents_config() {
         assert_eq!(
             refused("[sub_agents_config]\nmax_depth = 9\n"),
             "agent config missing required field: name"
         );
+        // A missing model is no error in the file: a sub-agent inherits its
+        // caller's (design D21).
         assert_eq!(
             refused("name = \"x\"\n[sub_agents_config]\nmax_depth = 9\n"),
-            "agent config missing required field: model"
+            "sub_agents_config.max_depth cannot exceed 5"
+        );
+        assert_eq!(parsed("name = \"x\"\n").unwrap().config.model, None);
+        assert_eq!(
+            parsed("name = \"x\"\nmodel = \" \"\n")
+                .unwrap()
+                .config
+                .model,
+            None
         );
         // [sub_agents_config] before the sub_agents names (design D17, D9).
         assert_eq!(

@@ -86,7 +86,12 @@ pub fn show(agent: &Agent) -> String {
     let mut rows: Vec<(&str, String)> = vec![
         ("Name", c.name.clone()),
         ("Description", or_none(Some(&c.description))),
-        ("Model", c.model.clone()),
+        (
+            "Model",
+            c.model
+                .clone()
+                .unwrap_or_else(|| "(inherited from the caller)".to_string()),
+        ),
         (
             "System Prompt",
             or_none(c.system_prompt.as_deref().map(str::trim)),
