@@ -88,8 +88,8 @@ struct Job {
 static IDLE: Mutex<Vec<Sender<Job>>> = Mutex::new(Vec::new());
 
 /// Idle helpers kept beyond this many end instead: one fan-out at the cap
-/// never needs more.
-const MAX_IDLE: usize = crate::tool::MAX_PARALLEL_CALLS;
+/// (`tool::MAX_PARALLEL_CALLS`, also 256, design §1.4) never needs more.
+const MAX_IDLE: usize = 256;
 
 /// Runs `run` for every call and collects the results in call order. With
 /// `parallel` and more than one call, up to `threads.max` calls run at
