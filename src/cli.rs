@@ -159,6 +159,10 @@ struct RunCmd {
     /// model override, as provider/model (default: the agent's model)
     #[argh(option)]
     model: Option<String>,
+    /// a JSON Schema file the answer must match, in place of the agent's
+    /// [output] schema (relative to the current directory)
+    #[argh(option)]
+    output_schema: Option<String>,
     /// skill file override (default: the agent's skill)
     #[argh(option)]
     skill: Option<String>,
@@ -519,6 +523,7 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
         skill: cmd.skill,
         workdir: cmd.workdir,
         caller_model: None,
+        output_schema: cmd.output_schema,
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;

@@ -23,6 +23,8 @@ pub enum Code {
     Api = 3,
     /// A `[budget]` or `--max-tokens` / `--max-turns` bound was reached.
     Budget = 4,
+    /// The answer never matched the output schema (design D22).
+    Output = 5,
 }
 
 /// Everything that can end a command with an error.
@@ -46,6 +48,9 @@ pub enum Error {
     TooManyTurns(u32),
     /// A token or turn budget is spent (exit 4).
     Budget(Exceeded),
+    /// The answer did not match the output schema after `repairs` repair
+    /// turns; `first` is the first thing wrong with the last one (exit 5).
+    Output { repairs: u32, first: String },
 }
 
 impl Error {
@@ -69,6 +74,7 @@ impl Error {
             Error::Provider(e) if e.kind == ErrorKind::BadRequest => Code::General,
             Error::Provider(_) => Code::Api,
             Error::Budget(_) => Code::Budget,
+            Error::Output { .. } => Code::Output,
             Error::General(_)
             | Error::Model(_)
             | Error::Refused { .. }
@@ -94,6 +100,11 @@ impl fmt::Display for Error {
                 write!(f, "agent exceeded maximum conversation turns ({max})")
             }
             Error::Budget(e) => e.fmt(f),
+            // "repairs" whatever N, as design D22 writes the message.
+            Error::Output { repairs, first } => write!(
+                f,
+                "output does not match the schema after {repairs} repairs: {first}"
+            ),
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod redact;
 mod report;
 mod resolve;
 pub mod run;
+pub mod schema;
 pub mod stderr;
 mod text;
 mod tomlfile;

@@ -164,6 +164,9 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
 pub struct JsonOutput<'a> {
     pub model: String,
     pub content: &'a str,
+    /// With an output schema: the answer, parsed (design D22).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<&'a serde_json::Value>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub stop_reason: &'a str,
@@ -184,6 +187,7 @@ pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> St
     let out = JsonOutput {
         model: r.model.to_string(),
         content: &o.content,
+        output: o.output.as_ref(),
         input_tokens: o.input_tokens,
         output_tokens: o.output_tokens,
         stop_reason: &o.stop_reason,

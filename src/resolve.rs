@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::paths;
 use crate::provider::ModelRef;
 use crate::read::{self, Refused};
+use crate::schema::{self, OutputSchema};
 
 /// The user message when neither `--prompt` nor stdin gives one.
 pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
@@ -48,6 +49,9 @@ pub struct Overrides {
     /// The model the caller runs on: what a sub-agent without `model` gets
     /// (design D21). None at top level.
     pub caller_model: Option<ModelRef>,
+    /// `--output-schema`: a JSON Schema file (relative to the current
+    /// directory) in place of the agent's `[output]` schema.
+    pub output_schema: Option<String>,
     pub skill: Option<String>,
     pub workdir: Option<String>,
 }
@@ -78,6 +82,8 @@ pub struct Resolved {
     pub files: Vec<ContextFile>,
     pub skipped: Vec<Skipped>,
     pub system_prompt: String,
+    /// The shape the answer must have, compiled (design D22).
+    pub output: Option<Arc<OutputSchema>>,
 }
 
 /// What one run read of its sub-agents (design D20): the first call to an
@@ -141,6 +147,13 @@ pub fn resolve(
             ));
         }
     };
+    let output = schema::load(
+        agent.config.output.as_ref(),
+        overrides.output_schema.as_deref(),
+        agent.config_dir(),
+        cwd,
+    )?
+    .map(Arc::new);
     let workdir = resolve_workdir(&agent, overrides, cwd)?;
     let max_file_bytes = agent.config.file_limit();
     let (skill_path, skill) = resolve_skill(&agent, overrides, cwd, max_file_bytes)?;
@@ -164,6 +177,7 @@ pub fn resolve(
         files,
         skipped,
         system_prompt,
+        output,
     })
 }
 

@@ -22,6 +22,7 @@ use crate::provider::{
     ToolResult, adjust,
 };
 use crate::resolve::{Resolved, Snapshot};
+use crate::schema::{Checked, OutputSchema};
 use crate::stderr::{self, Verbose};
 use crate::tool::{self, Caller};
 
@@ -78,6 +79,11 @@ pub struct Outcome {
     pub duration: Duration,
     /// Why the final answer is incomplete, when it is.
     pub cut: Option<Cut>,
+    /// With an output schema: the answer, parsed (`content` is its compact
+    /// JSON text).
+    pub output: Option<serde_json::Value>,
+    /// Turns spent asking for an answer that matches the output schema.
+    pub repairs: u32,
 }
 
 impl Outcome {
@@ -145,6 +151,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         tools,
         tool_choice,
         parallel_tool_calls: config.sub_agents_config.parallel,
+        output_schema: resolved.output.as_ref().map(|o| o.schema.clone()),
     };
     // The top-level agent's own budget is the caller's to set (the command
     // line wins over the file); a sub-agent's bounds its subtree.
@@ -189,7 +196,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
             "tools": offered,
         }),
     );
-    let result = converse(&provider, req, ctx, execute);
+    let result = converse(&provider, req, ctx, execute, resolved.output.as_deref());
     let took = started.elapsed();
     ctx.ledger.record_end(&ctx.place, took, result.is_err());
     let mut end = json!({
@@ -236,19 +243,22 @@ pub type ToolRunner<'a> = dyn Fn(u32, &[ToolCall]) -> Vec<ToolResult> + 'a;
 /// Runs the conversation that starts with `req`. With `execute`, every
 /// response that calls tools has them run and the results sent back, for at
 /// most [`MAX_TURNS`] requests; without it, the first answer is the answer
-/// (and tool calls a model invents are not acted on). Every request is
-/// taken from `ctx`'s budgets first, and reported to its tree.
+/// (and tool calls a model invents are not acted on). With `output`, a
+/// final answer that does not match the schema is sent back with what is
+/// wrong, at most `max_repairs` times (design D22). Every request is taken
+/// from `ctx`'s budgets first, and reported to its tree.
 pub fn converse(
     provider: &Provider,
     mut req: Request,
     ctx: &Ctx,
     execute: Option<&ToolRunner>,
+    output: Option<&OutputSchema>,
 ) -> Result<Outcome, Error> {
     let (deadline, verbose, ledger, place) =
         (&ctx.deadline, &ctx.verbose, &*ctx.ledger, &ctx.place);
     let started = Instant::now();
     let mut out = Outcome::default();
-    let looping = execute.is_some();
+    let looping = execute.is_some() || output.is_some();
     loop {
         out.turns += 1;
         let turn = out.turns;
@@ -402,11 +412,27 @@ pub fn converse(
         let execute = match execute {
             Some(execute) if !resp.tool_calls.is_empty() => execute,
             _ => {
-                out.content = resp.content;
-                out.stop_reason = resp.stop_reason;
-                out.cut = resp.cut;
-                out.duration = started.elapsed();
-                return Ok(out);
+                let Some(shape) = output else {
+                    out.content = resp.content;
+                    out.stop_reason = resp.stop_reason;
+                    out.cut = resp.cut;
+                    out.duration = started.elapsed();
+                    return Ok(out);
+                };
+                match shape.check(&resp.content) {
+                    Checked::Valid(value, text) => {
+                        out.content = text;
+                        out.output = Some(value);
+                        out.stop_reason = resp.stop_reason;
+                        out.cut = resp.cut;
+                        out.duration = started.elapsed();
+                        return Ok(out);
+                    }
+                    Checked::Invalid(problems) => {
+                        repair(&mut req, &mut out, shape, problems, resp.content, ctx)?;
+                        continue;
+                    }
+                }
             }
         };
         // The last turn's calls would never be answered: do not run them.
@@ -428,4 +454,54 @@ pub fn converse(
         });
         req.messages.push(Message::ToolResults(results));
     }
+}
+
+/// An answer that does not match the output schema: a failure once the
+/// repairs are spent (or the turns), else the answer and what is wrong with
+/// it go back to the model as the next turn (design D22).
+fn repair(
+    req: &mut Request,
+    out: &mut Outcome,
+    shape: &OutputSchema,
+    problems: Vec<String>,
+    answer: String,
+    ctx: &Ctx,
+) -> Result<(), Error> {
+    let first = problems.first().cloned().unwrap_or_default();
+    let turn = out.turns;
+    if out.repairs >= shape.max_repairs {
+        let e = Error::Output {
+            repairs: out.repairs,
+            first,
+        };
+        ctx.ledger.event(
+            "error",
+            &ctx.place,
+            turn,
+            json!({ "error": e.to_string(), "kind": "output" }),
+        );
+        return Err(e);
+    }
+    // A repair is a turn like any other (design §3.7).
+    if turn >= MAX_TURNS {
+        return Err(Error::TooManyTurns(MAX_TURNS));
+    }
+    out.repairs += 1;
+    ctx.verbose.line(&format!(
+        "[turn {turn}] Answer does not match the output schema: {first} (repair {} of {})",
+        out.repairs, shape.max_repairs
+    ));
+    ctx.ledger.event(
+        "repair",
+        &ctx.place,
+        turn,
+        json!({ "repair": out.repairs, "of": shape.max_repairs, "problems": problems }),
+    );
+    req.messages.push(Message::Assistant {
+        content: answer,
+        tool_calls: Vec::new(),
+    });
+    req.messages
+        .push(Message::user(shape.repair_message(&problems)));
+    Ok(())
 }

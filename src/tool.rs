@@ -328,6 +328,8 @@ fn run_sub_agent(
 fn failure_text(err: &Error) -> String {
     match err {
         Error::Provider(e) if e.kind == ErrorKind::Timeout => e.message.clone(),
+        // The parent gets what was wrong, not how often it was retried.
+        Error::Output { first, .. } => format!("output does not match the schema: {first}"),
         other => other.one_line(),
     }
 }

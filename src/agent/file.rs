@@ -5,7 +5,10 @@
 
 use serde::Deserialize;
 
-use super::{AgentConfig, Budget, DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, Params, SubAgentsConfig};
+use super::{
+    AgentConfig, Budget, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REPAIRS, MAX_DEPTH_LIMIT,
+    MAX_REPAIRS_LIMIT, OutputConfig, Params, SchemaSource, SubAgentsConfig,
+};
 use crate::config::RetrySettings;
 use crate::error::Error;
 use crate::paths;
@@ -36,6 +39,16 @@ pub(super) struct AgentFile {
     budget: BudgetFile,
     max_file_bytes: Option<i64>,
     max_prompt_bytes: Option<i64>,
+    output: Option<OutputFile>,
+}
+
+/// `[output]` as written: the schema inline (any TOML value, turned into
+/// JSON) or in a file.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct OutputFile {
+    schema: Option<toml::Value>,
+    schema_file: Option<String>,
+    max_repairs: Option<i64>,
 }
 
 /// `[sub_agents_config]` as written.
@@ -73,6 +86,7 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
         "params" => fields::<ParamsFile>(),
         "retry" => fields::<RetrySettings>(),
         "budget" => fields::<BudgetFile>(),
+        "output" => fields::<OutputFile>(),
         _ => &[],
     }
 }
@@ -133,6 +147,7 @@ impl AgentFile {
                 }
             },
         };
+        let output = self.output.map(OutputFile::validate).transpose()?;
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         Ok(AgentConfig {
             name: self.name,
@@ -166,6 +181,43 @@ impl AgentFile {
             },
             max_file_bytes,
             max_prompt_bytes,
+            output,
+        })
+    }
+}
+
+impl OutputFile {
+    /// One of `schema` and `schema_file`; `max_repairs` within its limit.
+    /// Whether the schema is a valid JSON Schema is checked when it is
+    /// compiled (`schema::compile`), a file's once it is read.
+    fn validate(self) -> Result<OutputConfig, Error> {
+        let schema = match (self.schema, self.schema_file) {
+            (Some(_), Some(_)) => {
+                return Err(Error::config("output: set schema or schema_file, not both"));
+            }
+            (None, None) => {
+                return Err(Error::config("output: schema or schema_file is required"));
+            }
+            (Some(inline), None) => SchemaSource::Inline(
+                serde_json::to_value(inline)
+                    .map_err(|e| Error::config(format!("output.schema: {e}")))?,
+            ),
+            (None, Some(path)) => SchemaSource::File(path),
+        };
+        let max_repairs = match self.max_repairs {
+            None => DEFAULT_MAX_REPAIRS,
+            Some(n) => match u32::try_from(n) {
+                Ok(n) if i64::from(n) <= MAX_REPAIRS_LIMIT => n,
+                _ => {
+                    return Err(Error::config(format!(
+                        "output.max_repairs must be between 0 and {MAX_REPAIRS_LIMIT}"
+                    )));
+                }
+            },
+        };
+        Ok(OutputConfig {
+            schema,
+            max_repairs,
         })
     }
 }

@@ -29,6 +29,12 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
 /// files that would take it past this are skipped.
 pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 8 << 20;
 
+/// Default `[output] max_repairs`: turns that tell the model what is wrong
+/// with its answer and ask again.
+pub const DEFAULT_MAX_REPAIRS: u32 = 2;
+/// The most `max_repairs` may be (each repair is a turn of the 50).
+pub const MAX_REPAIRS_LIMIT: i64 = 10;
+
 /// A loaded agent.
 #[derive(Debug, Clone)]
 pub struct Agent {
@@ -64,6 +70,25 @@ pub struct AgentConfig {
     pub max_file_bytes: Option<u64>,
     /// As written; [`AgentConfig::prompt_limit`] applies the default.
     pub max_prompt_bytes: Option<u64>,
+    /// `[output]`: the shape the answer must have (design D22).
+    pub output: Option<OutputConfig>,
+}
+
+/// `[output]`, validated: where the schema is, and how many repair turns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputConfig {
+    pub schema: SchemaSource,
+    /// 0 to [`MAX_REPAIRS_LIMIT`]; absent means [`DEFAULT_MAX_REPAIRS`].
+    pub max_repairs: u32,
+}
+
+/// Where an output schema comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SchemaSource {
+    /// Written in the agent file, as JSON.
+    Inline(serde_json::Value),
+    /// `schema_file`: relative to the config directory, as `skill` is.
+    File(String),
 }
 
 /// `[sub_agents_config]`, validated, defaults applied where a run needs

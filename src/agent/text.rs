@@ -66,6 +66,15 @@ model = "provider/model-name"
 # temperature = 0.2
 # max_tokens = 4096
 
+# The shape of the answer: a JSON Schema (inline, or schema_file relative to
+# the config directory). The answer must be JSON matching it; when it is
+# not, the model is told what is wrong and asked again, max_repairs times
+# (default 2), then the run exits 5 (a sub-agent's call fails).
+# [output]
+# schema = {{ type = "object", properties = {{ verdict = {{ type = "string" }} }}, required = ["verdict"] }}
+# schema_file = "schemas/verdict.json"
+# max_repairs = 2
+
 # Retries of one HTTP request on 429/5xx/refused connections (over the
 # [retry] of config.toml; `axe run --retries N` wins over both).
 # [retry]
@@ -139,6 +148,14 @@ pub fn show(agent: &Agent) -> String {
     if let Some(n) = c.max_prompt_bytes {
         rows.push(("Max Prompt Bytes", n.to_string()));
     }
+    if let Some(o) = &c.output {
+        let schema = match &o.schema {
+            super::SchemaSource::Inline(v) => v.to_string(),
+            super::SchemaSource::File(f) => format!("file {f}"),
+        };
+        rows.push(("Output Schema", schema));
+        rows.push(("Max Repairs", o.max_repairs.to_string()));
+    }
     if let Some(n) = c.budget.max_tokens {
         rows.push(("Budget Tokens", n.to_string()));
     }
@@ -192,9 +209,16 @@ mod tests {
         ] {
             assert!(s.lines().any(|l| l == line), "missing {line}");
         }
-        for key in ["", "sub_agents_config", "params", "retry", "budget"]
-            .into_iter()
-            .flat_map(super::super::file::known_keys)
+        for key in [
+            "",
+            "sub_agents_config",
+            "params",
+            "retry",
+            "budget",
+            "output",
+        ]
+        .into_iter()
+        .flat_map(super::super::file::known_keys)
         {
             assert!(
                 s.contains(&format!("# {key}"))

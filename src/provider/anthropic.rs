@@ -37,7 +37,34 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             body["tool_choice"] = json!({"type": "none"});
         }
     }
+    // JSON outputs (`output_config.format`), which leave tool use as it is:
+    // the model may still call tools, and its final text is the JSON.
+    if let Some(schema) = &req.output_schema {
+        body["output_config"] = json!({
+            "format": {"type": "json_schema", "schema": closed_objects(schema)},
+        });
+    }
     body
+}
+
+/// `schema` with `"additionalProperties": false` on every object schema
+/// that does not say otherwise: Anthropic's JSON outputs require it.
+fn closed_objects(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = serde_json::Map::with_capacity(map.len() + 1);
+            for (k, v) in map {
+                out.insert(k.clone(), closed_objects(v));
+            }
+            let is_object = map.get("type").is_some_and(|t| t == "object");
+            if is_object && !out.contains_key("additionalProperties") {
+                out.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(closed_objects).collect()),
+        other => other.clone(),
+    }
 }
 
 fn message(m: &Message) -> Value {

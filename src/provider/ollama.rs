@@ -32,6 +32,12 @@ pub fn body(req: &Request) -> Value {
     // Ollama cannot forbid tool calls: tools only go where they are offered.
     if req.sends_tools(false) {
         body["tools"] = super::openai::function_tools(req);
+    } else if let Some(schema) = &req.output_schema {
+        // `format` constrains every token the model writes to the schema,
+        // which leaves no way to write a tool call: it goes only on requests
+        // that offer no tool. With tools, the answer is validated and
+        // repaired instead (design D22).
+        body["format"] = schema.clone();
     }
     body
 }

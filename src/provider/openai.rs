@@ -48,6 +48,15 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             body["parallel_tool_calls"] = json!(true);
         }
     }
+    // Structured Outputs. Not strict: strict mode makes every property
+    // required, which would change what the schema means; axe validates the
+    // answer itself either way (design D22).
+    if let Some(schema) = &req.output_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": schema},
+        });
+    }
     body
 }
 

@@ -86,6 +86,9 @@ pub struct Request {
     /// Whether the calls of one response run at the same time, so the model
     /// may make several at once (said on the OpenAI wire).
     pub parallel_tool_calls: bool,
+    /// The JSON Schema the answer must match, asked for with each wire's
+    /// own mechanism (design D22); None asks for nothing.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// Whether a request lets the model call its tools.
