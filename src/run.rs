@@ -128,12 +128,15 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     // model made anyway (design D6), which some APIs refuse without `tools`.
     let (tools, tool_choice) = match (config.sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
         (true, _) => (Vec::new(), ToolChoice::Auto),
-        (false, true) => (
-            vec![tool::call_agent_tool(&config.sub_agents)],
-            ToolChoice::Auto,
-        ),
+        (false, true) => {
+            let shapes = tool::shapes(&config.sub_agents, ctx);
+            (
+                vec![tool::call_agent_tool(&config.sub_agents, &shapes)],
+                ToolChoice::Auto,
+            )
+        }
         (false, false) => (
-            vec![tool::call_agent_tool(&config.sub_agents)],
+            vec![tool::call_agent_tool(&config.sub_agents, &[])],
             ToolChoice::None,
         ),
     };

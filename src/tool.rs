@@ -20,6 +20,7 @@ use crate::pool;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
+use crate::schema;
 
 /// The name of the one tool axe injects (design §3.3).
 pub const CALL_AGENT: &str = "call_agent";
@@ -59,9 +60,22 @@ pub struct Caller<'a> {
 
 /// The `call_agent` tool definition for an agent that may call `allowed`
 /// (design §3.3). The names are in both descriptions and, as a JSON Schema
-/// `enum`, in the `agent` parameter (design D19).
-pub fn call_agent_tool(allowed: &[String]) -> Tool {
+/// `enum`, in the `agent` parameter (design D19). `shapes` are the output
+/// schemas of those that have one ([`shapes`]): the description tells the
+/// model what each returns, and is the spec's own when there are none.
+pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)]) -> Tool {
     let names = allowed.join(", ");
+    let mut description = format!(
+        "Delegate a task to a sub-agent. The sub-agent runs independently with its own \
+         context and returns only its final result. Available agents: {names}"
+    );
+    if !shapes.is_empty() {
+        description
+            .push_str("\nThese agents return one JSON value matching the JSON Schema given:");
+        for (name, schema) in shapes {
+            description.push_str(&format!("\n- {name}: {schema}"));
+        }
+    }
     let mut unique: Vec<String> = Vec::with_capacity(allowed.len());
     for name in allowed {
         if !unique.contains(name) {
@@ -76,10 +90,7 @@ pub fn call_agent_tool(allowed: &[String]) -> Tool {
     };
     Tool {
         name: CALL_AGENT.into(),
-        description: format!(
-            "Delegate a task to a sub-agent. The sub-agent runs independently with its own \
-             context and returns only its final result. Available agents: {names}"
-        ),
+        description,
         parameters: [
             (
                 "agent".to_string(),
@@ -105,6 +116,27 @@ pub fn call_agent_tool(allowed: &[String]) -> Tool {
         .into_iter()
         .collect(),
     }
+}
+
+/// The output schemas of the agents in `allowed` that have one, in list
+/// order, each once, read from their files for the parent's tool
+/// description. A file that does not load or a schema that cannot be read
+/// is left out here: the call itself reports it.
+pub fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)> {
+    let mut found: Vec<(String, serde_json::Value)> = Vec::new();
+    for name in allowed {
+        if found.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let Ok(loaded) = agent::load_in(ctx.config_dir, name) else {
+            continue;
+        };
+        let output = loaded.config.output.as_ref();
+        if let Ok(Some(shape)) = schema::load(output, None, loaded.config_dir(), ctx.cwd) {
+            found.push((name.clone(), shape.schema));
+        }
+    }
+    found
 }
 
 /// Runs the tool calls of one response and returns one result per call, in

@@ -373,3 +373,100 @@ fn schema_file_is_relative_to_the_config_dir_and_output_schema_wins() {
         stderr(&out)
     );
 }
+
+#[test]
+fn the_parents_tool_description_gives_the_shape_of_each_shaped_sub_agent() {
+    let server = FakeServer::json(200, &openai_text("done", 1, 1));
+    let home = home_with(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"triage\", \"plain\"]\n",
+    );
+    home.named_agent("triage", "openai/gpt-4o", TRIAGE);
+    home.named_agent("plain", "openai/gpt-4o", "");
+    let out = run(&home, &server, "openai", &["run", "lead", "-p", "x"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let body = server.requests()[0].json();
+    let description = body["tools"][0]["function"]["description"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        description,
+        format!(
+            "Delegate a task to a sub-agent. The sub-agent runs independently with its own \
+             context and returns only its final result. Available agents: triage, plain\n\
+             These agents return one JSON value matching the JSON Schema given:\n- triage: {}",
+            triage_schema()
+        )
+    );
+}
+
+#[test]
+fn dry_run_shows_the_schema_in_its_own_section_and_sends_nothing() {
+    let server = FakeServer::json(200, &openai_text(GOOD, 1, 1));
+    let home = home_with(
+        "triage",
+        "openai/gpt-4o",
+        &format!("{TRIAGE}max_repairs = 1\n"),
+    );
+    let out = run(
+        &home,
+        &server,
+        "openai",
+        &["run", "triage", "--dry-run", "-p", "x"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let section = text
+        .split("\n--- Output Schema ---\n")
+        .nth(1)
+        .expect("the section");
+    let (schema, rest) = section.rsplit_once("\nMax Repairs: ").unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(schema).unwrap(),
+        triage_schema()
+    );
+    assert_eq!(rest, "1\n");
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn agents_check_reports_a_schema_axe_cannot_check_or_read() {
+    let home = home_with(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"odd\", \"lost\"]\n",
+    );
+    home.named_agent(
+        "odd",
+        "openai/gpt-4o",
+        "[output]\nschema = { pattern = \"^a\" }\n",
+    );
+    home.named_agent(
+        "lost",
+        "openai/gpt-4o",
+        "[output]\nschema_file = \"nowhere.json\"\n",
+    );
+    let out = home
+        .axe()
+        .env("OPENAI_API_KEY", "sk-test")
+        .args(["agents", "check", "lead"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!(
+            "lost: output.schema_file {}: No such file or directory (os error 2)",
+            home.config_dir().join("nowhere.json").display()
+        )
+    );
+    assert_eq!(
+        lines[1],
+        "odd: output schema: /pattern: keyword \"pattern\" is not one axe checks"
+    );
+    assert_eq!(lines[2], "3 agents checked, 2 problems");
+}

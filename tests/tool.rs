@@ -187,7 +187,7 @@ fn openai_error(message: &str, kind: &str, code: Value) -> String {
 
 #[test]
 fn call_agent_tool_definition() {
-    let tool = call_agent_tool(&names(&["helper", "runner"]));
+    let tool = call_agent_tool(&names(&["helper", "runner"]), &[]);
     assert_eq!(CALL_AGENT, "call_agent");
     assert_eq!(tool.name, "call_agent");
     assert_eq!(
@@ -225,7 +225,7 @@ fn call_agent_tool_definition() {
 
 #[test]
 fn call_agent_tool_with_no_agents_keeps_its_structure() {
-    let tool = call_agent_tool(&[]);
+    let tool = call_agent_tool(&[], &[]);
     assert_eq!(tool.name, "call_agent");
     assert!(
         tool.description.ends_with("Available agents: "),
@@ -250,7 +250,7 @@ fn call_agent_tool_with_no_agents_keeps_its_structure() {
 
 #[test]
 fn call_agent_tool_with_duplicate_names_dedups_the_enum_only() {
-    let tool = call_agent_tool(&names(&["a", "b", "a"]));
+    let tool = call_agent_tool(&names(&["a", "b", "a"]), &[]);
     assert!(
         tool.description.ends_with("Available agents: a, b, a"),
         "{}",
