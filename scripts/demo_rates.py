@@ -8,7 +8,9 @@ Runs `axe run lead` (the agents of $XDG_CONFIG_HOME) once per input and
 reads each run's trace: did the lead delegate on its first turn, call both
 sub-agents in that one response, did they answer, did the sub-agents run
 side by side, is the lead's answer non-empty, and does it use what a
-sub-agent returned (it shares a run of six words with a result).
+sub-agent returned (it shares a run of six words with a result); also, did
+the critic's verdict come back in its [output] shape, and how many repair
+turns that took over all runs.
 """
 
 import json
@@ -55,14 +57,24 @@ def shares_six_words(answer, results):
     return False
 
 
+def is_verdict(text):
+    """The critic's [output] shape: an object with its two keys."""
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(v, dict) and isinstance(v.get("weakest_point"), str) and isinstance(v.get("serious"), bool)
+
+
 def main():
     axe, traces = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 20
     os.makedirs(traces, exist_ok=True)
     counts = dict.fromkeys(
-        ["ok", "delegated", "both_at_once", "answered", "side_by_side", "non_empty", "uses_result"], 0
+        ["ok", "delegated", "both_at_once", "answered", "shaped", "side_by_side", "non_empty", "uses_result"], 0
     )
     took = []
+    repairs = 0
     for i in range(n):
         text = INPUTS[i % len(INPUTS)]
         trace = os.path.join(traces, f"run{i:02}.jsonl")
@@ -84,11 +96,15 @@ def main():
         spans = [(starts[p], ends[p]) for p in starts if p in ends]
         overlap = any(a < d and c < b for j, (a, b) in enumerate(spans) for (c, d) in spans[j + 1 :])
         answer = run.stdout.strip()
+        critic = [e.get("content", "") for e in results if e.get("agent_called") == "critic" and not e.get("is_error")]
+        repairs += sum(1 for e in events if e["event"] == "repair")
         row = {
             "ok": run.returncode == 0,
             "delegated": first.get("tool_calls", 0) >= 1,
             "both_at_once": first.get("tool_calls", 0) >= 2,
             "answered": bool(texts),
+            # The critic's verdict came back in its [output] shape.
+            "shaped": any(is_verdict(c) for c in critic),
             "side_by_side": overlap,
             "non_empty": bool(answer),
             "uses_result": bool(answer) and shares_six_words(answer, texts),
@@ -100,6 +116,7 @@ def main():
     print(f"\nover {n} runs (mean {sum(took) / n:.1f} s a run):")
     for k, v in counts.items():
         print(f"  {k:13} {v}/{n}")
+    print(f"  repair turns  {repairs} in all")
 
 
 if __name__ == "__main__":

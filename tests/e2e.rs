@@ -517,17 +517,31 @@ fn assert_round_trips(format: Format, cast: &Cast, log: &[Exchange], parent: &st
                 format!("Task: {task}\n\nContext:\n{context}")
             };
             let sub = made_by(cast, log, agent);
+            // Its last turn for this task: with an output schema there may
+            // have been repairs (design D22).
             let asked = sub
                 .iter()
+                .rev()
                 .find(|e| e.request.first_user_text() == user)
                 .unwrap_or_else(|| {
                     panic!("no request from sub-agent {agent:?} with the user message {user:?}")
                 });
             let answer = format.content(&asked.response_json());
-            assert_eq!(
-                content, &answer,
-                "the tool result is the sub-agent's final answer"
-            );
+            // A sub-agent with an output schema returns its answer as the
+            // same JSON value, compact.
+            let shaped = serde_json::from_str::<Value>(content)
+                .ok()
+                .filter(Value::is_object);
+            match (shaped, serde_json::from_str::<Value>(answer.trim()).ok()) {
+                (Some(got), Some(sent)) => assert_eq!(
+                    got, sent,
+                    "the tool result is the sub-agent's final answer, as JSON"
+                ),
+                _ => assert_eq!(
+                    content, &answer,
+                    "the tool result is the sub-agent's final answer"
+                ),
+            }
         }
         checked += calls.len();
     }
@@ -716,6 +730,64 @@ fn llama_openai_delegation_to_two_sub_agents_at_once() {
 #[ignore = "needs a real server: make e2e"]
 fn llama_anthropic_delegation_to_two_sub_agents_at_once() {
     delegation(Format::Anthropic);
+}
+
+/// An agent with an output schema on the OpenAI wire: llama.cpp's server
+/// turns `response_format`'s schema into a grammar, so the real model's
+/// answer is JSON of that shape on the first turn; axe checks it anyway,
+/// prints it compact and puts the value in `--json`'s `output`.
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_openai_answer_in_a_schema() {
+    let proxy = Proxy::start(&require("AXE_E2E_LLAMA_URL"));
+    let home = Home::new();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "severity": {"type": "string", "enum": ["low", "high"]},
+            "reasons": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}
+        },
+        "required": ["severity", "reasons"]
+    });
+    std::fs::write(home.config_dir().join("triage.json"), schema.to_string()).unwrap();
+    let cast = Cast::write(
+        &home,
+        &[(
+            "triage".into(),
+            format!(
+                "name = \"triage\"\nmodel = \"openai/{}\"\n\
+                 system_prompt = \"You triage incident reports: how severe, and why.\"\n\
+                 [output]\nschema_file = \"triage.json\"\n\
+                 [params]\ntemperature = 0\nmax_tokens = 200\n",
+                local_model()
+            ),
+        )],
+    );
+    let (_, report) = run_json(
+        &home,
+        &proxy,
+        "triage",
+        &["-p", "The database disk is full and every write fails."],
+    );
+    let log = proxy.exchanges();
+    print_timings(&log, &cast);
+    assert_all_ok(&log, Format::OpenAi);
+    let body = log[0].request.json();
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert_eq!(body["response_format"]["json_schema"]["schema"], schema);
+    let output = &report["output"];
+    assert!(
+        output["severity"] == "low" || output["severity"] == "high",
+        "{report}"
+    );
+    let reasons = output["reasons"].as_array().expect("reasons");
+    assert!((1..=3).contains(&reasons.len()), "{report}");
+    assert_eq!(report["content"], json!(output.to_string()));
+    eprintln!(
+        "  answer: {}  ({} request(s))",
+        report["content"],
+        log.len()
+    );
 }
 
 // ---------------------------------------------------------------------------
