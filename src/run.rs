@@ -422,20 +422,13 @@ pub fn converse(
                     out.duration = started.elapsed();
                     return Ok(out);
                 };
-                match shape.check(&resp.content) {
-                    Checked::Valid(value, text) => {
-                        out.content = text;
-                        out.output = Some(value);
-                        out.stop_reason = resp.stop_reason;
-                        out.cut = resp.cut;
-                        out.duration = started.elapsed();
-                        return Ok(out);
-                    }
-                    Checked::Invalid(problems) => {
-                        repair(&mut req, &mut out, shape, problems, resp.content, ctx)?;
-                        continue;
-                    }
+                if shaped(&mut req, &mut out, shape, resp.content, ctx)? {
+                    out.stop_reason = resp.stop_reason;
+                    out.cut = resp.cut;
+                    out.duration = started.elapsed();
+                    return Ok(out);
                 }
+                continue;
             }
         };
         // The last turn's calls would never be answered: do not run them.
@@ -456,6 +449,32 @@ pub fn converse(
             tool_calls: resp.tool_calls,
         });
         req.messages.push(Message::ToolResults(results));
+    }
+}
+
+/// The final `answer` of an agent with an output schema: true when it
+/// matches (`out` then holds it, compact, and its value); false when it
+/// has gone back to the model for a repair; a failure when the repairs are
+/// spent (design D22). Kept out of line: a sub-agent's thread waits on the
+/// network inside `converse`, and its frame is on every such stack.
+#[inline(never)]
+fn shaped(
+    req: &mut Request,
+    out: &mut Outcome,
+    shape: &OutputSchema,
+    answer: String,
+    ctx: &Ctx,
+) -> Result<bool, Error> {
+    match shape.check(&answer) {
+        Checked::Valid(value, text) => {
+            out.content = text;
+            out.output = Some(value);
+            Ok(true)
+        }
+        Checked::Invalid(problems) => {
+            repair(req, out, shape, problems, answer, ctx)?;
+            Ok(false)
+        }
     }
 }
 

@@ -121,7 +121,9 @@ pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)
 /// The output schemas of the agents in `allowed` that have one, in list
 /// order, each once, read from their files for the parent's tool
 /// description. A file that does not load or a schema that cannot be read
-/// is left out here: the call itself reports it.
+/// is left out here: the call itself reports it. Out of line, to keep
+/// `run_agent`'s frame (on every waiting sub-agent's stack) small.
+#[inline(never)]
 pub fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)> {
     let mut found: Vec<(String, serde_json::Value)> = Vec::new();
     for name in allowed {
@@ -339,10 +341,7 @@ fn run_sub_agent(
     // An agent that inherits its model was resolved with its first caller's;
     // a caller on another model gets its own (design D21).
     if resolved.agent.config.model.is_none() && resolved.model != *caller.model {
-        resolved = Arc::new(Resolved {
-            model: caller.model.clone(),
-            ..(*resolved).clone()
-        });
+        resolved = on_model(&resolved, caller.model);
     }
     let sub_ctx = Ctx {
         depth: ctx.depth + 1,
@@ -353,6 +352,16 @@ fn run_sub_agent(
     };
     run::run_agent(&resolved, message, &sub_ctx)
         .map_err(|err| SubAgentError::Failed(failure_text(&err)))
+}
+
+/// `resolved` on `model` instead. Out of line: the copy is large, and
+/// `run_sub_agent`'s frame is on the stack of every sub-agent that waits.
+#[inline(never)]
+fn on_model(resolved: &Resolved, model: &ModelRef) -> Arc<Resolved> {
+    Arc::new(Resolved {
+        model: model.clone(),
+        ..resolved.clone()
+    })
 }
 
 /// What went wrong in a sub-agent, for its error result: a timeout reads
