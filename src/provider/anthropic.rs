@@ -41,30 +41,72 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
     // the model may still call tools, and its final text is the JSON.
     if let Some(schema) = &req.output_schema {
         body["output_config"] = json!({
-            "format": {"type": "json_schema", "schema": closed_objects(schema)},
+            "format": {"type": "json_schema", "schema": for_anthropic(schema)},
         });
     }
     body
 }
 
-/// `schema` with `"additionalProperties": false` on every object schema
-/// that does not say otherwise: Anthropic's JSON outputs require it.
-fn closed_objects(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) => {
-            let mut out = serde_json::Map::with_capacity(map.len() + 1);
-            for (k, v) in map {
-                out.insert(k.clone(), closed_objects(v));
-            }
-            let is_object = map.get("type").is_some_and(|t| t == "object");
-            if is_object && !out.contains_key("additionalProperties") {
-                out.insert("additionalProperties".into(), Value::Bool(false));
-            }
-            Value::Object(out)
+/// Keywords Anthropic's JSON outputs accept (its structured-outputs
+/// documentation); `minItems` only as 0 or 1.
+const ANTHROPIC_KEYWORDS: &[&str] = &[
+    "type",
+    "description",
+    "enum",
+    "const",
+    "default",
+    "properties",
+    "required",
+    "items",
+    "anyOf",
+    "allOf",
+    "$ref",
+    "$defs",
+    "definitions",
+    "format",
+    "minItems",
+];
+
+/// `schema` as Anthropic's JSON outputs take it: every object closed
+/// (`additionalProperties: false`, which that API requires), and the
+/// keywords it does not support (numeric and length bounds, `oneOf`, `not`,
+/// ...) left out, as Anthropic's own SDKs do. axe still checks the answer
+/// against the whole schema (design D22).
+fn for_anthropic(schema: &Value) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = serde_json::Map::with_capacity(map.len() + 1);
+    for (k, v) in map {
+        let kept = match k.as_str() {
+            "minItems" => v.as_u64().is_some_and(|n| n <= 1),
+            k => ANTHROPIC_KEYWORDS.contains(&k),
+        };
+        if !kept {
+            continue;
         }
-        Value::Array(items) => Value::Array(items.iter().map(closed_objects).collect()),
-        other => other.clone(),
+        let v = match k.as_str() {
+            "items" => for_anthropic(v),
+            "properties" | "$defs" | "definitions" => match v {
+                Value::Object(m) => Value::Object(
+                    m.iter()
+                        .map(|(name, s)| (name.clone(), for_anthropic(s)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            },
+            "anyOf" | "allOf" => match v {
+                Value::Array(list) => Value::Array(list.iter().map(for_anthropic).collect()),
+                other => other.clone(),
+            },
+            _ => v.clone(),
+        };
+        out.insert(k.clone(), v);
     }
+    if map.get("type").is_some_and(|t| t == "object") {
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    Value::Object(out)
 }
 
 fn message(m: &Message) -> Value {
