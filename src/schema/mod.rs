@@ -192,8 +192,12 @@ mod tests {
             "output schema: /properties/a/type: unknown type \"text\""
         );
         assert_eq!(
-            refused(json!({"properties": {"a": {"pattern": "^x"}}})),
-            "output schema: /properties/a/pattern: keyword \"pattern\" is not one axe checks"
+            refused(json!({"properties": {"a": {"patternProperties": {}}}})),
+            "output schema: /properties/a/patternProperties: keyword \"patternProperties\" is not one axe checks"
+        );
+        assert!(
+            refused(json!({"pattern": "(unclosed"}))
+                .starts_with("output schema: /pattern: not a pattern axe can use: "),
         );
         // Nothing is fetched: a reference must point inside the schema.
         assert!(

@@ -5,7 +5,8 @@
 //!
 //! Why our own: the well-kept 2020-12 validators cost 1.1 to 2.8 MB of
 //! binary (measured), and axe stays under 4 MiB. The subset is what the
-//! providers' own structured-output modes accept, plus combinators.
+//! providers' own structured-output modes accept, plus combinators;
+//! `pattern` uses the regex engine globset already brings.
 
 use serde_json::{Map, Value};
 
@@ -111,6 +112,14 @@ fn lint_at(root: &Value, schema: &Value, at: &str) -> Result<(), String> {
                 }
             }
             "const" => {}
+            "pattern" => {
+                let Some(p) = value.as_str() else {
+                    return bad("must be a string");
+                };
+                if let Err(e) = regex(p) {
+                    return bad(&format!("not a pattern axe can use: {e}"));
+                }
+            }
             "required" => {
                 if !value
                     .as_array()
@@ -236,6 +245,11 @@ fn check(
         Value::String(s) => {
             let n = s.chars().count() as u64;
             count_bounds(map, "minLength", "maxLength", n, "characters", &mut fail);
+            if let Some(p) = map.get("pattern").and_then(Value::as_str)
+                && regex(p).is_ok_and(|re| !re.is_match(s.as_bytes()))
+            {
+                fail(format!("{value} does not match the pattern {p:?}"));
+            }
         }
         Value::Number(_) => {
             let n = value.as_f64().unwrap_or(0.0);
@@ -309,6 +323,19 @@ fn check(
         _ => {}
     }
     check_combinators(root, map, value, at, deeper, out);
+}
+
+/// A schema's `pattern`, found anywhere in the text as JSON Schema says.
+/// Classes are ASCII (`\d` is 0-9, as in ECMAScript), which is what the
+/// regex engine already in the build offers without Unicode tables.
+fn regex(pattern: &str) -> Result<regex_automata::meta::Regex, String> {
+    let syntax = regex_automata::util::syntax::Config::new()
+        .unicode(false)
+        .utf8(false);
+    regex_automata::meta::Regex::builder()
+        .syntax(syntax)
+        .build(pattern)
+        .map_err(|e| crate::text::one_line(&e.to_string()))
 }
 
 /// `prefixItems`, `items` and `contains` over an array.
