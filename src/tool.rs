@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::agent;
-use crate::deadline::millis;
+use crate::deadline::{Deadline, millis};
 use crate::error::Error;
 use crate::ledger::Children;
 use crate::pool;
@@ -307,37 +307,10 @@ fn run_sub_agent(
 ) -> Result<run::Outcome, SubAgentError> {
     let ctx = caller.ctx;
     let deadline = ctx.deadline.narrowed(caller.timeout_secs);
-    let timed_out = || SubAgentError::Failed(format!("timeout after {}s", deadline.secs));
-    let load = || {
-        let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
-            SubAgentError::Refused(format!(
-                "call_agent error: failed to load agent \"{name}\": {e}"
-            ))
-        })?;
-        for w in &loaded.warnings {
-            crate::stderr::warn_once(w);
-        }
-        if let Some(Err(e)) = loaded.config.model.as_deref().map(ModelRef::parse) {
-            return Err(SubAgentError::Refused(format!(
-                "call_agent error: invalid model for agent \"{name}\": {e}"
-            )));
-        }
-        // Its own workdir, skill and files; never the parent's overrides
-        // (design D7). Only a file without `model` takes the caller's (D21).
-        let overrides = Overrides {
-            caller_model: Some(caller.model.clone()),
-            ..Overrides::default()
-        };
-        resolve::resolve(loaded, &overrides, ctx.cwd, &deadline).map_err(|e| {
-            if deadline.passed() {
-                timed_out()
-            } else {
-                SubAgentError::Failed(e.to_string())
-            }
-        })
-    };
     // Read once per run (design D20).
-    let mut resolved = ctx.snapshot.get_or_load(name, load)?;
+    let mut resolved = ctx
+        .snapshot
+        .get_or_load(name, || load_sub_agent(name, caller, &deadline))?;
     // An agent that inherits its model was resolved with its first caller's;
     // a caller on another model gets its own (design D21).
     if resolved.agent.config.model.is_none() && resolved.model != *caller.model {
@@ -352,6 +325,46 @@ fn run_sub_agent(
     };
     run::run_agent(&resolved, message, &sub_ctx)
         .map_err(|err| SubAgentError::Failed(failure_text(&err)))
+}
+
+/// Steps 7–10 of design §3.4 for the sub-agent `name`: its file loaded and
+/// checked, and resolved on its own settings (design D7), on `caller`'s model
+/// when it names none (D21). Out of line: only a run's first call to an
+/// agent loads it (D20), and inlined, its locals would sit in the frame of
+/// every waiting sub-agent's thread.
+#[inline(never)]
+fn load_sub_agent(
+    name: &str,
+    caller: &Caller,
+    deadline: &Deadline,
+) -> Result<Resolved, SubAgentError> {
+    let ctx = caller.ctx;
+    let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
+        SubAgentError::Refused(format!(
+            "call_agent error: failed to load agent \"{name}\": {e}"
+        ))
+    })?;
+    for w in &loaded.warnings {
+        crate::stderr::warn_once(w);
+    }
+    if let Some(Err(e)) = loaded.config.model.as_deref().map(ModelRef::parse) {
+        return Err(SubAgentError::Refused(format!(
+            "call_agent error: invalid model for agent \"{name}\": {e}"
+        )));
+    }
+    // Its own workdir, skill and files; never the parent's overrides
+    // (design D7). Only a file without `model` takes the caller's (D21).
+    let overrides = Overrides {
+        caller_model: Some(caller.model.clone()),
+        ..Overrides::default()
+    };
+    resolve::resolve(loaded, &overrides, ctx.cwd, deadline).map_err(|e| {
+        if deadline.passed() {
+            SubAgentError::Failed(format!("timeout after {}s", deadline.secs))
+        } else {
+            SubAgentError::Failed(e.to_string())
+        }
+    })
 }
 
 /// `resolved` on `model` instead. Out of line: the copy is large, and
