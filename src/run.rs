@@ -188,6 +188,17 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     };
 
     let started = Instant::now();
+    report_start(ctx, &provider, &req.model, offered);
+    let result = converse(&provider, req, ctx, execute, resolved.output.as_deref());
+    report_end(ctx, started.elapsed(), &result);
+    result
+}
+
+/// `run_start` to the run's ledger. This and [`report_end`] are out of
+/// line: their JSON would otherwise sit in `run_agent`'s frame, which every
+/// waiting sub-agent's thread holds (design §3.15).
+#[inline(never)]
+fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
     ctx.ledger.record_start(&ctx.place);
     ctx.ledger.event(
         "run_start",
@@ -195,18 +206,21 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         0,
         json!({
             "provider": provider.kind.name(),
-            "model": req.model,
+            "model": model,
             "tools": offered,
         }),
     );
-    let result = converse(&provider, req, ctx, execute, resolved.output.as_deref());
-    let took = started.elapsed();
+}
+
+/// `run_end` to the run's ledger, with the tree's totals at top level.
+#[inline(never)]
+fn report_end(ctx: &Ctx, took: Duration, result: &Result<Outcome, Error>) {
     ctx.ledger.record_end(&ctx.place, took, result.is_err());
     let mut end = json!({
         "duration_ms": millis(took),
         "ok": result.is_ok(),
     });
-    match &result {
+    match result {
         Ok(o) => {
             end["turns"] = o.turns.into();
             end["input_tokens"] = o.input_tokens.into();
@@ -225,7 +239,6 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     }
     let turn = result.as_ref().map_or(0, |o| o.turns);
     ctx.ledger.event("run_end", &ctx.place, turn, end);
-    result
 }
 
 /// A test hook, compiled into debug builds only: the agent named by
