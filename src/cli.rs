@@ -159,8 +159,7 @@ struct RunCmd {
     /// model override, as provider/model (default: the agent's model)
     #[argh(option)]
     model: Option<String>,
-    /// a JSON Schema file the answer must match, in place of the agent's
-    /// [output] schema (relative to the current directory)
+    /// a JSON Schema file the answer must match, over the agent's [output]
     #[argh(option)]
     output_schema: Option<String>,
     /// skill file override (default: the agent's skill)
