@@ -87,9 +87,9 @@ struct Job {
 /// Idle helpers, each waiting on its channel for its next job.
 static IDLE: Mutex<Vec<Sender<Job>>> = Mutex::new(Vec::new());
 
-/// Idle helpers kept beyond this many end instead: one fan-out at the cap
-/// (`tool::MAX_PARALLEL_CALLS`, also 256, design §1.4) never needs more.
-const MAX_IDLE: usize = 256;
+/// The most threads one fan-out uses, and the most idle helpers kept (more
+/// end instead): one fan-out at the cap never needs more (design §1.4).
+pub const MAX_THREADS: usize = 256;
 
 /// Runs `run` for every call and collects the results in call order. With
 /// `parallel` and more than one call, up to `threads.max` calls run at
@@ -226,7 +226,7 @@ fn helper(first: Job, jobs: &Receiver<Job>, me: Sender<Job>) {
         // meanwhile waits in the channel.
         let parked = {
             let mut idle = IDLE.lock().unwrap_or_else(PoisonError::into_inner);
-            let room = idle.len() < MAX_IDLE;
+            let room = idle.len() < MAX_THREADS;
             if room {
                 idle.push(me.clone());
             }

@@ -143,7 +143,8 @@ pub fn resolve(
         (None, None, Some(caller)) => caller.clone(),
         (None, None, None) => {
             return Err(Error::config(
-                "agent config missing required field: model (at top level an agent needs                  its own model or --model; only a sub-agent inherits its caller's)",
+                "agent config missing required field: model (at top level an agent needs its \
+                 own model or --model; only a sub-agent inherits its caller's)",
             ));
         }
     };

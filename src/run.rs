@@ -428,20 +428,18 @@ pub fn converse(
         let execute = match execute {
             Some(execute) if !resp.tool_calls.is_empty() => execute,
             _ => {
-                let Some(shape) = output else {
-                    out.content = resp.content;
-                    out.stop_reason = resp.stop_reason;
-                    out.cut = resp.cut;
-                    out.duration = started.elapsed();
-                    return Ok(out);
-                };
-                if shaped(&mut req, &mut out, shape, resp.content, ctx)? {
-                    out.stop_reason = resp.stop_reason;
-                    out.cut = resp.cut;
-                    out.duration = started.elapsed();
-                    return Ok(out);
+                match output {
+                    None => out.content = resp.content,
+                    Some(shape) => {
+                        if !shaped(&mut req, &mut out, shape, resp.content, ctx)? {
+                            continue;
+                        }
+                    }
                 }
-                continue;
+                out.stop_reason = resp.stop_reason;
+                out.cut = resp.cut;
+                out.duration = started.elapsed();
+                return Ok(out);
             }
         };
         // The last turn's calls would never be answered: do not run them.

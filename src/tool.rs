@@ -28,7 +28,7 @@ pub const CALL_AGENT: &str = "call_agent";
 /// The most calls of one response that run at the same time; more wait for
 /// a free thread. Far above what a model sends in practice, it only bounds
 /// the threads (and provider connections) a runaway response can open.
-pub const MAX_PARALLEL_CALLS: usize = 256;
+pub const MAX_PARALLEL_CALLS: usize = pool::MAX_THREADS;
 
 /// How many characters of a task the `--verbose` line shows (design §3.14).
 const TASK_PREVIEW_CHARS: usize = 80;
@@ -126,8 +126,8 @@ pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)
 #[inline(never)]
 pub fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)> {
     let mut found: Vec<(String, serde_json::Value)> = Vec::new();
-    for name in allowed {
-        if found.iter().any(|(n, _)| n == name) {
+    for (i, name) in allowed.iter().enumerate() {
+        if allowed[..i].contains(name) {
             continue;
         }
         let Ok(loaded) = agent::load_in(ctx.config_dir, name) else {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::agent::{OutputConfig, SchemaSource};
 use crate::error::Error;
-use crate::read;
+use crate::{paths, read};
 
 /// The most validation errors a repair message lists.
 const MAX_LISTED: usize = 8;
@@ -36,7 +36,8 @@ pub enum Checked {
 
 /// The agent's `[output]`, or `--output-schema`'s file in its place, read
 /// and compiled. `config_dir` is where a `schema_file` is relative to;
-/// `override_file` is relative to `cwd`. Errors are config errors (exit 2).
+/// `override_file` is relative to `cwd` (`~` expanded in both, as for a
+/// skill). Errors are config errors (exit 2).
 pub fn load(
     output: Option<&OutputConfig>,
     override_file: Option<&str>,
@@ -45,11 +46,11 @@ pub fn load(
 ) -> Result<Option<OutputSchema>, Error> {
     let max_repairs = output.map_or(crate::agent::DEFAULT_MAX_REPAIRS, |o| o.max_repairs);
     let schema = match (override_file, output.map(|o| &o.schema)) {
-        (Some(file), _) => read_file(&cwd.join(file), "--output-schema")?,
+        (Some(file), _) => read_file(&paths::resolve_against(cwd, file), "--output-schema")?,
         (None, Some(SchemaSource::Inline(v))) => v.clone(),
         (None, Some(SchemaSource::File(file))) => {
             let dir = config_dir.unwrap_or(cwd);
-            read_file(&dir.join(file), "output.schema_file")?
+            read_file(&paths::resolve_against(dir, file), "output.schema_file")?
         }
         (None, None) => return Ok(None),
     };

@@ -199,15 +199,14 @@ fn check(
     depth: usize,
     out: &mut Vec<String>,
 ) {
-    let mut fail = |what: String| out.push(format!("at {}: {what}", place(at)));
     let map = match schema {
         Value::Bool(true) => return,
-        Value::Bool(false) => return fail("no value is allowed here".into()),
+        Value::Bool(false) => return push(out, at, "no value is allowed here".into()),
         Value::Object(map) => map,
         _ => return,
     };
     if depth > MAX_DEPTH {
-        return fail("the schema nests too deep (a $ref loop?)".into());
+        return push(out, at, "the schema nests too deep (a $ref loop?)".into());
     }
     let deeper = depth + 1;
     if let Some(target) = map.get("$ref").and_then(Value::as_str) {
@@ -215,8 +214,7 @@ fn check(
             check(root, s, value, at, deeper, out);
         }
     }
-    // Re-borrowed after the `$ref` above pushed to `out`.
-    let mut fail = |what: String| out.push(format!("at {}: {what}", place(at)));
+    let mut fail = |what: String| push(out, at, what);
     if let Some(t) = map.get("type") {
         let names: Vec<&str> = match t {
             Value::Array(l) => l.iter().filter_map(Value::as_str).collect(),
@@ -366,11 +364,12 @@ fn check_items(
         let min = map.get("minContains").and_then(Value::as_u64).unwrap_or(1);
         let max = map.get("maxContains").and_then(Value::as_u64);
         if matching < min || max.is_some_and(|m| matching > m) {
-            out.push(format!(
-                "at {}: {matching} items match \"contains\", wanted {min}{}",
-                place(at),
-                max.map_or(" or more".to_string(), |m| format!(" to {m}"))
-            ));
+            let wanted = max.map_or(" or more".to_string(), |m| format!(" to {m}"));
+            push(
+                out,
+                at,
+                format!("{matching} items match \"contains\", wanted {min}{wanted}"),
+            );
         }
     }
 }
@@ -391,10 +390,7 @@ fn check_fields(
             Some(s) => check(root, s, v, &here, depth, out),
             None => match map.get("additionalProperties") {
                 Some(Value::Bool(false)) => {
-                    out.push(format!(
-                        "at {}: property \"{name}\" is not allowed",
-                        place(at)
-                    ));
+                    push(out, at, format!("property \"{name}\" is not allowed"));
                 }
                 Some(s) => check(root, s, v, &here, depth, out),
                 None => {}
@@ -422,11 +418,8 @@ fn check_combinators(
     if let Some(options) = list("anyOf")
         && !options.iter().any(|s| passes(root, s, value, depth))
     {
-        out.push(format!(
-            "at {}: matches none of the {} schemas of anyOf",
-            place(at),
-            options.len()
-        ));
+        let n = options.len();
+        push(out, at, format!("matches none of the {n} schemas of anyOf"));
     }
     if let Some(options) = list("oneOf") {
         let n = options
@@ -434,16 +427,17 @@ fn check_combinators(
             .filter(|s| passes(root, s, value, depth))
             .count();
         if n != 1 {
-            out.push(format!(
-                "at {}: matches {n} of the schemas of oneOf, not exactly one",
-                place(at)
-            ));
+            push(
+                out,
+                at,
+                format!("matches {n} of the schemas of oneOf, not exactly one"),
+            );
         }
     }
     if let Some(s) = map.get("not")
         && passes(root, s, value, depth)
     {
-        out.push(format!("at {}: matches the schema of \"not\"", place(at)));
+        push(out, at, "matches the schema of \"not\"".into());
     }
     if let Some(s) = map.get("if") {
         let branch = if passes(root, s, value, depth) {
@@ -526,6 +520,11 @@ fn same(a: &Value, b: &Value) -> bool {
 /// A property name as a JSON Pointer token.
 fn escape(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
+}
+
+/// One problem with the answer, at `at`.
+fn push(out: &mut Vec<String>, at: &str, what: String) {
+    out.push(format!("at {}: {what}", place(at)));
 }
 
 /// `/` for the whole document.
