@@ -1,7 +1,7 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build static test fmt lint unit example demo demo-rates e2e bench fuzz clean
+.PHONY: all build static test fmt lint unit example demo demo-rates e2e bench fuzz schema-suite clean
 
 all: build
 
@@ -42,6 +42,12 @@ bench:
 FUZZ_EXECS ?= 1000000
 fuzz:
 	AXE_FUZZ_EXECS=$(FUZZ_EXECS) $(CARGO) test --release --test fuzz -- --nocapture --test-threads=1
+
+## schema-suite: the official JSON Schema Test Suite (draft 2020-12, from the
+## jsonschema sdist on PyPI) through the output-schema check: how many cases
+## axe decides right, wrong, and refuses (not part of `make test`)
+schema-suite:
+	bash scripts/schema_suite.sh
 
 ## example: build, then show what the shipped example agents would send (no key needed)
 example: build

@@ -476,12 +476,16 @@ fn shaped(
     answer: String,
     ctx: &Ctx,
 ) -> Result<bool, Error> {
-    match shape.check(&answer) {
+    match shape.check(&answer, Some(ctx.deadline.at)) {
         Checked::Valid(value, text) => {
             out.content = text;
             out.output = Some(value);
             Ok(true)
         }
+        Checked::TimedOut => Err(Error::api(format!(
+            "timeout after {}s (while checking the answer against the output schema)",
+            ctx.deadline.secs
+        ))),
         Checked::Invalid(problems) => {
             repair(req, out, shape, problems, answer, ctx)?;
             Ok(false)

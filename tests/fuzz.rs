@@ -397,6 +397,55 @@ fn fuzz_config_toml_loader_never_panics() {
     });
 }
 
+/// Output schemas and answers, one input: the schema, `\n---\n`, the answer.
+fn schema_seeds() -> Vec<String> {
+    let pairs = [
+        (
+            r##"{"type":"object","properties":{"severity":{"enum":["low","high"]},"reasons":{"type":"array","items":{"type":"string"}}},"required":["severity"]}"##,
+            r##"{"severity":"low","reasons":["a"]}"##,
+        ),
+        (
+            r##"{"$defs":{"n":{"oneOf":[{"type":"object","properties":{"k":{"const":"a"},"c":{"type":"array","items":{"$ref":"#/$defs/n"}}}},{"type":"object","properties":{"k":{"const":"b"},"c":{"type":"array","items":{"$ref":"#/$defs/n"}}}}]}},"$ref":"#/$defs/n"}"##,
+            r##"{"k":"a","c":[{"k":"b","c":[{"k":"a","c":[]}]}]}"##,
+        ),
+        (
+            r##"{"type":"array","uniqueItems":true,"items":{"multipleOf":0.01,"minimum":-5,"exclusiveMaximum":1e9}}"##,
+            r##"[1.25,3,1e3,-4.99,0.1]"##,
+        ),
+        (
+            r##"{"patternProperties":{"^\d+$":{"type":"integer"}},"propertyNames":{"maxLength":3,"pattern":"\w"},"dependentRequired":{"a":["b"]},"dependentSchemas":{"b":{"required":["c"]}},"additionalProperties":false}"##,
+            r##"{"12":1,"a":2,"b":3,"c":4}"##,
+        ),
+        (
+            r##"{"if":{"properties":{"t":{"const":1}}},"then":{"required":["x"]},"else":{"not":{"required":["x"]}},"anyOf":[{"$anchor":"s","type":"string"},{"type":"object"}],"contains":{"$ref":"#s"},"minContains":1}"##,
+            r##"{"t":1,"x":[1,"a"]}"##,
+        ),
+    ];
+    pairs
+        .iter()
+        .map(|(s, a)| format!("{s}\n---\n{a}"))
+        .collect()
+}
+
+#[test]
+fn fuzz_schema_check_never_panics_and_ends_by_its_deadline() {
+    fuzz("schema::compile + check", &schema_seeds(), |s| {
+        let (schema, answer) = s.split_once("\n---\n").unwrap_or((s, "{}"));
+        let Ok(schema) = serde_json::from_str::<serde_json::Value>(schema) else {
+            return;
+        };
+        let Ok(shape) = axe::schema::compile(schema, 0) else {
+            return;
+        };
+        let started = Instant::now();
+        let _ = shape.check(answer, Some(started + Duration::from_secs(2)));
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "the check ran past its deadline"
+        );
+    });
+}
+
 // ---------------------------------------------------------------------------
 // Retry hints: the header parsers as pure functions.
 // ---------------------------------------------------------------------------

@@ -441,7 +441,7 @@ fn agents_check_reports_a_schema_axe_cannot_check_or_read() {
     home.named_agent(
         "odd",
         "openai/gpt-4o",
-        "[output]\nschema = { patternProperties = {} }\n",
+        "[output]\nschema = { unevaluatedProperties = false }\n",
     );
     home.named_agent(
         "lost",
@@ -466,7 +466,7 @@ fn agents_check_reports_a_schema_axe_cannot_check_or_read() {
     );
     assert_eq!(
         lines[1],
-        "odd: output schema: /patternProperties: keyword \"patternProperties\" is not one axe checks"
+        "odd: output schema: /unevaluatedProperties: keyword \"unevaluatedProperties\" is not one axe checks"
     );
     assert_eq!(lines[2], "3 agents checked, 2 problems");
 }

@@ -1,11 +1,20 @@
 //! Output schemas (design D22): an agent's `[output]` schema (or
 //! `--output-schema`'s) read and checked, an answer checked against it, and
 //! the message that tells the model what to fix. What part of JSON Schema
-//! is checked is in `subset`.
+//! is read is in `compile`, how an answer is checked in `check`.
 
-mod subset;
+mod chains;
+mod check;
+mod compile;
+mod number;
+mod pattern;
+mod quote;
+mod structure;
+mod value;
 
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -16,13 +25,27 @@ use crate::{paths, read};
 /// The most validation errors a repair message lists.
 const MAX_LISTED: usize = 8;
 
+/// Steps the check may take for any answer; a larger answer gets
+/// [`STEPS_PER_BYTE`] more for each of its bytes (design D22).
+const MIN_STEPS: u64 = 1_000_000;
+const STEPS_PER_BYTE: u64 = 8;
+
 /// An output schema that axe can check answers against, with what a run
 /// needs of `[output]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct OutputSchema {
     /// The schema as written (sent to providers, shown by `--dry-run`).
     pub schema: Value,
     pub max_repairs: u32,
+    /// The schema read into nodes, patterns compiled (shared by the copies
+    /// a run's sub-agents hold).
+    compiled: Arc<compile::Compiled>,
+}
+
+impl PartialEq for OutputSchema {
+    fn eq(&self, other: &OutputSchema) -> bool {
+        self.schema == other.schema && self.max_repairs == other.max_repairs
+    }
 }
 
 /// What an answer turned out to be.
@@ -32,6 +55,8 @@ pub enum Checked {
     Valid(Value, String),
     /// It does not: what is wrong, first things first, each one line.
     Invalid(Vec<String>),
+    /// The deadline passed before the check was done.
+    TimedOut,
 }
 
 /// The agent's `[output]`, or `--output-schema`'s file in its place, read
@@ -59,11 +84,12 @@ pub fn load(
 
 /// Checks that `schema` is one axe can check answers against (design D22).
 pub fn compile(schema: Value, max_repairs: u32) -> Result<OutputSchema, Error> {
-    subset::lint(&schema)
+    let compiled = compile::compile(&schema)
         .map_err(|e| Error::config(format!("output schema: {}", crate::text::one_line(&e))))?;
     Ok(OutputSchema {
         schema,
         max_repairs,
+        compiled: Arc::new(compiled),
     })
 }
 
@@ -78,17 +104,23 @@ fn read_file(path: &Path, what: &str) -> Result<Value, Error> {
 impl OutputSchema {
     /// Checks `answer`, the model's final text: it must be one JSON value
     /// (a fenced ```json block around it is taken off) matching the schema.
-    pub fn check(&self, answer: &str) -> Checked {
-        let value: Value = match serde_json::from_str(unfenced(answer)) {
+    /// The check stops at `deadline`, and after a budget of steps that grows
+    /// with the answer (an answer it cannot finish is not accepted).
+    pub fn check(&self, answer: &str, deadline: Option<Instant>) -> Checked {
+        let text = unfenced(answer);
+        let value: Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) => return Checked::Invalid(vec![format!("at /: not JSON: {e}")]),
         };
-        let problems = subset::errors(&self.schema, &value);
-        if problems.is_empty() {
-            let text = value.to_string();
-            Checked::Valid(value, text)
-        } else {
-            Checked::Invalid(problems)
+        let bytes = u64::try_from(text.len()).unwrap_or(u64::MAX);
+        let limit = MIN_STEPS.saturating_add(bytes.saturating_mul(STEPS_PER_BYTE));
+        match check::check(&self.compiled, &value, limit, deadline) {
+            check::Outcome::Valid => {
+                let text = value.to_string();
+                Checked::Valid(value, text)
+            }
+            check::Outcome::Invalid(problems) => Checked::Invalid(problems),
+            check::Outcome::TimedOut => Checked::TimedOut,
         }
     }
 
@@ -124,233 +156,4 @@ fn unfenced(text: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn triage() -> OutputSchema {
-        compile(
-            json!({
-                "type": "object",
-                "properties": {
-                    "severity": {"type": "string", "enum": ["low", "high"]},
-                    "reasons": {"type": "array", "items": {"type": "string"}}
-                },
-                "required": ["severity", "reasons"]
-            }),
-            2,
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn a_matching_answer_comes_back_compact() {
-        let s = triage();
-        let got = s.check("  {\"severity\": \"low\",\n \"reasons\": [\"a\"]}\n");
-        assert_eq!(
-            got,
-            Checked::Valid(
-                json!({"severity": "low", "reasons": ["a"]}),
-                "{\"reasons\":[\"a\"],\"severity\":\"low\"}".to_string()
-            )
-        );
-    }
-
-    #[test]
-    fn a_fenced_answer_is_unwrapped() {
-        let s = triage();
-        let got = s.check("```json\n{\"severity\": \"high\", \"reasons\": []}\n```");
-        assert!(matches!(got, Checked::Valid(..)), "{got:?}");
-    }
-
-    #[test]
-    fn what_is_wrong_names_the_place() {
-        let s = triage();
-        let Checked::Invalid(problems) = s.check("{\"severity\": \"mid\"}") else {
-            panic!("should not match");
-        };
-        let all = problems.join("\n");
-        assert!(all.contains("reasons"), "{all}");
-        assert!(all.contains("/severity"), "{all}");
-        let Checked::Invalid(problems) = s.check("severity: low") else {
-            panic!("should not match");
-        };
-        assert!(problems[0].starts_with("at /: not JSON: "), "{problems:?}");
-    }
-
-    #[test]
-    fn an_invalid_schema_is_a_config_error_naming_the_place() {
-        let refused = |schema: Value| match compile(schema, 2) {
-            Err(Error::Config(m)) => m,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(
-            refused(json!({"type": 12})),
-            "output schema: /type: must be a type name or a non-empty list of them"
-        );
-        assert_eq!(
-            refused(json!({"properties": {"a": {"type": "text"}}})),
-            "output schema: /properties/a/type: unknown type \"text\""
-        );
-        assert_eq!(
-            refused(json!({"properties": {"a": {"patternProperties": {}}}})),
-            "output schema: /properties/a/patternProperties: keyword \"patternProperties\" is not one axe checks"
-        );
-        assert!(
-            refused(json!({"pattern": "(unclosed"}))
-                .starts_with("output schema: /pattern: not a pattern axe can use: "),
-        );
-        // Nothing is fetched: a reference must point inside the schema.
-        assert!(
-            refused(json!({"$ref": "file:///etc/hostname"})).contains("only a reference inside")
-        );
-        assert!(refused(json!({"$ref": "#/$defs/missing"})).contains("only a reference inside"));
-    }
-
-    /// Each keyword of the subset, with one answer it takes and one it
-    /// refuses (and what it says).
-    #[test]
-    fn each_keyword_takes_and_refuses() {
-        let cases: &[(Value, Value, Value, &str)] = &[
-            (
-                json!({"type": "integer"}),
-                json!(3.0),
-                json!(3.5),
-                "at /: expected integer, got number",
-            ),
-            (
-                json!({"type": ["string", "null"]}),
-                json!(null),
-                json!(1),
-                "at /: expected string or null, got number",
-            ),
-            (
-                json!({"enum": [1, "a"]}),
-                json!(1.0),
-                json!("b"),
-                "at /: \"b\" is not one of 1, \"a\"",
-            ),
-            (
-                json!({"const": {"a": 1}}),
-                json!({"a": 1}),
-                json!({"a": 2}),
-                "at /: must be {\"a\":1}",
-            ),
-            (
-                json!({"minLength": 2, "maxLength": 3}),
-                json!("éé"),
-                json!("abcd"),
-                "at /: 4 characters, more than 3",
-            ),
-            (
-                json!({"minimum": 1, "exclusiveMaximum": 2}),
-                json!(1),
-                json!(2),
-                "at /: 2 is not less than 2",
-            ),
-            (
-                json!({"multipleOf": 0.5}),
-                json!(1.5),
-                json!(1.2),
-                "at /: 1.2 is not a multiple of 0.5",
-            ),
-            (
-                json!({"items": {"type": "string"}, "maxItems": 2}),
-                json!(["a"]),
-                json!(["a", 1]),
-                "at /1: expected string, got number",
-            ),
-            (
-                json!({"prefixItems": [{"const": 1}], "items": false}),
-                json!([1]),
-                json!([1, 2]),
-                "at /1: no value is allowed here",
-            ),
-            (
-                json!({"uniqueItems": true}),
-                json!([1, 2]),
-                json!([1, 1.0]),
-                "at /: item 1 repeats an earlier one",
-            ),
-            (
-                json!({"contains": {"const": 2}}),
-                json!([1, 2]),
-                json!([1]),
-                "at /: 0 items match \"contains\", wanted 1 or more",
-            ),
-            (
-                json!({"required": ["a"]}),
-                json!({"a": 0}),
-                json!({}),
-                "at /: missing property \"a\"",
-            ),
-            (
-                json!({"properties": {"a": {"type": "string"}}, "additionalProperties": false}),
-                json!({"a": "x"}),
-                json!({"b": 1}),
-                "at /: property \"b\" is not allowed",
-            ),
-            (
-                json!({"propertyNames": {"maxLength": 1}}),
-                json!({"a": 1}),
-                json!({"ab": 1}),
-                "at /ab: 2 characters, more than 1",
-            ),
-            (
-                json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
-                json!("x"),
-                json!(1),
-                "at /: matches none of the 2 schemas of anyOf",
-            ),
-            (
-                json!({"oneOf": [{"minimum": 0}, {"maximum": 10}]}),
-                json!(-1),
-                json!(5),
-                "at /: matches 2 of the schemas of oneOf, not exactly one",
-            ),
-            (
-                json!({"not": {"type": "null"}}),
-                json!(0),
-                json!(null),
-                "at /: matches the schema of \"not\"",
-            ),
-            (
-                json!({"if": {"const": 1}, "then": false}),
-                json!(2),
-                json!(1),
-                "at /: no value is allowed here",
-            ),
-            (
-                json!({"$defs": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/s"}}}),
-                json!({"a": "x"}),
-                json!({"a": 1}),
-                "at /a: expected string, got number",
-            ),
-        ];
-        for (schema, good, bad, says) in cases {
-            let s = compile(schema.clone(), 0).unwrap_or_else(|e| panic!("{schema}: {e}"));
-            assert!(
-                matches!(s.check(&good.to_string()), Checked::Valid(..)),
-                "{schema} should take {good}"
-            );
-            assert_eq!(
-                s.check(&bad.to_string()),
-                Checked::Invalid(vec![says.to_string()]),
-                "{schema} on {bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_ref_loop_ends() {
-        let s = compile(
-            json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
-            0,
-        )
-        .unwrap();
-        let Checked::Invalid(problems) = s.check("1") else {
-            panic!("should not match");
-        };
-        assert!(problems[0].contains("nests too deep"), "{problems:?}");
-    }
-}
+mod tests;
