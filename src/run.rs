@@ -18,8 +18,8 @@ use crate::deadline::{Deadline, millis};
 use crate::error::Error;
 use crate::ledger::{self, Budget, Children, Ledger, Place};
 use crate::provider::{
-    Change, Cut, ErrorKind, Message, Notice, Provider, Request, RetryPolicy, ToolCall, ToolChoice,
-    ToolResult, adjust,
+    Change, Cut, ErrorKind, Kind, Message, Notice, Provider, Request, RetryPolicy, ToolCall,
+    ToolChoice, ToolResult, adjust, anthropic_schema,
 };
 use crate::resolve::{Resolved, Snapshot};
 use crate::schema::{Checked, OutputSchema};
@@ -189,6 +189,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
 
     let started = Instant::now();
     report_start(ctx, &provider, &req.model, offered);
+    note_unsent_schema(ctx, &provider, &req);
     let result = converse(&provider, req, ctx, execute, resolved.output.as_deref());
     report_end(ctx, started.elapsed(), &result);
     result
@@ -210,6 +211,25 @@ fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
             "tools": offered,
         }),
     );
+}
+
+/// `--verbose`: an output schema that Anthropic's JSON outputs cannot take
+/// without forbidding answers it allows is not sent, and axe alone checks
+/// the answer (design D22); said once per agent run.
+#[inline(never)]
+fn note_unsent_schema(ctx: &Ctx, provider: &Provider, req: &Request) {
+    if provider.kind != Kind::Anthropic || !ctx.verbose.enabled {
+        return;
+    }
+    if let Some(Err(why)) = req
+        .output_schema
+        .as_ref()
+        .map(anthropic_schema::for_anthropic)
+    {
+        ctx.verbose.line(&format!(
+            "[output] The output schema is not sent to anthropic ({why}); axe checks the answer and asks for repairs"
+        ));
+    }
 }
 
 /// `run_end` to the run's ledger, with the tree's totals at top level.
@@ -327,15 +347,15 @@ pub fn converse(
                         "delay_ms": millis(r.wait),
                     }),
                 ),
-                Notice::Adjusted { change, first } => {
+                Notice::Adjusted { change, first, why } => {
                     let what = format!(
                         "{}: model {:?} {}",
                         provider.kind.name(),
                         req.model,
-                        adjust::describe(*change)
+                        adjust::describe(*change, why)
                     );
                     // Told once per process; a changed field name is no news.
-                    if *first && *change == Change::NoTemperature {
+                    if *first && *change != Change::MaxCompletionTokens {
                         stderr::warn_once(&what);
                     }
                     let fields = json!({ "status": 400, "reason": what, "delay_ms": 0 });

@@ -348,13 +348,15 @@ fn an_openai_model_that_rejects_max_tokens_gets_max_completion_tokens() {
 fn a_model_that_rejects_temperature_is_sent_none_and_the_user_is_told() {
     for p in [P::OpenAi, P::Anthropic] {
         let home = home();
-        // Two turns, so that the second request is sent without it at once.
+        // Two turns, and a sub-agent on the same model with a temperature
+        // of its own: every request after the first is sent without it
+        // at once, for the whole run.
         home.named_agent(
             "lead",
             p.model(),
             "sub_agents = [\"w\"]\n[params]\ntemperature = 0.2\n",
         );
-        home.named_agent("w", p.model(), "");
+        home.named_agent("w", p.model(), "[params]\ntemperature = 0.5\n");
         let rejection = match p {
             P::OpenAi => Reply::Json(
                 400,
@@ -404,6 +406,17 @@ fn a_model_that_rejects_temperature_is_sent_none_and_the_user_is_told() {
         assert_eq!(lead[0]["temperature"], 0.2);
         assert!(lead[1].get("temperature").is_none());
         assert!(lead[2].get("temperature").is_none(), "{p:?}: remembered");
+        let carried: Vec<String> = server
+            .requests()
+            .iter()
+            .filter(|r| r.json().get("temperature").is_some())
+            .map(|r| r.who())
+            .collect();
+        assert_eq!(
+            carried,
+            ["lead"],
+            "{p:?}: only the first request of the run"
+        );
     }
 }
 

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Value, json};
 
 use common::{
-    FakeServer, Home, Reply, anthropic_text, code, delegate, ollama_text, ollama_tool_calls,
-    openai_text, openai_tool_calls, stderr, stdout,
+    FakeServer, Home, Reply, code, delegate, ollama_text, ollama_tool_calls, openai_text,
+    openai_tool_calls, stderr, stdout,
 };
 
 /// The example: a severity and its reasons.
@@ -82,21 +82,6 @@ fn json_output_has_the_text_in_content_and_the_value_in_output() {
     assert_eq!(
         v["output"],
         json!({"severity": "high", "reasons": ["disk full"]})
-    );
-}
-
-#[test]
-fn anthropic_gets_output_config_with_closed_objects() {
-    let server = FakeServer::json(200, &anthropic_text(GOOD, 10, 5));
-    let home = home_with("triage", "anthropic/claude-haiku-4-5", TRIAGE);
-    let out = run(&home, &server, "anthropic", &["run", "triage", "-p", "x"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(stdout(&out), format!("{COMPACT}\n"));
-    let mut closed = triage_schema();
-    closed["additionalProperties"] = json!(false);
-    assert_eq!(
-        server.requests()[0].json()["output_config"],
-        json!({"format": {"type": "json_schema", "schema": closed}})
     );
 }
 
@@ -469,54 +454,4 @@ fn agents_check_reports_a_schema_axe_cannot_check_or_read() {
         "odd: output schema: /unevaluatedProperties: keyword \"unevaluatedProperties\" is not one axe checks"
     );
     assert_eq!(lines[2], "3 agents checked, 2 problems");
-}
-
-#[test]
-fn anthropic_is_sent_only_what_its_json_outputs_accept_and_axe_checks_the_rest() {
-    // maxLength, minimum and maxItems are not sent (Anthropic's JSON outputs
-    // refuse them) but still checked: the first answer breaks maxLength.
-    let n = Arc::new(AtomicUsize::new(0));
-    let seen = n.clone();
-    let server = FakeServer::route(move |_| match seen.fetch_add(1, Ordering::SeqCst) {
-        0 => Reply::Json(
-            200,
-            anthropic_text(
-                "{\"name\": \"much too long\", \"n\": 2, \"tags\": []}",
-                1,
-                1,
-            ),
-        ),
-        _ => Reply::Json(
-            200,
-            anthropic_text("{\"name\": \"ok\", \"n\": 2, \"tags\": []}", 1, 1),
-        ),
-    });
-    let home = home_with(
-        "shape",
-        "anthropic/claude-haiku-4-5",
-        "[output]\nschema = { type = \"object\", properties = { name = { type = \"string\", maxLength = 5 }, n = { type = \"integer\", minimum = 1 }, tags = { type = \"array\", items = { type = \"string\" }, maxItems = 3, minItems = 0 } }, required = [\"name\", \"n\", \"tags\"] }\n",
-    );
-    let out = run(&home, &server, "anthropic", &["run", "shape", "-p", "x"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(stdout(&out), "{\"n\":2,\"name\":\"ok\",\"tags\":[]}\n");
-    let requests = server.requests();
-    assert_eq!(requests.len(), 2);
-    assert_eq!(
-        requests[0].json()["output_config"]["format"]["schema"],
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "n": {"type": "integer"},
-                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 0}
-            },
-            "required": ["name", "n", "tags"],
-            "additionalProperties": false
-        })
-    );
-    let ask = requests[1].messages().last().unwrap()["content"].to_string();
-    assert!(
-        ask.contains("at /name: 13 characters, more than 5"),
-        "{ask}"
-    );
 }

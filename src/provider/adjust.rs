@@ -10,9 +10,16 @@
 //! makes the provider send the same request again without it, once, and
 //! remember the model for the rest of the process, so that later requests
 //! to it (other turns, sibling sub-agents) are right the first time.
+//!
+//! Anthropic's JSON outputs take a subset of JSON Schema, and a schema it
+//! cannot take (too large a grammar, a keyword axe did not expect it to
+//! refuse) is a 400 about `output_config`: the request is then sent once
+//! more without it, and that schema is not sent to that model again in
+//! the process; axe checks and repairs the answer itself (design D22).
 
 use std::sync::{Mutex, PoisonError};
 
+use super::anthropic_schema::for_anthropic;
 use super::{ErrorDetail, Kind, Request};
 
 /// How a request to one model is written, beyond its [`Request`].
@@ -22,6 +29,8 @@ pub struct Quirks {
     pub max_completion_tokens: bool,
     /// Send no `temperature`.
     pub no_temperature: bool,
+    /// Send no output schema (Anthropic's `output_config`).
+    pub no_output_schema: bool,
 }
 
 /// One thing a model refused, and what is sent instead.
@@ -31,6 +40,8 @@ pub enum Change {
     MaxCompletionTokens,
     /// `temperature` refused: send none.
     NoTemperature,
+    /// The output schema refused: send none.
+    NoOutputSchema,
 }
 
 impl Quirks {
@@ -38,6 +49,7 @@ impl Quirks {
         match change {
             Change::MaxCompletionTokens => self.max_completion_tokens = true,
             Change::NoTemperature => self.no_temperature = true,
+            Change::NoOutputSchema => self.no_output_schema = true,
         }
         self
     }
@@ -47,31 +59,61 @@ impl Quirks {
     }
 }
 
-/// The models this process has seen refuse something: (provider, base URL,
-/// model, what it refused).
-static LEARNED: Mutex<Vec<(Kind, String, String, Change)>> = Mutex::new(Vec::new());
+/// Something a model at a base URL refused, learned in this process.
+#[derive(PartialEq)]
+struct Learned {
+    kind: Kind,
+    base_url: String,
+    model: String,
+    change: Change,
+    /// For [`Change::NoOutputSchema`], the schema refused (as JSON text):
+    /// another agent's schema may suit the same model.
+    schema: String,
+}
 
-/// What is known about `model` at `base_url`: OpenAI's own API gets
+static LEARNED: Mutex<Vec<Learned>> = Mutex::new(Vec::new());
+
+impl Learned {
+    fn new(kind: Kind, base_url: &str, req: &Request, change: Change) -> Learned {
+        let schema = match (change, &req.output_schema) {
+            (Change::NoOutputSchema, Some(s)) => s.to_string(),
+            _ => String::new(),
+        };
+        Learned {
+            kind,
+            base_url: base_url.to_string(),
+            model: req.model.clone(),
+            change,
+            schema,
+        }
+    }
+}
+
+/// What is known about `req`'s model at `base_url`: OpenAI's own API gets
 /// `max_completion_tokens` from the start; anything learned is applied.
-pub fn known(kind: Kind, base_url: &str, model: &str) -> Quirks {
+pub fn known(kind: Kind, base_url: &str, req: &Request) -> Quirks {
     let mut quirks = Quirks {
         max_completion_tokens: kind == Kind::OpenAi && is_openai_itself(base_url),
-        no_temperature: false,
+        ..Quirks::default()
     };
     let learned = LEARNED.lock().unwrap_or_else(PoisonError::into_inner);
-    for (k, url, m, change) in learned.iter() {
-        if *k == kind && url == base_url && m == model {
-            quirks = quirks.with(*change);
+    for l in learned.iter() {
+        if l.kind == kind
+            && l.base_url == base_url
+            && l.model == req.model
+            && (l.schema.is_empty() || *l == Learned::new(kind, base_url, req, l.change))
+        {
+            quirks = quirks.with(l.change);
         }
     }
     quirks
 }
 
-/// Remembers that `model` at `base_url` refused something; true the first
-/// time (so that the user is told once).
-pub fn learn(kind: Kind, base_url: &str, model: &str, change: Change) -> bool {
+/// Remembers that `req`'s model at `base_url` refused something; true the
+/// first time (so that the user is told once).
+pub fn learn(kind: Kind, base_url: &str, req: &Request, change: Change) -> bool {
     let mut learned = LEARNED.lock().unwrap_or_else(PoisonError::into_inner);
-    let entry = (kind, base_url.to_string(), model.to_string(), change);
+    let entry = Learned::new(kind, base_url, req, change);
     if learned.contains(&entry) {
         return false;
     }
@@ -114,14 +156,31 @@ pub fn refused(
     if req.temperature.is_some() && !quirks.has(Change::NoTemperature) && refuses("temperature") {
         return Some(Change::NoTemperature);
     }
+    // Anthropic names the schema's place (`output_config.format.schema:
+    // ...`), except when the grammar built from it is too large.
+    let about_schema = ["output_config", "output_format", "compiled grammar"]
+        .iter()
+        .any(|w| message.contains(w));
+    let sent_schema = !quirks.no_output_schema
+        && req
+            .output_schema
+            .as_ref()
+            .is_some_and(|s| for_anthropic(s).is_ok());
+    if kind == Kind::Anthropic && sent_schema && about_schema {
+        return Some(Change::NoOutputSchema);
+    }
     None
 }
 
-/// What the user is told when a model refuses `change`.
-pub fn describe(change: Change) -> &'static str {
+/// What the user is told when a model refuses `change`, the provider
+/// having said `why`.
+pub fn describe(change: Change, why: &str) -> String {
     match change {
-        Change::MaxCompletionTokens => "takes max_completion_tokens, not max_tokens",
-        Change::NoTemperature => "does not accept temperature; it was sent without it",
+        Change::MaxCompletionTokens => "takes max_completion_tokens, not max_tokens".into(),
+        Change::NoTemperature => "does not accept temperature; it was sent without it".into(),
+        Change::NoOutputSchema => format!(
+            "refused the output schema ({why}); it was sent without it, and axe checks the answer itself"
+        ),
     }
 }
 
@@ -141,11 +200,39 @@ mod tests {
 
     #[test]
     fn only_openais_own_api_starts_with_max_completion_tokens() {
-        let q = |url| known(Kind::OpenAi, url, "m-adjust-test").max_completion_tokens;
+        let req = Request {
+            model: "m-adjust-test".into(),
+            ..Request::default()
+        };
+        let q = |url| known(Kind::OpenAi, url, &req).max_completion_tokens;
         assert!(q("https://api.openai.com"));
         assert!(q("https://API.openai.com/v1"));
         assert!(!q("http://127.0.0.1:8080/v1"));
         assert!(!q("https://api.openai.com.example.net"));
-        assert!(!known(Kind::Anthropic, "https://api.openai.com", "m").max_completion_tokens);
+        assert!(!known(Kind::Anthropic, "https://api.openai.com", &req).max_completion_tokens);
+    }
+
+    #[test]
+    fn only_an_anthropic_400_about_a_schema_it_was_sent_drops_the_schema() {
+        let grammar = ErrorDetail {
+            message: "The compiled grammar is too large, which would cause performance issues. Simplify your tool schemas or reduce the number of strict tools.".into(),
+            error_type: Some("invalid_request_error".into()),
+            param: None,
+        };
+        let mut req = Request {
+            model: "m".into(),
+            output_schema: Some(serde_json::json!({"type": "string"})),
+            ..Request::default()
+        };
+        let q = Quirks::default();
+        let drop = Some(Change::NoOutputSchema);
+        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, q), drop);
+        assert_eq!(refused(Kind::Anthropic, 500, &grammar, &req, q), None);
+        assert_eq!(refused(Kind::OpenAi, 400, &grammar, &req, q), None);
+        let dropped = q.with(Change::NoOutputSchema);
+        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, dropped), None);
+        // A map is never sent, so a 400 cannot be about it.
+        req.output_schema = Some(serde_json::json!({"additionalProperties": true}));
+        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, q), None);
     }
 }

@@ -3,6 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::anthropic_schema::for_anthropic;
 use super::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json,
     arguments_object, count, input_schema, invalid_json_detail, number,
@@ -38,75 +39,18 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
         }
     }
     // JSON outputs (`output_config.format`), which leave tool use as it is:
-    // the model may still call tools, and its final text is the JSON.
-    if let Some(schema) = &req.output_schema {
+    // the model may still call tools, and its final text is the JSON. A
+    // schema the API cannot take as it is, or refused once, is not sent:
+    // axe checks the answer either way (design D22).
+    if let Some(schema) = &req.output_schema
+        && !quirks.no_output_schema
+        && let Ok(schema) = for_anthropic(schema)
+    {
         body["output_config"] = json!({
-            "format": {"type": "json_schema", "schema": for_anthropic(schema)},
+            "format": {"type": "json_schema", "schema": schema},
         });
     }
     body
-}
-
-/// Keywords Anthropic's JSON outputs accept (its structured-outputs
-/// documentation); `minItems` only as 0 or 1.
-const ANTHROPIC_KEYWORDS: &[&str] = &[
-    "type",
-    "description",
-    "enum",
-    "const",
-    "default",
-    "properties",
-    "required",
-    "items",
-    "anyOf",
-    "allOf",
-    "$ref",
-    "$defs",
-    "definitions",
-    "format",
-    "minItems",
-];
-
-/// `schema` as Anthropic's JSON outputs take it: every object closed
-/// (`additionalProperties: false`, which that API requires), and the
-/// keywords it does not support (numeric and length bounds, `oneOf`, `not`,
-/// ...) left out, as Anthropic's own SDKs do. axe still checks the answer
-/// against the whole schema (design D22).
-fn for_anthropic(schema: &Value) -> Value {
-    let Value::Object(map) = schema else {
-        return schema.clone();
-    };
-    let mut out = serde_json::Map::with_capacity(map.len() + 1);
-    for (k, v) in map {
-        let kept = match k.as_str() {
-            "minItems" => v.as_u64().is_some_and(|n| n <= 1),
-            k => ANTHROPIC_KEYWORDS.contains(&k),
-        };
-        if !kept {
-            continue;
-        }
-        let v = match k.as_str() {
-            "items" => for_anthropic(v),
-            "properties" | "$defs" | "definitions" => match v {
-                Value::Object(m) => Value::Object(
-                    m.iter()
-                        .map(|(name, s)| (name.clone(), for_anthropic(s)))
-                        .collect(),
-                ),
-                other => other.clone(),
-            },
-            "anyOf" | "allOf" => match v {
-                Value::Array(list) => Value::Array(list.iter().map(for_anthropic).collect()),
-                other => other.clone(),
-            },
-            _ => v.clone(),
-        };
-        out.insert(k.clone(), v);
-    }
-    if map.get("type").is_some_and(|t| t == "object") {
-        out.insert("additionalProperties".into(), Value::Bool(false));
-    }
-    Value::Object(out)
 }
 
 fn message(m: &Message) -> Value {

@@ -52,8 +52,13 @@ pub enum Notice {
     /// A failed request is about to be retried.
     Retry(Retry),
     /// The model refused a parameter; the request is sent again without it.
-    /// `first`: the first time this process learned it.
-    Adjusted { change: Change, first: bool },
+    /// `first`: the first time this process learned it; `why`: the
+    /// provider's own message.
+    Adjusted {
+        change: Change,
+        first: bool,
+        why: String,
+    },
 }
 
 /// One retry about to happen, as reported to [`Provider::send_with`]'s
@@ -97,7 +102,7 @@ impl Provider {
     /// The JSON body for `req` in this provider's wire format, written as
     /// this process knows the model wants it (see [`adjust`]).
     pub fn body(&self, req: &Request) -> Value {
-        self.body_with(req, adjust::known(self.kind, &self.base_url, &req.model))
+        self.body_with(req, adjust::known(self.kind, &self.base_url, req))
     }
 
     fn body_with(&self, req: &Request, quirks: Quirks) -> Value {
@@ -125,7 +130,7 @@ impl Provider {
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
     ) -> Result<Response, ProviderError> {
-        let mut quirks = adjust::known(self.kind, &self.base_url, &req.model);
+        let mut quirks = adjust::known(self.kind, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
         let mut retries = 0;
         loop {
@@ -140,8 +145,12 @@ impl Provider {
                 && let Some(change) =
                     adjust::refused(self.kind, status, &failed.detail, req, quirks)
             {
-                let first = adjust::learn(self.kind, &self.base_url, &req.model, change);
-                on_notice(&Notice::Adjusted { change, first });
+                let first = adjust::learn(self.kind, &self.base_url, req, change);
+                on_notice(&Notice::Adjusted {
+                    change,
+                    first,
+                    why: failed.detail.message.clone(),
+                });
                 quirks = quirks.with(change);
                 body = self.encode(req, quirks)?;
                 continue;

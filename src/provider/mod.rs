@@ -12,6 +12,7 @@
 
 pub mod adjust;
 pub mod anthropic;
+pub mod anthropic_schema;
 mod error;
 mod http;
 pub mod ollama;
