@@ -181,3 +181,57 @@ fn secrets_do_not_travel_from_a_sub_agent_to_its_parents_provider() {
         second.body
     );
 }
+
+/// Every line of a trace file, each parsed as JSON.
+fn trace_events(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// A key as OpenAI issues them, echoed whole (OpenAI's own 401 shows only
+/// its ends; a proxy or a local server may show all of it).
+const REAL_KEY: &str = "sk-proj-Zq8vN3rT5wXy2KbL7mPd9sFh4GjC1aEu6oRi0tYn";
+
+#[test]
+fn a_key_in_a_sub_agents_file_is_redacted_from_the_error_its_parent_gets() {
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"leaky\"]\n");
+    // A key pasted into the model field ends up in the loading error.
+    home.agent(
+        "leaky",
+        &format!("name = \"leaky\"\nmodel = \"{REAL_KEY}\"\n"),
+    );
+    let server = FakeServer::route(|req| {
+        let body = if req.has_tool_results() {
+            openai_text("noted", 1, 1)
+        } else {
+            openai_tool_calls(&[("c1", "call_agent", delegate("leaky", "go"))], 1, 1)
+        };
+        Reply::Json(200, body)
+    });
+    let trace = home.dir.path().join("leaky.jsonl");
+    let out = home
+        .axe()
+        .env("OPENAI_API_KEY", REAL_KEY)
+        .env("AXE_OPENAI_BASE_URL", &server.url)
+        .args(["run", "lead", "--trace-bodies", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let second = &server.requests()[1];
+    let got = second.tool_result_texts().concat();
+    assert!(
+        got.starts_with(
+            "call_agent error: invalid model for agent \"leaky\": invalid model \"[redacted]\""
+        ),
+        "{got}"
+    );
+    let events = trace_events(&trace);
+    let result = events.iter().find(|e| e["event"] == "tool_result").unwrap();
+    assert_eq!(result["content"], got.as_str());
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains(&REAL_KEY[..12]), "{text}");
+}
