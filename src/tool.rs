@@ -428,8 +428,8 @@ pub fn not_run_cut_off(calls: &[ToolCall], stop_reason: &str) -> Vec<ToolResult>
 }
 
 /// An error result: axe's own text, which may quote an agent file or a
-/// provider's error, so it is redacted before the parent's model sees it
-/// (design §6.7).
+/// provider's error, so it is redacted before the parent's model (and the
+/// trace, which writes results as they are) sees it (design §6.7).
 fn error_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
