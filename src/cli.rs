@@ -591,7 +591,8 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
             report::json(&resolved, &outcome, &ctx.ledger.run_id, &usage)
         ))
     } else {
-        let mut text = crate::redact::redact(&outcome.content);
+        // The answer is printed as the model gave it (design §6.7).
+        let mut text = outcome.content;
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }

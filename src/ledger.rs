@@ -22,7 +22,12 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::deadline::millis;
-use crate::redact::redact;
+use crate::redact::redact_fields;
+
+/// The trace fields that carry what a model said — a response's `content`
+/// and `calls`, a call's `arguments`, a sub-agent's result `content` — and
+/// are written as they came; every other string is redacted (design §6.7).
+const MODEL_WORDS: [&str; 3] = ["content", "calls", "arguments"];
 
 /// Where one agent run sits in the tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -286,7 +291,8 @@ impl Ledger {
     }
 
     /// Writes one event: `ts`, `run_id`, `event`, `agent`, `path`, `depth`,
-    /// `turn`, then `fields`. The line is redacted and written with one
+    /// `turn`, then `fields`. Every string of `fields` is redacted but the
+    /// model's own words ([`MODEL_WORDS`]); the line is written with one
     /// `write` call, so lines from parallel sub-agents never interleave.
     pub fn event(&self, kind: &str, place: &Place, turn: u32, fields: Value) {
         let Some(trace) = &self.trace else {
@@ -295,10 +301,11 @@ impl Ledger {
         if trace.broken.load(Ordering::Relaxed) {
             return;
         }
-        let extra = match fields {
+        let mut extra = match fields {
             Value::Object(extra) => extra,
             _ => Map::new(),
         };
+        redact_fields(&mut extra, &MODEL_WORDS);
         let event = Event {
             ts: rfc3339(SystemTime::now()),
             run_id: &self.run_id,
@@ -310,7 +317,7 @@ impl Ledger {
             extra,
         };
         // Serializing strings, numbers and JSON values cannot fail.
-        let mut line = redact(&serde_json::to_string(&event).unwrap_or_default());
+        let mut line = serde_json::to_string(&event).unwrap_or_default();
         line.push('\n');
         let mut trace_file = trace.file.lock().unwrap_or_else(PoisonError::into_inner);
         if trace_file.needs_newline {

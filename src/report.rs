@@ -1,6 +1,7 @@
 //! The reports of a run besides its answer: the `--dry-run` text, the
 //! `--json` object, the `--verbose` header and footer and the usage table.
-//! Everything here passes through [`redact`](crate::redact) first.
+//! Everything here passes through [`redact`](crate::redact) first, but the
+//! answer in `--json` (design §6.7).
 
 use serde::Serialize;
 
@@ -171,13 +172,14 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
 #[derive(Debug, Serialize)]
 pub struct JsonOutput<'a> {
     pub model: String,
+    /// The answer, as the model gave it.
     pub content: &'a str,
     /// With an output schema: the answer, parsed (design D22).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<&'a serde_json::Value>,
     pub input_tokens: u64,
     pub output_tokens: u64,
-    pub stop_reason: &'a str,
+    pub stop_reason: String,
     pub duration_ms: u64,
     pub tool_calls: u64,
     pub retry_attempts: u64,
@@ -193,12 +195,12 @@ pub struct JsonOutput<'a> {
 pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> String {
     let totals = ledger::totals(usage);
     let out = JsonOutput {
-        model: r.model.to_string(),
+        model: redact(&r.model.to_string()),
         content: &o.content,
         output: o.output.as_ref(),
         input_tokens: o.input_tokens,
         output_tokens: o.output_tokens,
-        stop_reason: &o.stop_reason,
+        stop_reason: redact(&o.stop_reason),
         duration_ms: millis(o.duration),
         tool_calls: o.tool_calls,
         retry_attempts: o.retry_attempts,
@@ -210,5 +212,5 @@ pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> St
         agents: usage,
     };
     // Serializing plain strings and numbers cannot fail.
-    redact(&serde_json::to_string(&out).unwrap_or_default())
+    serde_json::to_string(&out).unwrap_or_default()
 }

@@ -427,11 +427,14 @@ pub fn not_run_cut_off(calls: &[ToolCall], stop_reason: &str) -> Vec<ToolResult>
         .collect()
 }
 
+/// An error result: axe's own text, which may quote an agent file or a
+/// provider's error, so it is redacted before the parent's model (and the
+/// trace, which writes results as they are) sees it (design §6.7).
 fn error_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
-        content,
+        content: crate::redact::redact(&content),
         is_error: true,
     }
 }
@@ -440,7 +443,7 @@ fn error_result(call: &ToolCall, content: String) -> ToolResult {
 /// model like any other failure of that one call.
 fn panicked(call: &ToolCall, payload: &(dyn Any + Send)) -> ToolResult {
     let what = crate::error::panic_message(payload);
-    let what = crate::redact::redact(&crate::text::one_line(&what));
+    let what = crate::text::one_line(&what);
     let content = match call.arguments.get("agent") {
         Some(name) if call.name == CALL_AGENT => {
             sub_agent_failed(name.trim(), &format!("internal error in axe: {what}"))

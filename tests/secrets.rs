@@ -1,13 +1,17 @@
-//! API keys never appear in any output (design D10, D18): every output
-//! mode of the binary is run with two recognisable keys (one from the
+//! API keys never appear in any output (design D10, D18, §6.7): every
+//! output mode of the binary is run with two recognisable keys (one from the
 //! environment, one from config.toml) placed where they would leak — echoed
-//! by the model, by a provider's error body, in a task, in a context file,
-//! in an agent file — and all of stdout and stderr is searched for them. Each
-//! case also checks that `[redacted]` stands where a key was, so that no
-//! case passes merely because the key never came near the output.
+//! by a provider's error body, in a prompt, in a context file, in an agent
+//! file — and stdout, stderr and the trace are searched for them. Each case
+//! also checks that `[redacted]` stands where a key was, so that no case
+//! passes merely because the key never came near the output.
 //!
 //! A key also never travels to another provider: a sub-agent's provider
 //! error echoing its key reaches the parent's provider redacted.
+//!
+//! What the model said is never redacted (tests/placeholder_keys.rs shows
+//! the same for keys too short to be secrets): a key it can only have from
+//! the user is printed as it came, while axe's own lines stay redacted.
 
 mod common;
 use common::*;
@@ -40,7 +44,12 @@ fn axe(home: &Home, openai: &FakeServer, anthropic: &FakeServer) -> std::process
 /// Neither key anywhere in the output, and the mark where one was.
 #[track_caller]
 fn assert_no_key(case: &str, out: &Output) {
-    let all = format!("{}{}", stdout(out), stderr(out));
+    assert_no_key_in(case, &format!("{}{}", stdout(out), stderr(out)));
+}
+
+/// Neither key anywhere in `all`, and the mark where one was.
+#[track_caller]
+fn assert_no_key_in(case: &str, all: &str) {
     for key in [ENV_KEY, FILE_KEY] {
         assert!(!all.contains(key), "{case}: key printed:\n{all}");
         // Nor a long piece of one.
@@ -50,6 +59,14 @@ fn assert_no_key(case: &str, out: &Output) {
         );
     }
     assert!(all.contains(MARK), "{case}: nothing was redacted:\n{all}");
+}
+
+/// Every line of a trace file, each parsed as JSON.
+fn trace_events(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
 }
 
 fn echoing(text: &str) -> FakeServer {
@@ -69,29 +86,22 @@ fn secrets_never_appear_in_any_output_mode() {
     );
     let wd_arg = wd.path().to_str().unwrap();
     let anthropic = FakeServer::json(200, &anthropic_text("unused", 1, 1));
-    let leaky = echoing(&format!("Your keys are {ENV_KEY} and {FILE_KEY}."));
 
-    // The answer on stdout, plain and as JSON.
-    let out = axe(&home, &leaky, &anthropic)
-        .args(["run", "a", "--workdir", wd_arg])
+    // The trace's request bodies carry the system prompt and the context
+    // file; the model here says nothing of them.
+    let quiet = echoing("Done.");
+    let trace = home.dir.path().join("trace.jsonl");
+    let out = axe(&home, &quiet, &anthropic)
+        .args(["run", "a", "--workdir", wd_arg, "--trace-bodies", "--trace"])
+        .arg(&trace)
+        .args(["-p", &format!("use {ENV_KEY}")])
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_no_key("plain answer", &out);
-    let out = axe(&home, &leaky, &anthropic)
-        .args(["run", "a", "--json", "--workdir", wd_arg])
-        .output()
-        .unwrap();
-    assert_no_key("--json", &out);
+    assert_no_key_in("trace", &std::fs::read_to_string(&trace).unwrap());
 
-    // --verbose and --dry-run show the system prompt's sources and the prompt.
-    let out = axe(&home, &leaky, &anthropic)
-        .args(["run", "a", "--verbose", "-p", &format!("use {ENV_KEY}")])
-        .args(["--workdir", wd_arg])
-        .output()
-        .unwrap();
-    assert_no_key("--verbose", &out);
-    let out = axe(&home, &leaky, &anthropic)
+    // --dry-run shows the system prompt and the prompt.
+    let out = axe(&home, &quiet, &anthropic)
         .args(["run", "a", "--dry-run", "--verbose", "--workdir", wd_arg])
         .args(["-p", &format!("use {FILE_KEY}")])
         .output()
@@ -132,6 +142,62 @@ fn secrets_never_appear_in_any_output_mode() {
     let out = home.axe().args(["agents", "show", "a"]).output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_no_key("agents show", &out);
+}
+
+/// The model can know a key only from text the user sent it (axe sends
+/// keys in headers alone): its answer is the user's, printed, put in
+/// `--json` and traced as it came. What axe itself writes around it —
+/// verbose lines, the trace's request bodies — stays redacted.
+#[test]
+fn an_answer_is_printed_as_the_model_gave_it_even_one_holding_a_key() {
+    let home = home();
+    let wd = TempDir::new("secrets-answer-wd");
+    std::fs::write(wd.path().join("notes.txt"), format!("key: {ENV_KEY}")).unwrap();
+    home.agent(
+        "a",
+        &format!(
+            "name = \"a\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"Never say {FILE_KEY}.\"\nfiles = [\"*.txt\"]\n"
+        ),
+    );
+    let wd_arg = wd.path().to_str().unwrap();
+    let anthropic = FakeServer::json(200, &anthropic_text("unused", 1, 1));
+    let said = format!("Your keys are {ENV_KEY} and {FILE_KEY}.");
+    let leaky = echoing(&said);
+
+    let out = axe(&home, &leaky, &anthropic)
+        .args(["run", "a", "--verbose", "--workdir", wd_arg])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("{said}\n"));
+    assert!(
+        ![ENV_KEY, FILE_KEY].iter().any(|k| stderr(&out).contains(k)),
+        "{}",
+        stderr(&out)
+    );
+
+    let trace = home.dir.path().join("answer.jsonl");
+    let out = axe(&home, &leaky, &anthropic)
+        .args([
+            "run",
+            "a",
+            "--json",
+            "--workdir",
+            wd_arg,
+            "--trace-bodies",
+            "--trace",
+        ])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["content"], said.as_str());
+    let events = trace_events(&trace);
+    let request = events.iter().find(|e| e["event"] == "request").unwrap();
+    assert_no_key_in("trace request", &request.to_string());
+    let response = events.iter().find(|e| e["event"] == "response").unwrap();
+    assert_eq!(response["content"], said.as_str());
 }
 
 #[test]
@@ -180,4 +246,94 @@ fn secrets_do_not_travel_from_a_sub_agent_to_its_parents_provider() {
         "{}",
         second.body
     );
+}
+
+/// A key as OpenAI issues them, echoed whole (OpenAI's own 401 shows only
+/// its ends; a proxy or a local server may show all of it).
+const REAL_KEY: &str = "sk-proj-Zq8vN3rT5wXy2KbL7mPd9sFh4GjC1aEu6oRi0tYn";
+
+#[test]
+fn a_real_key_echoed_in_a_401_or_400_body_is_redacted_on_stderr_and_in_the_trace() {
+    let said = "Incorrect API key provided: {}. You can find your API key at https://platform.openai.com/account/api-keys.";
+    for (status, exit, what) in [(401, 3, "authentication failed"), (400, 1, "bad request")] {
+        let home = Home::new();
+        home.named_agent("a", "openai/gpt-4o", "");
+        let body = serde_json::json!({"error": {
+            "message": said.replace("{}", REAL_KEY),
+            "type": "invalid_request_error",
+            "param": null,
+            "code": "invalid_api_key",
+        }});
+        let server = FakeServer::json(status, &body.to_string());
+        let trace = home.dir.path().join("error.jsonl");
+        let out = home
+            .axe()
+            .env("OPENAI_API_KEY", REAL_KEY)
+            .env("AXE_OPENAI_BASE_URL", &server.url)
+            .args(["run", "a", "--json", "--verbose", "--trace"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), exit, "{}", stderr(&out));
+        let shown = said.replace("{}", MARK);
+        assert!(
+            stderr(&out).ends_with(&format!("axe: openai: {what} (HTTP {status}): {shown}\n")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains(&REAL_KEY[..12]), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "");
+        let events = trace_events(&trace);
+        let error = events.iter().find(|e| e["event"] == "error").unwrap();
+        assert!(
+            error["error"].as_str().unwrap().ends_with(&shown),
+            "{error}"
+        );
+        let end = events.iter().find(|e| e["event"] == "run_end").unwrap();
+        assert!(end["error"].as_str().unwrap().ends_with(&shown), "{end}");
+        let text = std::fs::read_to_string(&trace).unwrap();
+        assert!(!text.contains(&REAL_KEY[..12]), "{text}");
+    }
+}
+
+#[test]
+fn a_key_in_a_sub_agents_file_is_redacted_from_the_error_its_parent_gets() {
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"leaky\"]\n");
+    // A key pasted into the model field ends up in the loading error.
+    home.agent(
+        "leaky",
+        &format!("name = \"leaky\"\nmodel = \"{REAL_KEY}\"\n"),
+    );
+    let server = FakeServer::route(|req| {
+        let body = if req.has_tool_results() {
+            openai_text("noted", 1, 1)
+        } else {
+            openai_tool_calls(&[("c1", "call_agent", delegate("leaky", "go"))], 1, 1)
+        };
+        Reply::Json(200, body)
+    });
+    let trace = home.dir.path().join("leaky.jsonl");
+    let out = home
+        .axe()
+        .env("OPENAI_API_KEY", REAL_KEY)
+        .env("AXE_OPENAI_BASE_URL", &server.url)
+        .args(["run", "lead", "--trace-bodies", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let second = &server.requests()[1];
+    let got = second.tool_result_texts().concat();
+    assert!(
+        got.starts_with(
+            "call_agent error: invalid model for agent \"leaky\": invalid model \"[redacted]\""
+        ),
+        "{got}"
+    );
+    let events = trace_events(&trace);
+    let result = events.iter().find(|e| e["event"] == "tool_result").unwrap();
+    assert_eq!(result["content"], got.as_str());
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(!text.contains(&REAL_KEY[..12]), "{text}");
 }
