@@ -6,12 +6,12 @@
 //! prompt; [`provider`] speaks the three wire formats; [`run`] is the
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path, the calls of one response at
-//! once through `pool`. The [`ledger`] collects what the whole tree did
-//! (trace, usage, budgets); `report` prints the dry run, `--json` and
-//! `--verbose`; [`stderr`] writes everything that goes to stderr. `graph`
-//! loads the delegation graph without running anything, for `axe agents
-//! check` and `axe agents tree`. docs/design.md says why; README.md's
-//! "Layout" has a line per module.
+//! once through `pool`, each sub-agent loaded once per run (`snapshot`).
+//! The [`ledger`] collects what the whole tree did (trace, usage, budgets);
+//! `report` prints the dry run, `--json` and `--verbose`; [`stderr`] writes
+//! everything that goes to stderr. `graph` loads the delegation graph
+//! without running anything, for `axe agents check` and `axe agents tree`.
+//! docs/design.md says why; README.md's "Layout" has a line per module.
 //!
 //! The modules that are public are the ones the binary, the tests and the
 //! benchmark use.
@@ -34,6 +34,7 @@ mod report;
 mod resolve;
 pub mod run;
 pub mod schema;
+mod snapshot;
 pub mod stderr;
 mod text;
 mod tomlfile;

@@ -2,10 +2,10 @@
 //! the model, the workdir, the context files, the skill and the system
 //! prompt, assembled byte for byte as design §2.6–§2.8 say.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -84,45 +84,6 @@ pub struct Resolved {
     pub system_prompt: String,
     /// The shape the answer must have, compiled (design D22).
     pub output: Option<Arc<OutputSchema>>,
-}
-
-/// What one run read of its sub-agents (design D20): the first call to an
-/// agent loads its file, skill and context files and resolves them; every
-/// later call to it in the run shares that result. Calls that arrive while
-/// it loads wait for it rather than read the same files again. A failure is
-/// not kept: the next call tries afresh. A new run starts empty.
-#[derive(Debug, Default)]
-pub struct Snapshot {
-    agents: Mutex<HashMap<String, Arc<Entry>>>,
-}
-
-/// One agent of a [`Snapshot`]: empty until it has been resolved.
-type Entry = Mutex<Option<Arc<Resolved>>>;
-
-impl Snapshot {
-    /// The agent `name` as first resolved in this run, or `load`'s result.
-    pub fn get_or_load<E>(
-        &self,
-        name: &str,
-        load: impl FnOnce() -> Result<Resolved, E>,
-    ) -> Result<Arc<Resolved>, E> {
-        let slot = self
-            .agents
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(name.to_string())
-            .or_default()
-            .clone();
-        // Held while loading, so that the agent's other calls wait for
-        // this one instead of loading it too.
-        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(resolved) = &*slot {
-            return Ok(resolved.clone());
-        }
-        let resolved = Arc::new(load()?);
-        *slot = Some(resolved.clone());
-        Ok(resolved)
-    }
 }
 
 /// Resolves `agent` with `overrides`; relative paths given on the command line

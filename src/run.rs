@@ -21,8 +21,9 @@ use crate::provider::{
     Change, Cut, ErrorKind, Kind, Message, Notice, Provider, Request, RetryPolicy, ToolCall,
     ToolChoice, ToolResult, adjust, anthropic_schema,
 };
-use crate::resolve::{Resolved, Snapshot};
+use crate::resolve::Resolved;
 use crate::schema::{Checked, OutputSchema};
+use crate::snapshot::Snapshot;
 use crate::stderr::{self, Verbose};
 use crate::tool::{self, Caller};
 

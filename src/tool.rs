@@ -21,6 +21,7 @@ use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolRe
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
 use crate::schema;
+use crate::snapshot::LoadError;
 
 /// The name of the one tool axe injects (design §3.3).
 pub const CALL_AGENT: &str = "call_agent";
@@ -296,6 +297,15 @@ enum SubAgentError {
     Failed(String),
 }
 
+impl From<LoadError> for SubAgentError {
+    fn from(e: LoadError) -> SubAgentError {
+        match e {
+            LoadError::Refused(text) => SubAgentError::Refused(text),
+            LoadError::Failed(text) => SubAgentError::Failed(text),
+        }
+    }
+}
+
 /// Steps 6–12 of design §3.4: load, resolve and run the sub-agent `name` with
 /// the user message `message`, within the caller's deadline narrowed by its
 /// per-call timeout (design D5), which starts now, before any file is read.
@@ -307,10 +317,11 @@ fn run_sub_agent(
 ) -> Result<run::Outcome, SubAgentError> {
     let ctx = caller.ctx;
     let deadline = ctx.deadline.narrowed(caller.timeout_secs);
-    // Read once per run (design D20).
+    // Read once per run (design D20); a call waiting for another's load
+    // waits no longer than its own deadline.
     let mut resolved = ctx
         .snapshot
-        .get_or_load(name, || load_sub_agent(name, caller, &deadline))?;
+        .get_or_load(name, &deadline, || load_sub_agent(name, caller, &deadline))?;
     // An agent that inherits its model was resolved with its first caller's;
     // a caller on another model gets its own (design D21).
     if resolved.agent.config.model.is_none() && resolved.model != *caller.model {
@@ -333,14 +344,10 @@ fn run_sub_agent(
 /// agent loads it (D20), and inlined, its locals would sit in the frame of
 /// every waiting sub-agent's thread.
 #[inline(never)]
-fn load_sub_agent(
-    name: &str,
-    caller: &Caller,
-    deadline: &Deadline,
-) -> Result<Resolved, SubAgentError> {
+fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Resolved, LoadError> {
     let ctx = caller.ctx;
     let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
-        SubAgentError::Refused(format!(
+        LoadError::Refused(format!(
             "call_agent error: failed to load agent \"{name}\": {e}"
         ))
     })?;
@@ -348,7 +355,7 @@ fn load_sub_agent(
         crate::stderr::warn_once(w);
     }
     if let Some(Err(e)) = loaded.config.model.as_deref().map(ModelRef::parse) {
-        return Err(SubAgentError::Refused(format!(
+        return Err(LoadError::Refused(format!(
             "call_agent error: invalid model for agent \"{name}\": {e}"
         )));
     }
@@ -360,9 +367,9 @@ fn load_sub_agent(
     };
     resolve::resolve(loaded, &overrides, ctx.cwd, deadline).map_err(|e| {
         if deadline.passed() {
-            SubAgentError::Failed(format!("timeout after {}s", deadline.secs))
+            LoadError::Failed(format!("timeout after {}s", deadline.secs))
         } else {
-            SubAgentError::Failed(e.to_string())
+            LoadError::Failed(e.to_string())
         }
     })
 }

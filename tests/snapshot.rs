@@ -1,13 +1,18 @@
 //! One run reads each sub-agent once (design D20): every call to an agent in
 //! a run works from what its first call read, even if the file changes
-//! meanwhile; a load that failed is tried again at the next call; and a new
-//! run reads afresh. Through the real binary, against a fake OpenAI server
-//! that edits the agent files while the run goes on.
+//! meanwhile; the calls that arrive while it loads share its outcome, a
+//! failure too, each waiting no longer than its own deadline; a load that
+//! failed is tried again at the next call; and a new run reads afresh.
+//! Through the real binary, against a fake OpenAI server that edits the
+//! agent files while the run goes on.
 
 mod common;
 use common::*;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 const KEY: &str = "sk-test-snapshot-0123456789";
 
@@ -108,4 +113,210 @@ fn a_sub_agent_that_failed_to_load_is_read_again_at_its_next_call() {
         "{first}"
     );
     assert_eq!(second, "You are w. Written late.");
+}
+
+/// A workdir whose `**/*.txt` is slow to read: `files` small files at the
+/// bottom of `depth` nested directories (each file's path is checked
+/// component by component, so the cost grows with the depth), cheap to
+/// make. The tree is `<dir>/tree`.
+fn slow_tree(dir: &Path, depth: usize, files: usize) -> PathBuf {
+    let root = dir.join("tree");
+    let mut bottom = root.clone();
+    for _ in 0..depth {
+        bottom.push("d");
+    }
+    std::fs::create_dir_all(&bottom).unwrap();
+    for i in 0..files {
+        std::fs::write(bottom.join(format!("f{i}.txt")), "x").unwrap();
+    }
+    root
+}
+
+/// Agent `w`, whose load reads every file of `tree` and then fails: its
+/// system prompt and skill (`<config>/skill.md`) alone are over its
+/// `max_prompt_bytes`.
+fn write_slow_failing_w(home: &Home, tree: &Path) {
+    home.agent(
+        "w",
+        &format!(
+            "name = \"w\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"You are w.\"\n\
+             skill = \"skill.md\"\nworkdir = \"{}\"\nfiles = [\"**/*.txt\"]\n\
+             max_prompt_bytes = 64\n",
+            tree.display()
+        ),
+    );
+    std::fs::write(home.config_dir().join("skill.md"), "s".repeat(100)).unwrap();
+}
+
+#[test]
+fn parallel_calls_waiting_for_a_failing_load_all_get_its_error_from_one_read() {
+    const CALLS: usize = 32;
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"w\"]\n[sub_agents_config]\ntimeout = 15\n",
+    );
+    let scratch = TempDir::new("slow-load");
+    write_slow_failing_w(&home, &slow_tree(scratch.path(), 200, 600));
+    // The skill grows by a byte every 2 ms while the run goes on, so each
+    // read of w reports another size: the results tell how often it was read.
+    let running = Arc::new(AtomicBool::new(true));
+    let grower = {
+        let (running, skill) = (running.clone(), home.config_dir().join("skill.md"));
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(skill)
+                .unwrap();
+            while running.load(Ordering::SeqCst) {
+                f.write_all(b"s").unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let seen = results.clone();
+    let server = FakeServer::route(move |req| {
+        let done = req.tool_result_texts();
+        if !done.is_empty() {
+            *seen.lock().unwrap() = done;
+            return Reply::Json(200, openai_text("done", 1, 1));
+        }
+        let ids: Vec<String> = (0..CALLS).map(|i| format!("call_{i}")).collect();
+        let calls: Vec<Call> = ids
+            .iter()
+            .map(|id| (id.as_str(), "call_agent", delegate("w", "work")))
+            .collect();
+        Reply::Json(200, openai_tool_calls(&calls, 1, 1))
+    });
+
+    let out = run_lead(&home, &server);
+    running.store(false, Ordering::SeqCst);
+    grower.join().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim_end(), "done");
+    let results = results.lock().unwrap().clone();
+    assert_eq!(results.len(), CALLS);
+    let first = &results[0];
+    assert!(
+        first.starts_with("Error: sub-agent \"w\" failed - the system prompt and skill are ")
+            && first.contains(" bytes, over max_prompt_bytes (64). You may retry"),
+        "{first}"
+    );
+    let other: Vec<&String> = results.iter().filter(|r| *r != first).collect();
+    assert!(
+        other.is_empty(),
+        "w was read more than once: {} of {CALLS} calls got another result than {first:?}, \
+         e.g. {:?}",
+        other.len(),
+        other[0]
+    );
+}
+
+#[test]
+fn a_call_waiting_for_another_callers_load_gives_up_at_its_own_timeout() {
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"slow\", \"quick\"]\n",
+    );
+    home.named_agent("slow", "openai/gpt-4o", "sub_agents = [\"w\"]\n");
+    home.named_agent(
+        "quick",
+        "openai/gpt-4o",
+        "sub_agents = [\"w\"]\n[sub_agents_config]\ntimeout = 1\n",
+    );
+    let scratch = TempDir::new("slow-load");
+    write_slow_failing_w(&home, &slow_tree(scratch.path(), 300, 1200));
+
+    // slow's call to w goes first and loads it, with no timeout of its own;
+    // quick's comes 300 ms later and waits for that load.
+    let slow_called = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let quick_call: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let results: Arc<Mutex<Vec<(String, String, Instant)>>> = Arc::default();
+    let server = {
+        let (slow_called, quick_call, results) =
+            (slow_called.clone(), quick_call.clone(), results.clone());
+        FakeServer::route(move |req| {
+            let who = req.who();
+            if let Some(result) = req.tool_result_texts().pop() {
+                results.lock().unwrap().push((who, result, Instant::now()));
+                return Reply::Json(200, openai_text("done", 1, 1));
+            }
+            match who.as_str() {
+                "lead" => Reply::Json(
+                    200,
+                    openai_tool_calls(
+                        &[
+                            ("call_s", "call_agent", delegate("slow", "load w")),
+                            ("call_q", "call_agent", delegate("quick", "wait for w")),
+                        ],
+                        1,
+                        1,
+                    ),
+                ),
+                "quick" => {
+                    let (called, cv) = &*slow_called;
+                    let called = called.lock().unwrap();
+                    let _ = cv
+                        .wait_timeout_while(called, Duration::from_secs(10), |c| !*c)
+                        .unwrap();
+                    std::thread::sleep(Duration::from_millis(300));
+                    *quick_call.lock().unwrap() = Some(Instant::now());
+                    Reply::Json(
+                        200,
+                        openai_tool_calls(&[("call_w", "call_agent", delegate("w", "q"))], 1, 1),
+                    )
+                }
+                "slow" => {
+                    let (called, cv) = &*slow_called;
+                    *called.lock().unwrap() = true;
+                    cv.notify_all();
+                    Reply::Json(
+                        200,
+                        openai_tool_calls(&[("call_w", "call_agent", delegate("w", "s"))], 1, 1),
+                    )
+                }
+                // w never runs: its load fails.
+                other => Reply::Json(
+                    500,
+                    format!("{{\"error\":\"unexpected request from {other}\"}}"),
+                ),
+            }
+        })
+    };
+
+    let out = run_lead(&home, &server);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let results = results.lock().unwrap().clone();
+    let result_of = |name: &str| {
+        results
+            .iter()
+            .find(|(who, _, _)| who == name)
+            .unwrap_or_else(|| panic!("no result for {name}: {results:?}"))
+            .clone()
+    };
+    let (_, quick_result, quick_answered) = result_of("quick");
+    assert_eq!(
+        quick_result,
+        "Error: sub-agent \"w\" failed - timeout after 1s. You may retry or proceed without \
+         this result."
+    );
+    // The load itself ran to its own failure for slow, which has no timeout.
+    let (_, slow_result, _) = result_of("slow");
+    assert!(
+        slow_result.contains("over max_prompt_bytes (64)"),
+        "{slow_result}"
+    );
+    // quick's result came at its timeout, not when the load ended: the tree
+    // takes about 3.5 s to read here (and more with other tests running),
+    // so a waiter held to the end of the load misses this bound.
+    let waited = quick_answered - quick_call.lock().unwrap().expect("quick called w");
+    assert!(
+        waited < Duration::from_millis(2500),
+        "quick's call to w, with a 1 s timeout, took {waited:?}"
+    );
 }
