@@ -16,6 +16,9 @@
 //! connection, `TCP_NODELAY`, each response in one write, counting requests
 //! in flight and connections accepted, so that it is not the bottleneck.
 
+// The test harness (tests/common) serves the integration tests; the bench
+// uses a part of it.
+#[allow(dead_code, unused_imports)]
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "support/measure.rs"]
@@ -292,7 +295,7 @@ fn fan_out(bin: &Bin, n: usize) -> FanOut {
     let home = home_with(&[("lead", "sub_agents = [\"w\"]\n"), ("w", "")]);
     let marks: Arc<Mutex<Marks>> = Arc::default();
     let m = marks.clone();
-    let server = FakeServer::route_prestarted(n + 8, move |req| {
+    let server = FakeServer::route_with(Some(n + 8), move |req| {
         if req.who() != "lead" {
             m.lock().unwrap().arrivals.push(Instant::now());
             std::thread::sleep(L);

@@ -21,6 +21,9 @@
 //! facts and structure (status codes, messages, ids, token counts, which
 //! agent asked what, what ran at the same time), never a model's wording.
 
+// The shared harness serves the integration crate (tests/it); this crate
+// uses a part of it.
+#[allow(dead_code, unused_imports)]
 mod common;
 use common::*;
 

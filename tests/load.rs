@@ -6,6 +6,9 @@
 
 #![cfg(target_os = "linux")]
 
+// The shared harness serves the integration crate (tests/it); this crate
+// uses a part of it.
+#[allow(dead_code, unused_imports)]
 mod common;
 use common::*;
 

@@ -9,6 +9,9 @@
 //! namespaces are not allowed the chroot test skips the same way, unless
 //! `AXE_TEST_REQUIRE_UNSHARE=1`.
 
+// The shared harness serves the integration crate (tests/it); this crate
+// uses a part of it.
+#[allow(dead_code, unused_imports)]
 mod common;
 
 use std::path::{Path, PathBuf};

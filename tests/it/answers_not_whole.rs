@@ -4,8 +4,7 @@
 //! model rejects. Each through the real binary, on every wire where the
 //! case exists, at top level and inside a sub-agent.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

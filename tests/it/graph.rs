@@ -3,8 +3,7 @@
 //! missing keys, cycles) with their exact lines, summary and exit code, and
 //! the tree with its marks (depth limit, cycle, missing, invalid).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::PathBuf;
 

@@ -7,8 +7,7 @@
 //! includes. And an agent whose calls may run in parallel says so on the
 //! OpenAI wire (`parallel_tool_calls`). Through the real binary.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

@@ -13,8 +13,7 @@
 //! the same for keys too short to be secrets): a key it can only have from
 //! the user is printed as it came, while axe's own lines stay redacted.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::process::Output;
 

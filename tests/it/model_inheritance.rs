@@ -3,12 +3,10 @@
 //! when two callers on different models share it. A top-level agent without
 //! a model needs `--model`.
 
-mod common;
-
 use std::process::Command;
 use std::sync::Arc;
 
-use common::{
+use crate::common::{
     Call, FakeServer, Home, Recorded, Reply, anthropic_text, anthropic_tool_use, code, delegate,
     ollama_text, ollama_tool_calls, openai_text, openai_tool_calls, stderr, stdout,
 };

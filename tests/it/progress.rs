@@ -3,8 +3,7 @@
 //! uncolored with `NO_COLOR`, and absent with `--quiet`, `--json`, or when
 //! stderr is a pipe.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::process::Command;
 use std::time::Duration;

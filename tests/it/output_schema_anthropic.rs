@@ -4,14 +4,12 @@
 //! user's; a schema the API refuses is dropped once with a warning, and axe
 //! checks and repairs the answer either way.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use common::{FakeServer, Home, Reply, anthropic_text, code, stderr, stdout};
+use crate::common::{FakeServer, Home, Reply, anthropic_text, code, stderr, stdout};
 
 const MODEL: &str = "anthropic/claude-haiku-4-5";
 

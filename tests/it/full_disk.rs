@@ -8,11 +8,9 @@
 //! the tests print SKIPPED and pass (`.ci/run` says up front which it is),
 //! unless `AXE_TEST_REQUIRE_UNSHARE=1` makes that a failure.
 
-mod common;
-
 use std::process::Command;
 
-use common::{Home, TempDir, code};
+use crate::common::{Home, TempDir, code};
 
 /// What one run of axe inside the namespace left: its exit code, output and
 /// the files (mode, size, path) under the mount afterwards.

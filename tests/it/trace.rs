@@ -8,8 +8,7 @@
 //! calls of its first response, or none), and each bills a known number of
 //! tokens per response, so the tests can add up what the server billed.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output};

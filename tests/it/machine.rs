@@ -3,8 +3,7 @@
 //! Through the real binary, each with a bound on how long it may take, so
 //! that a hang fails in bounded time.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

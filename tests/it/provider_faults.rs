@@ -22,8 +22,7 @@
 //! (`[retry] initial_delay_ms = 1, max_delay_ms = 5`) and keep their default
 //! count of 2.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -974,15 +973,15 @@ fn fault_200_missing_the_required_fields_is_an_invalid_response_exit_3_or_an_err
     fault_matrix("200 missing fields", |p| {
         let (body, field) = match p {
             P::Anthropic => (
-                include_str!("../fixtures/responses/anthropic_missing_content.json"),
+                include_str!("../../fixtures/responses/anthropic_missing_content.json"),
                 "content",
             ),
             P::OpenAi => (
-                include_str!("../fixtures/responses/openai_missing_choices.json"),
+                include_str!("../../fixtures/responses/openai_missing_choices.json"),
                 "choices",
             ),
             P::Ollama => (
-                include_str!("../fixtures/responses/ollama_missing_message.json"),
+                include_str!("../../fixtures/responses/ollama_missing_message.json"),
                 "message",
             ),
         };

@@ -3,14 +3,12 @@
 //! the server promised, repaired at most `max_repairs` times, then exit 5;
 //! what stdout, `--json` and a parent get.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use common::{
+use crate::common::{
     FakeServer, Home, Reply, code, delegate, ollama_text, ollama_tool_calls, openai_text,
     openai_tool_calls, stderr, stdout,
 };

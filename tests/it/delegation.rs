@@ -8,8 +8,7 @@
 //! play several agents: its handler answers by who is asking and by whether
 //! the request already carries tool results (a later turn).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -823,6 +822,32 @@ fn run_sequential_calls_run_one_at_a_time_in_call_order() {
         .collect();
     assert_eq!(order, ["c", "a", "b"]);
     assert_eq!(server.max_in_flight(), 1);
+}
+
+/// One HTTP client per provider serves the whole process, keeping its
+/// connection alive (design §4.2): a parent and three sub-agents called one
+/// after another send their five requests over one connection.
+#[test]
+fn sequential_calls_of_a_run_share_one_kept_alive_connection() {
+    let home = Home::new();
+    agent(
+        &home,
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"a\", \"b\", \"c\"]\n[sub_agents_config]\nparallel = false\n",
+    );
+    for n in ["a", "b", "c"] {
+        agent(&home, n, "openai/gpt-4o", "");
+    }
+    let server = openai_delegation(calls(&[
+        ("c1", delegate("c", "1")),
+        ("c2", delegate("a", "2")),
+        ("c3", delegate("b", "3")),
+    ]));
+    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    assert_ok(&out);
+    assert_eq!(server.requests().len(), 5);
+    assert_eq!(server.connections(), 1);
 }
 
 // ---------------------------------------------------------------------------

@@ -6,8 +6,7 @@
 //! Through the real binary, against a fake OpenAI server that edits the
 //! agent files while the run goes on.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

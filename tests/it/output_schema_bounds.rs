@@ -5,14 +5,12 @@
 //! places that are not schemas — each through the binary, on the OpenAI
 //! wire's fake.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use common::{FakeServer, Home, code, openai_text, run_within, stderr, stdout};
+use crate::common::{FakeServer, Home, code, openai_text, run_within, stderr, stdout};
 
 /// An agent `shaped` whose `[output]` is `schema` (as a schema file).
 fn home_with_schema(schema: &Value, extra: &str) -> Home {
@@ -29,7 +27,7 @@ fn home_with_schema(schema: &Value, extra: &str) -> Home {
 
 /// Runs `shaped` against a fake that always answers `answer`, with
 /// `--timeout 5`, killed after `limit` if it has not ended.
-fn run_shaped(home: &Home, answer: &str, limit: Duration) -> (common::Bounded, FakeServer) {
+fn run_shaped(home: &Home, answer: &str, limit: Duration) -> (crate::common::Bounded, FakeServer) {
     let server = FakeServer::json(200, &openai_text(answer, 1, 1));
     let mut cmd = home.axe();
     cmd.env("OPENAI_API_KEY", "sk-test")

@@ -5,8 +5,7 @@
 //! went in, and a server's error text holding the same letters is shown
 //! whole. tests/secrets.rs keeps real keys out of every output.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const MARK: &str = "[redacted]";
 

@@ -3,8 +3,7 @@
 //! wire formats. Nothing a server sends may crash axe, lose an answer, wrap a
 //! counter, rewrite what the model said or print a credential.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::Duration;
 

@@ -3,8 +3,7 @@
 //! directory and a fake provider on 127.0.0.1 (design §3.3–§3.12; D5–D7,
 //! D9, D19). Nothing here touches the process environment or the internet.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,7 @@
 //! (`[retry]` in config.toml and agent files, `--retries`), with their
 //! `--verbose` and `--json` reports. Real loopback servers throughout.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,187 @@
+//! Driving the real `axe` binary: a temporary config home, a clean
+//! environment, and runs bounded in time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+/// A fresh temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "axe-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p.canonicalize().unwrap())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `XDG_CONFIG_HOME` (and `HOME`) in a temp dir; the config dir is `<home>/axe`.
+pub struct Home {
+    pub dir: TempDir,
+}
+
+impl Home {
+    pub fn new() -> Home {
+        let dir = TempDir::new("home");
+        std::fs::create_dir_all(dir.path().join("axe/agents")).unwrap();
+        Home { dir }
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.dir.path().join("axe")
+    }
+
+    /// Writes `<config>/agents/<name>.toml`.
+    pub fn agent(&self, name: &str, toml: &str) -> PathBuf {
+        let p = self
+            .config_dir()
+            .join("agents")
+            .join(format!("{name}.toml"));
+        std::fs::write(&p, toml).unwrap();
+        p
+    }
+
+    /// Writes agent `name` on `model` whose system prompt is `You are
+    /// <name>.` (what [`Recorded::who`] reads back), with `extra` appended
+    /// (sub_agents, [sub_agents_config], ...).
+    pub fn named_agent(&self, name: &str, model: &str, extra: &str) -> PathBuf {
+        self.agent(
+            name,
+            &format!(
+                "name = \"{name}\"\nmodel = \"{model}\"\nsystem_prompt = \"You are {name}.\"\n{extra}"
+            ),
+        )
+    }
+
+    /// Writes `<config>/config.toml`.
+    pub fn config(&self, toml: &str) {
+        std::fs::write(self.config_dir().join("config.toml"), toml).unwrap();
+    }
+
+    /// The `axe` binary with this home and a clean environment: no keys, no
+    /// base URLs, no editor from the developer's shell. Stdin is null.
+    pub fn axe(&self) -> Command {
+        self.command(env!("CARGO_BIN_EXE_axe"))
+    }
+
+    /// [`Home::axe`] for any binary of the same CLI (the bench measures
+    /// others too).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
+        c.env("XDG_CONFIG_HOME", self.dir.path())
+            .env("HOME", self.dir.path())
+            .env_remove("XDG_DATA_HOME")
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        for var in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "OLLAMA_API_KEY",
+            "AXE_ANTHROPIC_BASE_URL",
+            "AXE_OPENAI_BASE_URL",
+            "AXE_OLLAMA_BASE_URL",
+            "OLLAMA_HOST",
+            "VISUAL",
+            "EDITOR",
+            // ureq honours proxy variables: loopback traffic must not go there.
+            "ALL_PROXY",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "all_proxy",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy",
+        ] {
+            c.env_remove(var);
+        }
+        c
+    }
+
+    /// Runs `axe <args>` and returns its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.axe().args(args).output().expect("run axe")
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// What [`run_within`] saw.
+pub struct Bounded {
+    pub output: Output,
+    pub took: Duration,
+    /// The child was still running at the limit and was killed.
+    pub killed: bool,
+}
+
+/// Runs `cmd` (its stdout and stderr piped and collected) and kills it if it
+/// has not ended within `limit`, so that a hang fails a test in bounded time.
+pub fn run_within(cmd: &mut Command, limit: Duration) -> Bounded {
+    let started = std::time::Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn axe");
+    fn collect(mut r: impl std::io::Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+        thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    }
+    let out = collect(child.stdout.take().unwrap());
+    let err = collect(child.stderr.take().unwrap());
+    let mut killed = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for axe") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+            break child.wait().expect("wait for axe");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let took = started.elapsed();
+    let output = Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    Bounded {
+        output,
+        took,
+        killed,
+    }
+}
