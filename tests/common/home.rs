@@ -7,6 +7,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
+use super::server::FakeServer;
+use super::wire::P;
+
+/// The OpenAI key runs get from [`Home::axe_on`]: long enough to count as
+/// a secret (design §6.7), so it must never show in any output.
+pub const OPENAI_KEY: &str = "sk-test-openai-0123456789";
+
+/// The Anthropic key runs get from [`Home::axe_on`].
+pub const ANTHROPIC_KEY: &str = "sk-ant-test-anthropic-0123456789";
+
+/// A run that nothing makes wait long (no slow server, no long
+/// `--timeout`) and is still going after this has hung.
+pub const HUNG: Duration = Duration::from_secs(20);
+
+/// Millisecond retries for config.toml, so that a case that retries stays
+/// quick; the count stays the default.
+pub const FAST_RETRIES: &str = "[retry]\ninitial_delay_ms = 1\nmax_delay_ms = 5\n";
+
 /// A fresh temporary directory, removed on drop.
 pub struct TempDir(pub PathBuf);
 
@@ -44,6 +62,13 @@ impl Home {
         let dir = TempDir::new("home");
         std::fs::create_dir_all(dir.path().join("axe/agents")).unwrap();
         Home { dir }
+    }
+
+    /// A home whose config.toml is [`FAST_RETRIES`].
+    pub fn fast_retries() -> Home {
+        let home = Home::new();
+        home.config(FAST_RETRIES);
+        home
     }
 
     pub fn config_dir(&self) -> PathBuf {
@@ -121,6 +146,40 @@ impl Home {
     pub fn run(&self, args: &[&str]) -> Output {
         self.axe().args(args).output().expect("run axe")
     }
+
+    /// [`Home::axe`] with each provider of `servers` pointed at its server
+    /// (`AXE_<PROVIDER>_BASE_URL`), and [`OPENAI_KEY`] or
+    /// [`ANTHROPIC_KEY`] for those that need one. A provider not listed gets
+    /// neither, so no run can leave the loopback for it.
+    pub fn axe_on(&self, servers: &[(P, &FakeServer)]) -> Command {
+        let mut c = self.axe();
+        for (p, server) in servers {
+            c.env(p.base_url_var(), &server.url);
+            match p {
+                P::OpenAi => c.env("OPENAI_API_KEY", OPENAI_KEY),
+                P::Anthropic => c.env("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+                P::Ollama => &mut c,
+            };
+        }
+        c
+    }
+
+    /// Runs `axe <args>` on `servers` (see [`Home::axe_on`]), failing the
+    /// test if it is still running after `limit`.
+    #[track_caller]
+    pub fn run_bounded(
+        &self,
+        servers: &[(P, &FakeServer)],
+        args: &[&str],
+        limit: Duration,
+    ) -> Bounded {
+        run_bounded(self.axe_on(servers).args(args), limit)
+    }
+
+    /// Runs `axe <args>` on `servers` (see [`Home::axe_on`]).
+    pub fn run_on(&self, servers: &[(P, &FakeServer)], args: &[&str]) -> Output {
+        self.axe_on(servers).args(args).output().expect("run axe")
+    }
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -141,6 +200,33 @@ pub struct Bounded {
     pub took: Duration,
     /// The child was still running at the limit and was killed.
     pub killed: bool,
+}
+
+/// `server` as the server of every provider: for a fake that answers
+/// whichever wire format its test is about.
+pub fn every_wire(server: &FakeServer) -> [(P, &FakeServer); 3] {
+    [
+        (P::Anthropic, server),
+        (P::OpenAi, server),
+        (P::Ollama, server),
+    ]
+}
+
+/// [`run_within`], failing the test if `cmd` was still running at `limit`.
+#[track_caller]
+pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Bounded {
+    let b = run_within(cmd, limit);
+    assert!(!b.killed, "axe hung: {}", stderr(&b.output));
+    b
+}
+
+/// Every line of a trace file (`--trace`), each parsed as JSON.
+pub fn trace_events(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("trace file written");
+    assert!(text.ends_with('\n'), "whole lines only");
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
 }
 
 /// Runs `cmd` (its stdout and stderr piped and collected) and kills it if it

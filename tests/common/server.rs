@@ -197,6 +197,14 @@ impl FakeServer {
         self.requests.lock().unwrap().clone()
     }
 
+    /// The requests agent `name` sent (see [`Recorded::who`]), in order.
+    pub fn sent_by(&self, name: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.who() == name)
+            .collect()
+    }
+
     /// The only request received (panics if there was not exactly one).
     pub fn only_request(&self) -> Recorded {
         let r = self.requests();
@@ -412,6 +420,15 @@ fn write_response(
     let mut bytes = head.into_bytes();
     bytes.extend_from_slice(body.as_bytes());
     out.write_all(&bytes).is_ok()
+}
+
+/// A URL on 127.0.0.1 where nothing listens: a port that was just bound
+/// and released.
+pub fn refused_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    let port = listener.local_addr().expect("local address").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
 }
 
 /// A barrier with a bounded wait: [`Gate::arrive`] returns `true` once `n`

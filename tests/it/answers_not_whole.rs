@@ -6,32 +6,7 @@
 
 use crate::common::*;
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-
-const OPENAI_KEY: &str = "sk-test-answers-openai-0123456789";
-const ANTHROPIC_KEY: &str = "sk-ant-test-answers-0123456789";
-
-fn home() -> Home {
-    let home = Home::new();
-    home.config("[retry]\ninitial_delay_ms = 1\nmax_delay_ms = 5\n");
-    home
-}
-
-/// Runs `axe <args>` against `server` for every wire, killed after 20 s.
-fn run(home: &Home, server: &FakeServer, args: &[&str]) -> Bounded {
-    let mut cmd = home.axe();
-    for p in PROVIDERS {
-        cmd.env(p.base_url_var(), &server.url);
-    }
-    cmd.env("OPENAI_API_KEY", OPENAI_KEY)
-        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-        .args(args);
-    let b = run_within(&mut cmd, Duration::from_secs(20));
-    assert!(!b.killed, "axe hung: {}", stderr(&b.output));
-    b
-}
 
 /// `lead` (on `parent`) delegates once to `w` (on `p`), whose answer is
 /// `w_answer`, then echoes the tool result it got back.
@@ -89,10 +64,10 @@ fn refusal(p: P) -> Option<(String, &'static str)> {
 fn a_refusal_at_top_level_is_an_error_not_an_answer() {
     for p in [P::OpenAi, P::Anthropic] {
         let (body, want) = refusal(p).unwrap();
-        let home = home();
+        let home = Home::fast_retries();
         home.named_agent("solo", p.model(), "");
         let server = FakeServer::json(200, &body);
-        let b = run(&home, &server, &["run", "solo"]);
+        let b = home.run_bounded(&every_wire(&server), &["run", "solo"], HUNG);
         assert_eq!(code(&b.output), 1, "{p:?}: {}", stderr(&b.output));
         assert_eq!(stdout(&b.output), "", "{p:?}: no answer is printed");
         assert_eq!(stderr(&b.output), format!("axe: {want}\n"), "{p:?}");
@@ -101,13 +76,13 @@ fn a_refusal_at_top_level_is_an_error_not_an_answer() {
 
 #[test]
 fn a_refusal_with_a_reason_says_why() {
-    let home = home();
+    let home = Home::fast_retries();
     home.named_agent("solo", P::Anthropic.model(), "");
     let mut v: Value = serde_json::from_str(&P::Anthropic.text("")).unwrap();
     v["stop_reason"] = "refusal".into();
     v["stop_details"] = json!({"type": "refusal", "category": "cyber", "explanation": null});
     let server = FakeServer::json(200, &v.to_string());
-    let b = run(&home, &server, &["run", "solo"]);
+    let b = home.run_bounded(&every_wire(&server), &["run", "solo"], HUNG);
     assert_eq!(code(&b.output), 1);
     assert_eq!(
         stderr(&b.output),
@@ -119,9 +94,9 @@ fn a_refusal_with_a_reason_says_why() {
 fn a_sub_agents_refusal_is_its_error_result() {
     for p in [P::OpenAi, P::Anthropic] {
         let (body, want) = refusal(p).unwrap();
-        let home = home();
+        let home = Home::fast_retries();
         let server = echo_tree(&home, parent_of(p), p, body);
-        let b = run(&home, &server, &["run", "lead"]);
+        let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?}: {}", stderr(&b.output));
         assert_eq!(
             stdout(&b.output),
@@ -160,10 +135,10 @@ fn cut_cases() -> Vec<(P, &'static str, &'static str)> {
 #[test]
 fn an_answer_cut_off_at_top_level_is_printed_with_a_warning() {
     for (p, reason, what) in cut_cases() {
-        let home = home();
+        let home = Home::fast_retries();
         home.named_agent("solo", p.model(), "");
         let server = FakeServer::json(200, &p.text_stopped("The first half", reason));
-        let b = run(&home, &server, &["run", "solo"]);
+        let b = home.run_bounded(&every_wire(&server), &["run", "solo"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?} {reason}");
         assert_eq!(stdout(&b.output), "The first half\n");
         assert_eq!(
@@ -172,7 +147,11 @@ fn an_answer_cut_off_at_top_level_is_printed_with_a_warning() {
             "{p:?} {reason}"
         );
         // --quiet means no warnings; --json carries the stop reason.
-        let b = run(&home, &server, &["run", "solo", "--quiet", "--json"]);
+        let b = home.run_bounded(
+            &every_wire(&server),
+            &["run", "solo", "--quiet", "--json"],
+            HUNG,
+        );
         assert_eq!(stderr(&b.output), "", "{p:?} {reason}");
         let out: Value = serde_json::from_str(&stdout(&b.output)).unwrap();
         assert_eq!(out["stop_reason"], reason);
@@ -182,14 +161,14 @@ fn an_answer_cut_off_at_top_level_is_printed_with_a_warning() {
 #[test]
 fn a_sub_agents_cut_off_answer_reaches_its_parent_with_a_marker() {
     for (p, reason, what) in cut_cases() {
-        let home = home();
+        let home = Home::fast_retries();
         let server = echo_tree(
             &home,
             parent_of(p),
             p,
             p.text_stopped("The first half", reason),
         );
-        let b = run(&home, &server, &["run", "lead"]);
+        let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?} {reason}: {}", stderr(&b.output));
         assert_eq!(
             stdout(&b.output),
@@ -204,7 +183,7 @@ fn a_sub_agents_cut_off_answer_reaches_its_parent_with_a_marker() {
 #[test]
 fn tool_calls_in_a_cut_off_response_are_not_run() {
     for (p, reason, _) in cut_cases() {
-        let home = home();
+        let home = Home::fast_retries();
         home.named_agent("lead", p.model(), "sub_agents = [\"w\"]\n");
         home.named_agent("w", p.model(), "");
         let first = {
@@ -225,7 +204,7 @@ fn tool_calls_in_a_cut_off_response_are_not_run() {
             "lead" => Reply::Json(200, first.clone()),
             _ => Reply::Json(200, p.text("w ran")),
         });
-        let b = run(&home, &server, &["run", "lead"]);
+        let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?} {reason}: {}", stderr(&b.output));
         let who: Vec<String> = server.requests().iter().map(|r| r.who()).collect();
         assert_eq!(who, ["lead", "lead"], "{p:?} {reason}: w must not run");
@@ -246,7 +225,7 @@ fn tool_calls_in_a_cut_off_response_are_not_run() {
 #[test]
 fn a_call_made_past_the_depth_limit_is_answered_and_the_follow_up_is_valid() {
     for p in PROVIDERS {
-        let home = home();
+        let home = Home::fast_retries();
         // lead's max_depth 1: mid runs at the limit with no tools, but its
         // model calls call_agent anyway.
         home.named_agent(
@@ -269,7 +248,7 @@ fn a_call_made_past_the_depth_limit_is_answered_and_the_follow_up_is_valid() {
             ),
             _ => Reply::Json(200, p.text("leaf ran")),
         });
-        let b = run(&home, &server, &["run", "lead"]);
+        let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?}: {}", stderr(&b.output));
         let mid = server
             .requests()
@@ -320,7 +299,7 @@ fn openai_unsupported(param: &str, message: &str) -> Reply {
 
 #[test]
 fn an_openai_model_that_rejects_max_tokens_gets_max_completion_tokens() {
-    let home = home();
+    let home = Home::fast_retries();
     home.named_agent("solo", "openai/o4-mini", "[params]\nmax_tokens = 300\n");
     let server = FakeServer::route(|req| {
         if req.json().get("max_tokens").is_some() {
@@ -332,7 +311,7 @@ fn an_openai_model_that_rejects_max_tokens_gets_max_completion_tokens() {
             Reply::Json(200, openai_text("reasoned", 1, 1))
         }
     });
-    let b = run(&home, &server, &["run", "solo"]);
+    let b = home.run_bounded(&every_wire(&server), &["run", "solo"], HUNG);
     assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
     assert_eq!(stdout(&b.output), "reasoned\n");
     assert_eq!(stderr(&b.output), "");
@@ -346,7 +325,7 @@ fn an_openai_model_that_rejects_max_tokens_gets_max_completion_tokens() {
 #[test]
 fn a_model_that_rejects_temperature_is_sent_none_and_the_user_is_told() {
     for p in [P::OpenAi, P::Anthropic] {
-        let home = home();
+        let home = Home::fast_retries();
         // Two turns, and a sub-agent on the same model with a temperature
         // of its own: every request after the first is sent without it
         // at once, for the whole run.
@@ -379,7 +358,7 @@ fn a_model_that_rejects_temperature_is_sent_none_and_the_user_is_told() {
                 _ => Reply::Json(200, p.text("w done")),
             }
         });
-        let b = run(&home, &server, &["run", "lead"]);
+        let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?}: {}", stderr(&b.output));
         assert_eq!(stdout(&b.output), "lead done\n");
         assert_eq!(
@@ -421,13 +400,13 @@ fn a_model_that_rejects_temperature_is_sent_none_and_the_user_is_told() {
 
 #[test]
 fn a_bad_request_about_something_else_is_not_resent() {
-    let home = home();
+    let home = Home::fast_retries();
     home.named_agent("solo", "openai/gpt-4o", "[params]\ntemperature = 0.2\n");
     let server = FakeServer::start(vec![Reply::Json(
         400,
         json!({"error": {"message": "Invalid 'messages[0].content': string too long.", "type": "invalid_request_error", "param": "messages[0].content", "code": "string_above_max_length"}}).to_string(),
     )]);
-    let b = run(&home, &server, &["run", "solo"]);
+    let b = home.run_bounded(&every_wire(&server), &["run", "solo"], HUNG);
     assert_eq!(code(&b.output), 1);
     assert_eq!(server.requests().len(), 1);
 }

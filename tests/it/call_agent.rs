@@ -22,10 +22,6 @@ use serde_json::{Value, json};
 // Helpers.
 // ---------------------------------------------------------------------------
 
-/// The key every provider here is configured with. It is registered for
-/// redaction (process-wide), so no expected text may contain it.
-const KEY: &str = "sk-test-tool-1234567890";
-
 /// The tail of every `Error: sub-agent ...` result (design §3.6).
 const TAIL: &str = ". You may retry or proceed without this result.";
 
@@ -59,7 +55,7 @@ fn openai(server: &FakeServer) -> GlobalConfig {
         std::env::var_os("AXE_OPENAI_BASE_URL").is_none(),
         "AXE_OPENAI_BASE_URL is set: it would send these tests' requests elsewhere; unset it"
     );
-    global(&[("openai", Some(KEY), &server.url)])
+    global(&[("openai", Some(OPENAI_KEY), &server.url)])
 }
 
 /// A temp directory that is both the config directory (`agents/` inside)
@@ -141,12 +137,12 @@ fn call(id: &str, agent: &str, task: &str) -> ToolCall {
 }
 
 /// Runs `call` for a caller allowed `allowed`, parallel, with no own timeout.
-fn run(ctx: &Ctx, allowed: &[&str], call: &ToolCall) -> ToolResult {
-    run_timed(ctx, allowed, 0, call)
+fn call_one(ctx: &Ctx, allowed: &[&str], call: &ToolCall) -> ToolResult {
+    call_one_timed(ctx, allowed, 0, call)
 }
 
 /// Runs `call` for a caller allowed `allowed` with its own `timeout_secs`.
-fn run_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCall) -> ToolResult {
+fn call_one_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCall) -> ToolResult {
     let allowed = names(allowed);
     let caller_model = axe::provider::ModelRef::parse("openai/gpt-4o").unwrap();
     let caller = Caller {
@@ -276,7 +272,7 @@ fn execute_call_agent_success() {
          [params]\ntemperature = 0.3\nmax_tokens = 77\n",
     );
     let ctx = s.ctx(0, 3, 30);
-    let r = run(
+    let r = call_one(
         &ctx,
         &["helper"],
         &call("call_abc", "helper", "Summarise it"),
@@ -310,7 +306,7 @@ fn execute_call_agent_uses_the_sub_agents_own_provider() {
     let anthropic = FakeServer::json(200, &anthropic_text("from claude", 3, 2));
     let ollama = FakeServer::json(200, &ollama_text("from llama", 3, 2));
     let s = Setup::new(global(&[
-        ("anthropic", Some(KEY), &anthropic.url),
+        ("anthropic", Some(ANTHROPIC_KEY), &anthropic.url),
         ("ollama", None, &ollama.url),
     ]));
     s.agent(
@@ -323,7 +319,7 @@ fn execute_call_agent_uses_the_sub_agents_own_provider() {
     );
     let ctx = s.ctx(0, 3, 30);
 
-    let r = run(&ctx, &["a", "o"], &call("toolu_1", "a", "one"));
+    let r = call_one(&ctx, &["a", "o"], &call("toolu_1", "a", "one"));
     assert_eq!((r.content.as_str(), r.is_error), ("from claude", false));
     assert_eq!(r.call_id, "toolu_1");
     let req = anthropic.only_request();
@@ -332,7 +328,7 @@ fn execute_call_agent_uses_the_sub_agents_own_provider() {
     assert_eq!(req.json()["model"], "claude-x");
     assert_eq!(req.first_user_text(), "Task: one");
 
-    let r = run(&ctx, &["a", "o"], &call("ollama_0", "o", "two"));
+    let r = call_one(&ctx, &["a", "o"], &call("ollama_0", "o", "two"));
     assert_eq!((r.content.as_str(), r.is_error), ("from llama", false));
     let req = ollama.only_request();
     assert_eq!(req.path, "/api/chat");
@@ -355,7 +351,7 @@ fn execute_call_agent_with_context() {
             ("context", "The report is in Q3.md.\nFocus on revenue."),
         ],
     );
-    let r = run(&ctx, &["h"], &c);
+    let r = call_one(&ctx, &["h"], &c);
     assert!(!r.is_error, "{r:?}");
     assert_eq!(
         server.only_request().first_user_text(),
@@ -381,7 +377,7 @@ fn execute_call_agent_without_context() {
         ),
     ];
     for c in &cases {
-        let r = run(&ctx, &["h"], c);
+        let r = call_one(&ctx, &["h"], c);
         assert!(!r.is_error, "{}: {r:?}", c.id);
         assert_eq!(r.call_id, c.id);
     }
@@ -407,7 +403,7 @@ fn execute_call_agent_empty_agent_name() {
         call_with("c1", &[("task", "do it")]),
     ] {
         assert_error(
-            &run(&ctx, &["h"], &c),
+            &call_one(&ctx, &["h"], &c),
             "c1",
             "call_agent error: \"agent\" argument is required",
         );
@@ -427,7 +423,7 @@ fn execute_call_agent_empty_task() {
         call_with("c2", &[("agent", "h"), ("context", "some context")]),
     ] {
         assert_error(
-            &run(&ctx, &["h"], &c),
+            &call_one(&ctx, &["h"], &c),
             "c2",
             "call_agent error: \"task\" argument is required",
         );
@@ -444,19 +440,19 @@ fn execute_call_agent_agent_not_allowed() {
     s.agent("other", &openai_agent("other", "Other."));
     let ctx = s.ctx(0, 3, 30);
     assert_error(
-        &run(&ctx, &["h"], &call("c3", "other", "do it")),
+        &call_one(&ctx, &["h"], &call("c3", "other", "do it")),
         "c3",
         "call_agent error: agent \"other\" is not in this agent's sub_agents list",
     );
     // A path is not a name in the list: refused before any file is read.
     assert_error(
-        &run(&ctx, &["h"], &call("c4", "../../etc/passwd", "do it")),
+        &call_one(&ctx, &["h"], &call("c4", "../../etc/passwd", "do it")),
         "c4",
         "call_agent error: agent \"../../etc/passwd\" is not in this agent's sub_agents list",
     );
     // No list at all: nothing is allowed.
     assert_error(
-        &run(&ctx, &[], &call("c5", "h", "do it")),
+        &call_one(&ctx, &[], &call("c5", "h", "do it")),
         "c5",
         "call_agent error: agent \"h\" is not in this agent's sub_agents list",
     );
@@ -476,7 +472,7 @@ fn execute_call_agent_path_in_sub_agents_list_is_never_loaded() {
     .unwrap();
     let ctx = s.ctx(0, 3, 30);
     assert_error(
-        &run(&ctx, &["../outside"], &call("c6", "../outside", "do it")),
+        &call_one(&ctx, &["../outside"], &call("c6", "../outside", "do it")),
         "c6",
         "call_agent error: failed to load agent \"../outside\": invalid agent name \"../outside\": \
          use only letters, digits, '.', '_' and '-'",
@@ -491,19 +487,19 @@ fn execute_call_agent_depth_limit_reached() {
     s.agent("h", &openai_agent("h", "H."));
     let ctx = s.ctx(3, 3, 30);
     assert_error(
-        &run(&ctx, &["h"], &call("c7", "h", "do it")),
+        &call_one(&ctx, &["h"], &call("c7", "h", "do it")),
         "c7",
         "call_agent error: maximum sub-agent depth (3) reached",
     );
     let ctx = s.ctx(5, 5, 30);
     assert_error(
-        &run(&ctx, &["h"], &call("c8", "h", "do it")),
+        &call_one(&ctx, &["h"], &call("c8", "h", "do it")),
         "c8",
         "call_agent error: maximum sub-agent depth (5) reached",
     );
     let ctx = s.ctx(4, 1, 30);
     assert_error(
-        &run(&ctx, &["h"], &call("c9", "h", "do it")),
+        &call_one(&ctx, &["h"], &call("c9", "h", "do it")),
         "c9",
         "call_agent error: maximum sub-agent depth (1) reached",
     );
@@ -520,31 +516,31 @@ fn execute_call_agent_checks_run_in_spec_order() {
 
     // Empty agent and empty task: the agent check comes first.
     assert_error(
-        &run(&ok, &["h"], &call("o1", "", "")),
+        &call_one(&ok, &["h"], &call("o1", "", "")),
         "o1",
         "call_agent error: \"agent\" argument is required",
     );
     // Empty agent at the depth limit: still the agent check.
     assert_error(
-        &run(&at_limit, &["h"], &call("o2", "", "do it")),
+        &call_one(&at_limit, &["h"], &call("o2", "", "do it")),
         "o2",
         "call_agent error: \"agent\" argument is required",
     );
     // Empty task and an agent not allowed: the task check comes first.
     assert_error(
-        &run(&ok, &["h"], &call("o3", "stranger", "")),
+        &call_one(&ok, &["h"], &call("o3", "stranger", "")),
         "o3",
         "call_agent error: \"task\" argument is required",
     );
     // Not allowed at the depth limit: the list check comes first.
     assert_error(
-        &run(&at_limit, &["h"], &call("o4", "stranger", "do it")),
+        &call_one(&at_limit, &["h"], &call("o4", "stranger", "do it")),
         "o4",
         "call_agent error: agent \"stranger\" is not in this agent's sub_agents list",
     );
     // Allowed, no file, at the depth limit: the depth check comes before loading.
     assert_error(
-        &run(&at_limit, &["ghost"], &call("o5", "ghost", "do it")),
+        &call_one(&at_limit, &["ghost"], &call("o5", "ghost", "do it")),
         "o5",
         "call_agent error: maximum sub-agent depth (3) reached",
     );
@@ -561,7 +557,7 @@ fn execute_call_agent_agent_not_found() {
     let s = Setup::openai(&server);
     let ctx = s.ctx(0, 3, 30);
     assert_error(
-        &run(&ctx, &["ghost"], &call("n1", "ghost", "do it")),
+        &call_one(&ctx, &["ghost"], &call("n1", "ghost", "do it")),
         "n1",
         "call_agent error: failed to load agent \"ghost\": agent config not found: ghost",
     );
@@ -585,12 +581,12 @@ fn execute_call_agent_invalid_agent_file() {
     let allowed = ["bad", "broken", "deep"];
 
     assert_error(
-        &run(&ctx, &allowed, &call("v1", "bad", "do it")),
+        &call_one(&ctx, &allowed, &call("v1", "bad", "do it")),
         "v1",
         "call_agent error: failed to load agent \"bad\": agent config missing required field: name",
     );
 
-    let r = run(&ctx, &allowed, &call("v2", "broken", "do it"));
+    let r = call_one(&ctx, &allowed, &call("v2", "broken", "do it"));
     assert!(r.is_error, "{r:?}");
     assert_eq!(r.call_id, "v2");
     assert!(
@@ -603,7 +599,7 @@ fn execute_call_agent_invalid_agent_file() {
     assert!(r.content.contains("broken.toml"), "{}", r.content);
 
     assert_error(
-        &run(&ctx, &allowed, &call("v3", "deep", "do it")),
+        &call_one(&ctx, &allowed, &call("v3", "deep", "do it")),
         "v3",
         "call_agent error: failed to load agent \"deep\": sub_agents_config.max_depth cannot exceed 5",
     );
@@ -618,7 +614,7 @@ fn execute_call_agent_invalid_model() {
     s.agent("f", "name = \"f\"\nmodel = \"foo/bar\"\n");
     let ctx = s.ctx(0, 3, 30);
 
-    let r = run(&ctx, &["m", "f"], &call("m1", "m", "do it"));
+    let r = call_one(&ctx, &["m", "f"], &call("m1", "m", "do it"));
     assert!(r.is_error, "{r:?}");
     assert_eq!(r.call_id, "m1");
     assert!(
@@ -629,7 +625,7 @@ fn execute_call_agent_invalid_model() {
     );
     assert!(r.content.contains("\"nonsense\""), "{}", r.content);
 
-    let r = run(&ctx, &["m", "f"], &call("m2", "f", "do it"));
+    let r = call_one(&ctx, &["m", "f"], &call("m2", "f", "do it"));
     assert!(r.is_error, "{r:?}");
     assert!(
         r.content
@@ -656,7 +652,7 @@ fn execute_call_agent_missing_api_key() {
     s.agent("k", "name = \"k\"\nmodel = \"anthropic/claude-x\"\n");
     let ctx = s.ctx(0, 3, 30);
     assert_error(
-        &run(&ctx, &["k"], &call("k1", "k", "do it")),
+        &call_one(&ctx, &["k"], &call("k1", "k", "do it")),
         "k1",
         "Error: sub-agent \"k\" failed - API key for provider \"anthropic\" is not configured \
          (set ANTHROPIC_API_KEY or add it to config.toml). You may retry or proceed without this result.",
@@ -674,7 +670,7 @@ fn api_error(status: u16, body: &str) -> (ToolResult, FakeServer) {
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
     let ctx = s.ctx(0, 3, 30);
-    let r = run(&ctx, &["h"], &call("e1", "h", "do it"));
+    let r = call_one(&ctx, &["h"], &call("e1", "h", "do it"));
     (r, server)
 }
 
@@ -759,7 +755,7 @@ fn hang(timeout_secs: u64, deadline_secs: u64, ctx_secs: u64) -> (ToolResult, Du
         ..s.ctx(0, 3, deadline_secs)
     };
     let started = Instant::now();
-    let r = run_timed(&ctx, &["slow"], timeout_secs, &call("t1", "slow", "do it"));
+    let r = call_one_timed(&ctx, &["slow"], timeout_secs, &call("t1", "slow", "do it"));
     let took = started.elapsed();
     assert_eq!(server.requests().len(), 1, "the request was sent");
     (r, took)
@@ -802,7 +798,7 @@ fn execute_call_agent_parent_deadline_already_passed() {
         ..s.ctx(0, 3, 7)
     };
     let started = Instant::now();
-    let r = run_timed(&ctx, &["late"], 0, &call("t2", "late", "do it"));
+    let r = call_one_timed(&ctx, &["late"], 0, &call("t2", "late", "do it"));
     assert_error(
         &r,
         "t2",
@@ -811,7 +807,7 @@ fn execute_call_agent_parent_deadline_already_passed() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_no_request(&server);
     // An own timeout does not extend a passed deadline (design D5).
-    let r = run_timed(&ctx, &["late"], 30, &call("t3", "late", "do it"));
+    let r = call_one_timed(&ctx, &["late"], 30, &call("t3", "late", "do it"));
     assert_error(
         &r,
         "t3",
@@ -845,7 +841,7 @@ fn execute_call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
         },
         ..s.ctx(0, 3, 4)
     };
-    let r = run_timed(&ctx, &["reader"], 0, &call("t4", "reader", "read"));
+    let r = call_one_timed(&ctx, &["reader"], 0, &call("t4", "reader", "read"));
     assert_error(
         &r,
         "t4",
@@ -877,7 +873,7 @@ fn execute_call_agent_sub_agent_exceeding_50_turns() {
     );
     let ctx = s.ctx(0, 3, 60);
     assert_error(
-        &run(&ctx, &["looper"], &call("l1", "looper", "loop forever")),
+        &call_one(&ctx, &["looper"], &call("l1", "looper", "loop forever")),
         "l1",
         "Error: sub-agent \"looper\" failed - agent exceeded maximum conversation turns (50). \
          You may retry or proceed without this result.",
@@ -944,7 +940,7 @@ fn tools_sent_at(depth: u32, max_depth: u32) -> Option<Value> {
         "name = \"d\"\nmodel = \"openai/gpt-4o\"\nsub_agents = [\"x\", \"y\"]\n",
     );
     let ctx = s.ctx(depth, max_depth, 30);
-    let r = run(&ctx, &["d"], &call("d1", "d", "do it"));
+    let r = call_one(&ctx, &["d"], &call("d1", "d", "do it"));
     assert_eq!((r.content.as_str(), r.is_error), ("ok", false), "{r:?}");
     server.only_request().json().get("tools").cloned()
 }
@@ -1015,7 +1011,7 @@ fn nested_call_runs_one_level_deeper() {
         "name = \"leaf\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"I am leaf.\"\nsub_agents = [\"mid\"]\n",
     );
     let ctx = s.ctx(1, 3, 30);
-    let r = run(&ctx, &["mid"], &call("n1", "mid", "delegate it"));
+    let r = call_one(&ctx, &["mid"], &call("n1", "mid", "delegate it"));
     assert_eq!(
         r,
         ToolResult {
@@ -1070,7 +1066,7 @@ fn nested_sub_agents_own_timeout_governs_its_calls() {
     s.agent("leaf", &openai_agent("leaf", "I am leaf."));
     let ctx = s.ctx(0, 3, 30);
     let started = Instant::now();
-    let r = run(&ctx, &["mid"], &call("n2", "mid", "delegate it"));
+    let r = call_one(&ctx, &["mid"], &call("n2", "mid", "delegate it"));
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
@@ -1112,7 +1108,7 @@ fn sub_agent_uses_its_own_workdir_and_files() {
         ),
     );
     let ctx = s.ctx(0, 3, 30);
-    let r = run(&ctx, &["iso"], &call("i1", "iso", "look"));
+    let r = call_one(&ctx, &["iso"], &call("i1", "iso", "look"));
     assert!(!r.is_error, "{r:?}");
     let req = server.only_request();
     assert_eq!(
@@ -1137,7 +1133,7 @@ fn sub_agent_without_workdir_reads_files_from_the_runs_cwd() {
         cwd: cwd.path(),
         ..s.ctx(0, 3, 30)
     };
-    let r = run(&ctx, &["w"], &call("w1", "w", "look"));
+    let r = call_one(&ctx, &["w"], &call("w1", "w", "look"));
     assert!(!r.is_error, "{r:?}");
     assert_eq!(
         server.only_request().system_prompt(),
@@ -1163,7 +1159,7 @@ fn sub_agent_skill_resolves_against_the_ctx_config_dir() {
         cwd: cwd.path(),
         ..s.ctx(0, 3, 30)
     };
-    let r = run(&ctx, &["sk"], &call("s1", "sk", "use the skill"));
+    let r = call_one(&ctx, &["sk"], &call("s1", "sk", "use the skill"));
     assert!(!r.is_error, "{r:?}");
     assert_eq!(
         server.only_request().system_prompt(),

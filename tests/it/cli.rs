@@ -11,9 +11,6 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A recognisable API key used by most runs.
-const KEY: &str = "sk-test-cli-0123456789abcdef";
-
 const DEFAULT_MESSAGE: &str = "Execute the task described in your instructions.";
 
 // ---------------------------------------------------------------------------
@@ -23,14 +20,6 @@ const DEFAULT_MESSAGE: &str = "Execute the task described in your instructions."
 /// Writes a two-line agent `name` using `model`.
 fn simple_agent(home: &Home, name: &str, model: &str) -> std::path::PathBuf {
     home.agent(name, &format!("name = \"{name}\"\nmodel = \"{model}\"\n"))
-}
-
-/// `axe` with an OpenAI key and the base URL of `server`.
-fn openai_axe(home: &Home, server: &FakeServer) -> Command {
-    let mut c = home.axe();
-    c.env("OPENAI_API_KEY", KEY)
-        .env("AXE_OPENAI_BASE_URL", &server.url);
-    c
 }
 
 /// Runs `cmd` with `input` written to a piped stdin, then closed.
@@ -93,14 +82,6 @@ fn assert_fails_with(out: &Output, exit: i32, parts: &[&str]) {
         assert!(err.contains(part), "stderr {err:?} lacks {part:?}");
     }
     assert!(!err.contains("panicked"), "{err}");
-}
-
-/// A URL on 127.0.0.1 where nothing listens.
-fn refused_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
 }
 
 fn mode(path: &Path) -> u32 {
@@ -613,9 +594,7 @@ fn run_prints_the_anthropic_answer_and_nothing_else() {
     let home = Home::new();
     simple_agent(&home, "a", "anthropic/claude-sonnet-4-5");
     let out = home
-        .axe()
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("AXE_ANTHROPIC_BASE_URL", &server.url)
+        .axe_on(&[(P::Anthropic, &server)])
         .args(["run", "a", "-p", "What is the answer?"])
         .output()
         .unwrap();
@@ -624,7 +603,7 @@ fn run_prints_the_anthropic_answer_and_nothing_else() {
     assert_eq!(stderr(&out), "");
     let req = server.only_request();
     assert_eq!(req.path, "/v1/messages");
-    assert_eq!(req.header("x-api-key"), Some(KEY));
+    assert_eq!(req.header("x-api-key"), Some(ANTHROPIC_KEY));
     let body = req.json();
     assert_eq!(body["model"], "claude-sonnet-4-5");
     assert_eq!(body["messages"][0]["role"], "user");
@@ -641,7 +620,8 @@ fn run_prints_the_openai_answer_and_nothing_else() {
     let server = FakeServer::json(200, &openai_text("Hello from OpenAI.", 12, 3));
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o", "--prompt", "Say hello."])
         .output()
         .unwrap();
@@ -650,7 +630,10 @@ fn run_prints_the_openai_answer_and_nothing_else() {
     assert_eq!(stderr(&out), "");
     let req = server.only_request();
     assert_eq!(req.path, "/v1/chat/completions");
-    assert_eq!(req.header("authorization"), Some(&*format!("Bearer {KEY}")));
+    assert_eq!(
+        req.header("authorization"),
+        Some(&*format!("Bearer {OPENAI_KEY}"))
+    );
     assert_eq!(req.json()["model"], "gpt-4o");
     assert_eq!(openai_user_message(&req), "Say hello.");
 }
@@ -684,7 +667,8 @@ fn run_prints_a_multiline_answer_verbatim() {
     let server = FakeServer::json(200, &openai_text(answer, 1, 1));
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o", "-p", "list"])
         .output()
         .unwrap();
@@ -701,7 +685,7 @@ fn run_sends_piped_stdin_as_the_user_message() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let mut cmd = openai_axe(&home, &server);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.args(["run", "o"]);
     let out = output_with_stdin(cmd, "Summarise this.\nSecond line.");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -717,7 +701,7 @@ fn run_prompt_flag_beats_stdin() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let mut cmd = openai_axe(&home, &server);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.args(["run", "o", "--prompt", "from the flag"]);
     let out = output_with_stdin(cmd, "from stdin");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -729,7 +713,7 @@ fn run_with_whitespace_stdin_sends_the_default_message() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let mut cmd = openai_axe(&home, &server);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.args(["run", "o"]);
     let out = output_with_stdin(cmd, "  \n\t\n");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -742,7 +726,8 @@ fn run_with_empty_stdin_sends_the_default_message() {
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
     // Home::axe() gives a null (empty, non-terminal) stdin.
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o"])
         .output()
         .unwrap();
@@ -832,7 +817,8 @@ fn run_model_override_splits_at_the_first_slash() {
     let home = Home::new();
     // The agent's own provider has no key: only the override is used.
     simple_agent(&home, "a", "anthropic/claude-sonnet-4-5");
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args([
             "run",
             "a",
@@ -864,7 +850,8 @@ fn run_skill_override_replaces_the_agents_skill() {
     );
     // --skill is relative to the current directory (the home dir here).
     write(&home.dir.path().join("other.md"), "OVERRIDE SKILL TEXT");
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "s", "--skill", "other.md", "-p", "hi"])
         .output()
         .unwrap();
@@ -887,7 +874,8 @@ fn run_uses_the_agents_skill_relative_to_the_config_dir() {
         "s",
         "name = \"s\"\nmodel = \"openai/gpt-4o\"\nsystem_prompt = \"Base.\"\nskill = \"skills/own/SKILL.md\"\n",
     );
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "s", "-p", "hi"])
         .output()
         .unwrap();
@@ -941,7 +929,8 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
     let server = FakeServer::json(200, &openai_text("The answer.", 12, 3));
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o", "--json", "-p", "hi"])
         .output()
         .unwrap();
@@ -1000,7 +989,7 @@ fn run_verbose_reports_on_stderr_and_keeps_stdout_the_answer() {
         "o",
         "name = \"o\"\nmodel = \"openai/gpt-4o\"\n[params]\ntemperature = 0.7\nmax_tokens = 256\n",
     );
-    let mut cmd = openai_axe(&home, &server);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.args(["run", "o", "--verbose", "--timeout", "30"]);
     let out = output_with_stdin(cmd, "piped question");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -1038,7 +1027,8 @@ fn run_verbose_says_stdin_no_with_a_prompt() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o", "-v", "-p", "hi"])
         .output()
         .unwrap();
@@ -1190,7 +1180,8 @@ fn run_sends_the_assembled_system_prompt_and_verbose_lists_skipped_files() {
     let home = Home::new();
     let (wd, _outside) = reviewer_setup(&home);
     let wd_arg = wd.path().display().to_string();
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "reviewer", "-v", "--workdir", &wd_arg, "-p", "Go."])
         .output()
         .unwrap();
@@ -1288,7 +1279,7 @@ fn run_with_a_model_without_provider_exits_1() {
     simple_agent(&home, "m", "gpt-4o");
     let out = home
         .axe()
-        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
         .args(["run", "m", "-p", "hi"])
         .output()
         .unwrap();
@@ -1323,7 +1314,8 @@ fn run_with_a_provider_400_exits_1_with_the_providers_message() {
     );
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o", "-p", "hi"])
         .output()
         .unwrap();
@@ -1344,9 +1336,7 @@ fn run_with_a_provider_404_exits_1_with_the_providers_message() {
     let home = Home::new();
     simple_agent(&home, "a", "anthropic/claude-nope");
     let out = home
-        .axe()
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("AXE_ANTHROPIC_BASE_URL", &server.url)
+        .axe_on(&[(P::Anthropic, &server)])
         .args(["run", "a", "-p", "hi"])
         .output()
         .unwrap();
@@ -1538,7 +1528,8 @@ fn unknown_keys_warn_on_stderr_but_the_run_succeeds() {
         "typo",
         include_str!("../../fixtures/agents/unknown_key.toml"),
     );
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "typo", "-p", "hi"])
         .output()
         .unwrap();
@@ -1593,7 +1584,7 @@ fn run_against_status(status: u16, body: &str) -> Output {
     let server = FakeServer::json(status, body);
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
-    openai_axe(&home, &server)
+    home.axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o", "--timeout", "30", "-p", "hi"])
         .output()
         .unwrap()
@@ -1640,7 +1631,7 @@ fn run_with_connection_refused_exits_3() {
     simple_agent(&home, "o", "openai/gpt-4o");
     let out = home
         .axe()
-        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
         .env("AXE_OPENAI_BASE_URL", refused_url())
         .args(["run", "o", "--timeout", "30", "-p", "hi"])
         .output()
@@ -1672,7 +1663,8 @@ fn run_against_a_hanging_server_times_out_with_exit_3() {
     let home = Home::new();
     simple_agent(&home, "o", "openai/gpt-4o");
     let started = Instant::now();
-    let out = openai_axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "o", "--timeout", "1", "-p", "hi"])
         .output()
         .unwrap();
@@ -1816,7 +1808,7 @@ fn run_with_huge_timeout_does_not_overflow_the_clock() {
     let home = Home::new();
     home.agent("big", "name = \"big\"\nmodel = \"openai/gpt-4o\"\n");
     let out = home
-        .axe()
+        .axe_on(&[(P::OpenAi, &server)])
         .args([
             "run",
             "big",
@@ -1825,8 +1817,6 @@ fn run_with_huge_timeout_does_not_overflow_the_clock() {
             "--timeout",
             "18446744073709551615",
         ])
-        .env("OPENAI_API_KEY", "sk-test-huge-timeout")
-        .env("AXE_OPENAI_BASE_URL", &server.url)
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -1889,10 +1879,8 @@ fn run_with_blank_prompt_sends_the_default_message() {
     let home = Home::new();
     home.agent("a", "name = \"a\"\nmodel = \"openai/m\"\n");
     let out = home
-        .axe()
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "a", "-p", "  "])
-        .env("OPENAI_API_KEY", "sk-test-blank")
-        .env("AXE_OPENAI_BASE_URL", &server.url)
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));

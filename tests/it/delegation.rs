@@ -10,14 +10,11 @@
 
 use crate::common::*;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const OPENAI_KEY: &str = "sk-test-subagents-openai-0123456789";
-const ANTHROPIC_KEY: &str = "sk-ant-test-subagents-0123456789";
 
 /// How long a barrier waits for its requests before giving up: long enough
 /// for a loaded CI machine, short enough that a sequential implementation
@@ -29,45 +26,6 @@ const RETRY_HINT: &str = "You may retry or proceed without this result.";
 // ---------------------------------------------------------------------------
 // Helpers.
 // ---------------------------------------------------------------------------
-
-/// Writes agent `name` on `model` whose system prompt is `You are <name>.`;
-/// `extra` is appended (sub_agents, [sub_agents_config], ...).
-fn agent(home: &Home, name: &str, model: &str, extra: &str) {
-    home.named_agent(name, model, extra);
-}
-
-/// Which agent sent a request, from its system prompt.
-fn who(req: &Recorded) -> String {
-    req.who()
-}
-
-/// The requests that agent `name` sent.
-fn sent_by(server: &FakeServer, name: &str) -> Vec<Recorded> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| who(r) == name)
-        .collect()
-}
-
-/// `axe` pointed at `servers`, with keys for the providers that need them.
-fn axe(home: &Home, servers: &[(&str, &FakeServer)]) -> Command {
-    let mut c = home.axe();
-    for (provider, server) in servers {
-        let upper = provider.to_ascii_uppercase();
-        c.env(format!("AXE_{upper}_BASE_URL"), &server.url);
-        match *provider {
-            "openai" => c.env("OPENAI_API_KEY", OPENAI_KEY),
-            "anthropic" => c.env("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
-            _ => &mut c,
-        };
-    }
-    c
-}
-
-fn run(cmd: &mut Command, args: &[&str]) -> Output {
-    cmd.args(args).output().expect("run axe")
-}
 
 #[track_caller]
 fn assert_ok(out: &Output) {
@@ -91,7 +49,7 @@ fn openai_delegation(calls: Vec<(String, Value)>) -> FakeServer {
 /// [`openai_delegation`] with every sub-agent answer taking `delay`.
 fn openai_delegation_with(calls: Vec<(String, Value)>, delay: Duration) -> FakeServer {
     FakeServer::route(move |req| {
-        let name = who(req);
+        let name = req.who();
         if name == "lead" {
             if req.has_tool_results() {
                 Reply::Json(200, openai_text(&results_text(req, " | "), 7, 3))
@@ -122,14 +80,13 @@ fn calls(list: &[(&str, Value)]) -> Vec<(String, Value)> {
 #[test]
 fn run_with_sub_agents_injects_the_call_agent_tool_with_allowed_names() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"helper\", \"runner\"]\n",
     );
     let server = FakeServer::json(200, &openai_text("no help needed", 3, 2));
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "no help needed\n");
     let body = server.only_request().json();
@@ -154,9 +111,9 @@ fn run_with_sub_agents_injects_the_call_agent_tool_with_allowed_names() {
 #[test]
 fn run_without_sub_agents_sends_no_tools_key_and_one_request() {
     let home = Home::new();
-    agent(&home, "solo", "openai/gpt-4o", "");
+    home.named_agent("solo", "openai/gpt-4o", "");
     let server = FakeServer::json(200, &openai_text("done", 3, 2));
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "solo"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "solo"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "done\n");
     let body = server.only_request().json();
@@ -166,14 +123,13 @@ fn run_without_sub_agents_sends_no_tools_key_and_one_request() {
 #[test]
 fn run_with_sub_agents_config_but_no_sub_agents_sends_no_tools() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "solo",
         "openai/gpt-4o",
         "[sub_agents_config]\nmax_depth = 2\nparallel = false\n",
     );
     let server = FakeServer::json(200, &openai_text("done", 3, 2));
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "solo"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "solo"]);
     assert_ok(&out);
     assert!(server.only_request().json().get("tools").is_none());
 }
@@ -185,14 +141,9 @@ fn run_with_sub_agents_config_but_no_sub_agents_sends_no_tools() {
 #[test]
 fn run_openai_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
     let home = Home::new();
-    agent(
-        &home,
-        "lead",
-        "openai/gpt-4o",
-        "sub_agents = [\"a\", \"b\"]\n",
-    );
-    agent(&home, "a", "openai/gpt-4o", "");
-    agent(&home, "b", "openai/gpt-4o", "");
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"a\", \"b\"]\n");
+    home.named_agent("a", "openai/gpt-4o", "");
+    home.named_agent("b", "openai/gpt-4o", "");
     let server = openai_delegation(calls(&[
         ("call_a", delegate("a", "find the bug")),
         (
@@ -200,24 +151,21 @@ fn run_openai_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
             json!({"agent": "b", "task": "write the fix", "context": "it is in main.rs"}),
         ),
     ]));
-    let out = run(
-        &mut axe(&home, &[("openai", &server)]),
-        &["run", "lead", "-p", "fix it"],
-    );
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "-p", "fix it"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "answer from a | answer from b\n");
 
     // Each sub-agent got only its task (and context), under its own prompt.
     assert_eq!(
-        sent_by(&server, "a")[0].first_user_text(),
+        server.sent_by("a")[0].first_user_text(),
         "Task: find the bug"
     );
     assert_eq!(
-        sent_by(&server, "b")[0].first_user_text(),
+        server.sent_by("b")[0].first_user_text(),
         "Task: write the fix\n\nContext:\nit is in main.rs"
     );
     // The parent's second request: its history, then one tool message per result.
-    let lead = sent_by(&server, "lead");
+    let lead = server.sent_by("lead");
     assert_eq!(lead.len(), 2);
     let msgs = lead[1].messages();
     assert_eq!(msgs.len(), 5, "system, user, assistant, tool, tool");
@@ -249,16 +197,15 @@ fn run_openai_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
 #[test]
 fn run_anthropic_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "anthropic/claude-sonnet-4-5",
         "sub_agents = [\"a\", \"b\"]\n",
     );
-    agent(&home, "a", "anthropic/claude-haiku-4-5", "");
-    agent(&home, "b", "anthropic/claude-haiku-4-5", "");
+    home.named_agent("a", "anthropic/claude-haiku-4-5", "");
+    home.named_agent("b", "anthropic/claude-haiku-4-5", "");
     let server = FakeServer::route(|req| {
-        let name = who(req);
+        let name = req.who();
         match name.as_str() {
             "lead" if req.has_tool_results() => {
                 Reply::Json(200, anthropic_text(&results_text(req, " | "), 7, 3))
@@ -278,11 +225,11 @@ fn run_anthropic_parent_delegates_to_two_sub_agents_and_prints_the_final_answer(
             other => Reply::Json(200, anthropic_text(&format!("answer from {other}"), 1, 1)),
         }
     });
-    let out = run(&mut axe(&home, &[("anthropic", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "answer from a | answer from b\n");
 
-    let lead = sent_by(&server, "lead");
+    let lead = server.sent_by("lead");
     assert_eq!(lead.len(), 2);
     let msgs = lead[1].messages();
     assert_eq!(msgs.len(), 3, "user, assistant, user(tool_result)");
@@ -310,16 +257,11 @@ fn run_anthropic_parent_delegates_to_two_sub_agents_and_prints_the_final_answer(
 #[test]
 fn run_ollama_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
     let home = Home::new();
-    agent(
-        &home,
-        "lead",
-        "ollama/llama3.1",
-        "sub_agents = [\"a\", \"b\"]\n",
-    );
-    agent(&home, "a", "ollama/llama3.1", "");
-    agent(&home, "b", "ollama/qwen3", "");
+    home.named_agent("lead", "ollama/llama3.1", "sub_agents = [\"a\", \"b\"]\n");
+    home.named_agent("a", "ollama/llama3.1", "");
+    home.named_agent("b", "ollama/qwen3", "");
     let server = FakeServer::route(|req| {
-        let name = who(req);
+        let name = req.who();
         match name.as_str() {
             "lead" if req.has_tool_results() => {
                 Reply::Json(200, ollama_text(&results_text(req, " | "), 7, 3))
@@ -338,10 +280,10 @@ fn run_ollama_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
             other => Reply::Json(200, ollama_text(&format!("answer from {other}"), 1, 1)),
         }
     });
-    let out = run(&mut axe(&home, &[("ollama", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::Ollama, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "answer from a | answer from b\n");
-    let lead = sent_by(&server, "lead");
+    let lead = server.sent_by("lead");
     let msgs = lead[1].messages();
     assert_eq!(msgs.len(), 5, "system, user, assistant, tool, tool");
     assert_eq!(
@@ -361,14 +303,13 @@ fn run_ollama_parent_delegates_to_two_sub_agents_and_prints_the_final_answer() {
 #[test]
 fn run_sub_agents_use_their_own_provider_not_the_parents() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "anthropic/claude-sonnet-4-5",
         "sub_agents = [\"gpt\", \"local\"]\n",
     );
-    agent(&home, "gpt", "openai/gpt-4o-mini", "");
-    agent(&home, "local", "ollama/llama3.1", "");
+    home.named_agent("gpt", "openai/gpt-4o-mini", "");
+    home.named_agent("local", "ollama/llama3.1", "");
     let anthropic = FakeServer::route(|req| {
         if req.has_tool_results() {
             Reply::Json(200, anthropic_text(&results_text(req, " + "), 1, 1))
@@ -389,15 +330,12 @@ fn run_sub_agents_use_their_own_provider_not_the_parents() {
     });
     let openai = FakeServer::json(200, &openai_text("from openai", 1, 1));
     let ollama = FakeServer::json(200, &ollama_text("from ollama", 1, 1));
-    let out = run(
-        &mut axe(
-            &home,
-            &[
-                ("anthropic", &anthropic),
-                ("openai", &openai),
-                ("ollama", &ollama),
-            ],
-        ),
+    let out = home.run_on(
+        &[
+            (P::Anthropic, &anthropic),
+            (P::OpenAi, &openai),
+            (P::Ollama, &ollama),
+        ],
         &["run", "lead"],
     );
     assert_ok(&out);
@@ -419,12 +357,9 @@ fn run_sub_agents_use_their_own_provider_not_the_parents() {
 #[test]
 fn run_model_that_never_calls_tools_is_a_single_turn() {
     let home = Home::new();
-    agent(&home, "lead", "ollama/llama3.1", "sub_agents = [\"a\"]\n");
+    home.named_agent("lead", "ollama/llama3.1", "sub_agents = [\"a\"]\n");
     let server = FakeServer::json(200, &ollama_text("I did it myself", 4, 2));
-    let out = run(
-        &mut axe(&home, &[("ollama", &server)]),
-        &["run", "lead", "--json"],
-    );
+    let out = home.run_on(&[(P::Ollama, &server)], &["run", "lead", "--json"]);
     assert_ok(&out);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["content"], "I did it myself");
@@ -439,42 +374,37 @@ fn run_model_that_never_calls_tools_is_a_single_turn() {
 #[test]
 fn run_loop_stops_after_50_turns_with_exit_1() {
     let home = Home::new();
-    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
-    agent(&home, "a", "openai/gpt-4o", "");
-    let server = FakeServer::route(|req| match who(req).as_str() {
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
+    home.named_agent("a", "openai/gpt-4o", "");
+    let server = FakeServer::route(|req| match req.who().as_str() {
         "lead" => Reply::Json(
             200,
             openai_tool_calls(&[("call_1", "call_agent", delegate("a", "x"))], 1, 1),
         ),
         _ => Reply::Json(200, openai_text("sure", 1, 1)),
     });
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_eq!(code(&out), 1, "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "");
     assert_eq!(
         stderr(&out),
         "axe: agent exceeded maximum conversation turns (50)\n"
     );
-    assert_eq!(sent_by(&server, "lead").len(), 50);
+    assert_eq!(server.sent_by("lead").len(), 50);
     // The 50th response's call would never be answered: it is not run.
-    assert_eq!(sent_by(&server, "a").len(), 49);
+    assert_eq!(server.sent_by("a").len(), 49);
 }
 
 #[test]
 fn run_sub_agent_error_comes_back_as_a_tool_result_and_the_parent_finishes() {
     let home = Home::new();
-    agent(
-        &home,
-        "lead",
-        "openai/gpt-4o",
-        "sub_agents = [\"nonexistent\"]\n",
-    );
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"nonexistent\"]\n");
     let server = openai_delegation(calls(&[("call_1", delegate("nonexistent", "help"))]));
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     let expected = "call_agent error: failed to load agent \"nonexistent\": agent config not found: nonexistent";
     assert_eq!(stdout(&out), format!("{expected}\n"));
-    let lead = sent_by(&server, "lead");
+    let lead = server.sent_by("lead");
     assert_eq!(
         lead[1].tool_messages(),
         vec![json!({"role": "tool", "tool_call_id": "call_1", "content": expected})]
@@ -484,8 +414,7 @@ fn run_sub_agent_error_comes_back_as_a_tool_result_and_the_parent_finishes() {
 #[test]
 fn run_unknown_tool_is_answered_with_an_error_result() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "anthropic/claude-sonnet-4-5",
         "sub_agents = [\"a\"]\n",
@@ -505,7 +434,7 @@ fn run_unknown_tool_is_answered_with_an_error_result() {
             )
         }
     });
-    let out = run(&mut axe(&home, &[("anthropic", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "ok\n");
     let second = &server.requests()[1];
@@ -520,7 +449,7 @@ fn run_unknown_tool_is_answered_with_an_error_result() {
 #[test]
 fn run_tool_call_with_unparsable_arguments_gets_the_agent_required_error() {
     let home = Home::new();
-    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
     let bad = json!({
         "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
         "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
@@ -535,7 +464,7 @@ fn run_tool_call_with_unparsable_arguments_gets_the_agent_required_error() {
         Reply::Json(200, bad),
         Reply::Json(200, openai_text("gave up", 1, 1)),
     ]);
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(
         server.requests()[1].tool_messages(),
@@ -548,10 +477,10 @@ fn run_tool_call_with_unparsable_arguments_gets_the_agent_required_error() {
 #[test]
 fn run_parent_api_failure_mid_conversation_exits_with_its_code() {
     let home = Home::new();
-    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
-    agent(&home, "a", "openai/gpt-4o", "");
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
+    home.named_agent("a", "openai/gpt-4o", "");
     let server = FakeServer::route(|req| {
-        match (who(req).as_str(), req.has_tool_results()) {
+        match (req.who().as_str(), req.has_tool_results()) {
         ("lead", false) => Reply::Json(
             200,
             openai_tool_calls(&[("c1", "call_agent", delegate("a", "x"))], 1, 1),
@@ -563,7 +492,7 @@ fn run_parent_api_failure_mid_conversation_exits_with_its_code() {
         _ => Reply::Json(200, openai_text("fine", 1, 1)),
     }
     });
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_eq!(code(&out), 3, "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "");
     assert_eq!(
@@ -575,16 +504,15 @@ fn run_parent_api_failure_mid_conversation_exits_with_its_code() {
 #[test]
 fn run_one_failing_sub_agent_does_not_disturb_its_siblings() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"good\", \"bad\", \"nokey\"]\n",
     );
-    agent(&home, "good", "openai/gpt-4o", "");
-    agent(&home, "bad", "openai/gpt-4o", "");
-    agent(&home, "nokey", "anthropic/claude-haiku-4-5", "");
-    let server = FakeServer::route(|req| match (who(req).as_str(), req.has_tool_results()) {
+    home.named_agent("good", "openai/gpt-4o", "");
+    home.named_agent("bad", "openai/gpt-4o", "");
+    home.named_agent("nokey", "anthropic/claude-haiku-4-5", "");
+    let server = FakeServer::route(|req| match (req.who().as_str(), req.has_tool_results()) {
         ("lead", false) => Reply::Json(
             200,
             openai_tool_calls(
@@ -604,12 +532,12 @@ fn run_one_failing_sub_agent_does_not_disturb_its_siblings() {
         ),
         _ => Reply::Json(200, openai_text("good result", 1, 1)),
     });
-    let mut cmd = axe(&home, &[("openai", &server)]);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.env_remove("ANTHROPIC_API_KEY");
-    let out = run(&mut cmd, &["run", "lead"]);
+    let out = cmd.args(["run", "lead"]).output().expect("run axe");
     assert_ok(&out);
     assert_eq!(stdout(&out), "summary\n");
-    let results = sent_by(&server, "lead")[1].tool_messages();
+    let results = server.sent_by("lead")[1].tool_messages();
     let contents: Vec<&str> = results
         .iter()
         .map(|m| m["content"].as_str().unwrap())
@@ -633,23 +561,22 @@ fn run_one_failing_sub_agent_does_not_disturb_its_siblings() {
 #[test]
 fn run_panicking_sub_agent_becomes_its_error_result_and_siblings_finish() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"a\", \"b\", \"c\"]\n",
     );
     for n in ["a", "b", "c"] {
-        agent(&home, n, "openai/gpt-4o", "");
+        home.named_agent(n, "openai/gpt-4o", "");
     }
     let server = openai_delegation(calls(&[
         ("c1", delegate("a", "x")),
         ("c2", delegate("b", "y")),
         ("c3", delegate("c", "z")),
     ]));
-    let mut cmd = axe(&home, &[("openai", &server)]);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.env("AXE_DEBUG_PANIC_AGENT", "b");
-    let out = run(&mut cmd, &["run", "lead"]);
+    let out = cmd.args(["run", "lead"]).output().expect("run axe");
     assert_ok(&out);
     assert_eq!(
         stdout(&out),
@@ -658,7 +585,7 @@ fn run_panicking_sub_agent_becomes_its_error_result_and_siblings_finish() {
         )
     );
     assert_eq!(stderr(&out), "", "no panic message, no backtrace");
-    assert!(sent_by(&server, "b").is_empty());
+    assert!(server.sent_by("b").is_empty());
 }
 
 // ---------------------------------------------------------------------------
@@ -684,14 +611,13 @@ fn run_parallel_calls_are_all_in_flight_at_once() {
     const N: usize = 8;
     let home = Home::new();
     let names: Vec<String> = (0..N).map(|i| format!("w{i}")).collect();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         &format!("sub_agents = {names:?}\n"),
     );
     for n in &names {
-        agent(&home, n, "openai/gpt-4o", "");
+        home.named_agent(n, "openai/gpt-4o", "");
     }
     let gate = Arc::new(Gate::new(N));
     let g = gate.clone();
@@ -701,7 +627,7 @@ fn run_parallel_calls_are_all_in_flight_at_once() {
         .map(|(i, n)| (format!("call_{i}"), delegate(n, "work")))
         .collect();
     let server = FakeServer::route(move |req| {
-        let name = who(req);
+        let name = req.who();
         match (name.as_str(), req.has_tool_results()) {
             ("lead", false) => {
                 let calls: Vec<Call> = list
@@ -714,7 +640,7 @@ fn run_parallel_calls_are_all_in_flight_at_once() {
             _ => gated_answer(&g, &name, || openai_text(&format!("ok {name}"), 1, 1)),
         }
     });
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert!(!gate.timed_out.load(std::sync::atomic::Ordering::SeqCst));
     let expected: Vec<String> = names.iter().map(|n| format!("ok {n}")).collect();
@@ -726,21 +652,20 @@ fn run_parallel_calls_are_all_in_flight_at_once() {
 fn run_nested_fan_out_is_parallel_at_every_level() {
     // root -> 2 children at once -> 2 leaves each, all 4 leaves at once.
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "root",
         "openai/gpt-4o",
         "sub_agents = [\"left\", \"right\"]\n",
     );
     for child in ["left", "right"] {
-        agent(&home, child, "openai/gpt-4o", "sub_agents = [\"leaf\"]\n");
+        home.named_agent(child, "openai/gpt-4o", "sub_agents = [\"leaf\"]\n");
     }
-    agent(&home, "leaf", "openai/gpt-4o", "");
+    home.named_agent("leaf", "openai/gpt-4o", "");
     let children = Arc::new(Gate::new(2));
     let leaves = Arc::new(Gate::new(4));
     let (c, l) = (children.clone(), leaves.clone());
     let server = FakeServer::route(move |req| {
-        let name = who(req);
+        let name = req.who();
         let joined = || results_text(req, ",");
         match (name.as_str(), req.has_tool_results()) {
             ("root", false) => Reply::Json(
@@ -778,7 +703,7 @@ fn run_nested_fan_out_is_parallel_at_every_level() {
             (child, true) => Reply::Json(200, openai_text(&format!("{child}({})", joined()), 1, 1)),
         }
     });
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "root"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "root"]);
     assert_ok(&out);
     assert!(!children.timed_out.load(std::sync::atomic::Ordering::SeqCst));
     assert!(!leaves.timed_out.load(std::sync::atomic::Ordering::SeqCst));
@@ -789,14 +714,13 @@ fn run_nested_fan_out_is_parallel_at_every_level() {
 #[test]
 fn run_sequential_calls_run_one_at_a_time_in_call_order() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"a\", \"b\", \"c\"]\n[sub_agents_config]\nparallel = false\n",
     );
     for n in ["a", "b", "c"] {
-        agent(&home, n, "openai/gpt-4o", "");
+        home.named_agent(n, "openai/gpt-4o", "");
     }
     // Each sub-agent answer takes a moment, so overlapping calls would be
     // seen in flight together.
@@ -808,7 +732,7 @@ fn run_sequential_calls_run_one_at_a_time_in_call_order() {
         ]),
         Duration::from_millis(150),
     );
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(
         stdout(&out),
@@ -817,7 +741,7 @@ fn run_sequential_calls_run_one_at_a_time_in_call_order() {
     let order: Vec<String> = server
         .requests()
         .iter()
-        .map(who)
+        .map(Recorded::who)
         .filter(|n| n != "lead")
         .collect();
     assert_eq!(order, ["c", "a", "b"]);
@@ -830,24 +754,63 @@ fn run_sequential_calls_run_one_at_a_time_in_call_order() {
 #[test]
 fn sequential_calls_of_a_run_share_one_kept_alive_connection() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"a\", \"b\", \"c\"]\n[sub_agents_config]\nparallel = false\n",
     );
     for n in ["a", "b", "c"] {
-        agent(&home, n, "openai/gpt-4o", "");
+        home.named_agent(n, "openai/gpt-4o", "");
     }
     let server = openai_delegation(calls(&[
         ("c1", delegate("c", "1")),
         ("c2", delegate("a", "2")),
         ("c3", delegate("b", "3")),
     ]));
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(server.requests().len(), 5);
     assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn an_agent_whose_calls_run_in_parallel_says_so_on_the_openai_wire() {
+    for (config, want) in [
+        ("", Some(true)),
+        ("[sub_agents_config]\nparallel = false\n", None),
+    ] {
+        let home = Home::new();
+        home.named_agent(
+            "lead",
+            P::OpenAi.model(),
+            &format!("sub_agents = [\"w\"]\n{config}"),
+        );
+        home.named_agent("w", P::OpenAi.model(), "");
+        let server = FakeServer::json(200, &openai_text("no calls", 1, 1));
+        let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "lead"], HUNG);
+        assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+        let body = server.only_request().json();
+        assert_eq!(
+            body["parallel_tool_calls"].as_bool(),
+            want,
+            "{config}: {body}"
+        );
+    }
+    // No tools, no such key; nor on the other wires.
+    for p in PROVIDERS {
+        let home = Home::new();
+        home.named_agent("solo", p.model(), "");
+        home.named_agent("lead", p.model(), "sub_agents = [\"solo\"]\n");
+        let server = FakeServer::json(200, &p.text("fine"));
+        for agent in ["solo", "lead"] {
+            home.run_bounded(&[(p, &server)], &["run", agent], HUNG);
+        }
+        for req in server.requests() {
+            let body = req.json();
+            let sent = body.get("parallel_tool_calls").is_some();
+            assert_eq!(sent, p == P::OpenAi && req.who() == "lead", "{p:?}: {body}");
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -859,7 +822,7 @@ fn sequential_calls_of_a_run_share_one_kept_alive_connection() {
 /// answers `<name>(<result>)`; an agent without tools answers `<name>`.
 fn chain_server() -> FakeServer {
     FakeServer::route(|req| {
-        let name = who(req);
+        let name = req.who();
         let body = req.json();
         let next = body["tools"][0]["function"]["parameters"]["properties"]["agent"]["enum"][0]
             .as_str()
@@ -886,25 +849,20 @@ fn run_default_max_depth_3_stops_injecting_tools_at_depth_3() {
     let home = Home::new();
     // a -> b -> c -> d -> e: d runs at depth 3 and gets no tools.
     for (n, next) in [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")] {
-        agent(
-            &home,
-            n,
-            "openai/gpt-4o",
-            &format!("sub_agents = [\"{next}\"]\n"),
-        );
+        home.named_agent(n, "openai/gpt-4o", &format!("sub_agents = [\"{next}\"]\n"));
     }
-    agent(&home, "e", "openai/gpt-4o", "");
+    home.named_agent("e", "openai/gpt-4o", "");
     let server = chain_server();
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "a"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "a"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "a(b(c(d)))\n");
     for n in ["a", "b", "c"] {
-        assert!(sent_by(&server, n)[0].json()["tools"].is_array(), "{n}");
+        assert!(server.sent_by(n)[0].json()["tools"].is_array(), "{n}");
     }
-    let d = sent_by(&server, "d");
+    let d = server.sent_by("d");
     assert_eq!(d.len(), 1);
     assert!(d[0].json().get("tools").is_none(), "depth 3: no tools key");
-    assert!(sent_by(&server, "e").is_empty());
+    assert!(server.sent_by("e").is_empty());
 }
 
 #[test]
@@ -912,25 +870,23 @@ fn run_root_max_depth_bounds_the_whole_tree() {
     let home = Home::new();
     // The root says 1: its child runs single-shot even though the child's
     // own file allows 5 levels (design D6).
-    agent(
-        &home,
+    home.named_agent(
         "a",
         "openai/gpt-4o",
         "sub_agents = [\"b\"]\n[sub_agents_config]\nmax_depth = 1\n",
     );
-    agent(
-        &home,
+    home.named_agent(
         "b",
         "openai/gpt-4o",
         "sub_agents = [\"c\"]\n[sub_agents_config]\nmax_depth = 5\n",
     );
-    agent(&home, "c", "openai/gpt-4o", "");
+    home.named_agent("c", "openai/gpt-4o", "");
     let server = chain_server();
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "a"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "a"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "a(b)\n");
-    assert!(sent_by(&server, "b")[0].json().get("tools").is_none());
-    assert!(sent_by(&server, "c").is_empty());
+    assert!(server.sent_by("b")[0].json().get("tools").is_none());
+    assert!(server.sent_by("c").is_empty());
 }
 
 #[test]
@@ -943,19 +899,18 @@ fn run_max_depth_5_allows_five_levels_of_delegation() {
         } else {
             ""
         };
-        agent(
-            &home,
+        home.named_agent(
             w[0],
             "openai/gpt-4o",
             &format!("sub_agents = [\"{}\"]\n{extra}", w[1]),
         );
     }
-    agent(&home, "g", "openai/gpt-4o", "");
+    home.named_agent("g", "openai/gpt-4o", "");
     let server = chain_server();
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "a"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "a"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "a(b(c(d(e(f)))))\n");
-    assert!(sent_by(&server, "f")[0].json().get("tools").is_none());
+    assert!(server.sent_by("f")[0].json().get("tools").is_none());
 }
 
 // ---------------------------------------------------------------------------
@@ -965,15 +920,14 @@ fn run_max_depth_5_allows_five_levels_of_delegation() {
 #[test]
 fn run_sub_agent_timeout_gives_the_exact_error_and_the_parent_goes_on() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"slow\", \"quick\"]\n[sub_agents_config]\ntimeout = 1\n",
     );
-    agent(&home, "slow", "openai/gpt-4o", "");
-    agent(&home, "quick", "openai/gpt-4o", "");
-    let server = FakeServer::route(|req| match (who(req).as_str(), req.has_tool_results()) {
+    home.named_agent("slow", "openai/gpt-4o", "");
+    home.named_agent("quick", "openai/gpt-4o", "");
+    let server = FakeServer::route(|req| match (req.who().as_str(), req.has_tool_results()) {
         ("lead", false) => Reply::Json(
             200,
             openai_tool_calls(
@@ -990,10 +944,7 @@ fn run_sub_agent_timeout_gives_the_exact_error_and_the_parent_goes_on() {
         _ => Reply::Json(200, openai_text("quick answer", 1, 1)),
     });
     let started = Instant::now();
-    let out = run(
-        &mut axe(&home, &[("openai", &server)]),
-        &["run", "lead", "--timeout", "60"],
-    );
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "--timeout", "60"]);
     assert_ok(&out);
     assert_eq!(
         stdout(&out),
@@ -1008,9 +959,9 @@ fn run_sub_agent_timeout_gives_the_exact_error_and_the_parent_goes_on() {
 #[test]
 fn run_parent_deadline_bounds_sub_agents_and_then_the_parent_times_out() {
     let home = Home::new();
-    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"slow\"]\n");
-    agent(&home, "slow", "openai/gpt-4o", "");
-    let server = FakeServer::route(|req| match who(req).as_str() {
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"slow\"]\n");
+    home.named_agent("slow", "openai/gpt-4o", "");
+    let server = FakeServer::route(|req| match req.who().as_str() {
         "lead" => Reply::Json(
             200,
             openai_tool_calls(&[("c1", "call_agent", delegate("slow", "wait"))], 1, 1),
@@ -1018,8 +969,8 @@ fn run_parent_deadline_bounds_sub_agents_and_then_the_parent_times_out() {
         _ => Reply::Hang,
     });
     let started = Instant::now();
-    let out = run(
-        &mut axe(&home, &[("openai", &server)]),
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &["run", "lead", "--timeout", "2", "--verbose"],
     );
     assert_eq!(code(&out), 3, "stderr: {}", stderr(&out));
@@ -1033,7 +984,7 @@ fn run_parent_deadline_bounds_sub_agents_and_then_the_parent_times_out() {
     assert!(err.ends_with("axe: openai: timeout after 2s\n"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(30));
     // The parent never sent its second turn: no time was left.
-    assert_eq!(sent_by(&server, "lead").len(), 1);
+    assert_eq!(server.sent_by("lead").len(), 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -1043,22 +994,14 @@ fn run_parent_deadline_bounds_sub_agents_and_then_the_parent_times_out() {
 #[test]
 fn run_json_counts_tool_calls_and_sums_the_parents_tokens_only() {
     let home = Home::new();
-    agent(
-        &home,
-        "lead",
-        "openai/gpt-4o",
-        "sub_agents = [\"a\", \"b\"]\n",
-    );
-    agent(&home, "a", "openai/gpt-4o", "");
-    agent(&home, "b", "openai/gpt-4o", "");
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"a\", \"b\"]\n");
+    home.named_agent("a", "openai/gpt-4o", "");
+    home.named_agent("b", "openai/gpt-4o", "");
     let server = openai_delegation(calls(&[
         ("c1", delegate("a", "x")),
         ("c2", delegate("b", "y")),
     ]));
-    let out = run(
-        &mut axe(&home, &[("openai", &server)]),
-        &["run", "lead", "--json"],
-    );
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "--json"]);
     assert_ok(&out);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["tool_calls"], 2);
@@ -1074,22 +1017,18 @@ fn run_json_counts_tool_calls_and_sums_the_parents_tokens_only() {
 #[test]
 fn run_verbose_logs_turns_and_sub_agent_calls() {
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"a\", \"nobody\"]\n",
     );
-    agent(&home, "a", "openai/gpt-4o", "");
+    home.named_agent("a", "openai/gpt-4o", "");
     let long_task = "t".repeat(100);
     let server = openai_delegation(calls(&[
         ("c1", delegate("a", &long_task)),
         ("c2", delegate("nobody", "x")),
     ]));
-    let out = run(
-        &mut axe(&home, &[("openai", &server)]),
-        &["run", "lead", "-v"],
-    );
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "-v"]);
     assert_ok(&out);
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
@@ -1126,11 +1065,11 @@ fn run_verbose_logs_turns_and_sub_agent_calls() {
 #[test]
 fn run_verbose_shows_nested_agents_turns_under_their_names() {
     let home = Home::new();
-    agent(&home, "a", "openai/gpt-4o", "sub_agents = [\"b\"]\n");
-    agent(&home, "b", "openai/gpt-4o", "sub_agents = [\"c\"]\n");
-    agent(&home, "c", "openai/gpt-4o", "");
+    home.named_agent("a", "openai/gpt-4o", "sub_agents = [\"b\"]\n");
+    home.named_agent("b", "openai/gpt-4o", "sub_agents = [\"c\"]\n");
+    home.named_agent("c", "openai/gpt-4o", "");
     let server = chain_server();
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "a", "-v"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "a", "-v"]);
     assert_ok(&out);
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
@@ -1149,15 +1088,15 @@ fn run_verbose_shows_nested_agents_turns_under_their_names() {
 #[test]
 fn run_sub_agent_unknown_key_is_warned_about_once_per_run() {
     let home = Home::new();
-    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"h\"]\n");
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"h\"]\n");
     // A typo a user would otherwise never hear about.
-    agent(&home, "h", "openai/gpt-4o", "sub_agent = [\"x\"]\n");
+    home.named_agent("h", "openai/gpt-4o", "sub_agent = [\"x\"]\n");
     let server = openai_delegation(calls(&[
         ("c1", delegate("h", "one")),
         ("c2", delegate("h", "two")),
         ("c3", delegate("h", "three")),
     ]));
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(
         stdout(&out),
@@ -1174,14 +1113,13 @@ fn run_sub_agent_unknown_key_is_warned_about_once_per_run() {
 fn run_call_arriving_at_the_depth_limit_gets_the_depth_error() {
     // design D6: leaf runs at the limit without tools; its model calls anyway.
     let home = Home::new();
-    agent(
-        &home,
+    home.named_agent(
         "lead",
         "openai/gpt-4o",
         "sub_agents = [\"leaf\"]\n[sub_agents_config]\nmax_depth = 1\n",
     );
-    agent(&home, "leaf", "openai/gpt-4o", "sub_agents = [\"x\"]\n");
-    let server = FakeServer::route(|req| match (who(req).as_str(), req.has_tool_results()) {
+    home.named_agent("leaf", "openai/gpt-4o", "sub_agents = [\"x\"]\n");
+    let server = FakeServer::route(|req| match (req.who().as_str(), req.has_tool_results()) {
         ("lead", false) => Reply::Json(
             200,
             openai_tool_calls(&[("c1", "call_agent", delegate("leaf", "go"))], 1, 1),
@@ -1196,34 +1134,33 @@ fn run_call_arriving_at_the_depth_limit_gets_the_depth_error() {
         ),
         _ => Reply::Json(500, "{}".into()),
     });
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "lead"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
     assert_ok(&out);
     assert_eq!(
         stdout(&out),
         "lead got: leaf got: call_agent error: maximum sub-agent depth (1) reached\n"
     );
-    let leaf = sent_by(&server, "leaf");
+    let leaf = server.sent_by("leaf");
     assert!(
         leaf[0].json().get("tools").is_none(),
         "no tool at the limit"
     );
     assert_eq!(leaf.len(), 2);
-    assert!(sent_by(&server, "x").is_empty());
+    assert!(server.sent_by("x").is_empty());
 }
 
 #[test]
 fn run_sub_agents_own_parallel_false_governs_its_calls() {
     // The root fans out in parallel; mid says parallel = false for its own calls.
     let home = Home::new();
-    agent(&home, "root", "openai/gpt-4o", "sub_agents = [\"mid\"]\n");
-    agent(
-        &home,
+    home.named_agent("root", "openai/gpt-4o", "sub_agents = [\"mid\"]\n");
+    home.named_agent(
         "mid",
         "openai/gpt-4o",
         "sub_agents = [\"leaf\"]\n[sub_agents_config]\nparallel = false\n",
     );
-    agent(&home, "leaf", "openai/gpt-4o", "");
-    let server = FakeServer::route(|req| match (who(req).as_str(), req.has_tool_results()) {
+    home.named_agent("leaf", "openai/gpt-4o", "");
+    let server = FakeServer::route(|req| match (req.who().as_str(), req.has_tool_results()) {
         ("root", false) => Reply::Json(
             200,
             openai_tool_calls(&[("r", "call_agent", delegate("mid", "go"))], 1, 1),
@@ -1247,10 +1184,11 @@ fn run_sub_agents_own_parallel_false_governs_its_calls() {
         (_, true) => Reply::Json(200, openai_text(&results_text(req, ","), 1, 1)),
         _ => Reply::Json(500, "{}".into()),
     });
-    let out = run(&mut axe(&home, &[("openai", &server)]), &["run", "root"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "root"]);
     assert_ok(&out);
     assert_eq!(stdout(&out), "Task: one,Task: two,Task: three\n");
-    let order: Vec<String> = sent_by(&server, "leaf")
+    let order: Vec<String> = server
+        .sent_by("leaf")
         .iter()
         .map(Recorded::first_user_text)
         .collect();
@@ -1261,16 +1199,13 @@ fn run_sub_agents_own_parallel_false_governs_its_calls() {
 #[test]
 fn run_verbose_redacts_a_key_the_model_puts_in_a_task() {
     let home = Home::new();
-    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
-    agent(&home, "a", "openai/gpt-4o", "");
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
+    home.named_agent("a", "openai/gpt-4o", "");
     let server = openai_delegation(calls(&[(
         "c1",
         delegate("a", &format!("use the key {OPENAI_KEY} please")),
     )]));
-    let out = run(
-        &mut axe(&home, &[("openai", &server)]),
-        &["run", "lead", "--verbose"],
-    );
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "--verbose"]);
     assert_ok(&out);
     let err = stderr(&out);
     assert!(
@@ -1286,16 +1221,16 @@ fn run_verbose_redacts_a_key_the_model_puts_in_a_task() {
 fn run_sub_agents_ignore_the_parents_command_line_overrides() {
     // design D7: --model, --workdir and --skill are the top-level agent's only.
     let home = Home::new();
-    agent(&home, "lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
-    agent(&home, "a", "openai/gpt-4o", "files = [\"*.txt\"]\n");
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"a\"]\n");
+    home.named_agent("a", "openai/gpt-4o", "files = [\"*.txt\"]\n");
     std::fs::write(home.dir.path().join("cwd.txt"), "from the cwd").unwrap();
     let wd = TempDir::new("override-wd");
     std::fs::write(wd.path().join("wd.txt"), "from --workdir").unwrap();
     let skill = wd.path().join("SKILL.md");
     std::fs::write(&skill, "PARENT SKILL").unwrap();
     let server = openai_delegation(calls(&[("c1", delegate("a", "read"))]));
-    let out = run(
-        &mut axe(&home, &[("openai", &server)]),
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &[
             "run",
             "lead",
@@ -1308,10 +1243,10 @@ fn run_sub_agents_ignore_the_parents_command_line_overrides() {
         ],
     );
     assert_ok(&out);
-    let lead = &sent_by(&server, "lead")[0];
+    let lead = &server.sent_by("lead")[0];
     assert_eq!(lead.json()["model"], "gpt-4o-mini");
     assert!(lead.system_prompt().contains("PARENT SKILL"));
-    let a = &sent_by(&server, "a")[0];
+    let a = &server.sent_by("a")[0];
     assert_eq!(a.json()["model"], "gpt-4o");
     assert_eq!(
         a.system_prompt(),

@@ -10,7 +10,7 @@
 
 use std::process::Command;
 
-use crate::common::{Home, TempDir, code};
+use crate::common::*;
 
 /// What one run of axe inside the namespace left: its exit code, output and
 /// the files (mode, size, path) under the mount afterwards.

@@ -7,11 +7,6 @@ use crate::common::*;
 
 use std::path::PathBuf;
 
-/// An OpenAI key, given to the binary through the environment.
-const OPENAI_KEY: &str = "sk-test-graph-openai-0123456789";
-/// An Anthropic key, written to config.toml.
-const ANTHROPIC_KEY: &str = "sk-ant-test-graph-9876543210";
-
 const UNSUPPORTED_MISTRAL: &str =
     "unsupported provider \"mistral\": supported providers are anthropic, openai, ollama";
 

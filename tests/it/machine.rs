@@ -11,28 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const OPENAI_KEY: &str = "sk-test-machine-openai-0123456789";
-
-/// Nothing here waits for a server or a file: a run past this has hung.
-const LIMIT: Duration = Duration::from_secs(20);
-
 fn solo(extra: &str) -> Home {
     let home = Home::new();
     home.named_agent("solo", "openai/gpt-4o", extra);
     home
-}
-
-fn axe(home: &Home, server: &FakeServer) -> Command {
-    let mut c = home.axe();
-    c.env("AXE_OPENAI_BASE_URL", &server.url)
-        .env("OPENAI_API_KEY", OPENAI_KEY);
-    c
-}
-
-fn bounded(cmd: &mut Command) -> Bounded {
-    let b = run_within(cmd, LIMIT);
-    assert!(!b.killed, "axe hung: {}", stderr(&b.output));
-    b
 }
 
 fn mkfifo(path: &Path) {
@@ -157,7 +139,10 @@ fn fifos_sockets_and_devices_matched_by_a_glob_are_skipped_unopened() {
     mkfifo(&dir.join("pipe"));
     let _socket = std::os::unix::net::UnixListener::bind(dir.join("sock")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
-    let b = bounded(home.axe().args(["run", "solo", "--dry-run", "--verbose"]));
+    let b = run_bounded(
+        home.axe().args(["run", "solo", "--dry-run", "--verbose"]),
+        HUNG,
+    );
     let err = stderr(&b.output);
     assert_eq!(code(&b.output), 0, "{err}");
     assert!(stdout(&b.output).contains("--- Files (1) ---\nin/a.txt\n"));
@@ -180,7 +165,7 @@ fn a_skill_agent_file_or_config_that_is_a_fifo_is_refused_at_once() {
     std::fs::create_dir_all(home.config_dir().join("skills")).unwrap();
     let fifo = home.config_dir().join("skills/pipe");
     mkfifo(&fifo);
-    let b = bounded(home.axe().args(["run", "solo", "--dry-run"]));
+    let b = run_bounded(home.axe().args(["run", "solo", "--dry-run"]), HUNG);
     assert_eq!(code(&b.output), 2, "{}", stderr(&b.output));
     assert_eq!(
         stderr(&b.output),
@@ -193,7 +178,7 @@ fn a_skill_agent_file_or_config_that_is_a_fifo_is_refused_at_once() {
     let home = Home::new();
     let fifo = home.config_dir().join("agents/solo.toml");
     mkfifo(&fifo);
-    let b = bounded(home.axe().args(["run", "solo", "--dry-run"]));
+    let b = run_bounded(home.axe().args(["run", "solo", "--dry-run"]), HUNG);
     assert_eq!(code(&b.output), 2, "{}", stderr(&b.output));
     assert_eq!(
         stderr(&b.output),
@@ -203,7 +188,7 @@ fn a_skill_agent_file_or_config_that_is_a_fifo_is_refused_at_once() {
     let home = solo("");
     let fifo = home.config_dir().join("config.toml");
     mkfifo(&fifo);
-    let b = bounded(home.axe().args(["run", "solo", "--dry-run"]));
+    let b = run_bounded(home.axe().args(["run", "solo", "--dry-run"]), HUNG);
     assert_eq!(code(&b.output), 2, "{}", stderr(&b.output));
     assert_eq!(
         stderr(&b.output),
@@ -250,10 +235,11 @@ fn stdin_that_never_ends_is_bounded_by_the_timeout_and_nothing_is_sent() {
     let home = solo("");
     let server = FakeServer::json(200, &openai_text("too early", 1, 1));
     let (reader, writer) = std::io::pipe().unwrap();
-    let b = bounded(
-        axe(&home, &server)
+    let b = run_bounded(
+        home.axe_on(&[(P::OpenAi, &server)])
             .args(["run", "solo", "--timeout", "1"])
             .stdin(reader),
+        HUNG,
     );
     drop(writer);
     assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
@@ -269,7 +255,8 @@ fn stdin_that_never_ends_is_bounded_by_the_timeout_and_nothing_is_sent() {
 fn stdin_larger_than_its_limit_is_refused() {
     let home = solo("");
     let server = FakeServer::json(200, &openai_text("unused", 1, 1));
-    let mut child = axe(&home, &server)
+    let mut child = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "solo"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -304,7 +291,11 @@ fn a_trace_path_that_is_not_a_regular_file_is_refused_at_once() {
     let fifo = home.dir.path().join("trace.fifo");
     mkfifo(&fifo);
     for path in [fifo.to_str().unwrap(), "/dev/null"] {
-        let b = bounded(axe(&home, &server).args(["run", "solo", "--trace", path]));
+        let b = run_bounded(
+            home.axe_on(&[(P::OpenAi, &server)])
+                .args(["run", "solo", "--trace", path]),
+            HUNG,
+        );
         assert_eq!(code(&b.output), 2, "{path}: {}", stderr(&b.output));
         assert_eq!(
             stderr(&b.output),
@@ -321,7 +312,8 @@ fn a_run_that_appends_to_a_trace_starts_on_a_fresh_line() {
     let trace = home.dir.path().join("t.jsonl");
     // What a run killed mid-write (or another program) left behind.
     std::fs::write(&trace, "{\"event\":\"run_start\",\"cut").unwrap();
-    let out = axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "solo", "--trace", trace.to_str().unwrap()])
         .output()
         .unwrap();
@@ -361,7 +353,7 @@ cp "$T" "$OUT/4.jsonl"
     let ran = Command::new("unshare")
         .args(["-rm", "sh", "-c", script])
         .envs(
-            axe(&home, &server)
+            home.axe_on(&[(P::OpenAi, &server)])
                 .get_envs()
                 .filter_map(|(k, v)| v.map(|v| (k, v))),
         )
@@ -428,7 +420,8 @@ fn a_panic_with_stderr_on_a_full_device_still_exits_1() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let status = axe(&home, &server)
+    let status = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "solo"])
         .env("AXE_DEBUG_PANIC_AGENT", "solo")
         .stdout(Stdio::null())
@@ -437,7 +430,8 @@ fn a_panic_with_stderr_on_a_full_device_still_exits_1() {
         .unwrap();
     assert_eq!(status.code(), Some(1));
     // And on a stderr that works, the one line.
-    let out = axe(&home, &server)
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
         .args(["run", "solo"])
         .env("AXE_DEBUG_PANIC_AGENT", "solo")
         .output()
@@ -490,7 +484,7 @@ fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
         while writer.write(&chunk).is_ok() {}
         unsafe { libc::fcntl(fd, libc::F_SETFL, 0) };
     }
-    let mut cmd = axe(&home, &server);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.args(["run", "lead", "--verbose", "--timeout", "30"])
         .stdout(Stdio::piped())
         .stderr(writer);
@@ -547,7 +541,8 @@ fn sigterm_or_sighup_mid_run_closes_the_trace_and_exits_143_or_129() {
         let home = solo("");
         let server = FakeServer::start(vec![Reply::Hang]);
         let trace = home.dir.path().join("t.jsonl");
-        let child = axe(&home, &server)
+        let child = home
+            .axe_on(&[(P::OpenAi, &server)])
             .args(["run", "solo", "--trace", trace.to_str().unwrap()])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -576,7 +571,7 @@ fn an_ignored_sigint_stays_ignored() {
         Duration::from_millis(800),
         Box::new(Reply::Json(200, openai_text("finished anyway", 1, 1))),
     )]);
-    let mut cmd = axe(&home, &server);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
     cmd.args(["run", "solo"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -4,6 +4,7 @@
 mod common;
 
 mod answers_not_whole;
+mod budgets;
 mod call_agent;
 mod cli;
 mod delegation;
@@ -24,3 +25,4 @@ mod secrets;
 mod snapshot;
 mod token_counts;
 mod trace;
+mod tree_fake;

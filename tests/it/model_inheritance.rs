@@ -6,10 +6,7 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use crate::common::{
-    Call, FakeServer, Home, Recorded, Reply, anthropic_text, anthropic_tool_use, code, delegate,
-    ollama_text, ollama_tool_calls, openai_text, openai_tool_calls, stderr, stdout,
-};
+use crate::common::*;
 
 /// Whom each agent delegates to, once, in its first turn.
 type Plan = Arc<Vec<(&'static str, Vec<&'static str>)>>;
@@ -107,13 +104,11 @@ impl World {
     }
 
     fn axe(&self) -> Command {
-        let mut c = self.home.axe();
-        c.env("OPENAI_API_KEY", "sk-o")
-            .env("AXE_OPENAI_BASE_URL", &self.openai.url)
-            .env("ANTHROPIC_API_KEY", "sk-a")
-            .env("AXE_ANTHROPIC_BASE_URL", &self.anthropic.url)
-            .env("AXE_OLLAMA_BASE_URL", &self.ollama.url);
-        c
+        self.home.axe_on(&[
+            (P::OpenAi, &self.openai),
+            (P::Anthropic, &self.anthropic),
+            (P::Ollama, &self.ollama),
+        ])
     }
 
     /// Who sent each request to `server`, in order, as `name@model`.

@@ -9,34 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const OPENAI_KEY: &str = "sk-test-hostile-openai-0123456789";
-const ANTHROPIC_KEY: &str = "sk-ant-test-hostile-0123456789";
-
-/// Millisecond retries, so that a case that does retry stays quick.
-const FAST: &str = "[retry]\ninitial_delay_ms = 1\nmax_delay_ms = 5\n";
-
 /// A home with the fast retries and agent `solo` on `p`.
 fn solo_home(p: P) -> Home {
-    let home = Home::new();
-    home.config(FAST);
+    let home = Home::fast_retries();
     home.named_agent("solo", p.model(), "");
     home
-}
-
-/// `axe` pointed at `server` for `p`, with keys for every provider.
-fn axe(home: &Home, p: P, server: &FakeServer) -> std::process::Command {
-    let mut c = home.axe();
-    c.env(p.base_url_var(), &server.url)
-        .env("OPENAI_API_KEY", OPENAI_KEY)
-        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY);
-    c
-}
-
-/// Runs `axe <args>` for `p` against `server`, killed after 20 s.
-fn run(home: &Home, p: P, server: &FakeServer, args: &[&str]) -> Bounded {
-    let b = run_within(axe(home, p, server).args(args), Duration::from_secs(20));
-    assert!(!b.killed, "{p:?}: axe hung: {}", stderr(&b.output));
-    b
 }
 
 /// A reply with extra headers.
@@ -79,7 +56,7 @@ fn retry_hints_on_a_successful_answer_are_not_read_however_absurd() {
                 p.text("the answer"),
                 &[(name, value)],
             )]);
-            let b = run(&home, p, &server, &["run", "solo"]);
+            let b = home.run_bounded(&[(p, &server)], &["run", "solo"], HUNG);
             let err = stderr(&b.output);
             assert_no_internal_error(&err);
             assert_eq!(code(&b.output), 0, "{p:?} {name}: {value}: {err}");
@@ -107,7 +84,7 @@ fn a_429_asking_for_a_wait_past_any_deadline_gives_up_at_once() {
                 ),
                 Reply::Json(200, p.text("too late")),
             ]);
-            let b = run(&home, p, &server, &["run", "solo", "--timeout", "30"]);
+            let b = home.run_bounded(&[(p, &server)], &["run", "solo", "--timeout", "30"], HUNG);
             let err = stderr(&b.output);
             assert_no_internal_error(&err);
             assert_eq!(code(&b.output), 3, "{p:?} {name}: {value}: {err}");
@@ -143,7 +120,7 @@ fn a_429_with_an_unreadable_retry_hint_falls_back_to_backoff_and_retries() {
                 with_headers(429, "{}".into(), &[(name, value)]),
                 Reply::Json(200, p.text("after one retry")),
             ]);
-            let b = run(&home, p, &server, &["run", "solo"]);
+            let b = home.run_bounded(&[(p, &server)], &["run", "solo"], HUNG);
             let err = stderr(&b.output);
             assert_no_internal_error(&err);
             assert_eq!(code(&b.output), 0, "{p:?} {name}: {value}: {err}");
@@ -187,7 +164,7 @@ fn missing_null_or_odd_usage_counts_are_unknown_not_a_failed_answer() {
             let home = solo_home(p);
             let body = with_usage(p, &p.text("counted"), input.clone(), output.clone());
             let server = FakeServer::json(200, &body);
-            let b = run(&home, p, &server, &["run", "solo", "--json"]);
+            let b = home.run_bounded(&[(p, &server)], &["run", "solo", "--json"], HUNG);
             let err = stderr(&b.output);
             assert_eq!(code(&b.output), 0, "{p:?} {input} {output}: {err}");
             let out: Value = serde_json::from_str(&stdout(&b.output)).unwrap();
@@ -207,7 +184,7 @@ fn missing_null_or_odd_usage_counts_are_unknown_not_a_failed_answer() {
         }
         let home = solo_home(p);
         let server = FakeServer::json(200, &bare.to_string());
-        let b = run(&home, p, &server, &["run", "solo"]);
+        let b = home.run_bounded(&[(p, &server)], &["run", "solo"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?}: {}", stderr(&b.output));
         assert_eq!(stdout(&b.output), "bare\n");
     }
@@ -234,7 +211,7 @@ fn greedy_lead(p: P, input: u64) -> (Home, FakeServer) {
 fn token_counts_near_the_top_of_u64_saturate_instead_of_wrapping() {
     for p in PROVIDERS {
         let (home, server) = greedy_lead(p, u64::MAX);
-        let b = run(&home, p, &server, &["run", "lead", "--json"]);
+        let b = home.run_bounded(&[(p, &server)], &["run", "lead", "--json"], HUNG);
         let err = stderr(&b.output);
         assert_no_internal_error(&err);
         assert_eq!(code(&b.output), 0, "{p:?}: {err}");
@@ -249,7 +226,11 @@ fn token_counts_near_the_top_of_u64_saturate_instead_of_wrapping() {
 fn a_token_budget_holds_whatever_count_a_server_reports() {
     for p in PROVIDERS {
         let (home, server) = greedy_lead(p, u64::MAX);
-        let b = run(&home, p, &server, &["run", "lead", "--max-tokens", "100"]);
+        let b = home.run_bounded(
+            &[(p, &server)],
+            &["run", "lead", "--max-tokens", "100"],
+            HUNG,
+        );
         let err = stderr(&b.output);
         assert_no_internal_error(&err);
         assert_eq!(code(&b.output), 4, "{p:?}: {err}");
@@ -295,7 +276,7 @@ fn the_models_tool_call_arguments_go_back_in_the_history_exactly_as_received() {
             "lead" => Reply::Json(200, first.clone()),
             _ => Reply::Json(200, p.text("w done")),
         });
-        let b = run(&home, p, &server, &["run", "lead"]);
+        let b = home.run_bounded(&[(p, &server)], &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?}: {}", stderr(&b.output));
         let requests = server.requests();
         // The tool still reads the context as JSON text (design D3).
@@ -333,7 +314,7 @@ Context:
 fn ollama_tool_results_carry_the_tool_name() {
     let p = P::Ollama;
     let (home, server) = greedy_lead(p, 1);
-    let b = run(&home, p, &server, &["run", "lead"]);
+    let b = home.run_bounded(&[(p, &server)], &["run", "lead"], HUNG);
     assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
     let second = server
         .requests()
@@ -368,7 +349,7 @@ fn credentials_in_a_base_url_never_appear_in_any_output() {
                 .env("OPENAI_API_KEY", OPENAI_KEY)
                 .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
                 .args(["run", "solo", "--verbose", "--retries", "0"]),
-            Duration::from_secs(20),
+            HUNG,
         );
         let err = stderr(&b.output);
         assert_eq!(code(&b.output), 3, "{p:?}: {err}");
@@ -381,17 +362,14 @@ fn credentials_in_a_base_url_never_appear_in_any_output() {
         home.axe()
             .env("OLLAMA_HOST", format!("http://bob:{SECRET}@127.0.0.1:1"))
             .args(["run", "solo", "--retries", "0"]),
-        Duration::from_secs(20),
+        HUNG,
     );
     assert_no_credentials(&stderr(&b.output), "OLLAMA_HOST");
     let home = solo_home(P::OpenAi);
     home.config(&format!(
-        "{FAST}[providers.openai]\napi_key = \"{OPENAI_KEY}\"\nbase_url = \"http://bob:{SECRET}@127.0.0.1:1/v1\"\n"
+        "{FAST_RETRIES}[providers.openai]\napi_key = \"{OPENAI_KEY}\"\nbase_url = \"http://bob:{SECRET}@127.0.0.1:1/v1\"\n"
     ));
-    let b = run_within(
-        home.axe().args(["run", "solo", "--retries", "0"]),
-        Duration::from_secs(20),
-    );
+    let b = run_within(home.axe().args(["run", "solo", "--retries", "0"]), HUNG);
     assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
     assert_no_credentials(&stderr(&b.output), "config.toml");
     // A redirect's location with credentials in it.
@@ -405,7 +383,7 @@ fn credentials_in_a_base_url_never_appear_in_any_output() {
         )],
     }]);
     let home = solo_home(P::OpenAi);
-    let b = run(&home, P::OpenAi, &server, &["run", "solo"]);
+    let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo"], HUNG);
     assert!(stderr(&b.output).contains("unexpected redirect"));
     assert_no_credentials(&stderr(&b.output), "a redirect");
 }
@@ -415,10 +393,8 @@ fn the_largest_retry_count_is_bounded_by_the_deadline_without_overflow() {
     for p in PROVIDERS {
         let home = solo_home(p);
         let server = FakeServer::start(vec![with_headers(429, "{}".into(), &[])]);
-        let b = run(
-            &home,
-            p,
-            &server,
+        let b = home.run_bounded(
+            &[(p, &server)],
             &[
                 "run",
                 "solo",
@@ -428,6 +404,7 @@ fn the_largest_retry_count_is_bounded_by_the_deadline_without_overflow() {
                 "1",
                 "--verbose",
             ],
+            HUNG,
         );
         let err = stderr(&b.output);
         assert_no_internal_error(&err);

@@ -8,10 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::common::{
-    FakeServer, Home, Reply, code, delegate, ollama_text, ollama_tool_calls, openai_text,
-    openai_tool_calls, stderr, stdout,
-};
+use crate::common::*;
 
 /// The example: a severity and its reasons.
 const TRIAGE: &str = "[output]\nschema = { type = \"object\", properties = { severity = { type = \"string\", enum = [\"low\", \"high\"] }, reasons = { type = \"array\", items = { type = \"string\" } } }, required = [\"severity\", \"reasons\"] }\n";
@@ -36,25 +33,11 @@ fn home_with(name: &str, model: &str, extra: &str) -> Home {
     home
 }
 
-fn run(home: &Home, server: &FakeServer, provider: &str, args: &[&str]) -> std::process::Output {
-    let (key, url) = match provider {
-        "openai" => ("OPENAI_API_KEY", "AXE_OPENAI_BASE_URL"),
-        "anthropic" => ("ANTHROPIC_API_KEY", "AXE_ANTHROPIC_BASE_URL"),
-        _ => ("OLLAMA_API_KEY", "AXE_OLLAMA_BASE_URL"),
-    };
-    home.axe()
-        .env(key, "sk-test")
-        .env(url, &server.url)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn openai_gets_response_format_and_stdout_is_the_compact_json() {
     let server = FakeServer::json(200, &openai_text(GOOD, 10, 5));
     let home = home_with("triage", "openai/gpt-4o", TRIAGE);
-    let out = run(&home, &server, "openai", &["run", "triage", "-p", "x"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "triage", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), format!("{COMPACT}\n"));
     let body = server.requests()[0].json();
@@ -68,10 +51,8 @@ fn openai_gets_response_format_and_stdout_is_the_compact_json() {
 fn json_output_has_the_text_in_content_and_the_value_in_output() {
     let server = FakeServer::json(200, &openai_text(GOOD, 10, 5));
     let home = home_with("triage", "openai/gpt-4o", TRIAGE);
-    let out = run(
-        &home,
-        &server,
-        "openai",
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &["run", "triage", "--json", "-p", "x"],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -87,7 +68,7 @@ fn json_output_has_the_text_in_content_and_the_value_in_output() {
 fn ollama_gets_format_but_not_on_a_request_that_offers_tools() {
     let server = FakeServer::json(200, &ollama_text(GOOD, 10, 5));
     let home = home_with("triage", "ollama/qwen3", TRIAGE);
-    let out = run(&home, &server, "ollama", &["run", "triage", "-p", "x"]);
+    let out = home.run_on(&[(P::Ollama, &server)], &["run", "triage", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), format!("{COMPACT}\n"));
     assert_eq!(server.requests()[0].json()["format"], triage_schema());
@@ -114,7 +95,7 @@ fn ollama_gets_format_but_not_on_a_request_that_offers_tools() {
         &format!("sub_agents = [\"helper\"]\n{TRIAGE}"),
     );
     home.named_agent("helper", "ollama/qwen3", "");
-    let out = run(&home, &server, "ollama", &["run", "lead", "-p", "x"]);
+    let out = home.run_on(&[(P::Ollama, &server)], &["run", "lead", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), format!("{COMPACT}\n"));
     for r in server.requests().iter().filter(|r| r.who() == "lead") {
@@ -139,7 +120,7 @@ fn an_agent_with_sub_agents_delegates_first_then_answers_in_shape() {
         &format!("sub_agents = [\"helper\"]\n{TRIAGE}"),
     );
     home.named_agent("helper", "openai/gpt-4o", "");
-    let out = run(&home, &server, "openai", &["run", "lead", "-p", "x"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), format!("{COMPACT}\n"));
     let requests = server.requests();
@@ -171,10 +152,8 @@ fn a_wrong_answer_is_sent_back_with_what_is_wrong_and_the_right_one_wins() {
         _ => Reply::Json(200, openai_text(GOOD, 1, 1)),
     });
     let home = home_with("triage", "openai/gpt-4o", TRIAGE);
-    let out = run(
-        &home,
-        &server,
-        "openai",
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &["run", "triage", "--verbose", "-p", "x"],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -213,7 +192,7 @@ fn an_answer_that_never_matches_exits_5_after_one_plus_max_repairs_requests() {
     for (repairs, extra) in [(2, ""), (0, "max_repairs = 0\n"), (1, "max_repairs = 1\n")] {
         let server = FakeServer::json(200, &openai_text("{\"reasons\": []}", 1, 1));
         let home = home_with("triage", "openai/gpt-4o", &format!("{TRIAGE}{extra}"));
-        let out = run(&home, &server, "openai", &["run", "triage", "-p", "x"]);
+        let out = home.run_on(&[(P::OpenAi, &server)], &["run", "triage", "-p", "x"]);
         assert_eq!(code(&out), 5, "{}", stderr(&out));
         assert_eq!(stdout(&out), "");
         assert_eq!(
@@ -230,10 +209,8 @@ fn an_answer_that_never_matches_exits_5_after_one_plus_max_repairs_requests() {
 fn repairs_count_against_the_turn_budget() {
     let server = FakeServer::json(200, &openai_text("no", 1, 1));
     let home = home_with("triage", "openai/gpt-4o", TRIAGE);
-    let out = run(
-        &home,
-        &server,
-        "openai",
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &["run", "triage", "--max-turns", "2", "-p", "x"],
     );
     assert_eq!(code(&out), 4, "{}", stderr(&out));
@@ -259,7 +236,7 @@ fn a_sub_agents_shaped_answer_reaches_its_parent_and_its_failure_is_a_result() {
         });
         let home = home_with("lead", "openai/gpt-4o", "sub_agents = [\"helper\"]\n");
         home.named_agent("helper", "openai/gpt-4o", &format!("{TRIAGE}max_repairs = 0\n"));
-        let out = run(&home, &server, "openai", &["run", "lead", "-p", "x"]);
+        let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "-p", "x"]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let said = stdout(&out);
         assert!(said.starts_with(&expected), "{said}");
@@ -288,7 +265,7 @@ fn a_schema_axe_cannot_check_is_exit_2_before_anything_is_sent() {
         ),
     ] {
         let home = home_with("triage", "openai/gpt-4o", extra);
-        let out = run(&home, &server, "openai", &["run", "triage", "-p", "x"]);
+        let out = home.run_on(&[(P::OpenAi, &server)], &["run", "triage", "-p", "x"]);
         assert_eq!(code(&out), 2, "{extra}: {}", stderr(&out));
         assert_eq!(stderr(&out), says, "{extra}");
     }
@@ -309,7 +286,7 @@ fn schema_file_is_relative_to_the_config_dir_and_output_schema_wins() {
         "{\"enum\": [\"low\"]}",
     )
     .unwrap();
-    let out = run(&home, &server, "openai", &["run", "triage", "-p", "x"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "triage", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "\"low\"\n");
     assert_eq!(
@@ -323,10 +300,8 @@ fn schema_file_is_relative_to_the_config_dir_and_output_schema_wins() {
         "{\"type\": \"integer\"}",
     )
     .unwrap();
-    let out = run(
-        &home,
-        &server,
-        "openai",
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &["run", "triage", "--output-schema", "other.json", "-p", "x"],
     );
     assert_eq!(code(&out), 5, "{}", stderr(&out));
@@ -336,10 +311,8 @@ fn schema_file_is_relative_to_the_config_dir_and_output_schema_wins() {
         stderr(&out)
     );
 
-    let out = run(
-        &home,
-        &server,
-        "openai",
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &[
             "run",
             "triage",
@@ -367,7 +340,7 @@ fn the_parents_tool_description_gives_the_shape_of_each_shaped_sub_agent() {
     );
     home.named_agent("triage", "openai/gpt-4o", TRIAGE);
     home.named_agent("plain", "openai/gpt-4o", "");
-    let out = run(&home, &server, "openai", &["run", "lead", "-p", "x"]);
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let body = server.requests()[0].json();
     let description = body["tools"][0]["function"]["description"]
@@ -393,10 +366,8 @@ fn dry_run_shows_the_schema_in_its_own_section_and_sends_nothing() {
         "openai/gpt-4o",
         &format!("{TRIAGE}max_repairs = 1\n"),
     );
-    let out = run(
-        &home,
-        &server,
-        "openai",
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
         &["run", "triage", "--dry-run", "-p", "x"],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -433,7 +404,7 @@ fn agents_check_reports_a_schema_axe_cannot_check_or_read() {
     );
     let out = home
         .axe()
-        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_API_KEY", OPENAI_KEY)
         .args(["agents", "check", "lead"])
         .output()
         .unwrap();

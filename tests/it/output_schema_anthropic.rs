@@ -9,18 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, Home, Reply, anthropic_text, code, stderr, stdout};
+use crate::common::*;
 
 const MODEL: &str = "anthropic/claude-haiku-4-5";
-
-fn run(home: &Home, server: &FakeServer, args: &[&str]) -> std::process::Output {
-    home.axe()
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .env("AXE_ANTHROPIC_BASE_URL", &server.url)
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// A server that gives the `answers` in turn, the last one from then on.
 fn answering(answers: &'static [&'static str]) -> FakeServer {
@@ -47,7 +38,7 @@ fn objects_are_sent_closed() {
     let home = shaped(
         "{ type = \"object\", properties = { severity = { type = \"string\", enum = [\"low\", \"high\"] } }, required = [\"severity\"] }",
     );
-    let out = run(&home, &server, &["run", "shape", "-p", "x"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "shape", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "{\"severity\":\"high\"}\n");
     assert_eq!(
@@ -69,7 +60,10 @@ fn a_map_shaped_schema_is_not_sent_closed_and_axe_checks_it_alone() {
     let home = shaped(
         "{ type = \"object\", additionalProperties = { type = \"integer\" }, minProperties = 1 }",
     );
-    let out = run(&home, &server, &["run", "shape", "--verbose", "-p", "x"]);
+    let out = home.run_on(
+        &[(P::Anthropic, &server)],
+        &["run", "shape", "--verbose", "-p", "x"],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "{\"disk\":3}\n");
     let requests = server.requests();
@@ -90,7 +84,7 @@ fn a_map_shaped_schema_is_not_sent_closed_and_axe_checks_it_alone() {
     let home = shaped(
         "{ type = \"object\", properties = { counts = { type = \"object\", additionalProperties = { type = \"integer\" } } }, required = [\"counts\"] }",
     );
-    let out = run(&home, &server, &["run", "shape", "-p", "x"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "shape", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stderr(&out), "");
     assert!(server.requests()[0].json().get("output_config").is_none());
@@ -102,7 +96,7 @@ fn what_the_api_does_not_take_is_loosened_the_way_anthropics_sdk_does_it() {
     let home = shaped(
         "{ title = \"Place\", type = \"object\", properties = { kind = { oneOf = [{ const = \"a\" }, { const = \"b\" }] }, ip = { type = \"string\", format = \"ipv4\" }, zip = { type = \"string\", format = \"postal-code\", default = \"00000\", description = \"Where\" } }, required = [\"kind\", \"ip\", \"zip\"] }",
     );
-    let out = run(&home, &server, &["run", "shape", "-p", "x"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "shape", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         schema_sent(&server, 0),
@@ -131,7 +125,7 @@ fn bounds_the_api_refuses_go_into_the_description_and_axe_checks_them() {
     let home = shaped(
         "{ type = \"object\", properties = { name = { type = \"string\", maxLength = 5 }, n = { type = \"integer\", minimum = 1 }, tags = { type = \"array\", items = { type = \"string\" }, maxItems = 3, minItems = 0 } }, required = [\"name\", \"n\", \"tags\"] }",
     );
-    let out = run(&home, &server, &["run", "shape", "-p", "x"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "shape", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "{\"n\":2,\"name\":\"ok\",\"tags\":[]}\n");
     let requests = server.requests();
@@ -176,7 +170,7 @@ fn a_schema_the_api_refuses_is_dropped_once_with_a_warning_and_the_answer_still_
     let home = shaped(
         "{ type = \"object\", properties = { tags = { type = \"array\", items = { type = \"string\" } } }, required = [\"tags\"] }",
     );
-    let out = run(&home, &server, &["run", "shape", "-p", "x"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "shape", "-p", "x"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "{\"tags\":[\"one\",\"two\"]}\n");
     assert_eq!(
@@ -202,7 +196,7 @@ fn a_bad_request_about_something_else_keeps_the_schema_and_fails() {
         &json!({"type": "error", "error": {"type": "invalid_request_error", "message": "messages: text content blocks must be non-empty"}}).to_string(),
     );
     let home = shaped("{ type = \"string\" }");
-    let out = run(&home, &server, &["run", "shape", "-p", "x"]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "shape", "-p", "x"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert_eq!(server.requests().len(), 1);
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, Home, code, openai_text, run_within, stderr, stdout};
+use crate::common::*;
 
 /// An agent `shaped` whose `[output]` is `schema` (as a schema file).
 fn home_with_schema(schema: &Value, extra: &str) -> Home {
@@ -27,12 +27,10 @@ fn home_with_schema(schema: &Value, extra: &str) -> Home {
 
 /// Runs `shaped` against a fake that always answers `answer`, with
 /// `--timeout 5`, killed after `limit` if it has not ended.
-fn run_shaped(home: &Home, answer: &str, limit: Duration) -> (crate::common::Bounded, FakeServer) {
+fn run_shaped(home: &Home, answer: &str, limit: Duration) -> (Bounded, FakeServer) {
     let server = FakeServer::json(200, &openai_text(answer, 1, 1));
-    let mut cmd = home.axe();
-    cmd.env("OPENAI_API_KEY", "sk-test")
-        .env("AXE_OPENAI_BASE_URL", &server.url)
-        .args(["run", "shaped", "--timeout", "5", "-p", "x"]);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
+    cmd.args(["run", "shaped", "--timeout", "5", "-p", "x"]);
     (run_within(&mut cmd, limit), server)
 }
 

@@ -28,14 +28,6 @@ fn placeholder_axe(home: &Home, key: &str, server: &FakeServer) -> std::process:
     c
 }
 
-/// Every line of a trace file, each parsed as JSON.
-fn trace_events(path: &std::path::Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
 #[test]
 fn a_placeholder_key_never_changes_the_answer_or_the_numbers() {
     for key in PLACEHOLDER_KEYS {

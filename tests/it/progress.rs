@@ -8,8 +8,6 @@ use crate::common::*;
 use std::process::Command;
 use std::time::Duration;
 
-const KEY: &str = "sk-test-progress-0123456789";
-
 /// `lead` delegates to `w`, whose answer takes 1.2 s: long enough for the
 /// view to be drawn several times.
 fn slow_tree(home: &Home) -> FakeServer {
@@ -64,7 +62,7 @@ fn shell_under_pty(
         .env("XDG_CONFIG_HOME", home.dir.path())
         .env("HOME", home.dir.path())
         .env("AXE_OPENAI_BASE_URL", &server.url)
-        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
         .env("TERM", "xterm-256color")
         .env_remove("NO_COLOR")
         .env_remove("COLUMNS")
@@ -296,9 +294,7 @@ fn progress_is_not_drawn_when_stderr_is_a_pipe() {
     let home = Home::new();
     let server = slow_tree(&home);
     let out = home
-        .axe()
-        .env("AXE_OPENAI_BASE_URL", &server.url)
-        .env("OPENAI_API_KEY", KEY)
+        .axe_on(&[(P::OpenAi, &server)])
         .env("TERM", "xterm-256color")
         .args(["run", "lead"])
         .output()

@@ -24,19 +24,17 @@
 
 use crate::common::*;
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const OPENAI_KEY: &str = "sk-test-faults-openai-0123456789";
-const ANTHROPIC_KEY: &str = "sk-ant-test-faults-0123456789";
-
-/// config.toml of every run: millisecond retries, default count (2).
-const FAST: &str = "[retry]\ninitial_delay_ms = 1\nmax_delay_ms = 5\n";
-
 /// `--timeout` of every run that is not about timeouts.
 const TIMEOUT: &str = "15";
+
+/// A run still going after this has hung: every run has a `--timeout` of
+/// at most 15 s, and retries are fast.
+const FAULT_HUNG: Duration = Duration::from_secs(60);
 
 /// A run whose deadline is 1 s must end well before this (it would take 5 s
 /// or a minute if it waited for the slow or hanging server).
@@ -163,41 +161,6 @@ fn classification(status: u16) -> &'static str {
 // ---------------------------------------------------------------------------
 // Runs.
 // ---------------------------------------------------------------------------
-
-/// A config home with fast retries.
-fn home() -> Home {
-    let home = Home::new();
-    home.config(FAST);
-    home
-}
-
-/// Agent `name` on `p`, system prompt `You are <name>.`; `extra` appended.
-fn agent(home: &Home, name: &str, p: P, extra: &str) {
-    home.named_agent(name, p.model(), extra);
-}
-
-/// `axe` pointed at `servers`, with keys for the providers that need them.
-fn axe(home: &Home, servers: &[(P, &FakeServer)]) -> Command {
-    let mut c = home.axe();
-    for (p, server) in servers {
-        c.env(
-            format!("AXE_{}_BASE_URL", p.name().to_ascii_uppercase()),
-            &server.url,
-        );
-        match p {
-            P::OpenAi => c.env("OPENAI_API_KEY", OPENAI_KEY),
-            P::Anthropic => c.env("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
-            P::Ollama => &mut c,
-        };
-    }
-    c
-}
-
-fn run(mut cmd: Command, args: &[&str]) -> (Output, Duration) {
-    let started = Instant::now();
-    let out = cmd.args(args).output().expect("run axe");
-    (out, started.elapsed())
-}
 
 /// One tool result as a request carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -444,16 +407,19 @@ fn fault_matrix(case: &str, fault: impl Fn(P) -> Fault + Sync) {
 
 /// `axe run a` with `a` on `p`'s faulty server.
 fn at_top_level(p: P, fault: &Fault) {
-    let home = home();
-    agent(&home, "a", p, "");
+    let home = Home::fast_retries();
+    home.named_agent("a", p.model(), "");
     let timeout = match fault.expect {
         Expect::Timeout => "1",
         _ => TIMEOUT,
     };
     let server = FakeServer::start(fault.replies.clone());
-    let (out, took) = run(
-        axe(&home, &[(p, &server)]),
+    let Bounded {
+        output: out, took, ..
+    } = home.run_bounded(
+        &[(p, &server)],
         &["run", "a", "-p", "hi", "--timeout", timeout],
+        FAULT_HUNG,
     );
     let err = stderr(&out);
     assert_eq!(
@@ -468,10 +434,13 @@ fn at_top_level(p: P, fault: &Fault) {
             assert_eq!(stdout(&out), format!("{answer}\n"));
             // Again with --json: the retries are reported.
             let server = FakeServer::start(fault.replies.clone());
-            let (out, _) = run(
-                axe(&home, &[(p, &server)]),
-                &["run", "a", "-p", "hi", "--timeout", TIMEOUT, "--json"],
-            );
+            let out = home
+                .run_bounded(
+                    &[(p, &server)],
+                    &["run", "a", "-p", "hi", "--timeout", TIMEOUT, "--json"],
+                    FAULT_HUNG,
+                )
+                .output;
             assert_eq!(code(&out), 0, "stderr: {}", stderr(&out));
             let v: Value = serde_json::from_str(&stdout(&out)).expect("--json prints JSON");
             assert_eq!(v["content"], *answer, "{v}");
@@ -504,23 +473,25 @@ fn at_top_level(p: P, fault: &Fault) {
 /// `lead` on a healthy server delegates to `s` on `p`'s faulty server.
 fn in_a_sub_agent(p: P, fault: &Fault) {
     let parent = p.other();
-    let home = home();
+    let home = Home::fast_retries();
     let own_timeout = match fault.expect {
         Expect::Timeout => "[sub_agents_config]\ntimeout = 1\n",
         _ => "",
     };
-    agent(
-        &home,
+    home.named_agent(
         "lead",
-        parent,
+        parent.model(),
         &format!("sub_agents = [\"s\"]\n{own_timeout}"),
     );
-    agent(&home, "s", p, "");
+    home.named_agent("s", p.model(), "");
     let lead = lead_server(parent);
     let faulty = FakeServer::start(fault.replies.clone());
-    let (out, took) = run(
-        axe(&home, &[(parent, &lead), (p, &faulty)]),
+    let Bounded {
+        output: out, took, ..
+    } = home.run_bounded(
+        &[(parent, &lead), (p, &faulty)],
         &["run", "lead", "-p", "hi", "--timeout", TIMEOUT],
+        FAULT_HUNG,
     );
     assert_eq!(code(&out), 0, "stderr: {}", stderr(&out));
     assert_eq!(stderr(&out), "");
@@ -686,56 +657,52 @@ fn joined(want: &[Want]) -> String {
         .join(" | ")
 }
 
-/// The requests `name` sent.
-fn sent_by(server: &FakeServer, name: &str) -> Vec<Recorded> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.who() == name)
-        .collect()
-}
-
 /// Runs `fault(p)` for every provider at both levels.
 fn tool_matrix(case: &str, fault: impl Fn(P) -> ToolFault + Sync) {
     matrix(case, |p, level| {
         let fault = fault(p);
-        let home = home();
-        agent(&home, "helper", p, "");
+        let home = Home::fast_retries();
+        home.named_agent("helper", p.model(), "");
         let under = match level {
             Level::Top => "a",
             Level::Sub => "s",
         };
-        agent(&home, under, p, "sub_agents = [\"helper\"]\n");
+        home.named_agent(under, p.model(), "sub_agents = [\"helper\"]\n");
         let server = tool_server(p, under, fault.first);
         let (out, lead) = match level {
             Level::Top => {
-                let (out, _) = run(
-                    axe(&home, &[(p, &server)]),
-                    &["run", "a", "-p", "hi", "--timeout", TIMEOUT],
-                );
+                let out = home
+                    .run_bounded(
+                        &[(p, &server)],
+                        &["run", "a", "-p", "hi", "--timeout", TIMEOUT],
+                        FAULT_HUNG,
+                    )
+                    .output;
                 (out, None)
             }
             Level::Sub => {
                 let parent = p.other();
                 // The echo of 1,000 results is longer than the default
                 // max_result_chars; this case is about the calls, not the cut.
-                agent(
-                    &home,
+                home.named_agent(
                     "lead",
-                    parent,
+                    parent.model(),
                     "sub_agents = [\"s\"]\n[sub_agents_config]\nmax_result_chars = 1000000\n",
                 );
                 let lead = lead_server(parent);
-                let (out, _) = run(
-                    axe(&home, &[(parent, &lead), (p, &server)]),
-                    &["run", "lead", "-p", "hi", "--timeout", TIMEOUT],
-                );
+                let out = home
+                    .run_bounded(
+                        &[(parent, &lead), (p, &server)],
+                        &["run", "lead", "-p", "hi", "--timeout", TIMEOUT],
+                        FAULT_HUNG,
+                    )
+                    .output;
                 (out, Some((parent, lead)))
             }
         };
         assert_eq!(code(&out), 0, "stderr: {}", stderr(&out));
         assert_eq!(stderr(&out), "");
-        let sent = sent_by(&server, under);
+        let sent = server.sent_by(under);
         assert_eq!(sent.len(), 2, "requests of {under}");
         assert_results(p, &sent[1], &fault.want);
         let answer = joined(&fault.want);

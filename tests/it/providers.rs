@@ -6,7 +6,6 @@ use crate::common::*;
 // error classification (§4.7).
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use axe::error::{Code, Error};
@@ -148,14 +147,6 @@ fn invalid_response(provider: Kind, reply: Reply, detail: &str) {
         "{err}"
     );
     assert_eq!(err.status, Some(200), "{err}");
-}
-
-/// A URL where nothing listens: a port that was just bound and released.
-fn refused_url() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    let port = listener.local_addr().expect("local address").port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
 }
 
 /// The `call_agent` tool as the runtime builds it: `agent` limited to the

@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 
 use axe::provider::{ErrorKind, Kind, Message, Provider, Request, RetryPolicy, http_date};
 
-const KEY: &str = "sk-test-retries-0123456789";
-
 /// Fast retries: the default count, millisecond waits.
 fn quick() -> RetryPolicy {
     RetryPolicy {
@@ -22,7 +20,7 @@ fn quick() -> RetryPolicy {
 }
 
 fn provider(kind: Kind, server: &FakeServer, retry: RetryPolicy) -> Provider {
-    let mut p = Provider::new(kind, &server.url, Some(KEY.into()));
+    let mut p = Provider::new(kind, &server.url, Some(OPENAI_KEY.into()));
     p.retry = retry;
     p
 }
@@ -250,15 +248,10 @@ fn run_with(
         "a",
         &format!("name = \"a\"\nmodel = \"openai/gpt-4o\"\n{agent_extra}"),
     );
-    let mut c = home.axe();
-    c.env("OPENAI_API_KEY", KEY)
-        .env("AXE_OPENAI_BASE_URL", &server.url)
-        .args(["run", "a", "-p", "hi"])
-        .args(args);
+    let mut c = home.axe_on(&[(P::OpenAi, server)]);
+    c.args(["run", "a", "-p", "hi"]).args(args);
     c.output().expect("run axe")
 }
-
-const FAST: &str = "[retry]\ninitial_delay_ms = 1\nmax_delay_ms = 5\n";
 
 #[test]
 fn run_retries_twice_by_default_and_reports_each_retry_under_verbose() {
@@ -267,7 +260,7 @@ fn run_retries_twice_by_default_and_reports_each_retry_under_verbose() {
         status(503, &[]),
         Reply::Json(200, openai_text("at last", 1, 1)),
     ]);
-    let out = run_with(&server, FAST, "", &["--verbose", "--json"]);
+    let out = run_with(&server, FAST_RETRIES, "", &["--verbose", "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["content"], "at last");
@@ -291,14 +284,14 @@ fn run_retry_settings_agent_over_config_and_flag_over_both() {
     let failing = || FakeServer::start(vec![status(500, &[])]);
     // config.toml: 1 retry.
     let s = failing();
-    let out = run_with(&s, &format!("{FAST}max_retries = 1\n"), "", &[]);
+    let out = run_with(&s, &format!("{FAST_RETRIES}max_retries = 1\n"), "", &[]);
     assert_eq!(code(&out), 3);
     assert_eq!(s.requests().len(), 2);
     // The agent's [retry] wins over config.toml.
     let s = failing();
     let out = run_with(
         &s,
-        &format!("{FAST}max_retries = 1\n"),
+        &format!("{FAST_RETRIES}max_retries = 1\n"),
         "[retry]\nmax_retries = 0\n",
         &[],
     );
@@ -308,7 +301,7 @@ fn run_retry_settings_agent_over_config_and_flag_over_both() {
     let s = failing();
     let out = run_with(
         &s,
-        &format!("{FAST}max_retries = 1\n"),
+        &format!("{FAST_RETRIES}max_retries = 1\n"),
         "[retry]\nmax_retries = 0\n",
         &["--retries", "3"],
     );
@@ -335,7 +328,7 @@ fn run_unknown_retry_key_is_warned_about() {
 #[test]
 fn run_sub_agent_recovers_from_a_429_by_retrying() {
     let home = Home::new();
-    home.config(FAST);
+    home.config(FAST_RETRIES);
     home.agent(
         "lead",
         "name = \"lead\"\nmodel = \"anthropic/claude-sonnet-4-5\"\nsub_agents = [\"h\"]\n",
@@ -352,15 +345,10 @@ fn run_sub_agent_recovers_from_a_429_by_retrying() {
         status(429, &[]),
         Reply::Json(200, openai_text("helper done", 1, 1)),
     ]);
-    let out = home
-        .axe()
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("OPENAI_API_KEY", KEY)
-        .env("AXE_ANTHROPIC_BASE_URL", &lead.url)
-        .env("AXE_OPENAI_BASE_URL", &helper.url)
-        .args(["run", "lead"])
-        .output()
-        .unwrap();
+    let out = home.run_on(
+        &[(P::Anthropic, &lead), (P::OpenAi, &helper)],
+        &["run", "lead"],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "lead done\n");
     assert_eq!(helper.requests().len(), 2);

@@ -31,8 +31,9 @@ fn home() -> Home {
     home
 }
 
-/// `axe` with the env key and both base URLs.
-fn axe(home: &Home, openai: &FakeServer, anthropic: &FakeServer) -> std::process::Command {
+/// `axe` with [`ENV_KEY`] in the environment ([`FILE_KEY`] is in
+/// config.toml) and both base URLs.
+fn keyed_axe(home: &Home, openai: &FakeServer, anthropic: &FakeServer) -> std::process::Command {
     let mut c = home.axe();
     c.env("OPENAI_API_KEY", ENV_KEY)
         .env("AXE_OPENAI_BASE_URL", &openai.url)
@@ -60,14 +61,6 @@ fn assert_no_key_in(case: &str, all: &str) {
     assert!(all.contains(MARK), "{case}: nothing was redacted:\n{all}");
 }
 
-/// Every line of a trace file, each parsed as JSON.
-fn trace_events(path: &std::path::Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
 fn echoing(text: &str) -> FakeServer {
     FakeServer::json(200, &openai_text(text, 1, 1))
 }
@@ -90,7 +83,7 @@ fn secrets_never_appear_in_any_output_mode() {
     // file; the model here says nothing of them.
     let quiet = echoing("Done.");
     let trace = home.dir.path().join("trace.jsonl");
-    let out = axe(&home, &quiet, &anthropic)
+    let out = keyed_axe(&home, &quiet, &anthropic)
         .args(["run", "a", "--workdir", wd_arg, "--trace-bodies", "--trace"])
         .arg(&trace)
         .args(["-p", &format!("use {ENV_KEY}")])
@@ -100,7 +93,7 @@ fn secrets_never_appear_in_any_output_mode() {
     assert_no_key_in("trace", &std::fs::read_to_string(&trace).unwrap());
 
     // --dry-run shows the system prompt and the prompt.
-    let out = axe(&home, &quiet, &anthropic)
+    let out = keyed_axe(&home, &quiet, &anthropic)
         .args(["run", "a", "--dry-run", "--verbose", "--workdir", wd_arg])
         .args(["-p", &format!("use {FILE_KEY}")])
         .output()
@@ -115,7 +108,7 @@ fn secrets_never_appear_in_any_output_mode() {
             r#"{{"error":{{"message":"Incorrect API key provided: {ENV_KEY}","type":"invalid_request_error"}}}}"#
         ),
     );
-    let out = axe(&home, &echo_401, &anthropic)
+    let out = keyed_axe(&home, &echo_401, &anthropic)
         .args(["run", "a", "--verbose", "--workdir", wd_arg])
         .output()
         .unwrap();
@@ -125,7 +118,7 @@ fn secrets_never_appear_in_any_output_mode() {
         429,
         &format!(r#"{{"error":{{"message":"Slow down, {ENV_KEY}","type":"requests"}}}}"#),
     );
-    let out = axe(&home, &echo_429, &anthropic)
+    let out = keyed_axe(&home, &echo_429, &anthropic)
         .args(["run", "a", "--verbose", "--json", "--workdir", wd_arg])
         .output()
         .unwrap();
@@ -163,7 +156,7 @@ fn an_answer_is_printed_as_the_model_gave_it_even_one_holding_a_key() {
     let said = format!("Your keys are {ENV_KEY} and {FILE_KEY}.");
     let leaky = echoing(&said);
 
-    let out = axe(&home, &leaky, &anthropic)
+    let out = keyed_axe(&home, &leaky, &anthropic)
         .args(["run", "a", "--verbose", "--workdir", wd_arg])
         .output()
         .unwrap();
@@ -176,7 +169,7 @@ fn an_answer_is_printed_as_the_model_gave_it_even_one_holding_a_key() {
     );
 
     let trace = home.dir.path().join("answer.jsonl");
-    let out = axe(&home, &leaky, &anthropic)
+    let out = keyed_axe(&home, &leaky, &anthropic)
         .args([
             "run",
             "a",
@@ -229,7 +222,7 @@ fn secrets_do_not_travel_from_a_sub_agent_to_its_parents_provider() {
             )
         }
     });
-    let out = axe(&home, &openai, &anthropic)
+    let out = keyed_axe(&home, &openai, &anthropic)
         .args(["run", "lead", "--verbose"])
         .output()
         .unwrap();

@@ -13,15 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const KEY: &str = "sk-test-snapshot-0123456789";
-
 fn run_lead(home: &Home, server: &FakeServer) -> std::process::Output {
-    home.axe()
-        .env("OPENAI_API_KEY", KEY)
-        .env("AXE_OPENAI_BASE_URL", &server.url)
-        .args(["run", "lead", "-p", "go"])
-        .output()
-        .expect("run axe")
+    home.run_on(&[(P::OpenAi, server)], &["run", "lead", "-p", "go"])
 }
 
 /// A parent that calls `w` once per turn, `turns` times, then answers with

@@ -4,30 +4,11 @@
 //! `input_tokens`, the tree's totals and the budgets, and shows the cache
 //! reads on their own (`cache_read_input_tokens`), as it does OpenAI's
 //! `prompt_tokens_details.cached_tokens`, which `prompt_tokens` already
-//! includes. And an agent whose calls may run in parallel says so on the
-//! OpenAI wire (`parallel_tool_calls`). Through the real binary.
+//! includes. Through the real binary.
 
 use crate::common::*;
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-
-const OPENAI_KEY: &str = "sk-test-usage-openai-0123456789";
-const ANTHROPIC_KEY: &str = "sk-ant-test-usage-0123456789";
-
-fn run(home: &Home, p: P, server: &FakeServer, args: &[&str]) -> Bounded {
-    let b = run_within(
-        home.axe()
-            .env(p.base_url_var(), &server.url)
-            .env("OPENAI_API_KEY", OPENAI_KEY)
-            .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-            .args(args),
-        Duration::from_secs(20),
-    );
-    assert!(!b.killed);
-    b
-}
 
 /// An Anthropic answer with prompt caching at work.
 fn anthropic_cached(text: &str, input: u64, created: u64, read: u64, output: u64) -> String {
@@ -61,11 +42,10 @@ fn anthropic_input_tokens_count_cache_reads_and_writes_too() {
         _ => Reply::Json(200, anthropic_cached("w done", 2, 10, 40, 5)),
     });
     let trace = home.dir.path().join("t.jsonl");
-    let b = run(
-        &home,
-        P::Anthropic,
-        &server,
+    let b = home.run_bounded(
+        &[(P::Anthropic, &server)],
         &["run", "lead", "--json", "--trace", trace.to_str().unwrap()],
+        HUNG,
     );
     assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
     let out: Value = serde_json::from_str(&stdout(&b.output)).unwrap();
@@ -113,11 +93,10 @@ fn a_token_budget_counts_anthropic_cache_reads() {
         }
         _ => Reply::Json(200, anthropic_text("w done", 1, 1)),
     });
-    let b = run(
-        &home,
-        P::Anthropic,
-        &server,
+    let b = home.run_bounded(
+        &[(P::Anthropic, &server)],
         &["run", "lead", "--max-tokens", "1000"],
+        HUNG,
     );
     assert_eq!(code(&b.output), 4, "{}", stderr(&b.output));
     assert_eq!(
@@ -133,49 +112,9 @@ fn openai_cached_prompt_tokens_are_shown_and_not_counted_twice() {
     let mut v: Value = serde_json::from_str(&openai_text("fine", 300, 7)).unwrap();
     v["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 256});
     let server = FakeServer::json(200, &v.to_string());
-    let b = run(&home, P::OpenAi, &server, &["run", "solo", "--json"]);
+    let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo", "--json"], HUNG);
     assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
     let out: Value = serde_json::from_str(&stdout(&b.output)).unwrap();
     assert_eq!(out["input_tokens"], 300);
     assert_eq!(out["cache_read_input_tokens"], 256);
-}
-
-#[test]
-fn an_agent_whose_calls_run_in_parallel_says_so_on_the_openai_wire() {
-    for (config, want) in [
-        ("", Some(true)),
-        ("[sub_agents_config]\nparallel = false\n", None),
-    ] {
-        let home = Home::new();
-        home.named_agent(
-            "lead",
-            P::OpenAi.model(),
-            &format!("sub_agents = [\"w\"]\n{config}"),
-        );
-        home.named_agent("w", P::OpenAi.model(), "");
-        let server = FakeServer::json(200, &openai_text("no calls", 1, 1));
-        let b = run(&home, P::OpenAi, &server, &["run", "lead"]);
-        assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
-        let body = server.only_request().json();
-        assert_eq!(
-            body["parallel_tool_calls"].as_bool(),
-            want,
-            "{config}: {body}"
-        );
-    }
-    // No tools, no such key; nor on the other wires.
-    for p in PROVIDERS {
-        let home = Home::new();
-        home.named_agent("solo", p.model(), "");
-        home.named_agent("lead", p.model(), "sub_agents = [\"solo\"]\n");
-        let server = FakeServer::json(200, &p.text("fine"));
-        for agent in ["solo", "lead"] {
-            run(&home, p, &server, &["run", agent]);
-        }
-        for req in server.requests() {
-            let body = req.json();
-            let sent = body.get("parallel_tool_calls").is_some();
-            assert_eq!(sent, p == P::OpenAi && req.who() == "lead", "{p:?}: {body}");
-        }
-    }
 }
