@@ -246,7 +246,10 @@ fn config_init_creates_agents_dir_sample_skill_and_private_config() {
 
     assert!(dir.join("agents").is_dir());
     let skill = fs::read_to_string(dir.join("skills/sample/SKILL.md")).unwrap();
-    assert_eq!(skill, include_str!("../../fixtures/skills/sample/SKILL.md"));
+    assert_eq!(
+        skill,
+        include_str!("../../../fixtures/skills/sample/SKILL.md")
+    );
     let config = dir.join("config.toml");
     assert_eq!(mode(&config), 0o600);
     let text = fs::read_to_string(&config).unwrap();
@@ -391,7 +394,7 @@ fn agents_show_includes_sub_agent_settings_when_sub_agents_are_set() {
     let home = Home::new();
     home.agent(
         "planner",
-        include_str!("../../fixtures/agents/show_sub_agents.toml"),
+        include_str!("../../../fixtures/agents/show_sub_agents.toml"),
     );
     let out = home.run(&["agents", "show", "planner"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -1054,7 +1057,7 @@ const REVIEW_SKILL: &str = "# Review\n\nPoint out bugs first.";
 fn reviewer_setup(home: &Home) -> (TempDir, TempDir) {
     home.agent(
         "reviewer",
-        include_str!("../../fixtures/agents/dry_run_full.toml"),
+        include_str!("../../../fixtures/agents/dry_run_full.toml"),
     );
     write(
         &home.config_dir().join("skills/review/SKILL.md"),
@@ -1205,7 +1208,7 @@ fn dry_run_shows_sub_agents_with_their_settings() {
     let home = Home::new();
     home.agent(
         "lead",
-        include_str!("../../fixtures/agents/with_sub_agents.toml"),
+        include_str!("../../../fixtures/agents/with_sub_agents.toml"),
     );
     let out = home.run(&["run", "lead", "--dry-run", "--timeout", "30"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -1526,7 +1529,7 @@ fn unknown_keys_warn_on_stderr_but_the_run_succeeds() {
     let home = Home::new();
     home.agent(
         "typo",
-        include_str!("../../fixtures/agents/unknown_key.toml"),
+        include_str!("../../../fixtures/agents/unknown_key.toml"),
     );
     let out = home
         .axe_on(&[(P::OpenAi, &server)])

@@ -522,7 +522,7 @@ fn anthropic_parses_text_usage_and_stop_reason() {
 fn anthropic_empty_content_is_an_empty_answer_not_an_error() {
     let resp = answer(
         Kind::Anthropic,
-        include_str!("../../fixtures/responses/anthropic_empty_content.json"),
+        include_str!("../../../fixtures/responses/anthropic_empty_content.json"),
         &hello(),
     );
     assert_eq!(resp.content, "");
@@ -556,7 +556,7 @@ fn anthropic_sends_tools_with_input_schema() {
 fn anthropic_parses_tool_use_blocks_into_tool_calls() {
     let resp = answer(
         Kind::Anthropic,
-        include_str!("../../fixtures/responses/anthropic_tool_use_with_text.json"),
+        include_str!("../../../fixtures/responses/anthropic_tool_use_with_text.json"),
         &with_tools(),
     );
     assert_eq!(
@@ -588,7 +588,7 @@ fn anthropic_parses_tool_use_blocks_into_tool_calls() {
 fn anthropic_concatenates_text_blocks_alongside_tool_calls() {
     let resp = answer(
         Kind::Anthropic,
-        include_str!("../../fixtures/responses/anthropic_tool_use_with_text.json"),
+        include_str!("../../../fixtures/responses/anthropic_tool_use_with_text.json"),
         &with_tools(),
     );
     assert_eq!(
@@ -602,7 +602,7 @@ fn anthropic_concatenates_text_blocks_alongside_tool_calls() {
 fn anthropic_tool_use_without_text_gives_empty_content() {
     let resp = answer(
         Kind::Anthropic,
-        include_str!("../../fixtures/responses/anthropic_tool_use_only.json"),
+        include_str!("../../../fixtures/responses/anthropic_tool_use_only.json"),
         &with_tools(),
     );
     assert_eq!(resp.content, "");
@@ -624,7 +624,7 @@ fn anthropic_tool_use_without_text_gives_empty_content() {
 fn anthropic_reports_tool_use_stop_reason() {
     let resp = answer(
         Kind::Anthropic,
-        include_str!("../../fixtures/responses/anthropic_tool_use_only.json"),
+        include_str!("../../../fixtures/responses/anthropic_tool_use_only.json"),
         &with_tools(),
     );
     assert_eq!(resp.stop_reason, "tool_use");
@@ -842,7 +842,7 @@ fn anthropic_200_without_content_is_invalid_response() {
         Kind::Anthropic,
         Reply::Json(
             200,
-            include_str!("../../fixtures/responses/anthropic_missing_content.json").into(),
+            include_str!("../../../fixtures/responses/anthropic_missing_content.json").into(),
         ),
         "content",
     );
@@ -1033,7 +1033,7 @@ fn openai_empty_string_content_is_an_empty_answer_not_an_error() {
 fn openai_null_content_without_tool_calls_is_an_empty_answer() {
     let resp = answer(
         Kind::OpenAi,
-        include_str!("../../fixtures/responses/openai_empty_content.json"),
+        include_str!("../../../fixtures/responses/openai_empty_content.json"),
         &hello(),
     );
     assert_eq!(resp.content, "");
@@ -1077,7 +1077,7 @@ fn openai_sends_tools_as_functions_with_parameters() {
 fn openai_parses_tool_calls() {
     let resp = answer(
         Kind::OpenAi,
-        include_str!("../../fixtures/responses/openai_tool_calls.json"),
+        include_str!("../../../fixtures/responses/openai_tool_calls.json"),
         &with_tools(),
     );
     assert_eq!(
@@ -1108,7 +1108,7 @@ fn openai_parses_tool_calls() {
 fn openai_tool_calls_with_null_content_give_empty_content() {
     let resp = answer(
         Kind::OpenAi,
-        include_str!("../../fixtures/responses/openai_tool_calls.json"),
+        include_str!("../../../fixtures/responses/openai_tool_calls.json"),
         &with_tools(),
     );
     assert_eq!(resp.content, "");
@@ -1119,7 +1119,7 @@ fn openai_tool_calls_with_null_content_give_empty_content() {
 fn openai_keeps_text_alongside_tool_calls() {
     let resp = answer(
         Kind::OpenAi,
-        include_str!("../../fixtures/responses/openai_tool_calls_with_text.json"),
+        include_str!("../../../fixtures/responses/openai_tool_calls_with_text.json"),
         &with_tools(),
     );
     assert_eq!(resp.content, "I'll ask the test runner.");
@@ -1137,7 +1137,7 @@ fn openai_keeps_text_alongside_tool_calls() {
 fn openai_invalid_tool_call_arguments_give_empty_arguments() {
     let resp = answer(
         Kind::OpenAi,
-        include_str!("../../fixtures/responses/openai_invalid_tool_arguments.json"),
+        include_str!("../../../fixtures/responses/openai_invalid_tool_arguments.json"),
         &with_tools(),
     );
     assert_eq!(
@@ -1150,7 +1150,7 @@ fn openai_invalid_tool_call_arguments_give_empty_arguments() {
 fn openai_reports_tool_calls_stop_reason() {
     let resp = answer(
         Kind::OpenAi,
-        include_str!("../../fixtures/responses/openai_tool_calls.json"),
+        include_str!("../../../fixtures/responses/openai_tool_calls.json"),
         &with_tools(),
     );
     assert_eq!(resp.stop_reason, "tool_calls");
@@ -1229,7 +1229,7 @@ fn openai_401_is_auth_error_with_the_providers_message() {
     status_error(
         Kind::OpenAi,
         401,
-        include_str!("../../fixtures/responses/openai_error_401.json"),
+        include_str!("../../../fixtures/responses/openai_error_401.json"),
         ErrorKind::Auth,
         Code::Api,
         "Incorrect API key provided",
@@ -1241,7 +1241,7 @@ fn openai_403_is_auth_error() {
     status_error(
         Kind::OpenAi,
         403,
-        include_str!("../../fixtures/responses/openai_error_403.json"),
+        include_str!("../../../fixtures/responses/openai_error_403.json"),
         ErrorKind::Auth,
         Code::Api,
         "Country, region, or territory not supported",
@@ -1253,7 +1253,7 @@ fn openai_429_is_rate_limit_error() {
     status_error(
         Kind::OpenAi,
         429,
-        include_str!("../../fixtures/responses/openai_error_429.json"),
+        include_str!("../../../fixtures/responses/openai_error_429.json"),
         ErrorKind::RateLimit,
         Code::Api,
         "Rate limit reached for gpt-4o",
@@ -1265,7 +1265,7 @@ fn openai_529_is_overloaded() {
     status_error(
         Kind::OpenAi,
         529,
-        include_str!("../../fixtures/responses/openai_error_500.json"),
+        include_str!("../../../fixtures/responses/openai_error_500.json"),
         ErrorKind::Overloaded,
         Code::Api,
         "The server had an error",
@@ -1278,7 +1278,7 @@ fn openai_500_502_503_are_server_errors() {
         status_error(
             Kind::OpenAi,
             status,
-            include_str!("../../fixtures/responses/openai_error_500.json"),
+            include_str!("../../../fixtures/responses/openai_error_500.json"),
             ErrorKind::Server,
             Code::Api,
             "The server had an error while processing your request",
@@ -1291,7 +1291,7 @@ fn openai_400_is_bad_request_with_general_exit_code() {
     status_error(
         Kind::OpenAi,
         400,
-        include_str!("../../fixtures/responses/openai_error_400.json"),
+        include_str!("../../../fixtures/responses/openai_error_400.json"),
         ErrorKind::BadRequest,
         Code::General,
         "Invalid value for 'temperature'",
@@ -1303,7 +1303,7 @@ fn openai_404_model_not_found_is_bad_request() {
     status_error(
         Kind::OpenAi,
         404,
-        include_str!("../../fixtures/responses/openai_error_404.json"),
+        include_str!("../../../fixtures/responses/openai_error_404.json"),
         ErrorKind::BadRequest,
         Code::General,
         "The model `gpt-nope` does not exist",
@@ -1346,7 +1346,7 @@ fn openai_200_without_choices_is_invalid_response() {
         Kind::OpenAi,
         Reply::Json(
             200,
-            include_str!("../../fixtures/responses/openai_missing_choices.json").into(),
+            include_str!("../../../fixtures/responses/openai_missing_choices.json").into(),
         ),
         "choices",
     );
@@ -1388,7 +1388,7 @@ fn openai_error_body_echoing_the_key_is_redacted() {
     let key = "sk-echoed-8c1f2b7a9e"; // as echoed in the fixture
     let server = FakeServer::json(
         401,
-        include_str!("../../fixtures/responses/openai_error_echoes_key.json"),
+        include_str!("../../../fixtures/responses/openai_error_echoes_key.json"),
     );
     let err = Provider::new(Kind::OpenAi, server.url.clone(), Some(key.into()))
         .send(&hello(), soon())
@@ -1543,7 +1543,7 @@ fn ollama_parses_text_eval_counts_and_done_reason() {
 fn ollama_empty_content_is_an_empty_answer_not_an_error() {
     let resp = answer(
         Kind::Ollama,
-        include_str!("../../fixtures/responses/ollama_empty_content.json"),
+        include_str!("../../../fixtures/responses/ollama_empty_content.json"),
         &hello(),
     );
     assert_eq!(resp.content, "");
@@ -1577,7 +1577,7 @@ fn ollama_sends_tools_as_functions_with_parameters() {
 fn ollama_parses_tool_calls_with_generated_ids() {
     let resp = answer(
         Kind::Ollama,
-        include_str!("../../fixtures/responses/ollama_tool_calls.json"),
+        include_str!("../../../fixtures/responses/ollama_tool_calls.json"),
         &with_tools(),
     );
     assert_eq!(
@@ -1784,7 +1784,7 @@ fn ollama_200_without_message_is_invalid_response() {
         Kind::Ollama,
         Reply::Json(
             200,
-            include_str!("../../fixtures/responses/ollama_missing_message.json").into(),
+            include_str!("../../../fixtures/responses/ollama_missing_message.json").into(),
         ),
         "message",
     );
