@@ -85,6 +85,11 @@ impl Home {
         p
     }
 
+    /// Writes agent `name` of two lines: its name and `model`.
+    pub fn plain_agent(&self, name: &str, model: &str) -> PathBuf {
+        self.agent(name, &format!("name = \"{name}\"\nmodel = \"{model}\"\n"))
+    }
+
     /// Writes agent `name` on `model` whose system prompt is `You are
     /// <name>.` (what [`Recorded::who`] reads back), with `extra` appended
     /// (sub_agents, [sub_agents_config], ...).

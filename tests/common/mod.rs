@@ -1,12 +1,15 @@
 //! The test harness: what the integration tests (tests/it), the standalone
 //! test crates and the bench share. A fake provider on loopback
-//! ([`server`]), the providers' documented answers ([`wire`]), and a
-//! temporary config home for running the real binary ([`home`]).
+//! ([`server`]), the providers' documented answers ([`wire`]), a temporary
+//! config home for running the real binary ([`home`]), and one check run
+//! on many cells at once ([`cells`]).
 
+mod cells;
 mod home;
 mod server;
 mod wire;
 
+pub use cells::*;
 pub use home::*;
 pub use server::*;
 pub use wire::*;

@@ -6,7 +6,6 @@ mod common;
 mod answers_not_whole;
 mod budgets;
 mod call_agent;
-#[path = "cli/run.rs"]
 mod cli;
 mod delegation;
 mod full_disk;
@@ -20,7 +19,6 @@ mod output_schema_bounds;
 mod placeholder_keys;
 mod progress;
 mod provider_faults;
-#[path = "providers/anthropic.rs"]
 mod providers;
 mod retries;
 mod secrets;

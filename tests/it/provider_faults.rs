@@ -317,35 +317,14 @@ enum Level {
 }
 
 /// Runs `check` for every provider at both levels, all at once, and fails
-/// naming every cell that failed.
+/// naming every cell (case × provider × level) that failed.
+#[track_caller]
 fn matrix(case: &str, check: impl Fn(P, Level) + Sync) {
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let check = &check;
-        let running: Vec<_> = PROVIDERS
-            .iter()
-            .flat_map(|&p| [(p, Level::Top), (p, Level::Sub)])
-            .map(|(p, level)| (p, level, scope.spawn(move || check(p, level))))
-            .collect();
-        running
-            .into_iter()
-            .filter_map(|(p, level, handle)| {
-                handle.join().err().map(|payload| {
-                    let what = payload
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    format!("{case} × {} × {level:?}: {what}", p.name())
-                })
-            })
-            .collect()
-    });
-    assert!(
-        failures.is_empty(),
-        "{} of 6 cells failed:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    let cells: Vec<(P, Level)> = PROVIDERS
+        .iter()
+        .flat_map(|&p| [(p, Level::Top), (p, Level::Sub)])
+        .collect();
+    each_cell(case, &cells, |(p, level)| check(p, level));
 }
 
 /// What a faulty server does to one provider call, and what must come of it.

@@ -9,13 +9,17 @@
 //! A key also never travels to another provider: a sub-agent's provider
 //! error echoing its key reaches the parent's provider redacted.
 //!
+//! The usual outputs of a run (`--verbose`, `--json`, `--dry-run`, a 401
+//! whose body echoes the key, from the environment or config.toml) are
+//! checked with a third key, one at a time.
+//!
 //! What the model said is never redacted (tests/placeholder_keys.rs shows
 //! the same for keys too short to be secrets): a key it can only have from
 //! the user is printed as it came, while axe's own lines stay redacted.
 
 use crate::common::*;
 
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// From the environment.
 const ENV_KEY: &str = "sk-proj-LEAKCHECK-env-0123456789abcdef";
@@ -328,4 +332,131 @@ fn a_key_in_a_sub_agents_file_is_redacted_from_the_error_its_parent_gets() {
     assert_eq!(result["content"], got.as_str());
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(!text.contains(&REAL_KEY[..12]), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// One key, the usual outputs of a run.
+// ---------------------------------------------------------------------------
+
+/// The OpenAI key of the runs below, given through the environment or
+/// config.toml.
+const SECRET: &str = "sk-proj-CANARY-7c1e4b9d2a5f";
+
+#[track_caller]
+fn assert_no_secret(out: &Output) {
+    assert!(
+        !stdout(out).contains(SECRET),
+        "key on stdout: {}",
+        stdout(out)
+    );
+    assert!(
+        !stderr(out).contains(SECRET),
+        "key on stderr: {}",
+        stderr(out)
+    );
+}
+
+fn secret_axe(home: &Home, server: &FakeServer) -> Command {
+    let mut c = home.axe();
+    c.env("OPENAI_API_KEY", SECRET)
+        .env("AXE_OPENAI_BASE_URL", &server.url);
+    c
+}
+
+#[test]
+fn key_is_not_printed_with_verbose() {
+    let server = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let home = Home::new();
+    home.plain_agent("o", "openai/gpt-4o");
+    let out = secret_axe(&home, &server)
+        .args(["run", "o", "--verbose", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_no_secret(&out);
+    // The key was really used.
+    assert_eq!(
+        server.only_request().header("authorization"),
+        Some(&*format!("Bearer {SECRET}"))
+    );
+}
+
+#[test]
+fn key_is_not_printed_with_json() {
+    let server = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let home = Home::new();
+    home.plain_agent("o", "openai/gpt-4o");
+    let out = secret_axe(&home, &server)
+        .args(["run", "o", "--json", "-v", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_no_secret(&out);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn key_is_not_printed_with_dry_run() {
+    let server = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let home = Home::new();
+    home.plain_agent("o", "openai/gpt-4o");
+    let out = secret_axe(&home, &server)
+        .args(["run", "o", "--dry-run", "-v", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("=== Dry Run ===\n"));
+    assert_no_secret(&out);
+}
+
+#[test]
+fn key_echoed_in_a_401_body_is_not_printed() {
+    let body = serde_json::json!({
+        "error": {
+            "message": format!("Incorrect API key provided: {SECRET}. You can find your API key at https://platform.openai.com/account/api-keys."),
+            "type": "invalid_request_error",
+            "param": null,
+            "code": "invalid_api_key"
+        }
+    })
+    .to_string();
+    let server = FakeServer::json(401, &body);
+    let home = Home::new();
+    home.plain_agent("o", "openai/gpt-4o");
+    let out = secret_axe(&home, &server)
+        .args(["run", "o", "-v", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_no_secret(&out);
+    // The rest of the provider's message is still shown.
+    assert!(
+        stderr(&out).contains("Incorrect API key provided"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn key_from_config_toml_echoed_in_an_error_is_not_printed() {
+    let body = serde_json::json!({
+        "error": {"message": format!("key {SECRET} is revoked"), "type": "invalid_request_error"}
+    })
+    .to_string();
+    let server = FakeServer::json(403, &body);
+    let home = Home::new();
+    home.config(&format!(
+        "[providers.openai]\napi_key = \"{SECRET}\"\nbase_url = \"{}\"\n",
+        server.url
+    ));
+    home.plain_agent("o", "openai/gpt-4o");
+    let out = home.run(&["run", "o", "--verbose", "-p", "hi"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_no_secret(&out);
+    assert!(stderr(&out).contains("is revoked"), "{}", stderr(&out));
+    assert_eq!(
+        server.only_request().header("authorization"),
+        Some(&*format!("Bearer {SECRET}"))
+    );
 }
