@@ -5,10 +5,8 @@ mod common;
 
 mod answers_not_whole;
 mod budgets;
-#[path = "call_agent/nested.rs"]
 mod call_agent;
 mod cli;
-#[path = "delegation/conversation.rs"]
 mod delegation;
 mod full_disk;
 mod graph;

@@ -1,0 +1,230 @@
+//! The calls of one response (design §3.10, D4): in flight together,
+//! proven by a server-side barrier (flat and nested), or one after another
+//! in call order when `parallel = false`; the OpenAI wire told which.
+
+use super::*;
+
+// ---------------------------------------------------------------------------
+// Parallel and sequential execution (design §3.10, D4).
+// ---------------------------------------------------------------------------
+
+/// Every sub-agent request waits at `gate` before it is answered; a request
+/// that waited in vain is answered 500, so a run where the calls were not in
+/// flight together cannot pass.
+fn gated_answer(gate: &Gate, name: &str, reply: impl FnOnce() -> String) -> Reply {
+    if gate.arrive(GATE_WAIT) {
+        Reply::Json(200, reply())
+    } else {
+        Reply::Json(
+            500,
+            format!(r#"{{"error":{{"message":"{name} was alone at the barrier"}}}}"#),
+        )
+    }
+}
+
+#[test]
+fn run_parallel_calls_are_all_in_flight_at_once() {
+    const N: usize = 8;
+    let home = Home::new();
+    let names: Vec<String> = (0..N).map(|i| format!("w{i}")).collect();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        &format!("sub_agents = {names:?}\n"),
+    );
+    for n in &names {
+        home.named_agent(n, "openai/gpt-4o", "");
+    }
+    let gate = Arc::new(Gate::new(N));
+    let g = gate.clone();
+    let list: Vec<(String, Value)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("call_{i}"), delegate(n, "work")))
+        .collect();
+    let server = FakeServer::route(move |req| {
+        let name = req.who();
+        match (name.as_str(), req.has_tool_results()) {
+            ("lead", false) => {
+                let calls: Vec<Call> = list
+                    .iter()
+                    .map(|(id, a)| (id.as_str(), "call_agent", a.clone()))
+                    .collect();
+                Reply::Json(200, openai_tool_calls(&calls, 1, 1))
+            }
+            ("lead", true) => Reply::Json(200, openai_text(&results_text(req, ","), 1, 1)),
+            _ => gated_answer(&g, &name, || openai_text(&format!("ok {name}"), 1, 1)),
+        }
+    });
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
+    assert_ok(&out);
+    assert!(!gate.timed_out.load(std::sync::atomic::Ordering::SeqCst));
+    let expected: Vec<String> = names.iter().map(|n| format!("ok {n}")).collect();
+    assert_eq!(stdout(&out), format!("{}\n", expected.join(",")));
+    assert_eq!(server.max_in_flight(), N);
+}
+
+#[test]
+fn run_nested_fan_out_is_parallel_at_every_level() {
+    // root -> 2 children at once -> 2 leaves each, all 4 leaves at once.
+    let home = Home::new();
+    home.named_agent(
+        "root",
+        "openai/gpt-4o",
+        "sub_agents = [\"left\", \"right\"]\n",
+    );
+    for child in ["left", "right"] {
+        home.named_agent(child, "openai/gpt-4o", "sub_agents = [\"leaf\"]\n");
+    }
+    home.named_agent("leaf", "openai/gpt-4o", "");
+    let children = Arc::new(Gate::new(2));
+    let leaves = Arc::new(Gate::new(4));
+    let (c, l) = (children.clone(), leaves.clone());
+    let server = FakeServer::route(move |req| {
+        let name = req.who();
+        let joined = || results_text(req, ",");
+        match (name.as_str(), req.has_tool_results()) {
+            ("root", false) => Reply::Json(
+                200,
+                openai_tool_calls(
+                    &[
+                        ("r1", "call_agent", delegate("left", "L")),
+                        ("r2", "call_agent", delegate("right", "R")),
+                    ],
+                    1,
+                    1,
+                ),
+            ),
+            ("root", true) => Reply::Json(200, openai_text(&format!("[{}]", joined()), 1, 1)),
+            ("leaf", _) => {
+                let task = req.first_user_text();
+                gated_answer(&l, "leaf", || {
+                    openai_text(&task.replace("Task: ", ""), 1, 1)
+                })
+            }
+            (child, false) => {
+                let side = if child == "left" { "L" } else { "R" };
+                let (t1, t2) = (format!("{side}1"), format!("{side}2"));
+                gated_answer(&c, child, || {
+                    openai_tool_calls(
+                        &[
+                            ("x1", "call_agent", delegate("leaf", &t1)),
+                            ("x2", "call_agent", delegate("leaf", &t2)),
+                        ],
+                        1,
+                        1,
+                    )
+                })
+            }
+            (child, true) => Reply::Json(200, openai_text(&format!("{child}({})", joined()), 1, 1)),
+        }
+    });
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "root"]);
+    assert_ok(&out);
+    assert!(!children.timed_out.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(!leaves.timed_out.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(stdout(&out), "[left(L1,L2),right(R1,R2)]\n");
+    assert_eq!(leaves.arrived(), 4);
+}
+
+#[test]
+fn run_sequential_calls_run_one_at_a_time_in_call_order() {
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"a\", \"b\", \"c\"]\n[sub_agents_config]\nparallel = false\n",
+    );
+    for n in ["a", "b", "c"] {
+        home.named_agent(n, "openai/gpt-4o", "");
+    }
+    // Each sub-agent answer takes a moment, so overlapping calls would be
+    // seen in flight together.
+    let server = openai_delegation_with(
+        calls(&[
+            ("c1", delegate("c", "1")),
+            ("c2", delegate("a", "2")),
+            ("c3", delegate("b", "3")),
+        ]),
+        Duration::from_millis(150),
+    );
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
+    assert_ok(&out);
+    assert_eq!(
+        stdout(&out),
+        "answer from c | answer from a | answer from b\n"
+    );
+    let order: Vec<String> = server
+        .requests()
+        .iter()
+        .map(Recorded::who)
+        .filter(|n| n != "lead")
+        .collect();
+    assert_eq!(order, ["c", "a", "b"]);
+    assert_eq!(server.max_in_flight(), 1);
+}
+
+/// One HTTP client per provider serves the whole process, keeping its
+/// connection alive (design §4.2): a parent and three sub-agents called one
+/// after another send their five requests over one connection.
+#[test]
+fn sequential_calls_of_a_run_share_one_kept_alive_connection() {
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"a\", \"b\", \"c\"]\n[sub_agents_config]\nparallel = false\n",
+    );
+    for n in ["a", "b", "c"] {
+        home.named_agent(n, "openai/gpt-4o", "");
+    }
+    let server = openai_delegation(calls(&[
+        ("c1", delegate("c", "1")),
+        ("c2", delegate("a", "2")),
+        ("c3", delegate("b", "3")),
+    ]));
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead"]);
+    assert_ok(&out);
+    assert_eq!(server.requests().len(), 5);
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn an_agent_whose_calls_run_in_parallel_says_so_on_the_openai_wire() {
+    for (config, want) in [
+        ("", Some(true)),
+        ("[sub_agents_config]\nparallel = false\n", None),
+    ] {
+        let home = Home::new();
+        home.named_agent(
+            "lead",
+            P::OpenAi.model(),
+            &format!("sub_agents = [\"w\"]\n{config}"),
+        );
+        home.named_agent("w", P::OpenAi.model(), "");
+        let server = FakeServer::json(200, &openai_text("no calls", 1, 1));
+        let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "lead"], HUNG);
+        assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+        let body = server.only_request().json();
+        assert_eq!(
+            body["parallel_tool_calls"].as_bool(),
+            want,
+            "{config}: {body}"
+        );
+    }
+    // No tools, no such key; nor on the other wires.
+    for p in PROVIDERS {
+        let home = Home::new();
+        home.named_agent("solo", p.model(), "");
+        home.named_agent("lead", p.model(), "sub_agents = [\"solo\"]\n");
+        let server = FakeServer::json(200, &p.text("fine"));
+        for agent in ["solo", "lead"] {
+            home.run_bounded(&[(p, &server)], &["run", agent], HUNG);
+        }
+        for req in server.requests() {
+            let body = req.json();
+            let sent = body.get("parallel_tool_calls").is_some();
+            assert_eq!(sent, p == P::OpenAi && req.who() == "lead", "{p:?}: {body}");
+        }
+    }
+}
