@@ -1,7 +1,7 @@
-//! Answers that are not what they seem (issue 12): refusals, answers cut off
-//! at the output limit or by a content filter, tool calls in a cut-off
-//! response, a model that calls a tool it was not given, and parameters a
-//! model rejects. Each through the real binary, on every wire where the
+//! Answers that are not what they seem (design chapter 5, §4.5):
+//! refusals, answers cut off at the output limit or by a content filter,
+//! tool calls in a cut-off response, a model that calls a tool it was not
+//! given, and parameters a model rejects. Each through the real binary, on every wire where the
 //! case exists, at top level and inside a sub-agent.
 
 use crate::common::*;

@@ -1,5 +1,6 @@
-//! A hostile machine (issue 12): files that are huge, FIFOs or devices,
-//! stdin that never ends, a trace on a full disk, stderr that nobody reads.
+//! A hostile machine (design §6.2–§6.6): files that are huge, FIFOs or
+//! devices, stdin that never ends, a trace on a full disk, stderr that
+//! nobody reads, signals.
 //! Through the real binary, each with a bound on how long it may take, so
 //! that a hang fails in bounded time.
 

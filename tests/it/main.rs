@@ -1,4 +1,58 @@
-//! The integration tests, in one crate (one build, one link, one binary).
+//! The integration tests: one crate, so one build, one link and one binary
+//! (`cargo test --test it`, or `cargo test --test it trace::` for a part).
+//! The harness they share (a fake provider on loopback, each API's
+//! documented answers, a config home for the real binary) is
+//! `tests/common`.
+//!
+//! # Where a test goes
+//!
+//! A test goes in the file of the design section whose behaviour it checks
+//! (docs/design.md). A new behaviour that no file covers gets a new file,
+//! named after the behaviour (never after the issue that asked for it),
+//! listed here with its sections.
+//!
+//! | design | behaviour | file |
+//! |---|---|---|
+//! | §2.1, §2.2 | every command but `run`; agent names | `cli/commands.rs` |
+//! | §2.4–§2.6, §2.9 | `axe run` on each provider: stdin, keys and base URLs, overrides, `--json`, `--verbose` | `cli/run.rs` |
+//! | §2.7, §2.8 | context files and the system prompt, shown by `--dry-run` | `cli/dry_run.rs` |
+//! | §2.3, §2.10 | validation, errors and exit codes | `cli/exit_codes.rs` |
+//! | D21 | a sub-agent without a model runs on its caller's | `model_inheritance.rs` |
+//! | §3.2, §3.7, §3.8, §3.12 | sub-agents through the binary: the loop, errors kept in their call | `delegation/conversation.rs` |
+//! | §3.10, D4 | parallel and sequential calls; one kept-alive connection (§4.2) | `delegation/fan_out.rs` |
+//! | §3.9, §3.11 | depth limits and deadlines | `delegation/depth_and_timeouts.rs` |
+//! | §3.14 | what a run with sub-agents reports | `delegation/reports.rs` |
+//! | §3.3, §3.4 | `call_agent` in process: its definition and its checks in order | `call_agent/checks.rs` |
+//! | §3.4, §3.6, §3.11, §3.12 | a failed call's result | `call_agent/failures.rs` |
+//! | §3.7, §3.9, §3.10, D7 | the sub-agent's own run, several calls at once | `call_agent/nested.rs` |
+//! | D20 | each sub-agent read once per run | `snapshot.rs` |
+//! | §4.1 | the provider layer's shared types | `providers/types.rs` |
+//! | §4.2–§4.4 | each wire format in process: requests, responses, tool calls | `providers/anthropic.rs`, `openai.rs`, `ollama.rs` |
+//! | §4.7, §4.8 | every failure classified, on all three providers at once | `providers/errors.rs` |
+//! | §4.7, §4.8, §6.1 | every provider fault through the binary, at top level and in a sub-agent | `provider_faults.rs` |
+//! | §4.3, §4.6, §6.1, §6.7 | what a well-behaved server never sends: absurd headers and counts, credentials in URLs | `odd_servers.rs` |
+//! | §4.5, ch. 5 | refusals, cut-off answers and calls, parameters a model refuses | `answers_not_whole.rs` |
+//! | §4.6 | token counts as each API bills them, cache reads | `token_counts.rs` |
+//! | D22 | output schemas: asked, checked, repaired | `output_schema.rs` |
+//! | §4.9 | the schema Anthropic is sent | `output_schema_anthropic.rs` |
+//! | §6.9 | the schema check's bounds | `output_schema_bounds.rs` |
+//! | §6.1 | transport retries and their settings | `retries.rs` |
+//! | §6.2–§6.6 | huge files, FIFOs, endless stdin, blocked stderr, signals, a trace on a full disk | `machine.rs` |
+//! | §6.6 | `config init` and `agents init` on a full disk and a read-only mount | `full_disk.rs` |
+//! | §6.7 | no key in any output | `secrets.rs` |
+//! | §6.7 | redaction never changes an answer | `placeholder_keys.rs` |
+//! | §7.2 | the trace | `trace.rs` |
+//! | §3.6, §3.10, §7.3, §7.5 | a tree's usage, budgets, result limit, concurrency cap | `budgets.rs` |
+//! | §7.4 | the live progress view | `progress.rs` |
+//! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
+//!
+//! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
+//!
+//! Four test crates stand alone: `tests/load.rs` counts the threads and
+//! descriptors of its own process (§3.15), which tests running beside it
+//! would disturb; `tests/fuzz.rs` (`make fuzz`), `tests/e2e.rs` (`make
+//! e2e`, against real servers) and `tests/static_build.rs` (the `make
+//! static` binary) are run on their own.
 
 #[path = "../common/mod.rs"]
 mod common;

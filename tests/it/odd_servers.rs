@@ -1,4 +1,4 @@
-//! A hostile provider (issue 12): headers, numbers and tool calls that a
+//! A server that is odd or hostile: headers, numbers and tool calls that a
 //! well-behaved fake never sends, each through the real binary on all three
 //! wire formats. Nothing a server sends may crash axe, lose an answer, wrap a
 //! counter, rewrite what the model said or print a credential.

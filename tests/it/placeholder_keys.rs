@@ -3,7 +3,7 @@
 //! `none`, `sk-x` — the model's answer (plain, `--json`, shaped, in the
 //! trace, handed to a parent) and every number around it come out as they
 //! went in, and a server's error text holding the same letters is shown
-//! whole. tests/secrets.rs keeps real keys out of every output.
+//! whole. secrets.rs keeps real keys out of every output.
 
 use crate::common::*;
 

@@ -1,5 +1,6 @@
-//! The fault matrix (issue 5): every way a provider can misbehave, for each
-//! of Anthropic, OpenAI and Ollama, checked twice through the real binary.
+//! The fault matrix (design §4.7, §4.8, §6.1): every way a provider can
+//! misbehave, for each of Anthropic, OpenAI and Ollama, checked twice
+//! through the real binary.
 //!
 //! - **Top level**: `axe run a` on the faulty server. The exit code is the
 //!   README's (3 for API errors, 1 for 400/404), stdout stays empty, and

@@ -13,7 +13,7 @@
 //! whose body echoes the key, from the environment or config.toml) are
 //! checked with a third key, one at a time.
 //!
-//! What the model said is never redacted (tests/placeholder_keys.rs shows
+//! What the model said is never redacted (placeholder_keys.rs shows
 //! the same for keys too short to be secrets): a key it can only have from
 //! the user is printed as it came, while axe's own lines stay redacted.
 

@@ -1,4 +1,4 @@
-//! What a server bills, counted the way its API defines it (issue 14):
+//! What a server bills, counted the way its API defines it (design §4.6):
 //! Anthropic's `input_tokens` leaves out the prompt-cache reads and writes,
 //! which are billed input all the same, so axe counts all three in
 //! `input_tokens`, the tree's totals and the budgets, and shows the cache
