@@ -225,6 +225,12 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Bounded {
     b
 }
 
+/// Makes a FIFO at `path` (mkfifo(1)).
+pub fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
 /// Every line of a trace file (`--trace`), each parsed as JSON.
 pub fn trace_events(path: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(path).expect("trace file written");

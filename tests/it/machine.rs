@@ -6,7 +6,6 @@
 
 use crate::common::*;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,11 +15,6 @@ fn solo(extra: &str) -> Home {
     let home = Home::new();
     home.named_agent("solo", "openai/gpt-4o", extra);
     home
-}
-
-fn mkfifo(path: &Path) {
-    let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
-    assert!(ok, "mkfifo {}", path.display());
 }
 
 /// Runs `cmd` to the end and returns its output and peak resident memory in
