@@ -540,8 +540,12 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
             .filter(|t| !t.trim().is_empty())
     });
     let ledger = match &trace {
-        Some(path) => Ledger::with_trace(Path::new(path), cmd.trace_bodies)
-            .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}")))?,
+        Some(path) => Ledger::with_trace(
+            Path::new(path),
+            cmd.trace_bodies,
+            deadline.left().min(crate::trace::READER_PATIENCE),
+        )
+        .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}")))?,
         None => Ledger::new(),
     };
     let file_budget = &resolved.agent.config.budget;
@@ -575,8 +579,10 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
     let progress = progress::wanted(cmd.json, cmd.quiet)
         .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
     let outcome = run::run_agent(&resolved, input.text(), &ctx);
-    // Erases the view before anything else is printed.
+    // Erases the view before anything else is printed; the trace's last
+    // lines go out before the answer, which may share their pipe.
     drop(progress);
+    ctx.ledger.flush_trace();
     let mut outcome = outcome?;
     outcome.duration = started.elapsed();
     if let Some(what) = outcome.incomplete() {

@@ -11,10 +11,8 @@
 //! from parallel sub-agents at once.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -23,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::deadline::millis;
 use crate::redact::redact_fields;
+use crate::trace::Trace;
 
 /// The trace fields that carry what a model said — a response's `content`
 /// and `calls`, a call's `arguments`, a sub-agent's result `content` — and
@@ -96,29 +95,14 @@ struct Event<'a> {
     extra: Map<String, Value>,
 }
 
-/// The trace file, written one whole line per event.
-#[derive(Debug)]
-struct Trace {
-    file: Mutex<TraceFile>,
-    bodies: bool,
-    /// Set after a write failed: tracing stops, the run goes on.
-    broken: AtomicBool,
-}
-
-#[derive(Debug)]
-struct TraceFile {
-    file: File,
-    /// The file ended in part of a line (a run killed mid-write, another
-    /// program): this run's first line starts on a line of its own.
-    needs_newline: bool,
-}
-
 /// What the whole tree of one run shares.
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// Identifies this run in the trace and in `--json`.
     pub run_id: String,
     trace: Option<Trace>,
+    /// Whether trace events carry message bodies (`--trace-bodies`).
+    bodies: bool,
     /// In order of first run; the top-level agent first.
     usage: Mutex<Vec<AgentUsage>>,
     running: Mutex<Vec<Running>>,
@@ -239,68 +223,37 @@ impl Ledger {
         }
     }
 
-    /// A tree tracing to `path`: appended to (created 0600 when missing), so
-    /// one file can collect many runs, told apart by `run_id`. With
-    /// `bodies`, requests and responses carry their messages. Only a regular
-    /// file will do: a FIFO would block the run, a device swallow the lines.
-    pub fn with_trace(path: &Path, bodies: bool) -> std::io::Result<Ledger> {
-        let not_regular = || std::io::Error::other("not a regular file");
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return Err(not_regular());
-        }
-        let mut o = std::fs::OpenOptions::new();
-        o.read(true).append(true).create(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            // Never blocks in open, whatever appeared at `path` meanwhile.
-            o.mode(0o600).custom_flags(libc::O_NONBLOCK);
-        }
-        let file = o.open(path)?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(not_regular());
-        }
-        let needs_newline = match meta.len().checked_sub(1) {
-            Some(last) => last_byte(&file, last)? != b'\n',
-            None => false,
-        };
+    /// A tree tracing to `path` (design §7.2): a regular file is appended
+    /// to (created 0600 when missing), so one file can collect many runs,
+    /// told apart by `run_id`; a pipe or a terminal is written through a
+    /// queue that never holds the run. A FIFO's reader is waited for at most
+    /// `patience`. With `bodies`, requests and responses carry their messages.
+    pub fn with_trace(path: &Path, bodies: bool, patience: Duration) -> std::io::Result<Ledger> {
         Ok(Ledger {
-            trace: Some(Trace {
-                file: Mutex::new(TraceFile {
-                    file,
-                    needs_newline,
-                }),
-                bodies,
-                broken: AtomicBool::new(false),
-            }),
+            trace: Some(Trace::open(path, patience)?),
+            bodies,
             ..Ledger::new()
         })
     }
 
     /// Whether trace events should carry message bodies.
     pub fn bodies(&self) -> bool {
-        self.trace.as_ref().is_some_and(|t| t.bodies)
+        self.bodies && self.tracing()
     }
 
     /// Whether anything is traced (so callers can skip building events).
     pub fn tracing(&self) -> bool {
-        self.trace
-            .as_ref()
-            .is_some_and(|t| !t.broken.load(Ordering::Relaxed))
+        self.trace.as_ref().is_some_and(Trace::working)
     }
 
     /// Writes one event: `ts`, `run_id`, `event`, `agent`, `path`, `depth`,
     /// `turn`, then `fields`. Every string of `fields` is redacted but the
-    /// model's own words ([`MODEL_WORDS`]); the line is written with one
-    /// `write` call, so lines from parallel sub-agents never interleave.
+    /// model's own words ([`MODEL_WORDS`]); the line is written whole, so
+    /// lines from parallel sub-agents never interleave.
     pub fn event(&self, kind: &str, place: &Place, turn: u32, fields: Value) {
-        let Some(trace) = &self.trace else {
+        let Some(trace) = self.trace.as_ref().filter(|t| t.working()) else {
             return;
         };
-        if trace.broken.load(Ordering::Relaxed) {
-            return;
-        }
         let mut extra = match fields {
             Value::Object(extra) => extra,
             _ => Map::new(),
@@ -319,15 +272,14 @@ impl Ledger {
         // Serializing strings, numbers and JSON values cannot fail.
         let mut line = serde_json::to_string(&event).unwrap_or_default();
         line.push('\n');
-        let mut trace_file = trace.file.lock().unwrap_or_else(PoisonError::into_inner);
-        if trace_file.needs_newline {
-            line.insert(0, '\n');
-        }
-        if let Err(e) = write_whole(&mut trace_file.file, line.as_bytes()) {
-            trace.broken.store(true, Ordering::Relaxed);
-            crate::stderr::warn(&format!("cannot write the trace ({e}); tracing stopped"));
-        } else {
-            trace_file.needs_newline = false;
+        trace.write(line);
+    }
+
+    /// Waits (a while) until the trace's lines are written: before the
+    /// answer, which may go to the same pipe, and before the process ends.
+    pub fn flush_trace(&self) {
+        if let Some(trace) = &self.trace {
+            trace.flush();
         }
     }
 
@@ -350,6 +302,7 @@ impl Ledger {
             }
             self.event("run_end", &r.place, r.turn, end);
         }
+        self.flush_trace();
     }
 
     /// An agent run started.
@@ -427,29 +380,6 @@ impl Ledger {
         };
         f(&mut usage[i]);
     }
-}
-
-/// Appends `line` to `file` whole or not at all: a write cut short (a full
-/// disk) is undone by cutting the file back to where it was, so the trace
-/// never ends in half a line.
-fn write_whole(file: &mut File, line: &[u8]) -> std::io::Result<()> {
-    let before = file.metadata()?.len();
-    file.write_all(line).inspect_err(|_| {
-        let _ = file.set_len(before);
-    })
-}
-
-/// The byte at `offset` of `file`.
-fn last_byte(file: &File, offset: u64) -> std::io::Result<u8> {
-    let mut byte = [0u8; 1];
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        file.read_exact_at(&mut byte, offset)?;
-    }
-    #[cfg(not(unix))]
-    let _ = (file, offset);
-    Ok(byte[0])
 }
 
 /// The tokens of the whole tree.

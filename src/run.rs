@@ -296,6 +296,8 @@ pub fn converse(
     let started = Instant::now();
     let mut out = Outcome::default();
     let looping = execute.is_some() || output.is_some();
+    // The text of a turn the server paused, until the turn ends.
+    let mut said = String::new();
     loop {
         out.turns += 1;
         let turn = out.turns;
@@ -368,7 +370,7 @@ pub fn converse(
             fields["model"] = req.model.clone().into();
             ledger.event("retry", place, turn, fields);
         };
-        let resp = provider
+        let mut resp = provider
             .send_with(&req, deadline.at, &on_notice)
             .map_err(|mut e| {
                 if e.kind == ErrorKind::Timeout {
@@ -446,13 +448,20 @@ pub fn converse(
             );
             return Err(e);
         }
+        if let Some(blocks) = resp.paused.take()
+            && resp.tool_calls.is_empty()
+        {
+            resume_paused(&mut req, &mut said, blocks, resp.content, turn, ctx)?;
+            continue;
+        }
         let execute = match execute {
             Some(execute) if !resp.tool_calls.is_empty() => execute,
             _ => {
+                let answer = paused_answer(&mut req, &mut said, resp.content);
                 match output {
-                    None => out.content = resp.content,
+                    None => out.content = answer,
                     Some(shape) => {
-                        if !shaped(&mut req, &mut out, shape, resp.content, ctx)? {
+                        if !shaped(&mut req, &mut out, shape, answer, ctx)? {
                             continue;
                         }
                     }
@@ -476,12 +485,52 @@ pub fn converse(
         out.tool_calls = out
             .tool_calls
             .saturating_add(u64::try_from(resp.tool_calls.len()).unwrap_or(u64::MAX));
+        // A paused turn that ends in calls: its blocks stay in the history.
+        said.clear();
         req.messages.push(Message::Assistant {
             content: resp.content,
             tool_calls: resp.tool_calls,
         });
         req.messages.push(Message::ToolResults(results));
     }
+}
+
+/// A turn the server paused (Anthropic's `pause_turn`, a long server-side
+/// tool): its content goes back as it came, and the next request, a turn
+/// like any other, lets the model go on with it (design §5.5). Its text so
+/// far, `text`, is kept in `said` for the answer.
+#[inline(never)]
+fn resume_paused(
+    req: &mut Request,
+    said: &mut String,
+    blocks: serde_json::Value,
+    text: String,
+    turn: u32,
+    ctx: &Ctx,
+) -> Result<(), Error> {
+    if turn >= MAX_TURNS {
+        return Err(Error::TooManyTurns(MAX_TURNS));
+    }
+    ctx.verbose.line(&format!(
+        "[turn {turn}] The server paused the turn; sending it back to go on"
+    ));
+    said.push_str(&text);
+    req.messages.push(Message::Paused(blocks));
+    Ok(())
+}
+
+/// The answer of a turn that ends with `content`: the text of its paused
+/// parts before it, if any. The paused blocks then leave the history, which
+/// is sent again only to repair the answer, and the repair writes back the
+/// whole answer (design §5.5).
+fn paused_answer(req: &mut Request, said: &mut String, content: String) -> String {
+    if said.is_empty() {
+        return content;
+    }
+    while matches!(req.messages.last(), Some(Message::Paused(_))) {
+        req.messages.pop();
+    }
+    std::mem::take(said) + &content
 }
 
 /// The final `answer` of an agent with an output schema: true when it

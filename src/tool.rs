@@ -191,9 +191,10 @@ fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     ctx.ledger
         .event("tool_call", &ctx.place, caller.turn, fields);
     let started = Instant::now();
-    let result = match call.name.as_str() {
-        CALL_AGENT => call_agent_numbered(call, caller, seq),
-        _ => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
+    let result = match (&call.foreign, call.name.as_str()) {
+        (Some(raw), _) => error_result(call, foreign_call(&call.name, raw)),
+        (None, CALL_AGENT) => call_agent_numbered(call, caller, seq),
+        (None, _) => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
     };
     let mut fields = serde_json::json!({
         "call_id": call.id,
@@ -432,6 +433,15 @@ pub fn not_run_cut_off(calls: &[ToolCall], stop_reason: &str) -> Vec<ToolResult>
             )
         })
         .collect()
+}
+
+/// The result text of a call of a type axe has no tool of (an OpenAI
+/// `custom` call), whatever its name: it is never run (design §3.8).
+fn foreign_call(name: &str, raw: &serde_json::Value) -> String {
+    let kind = raw["type"].as_str().unwrap_or("unknown");
+    format!(
+        "Unknown tool: \"{name}\" (a \"{kind}\" tool call; the only tool here is the function \"{CALL_AGENT}\")"
+    )
 }
 
 /// An error result: axe's own text, which may quote an agent file or a

@@ -299,23 +299,6 @@ fn stdin_larger_than_its_limit_is_refused() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn a_trace_path_that_is_not_a_regular_file_is_refused_at_once() {
-    let home = solo("");
-    let server = FakeServer::json(200, &openai_text("unused", 1, 1));
-    let fifo = home.dir.path().join("trace.fifo");
-    mkfifo(&fifo);
-    for path in [fifo.to_str().unwrap(), "/dev/null"] {
-        let b = bounded(axe(&home, &server).args(["run", "solo", "--trace", path]));
-        assert_eq!(code(&b.output), 2, "{path}: {}", stderr(&b.output));
-        assert_eq!(
-            stderr(&b.output),
-            format!("axe: cannot open trace file {path}: not a regular file\n")
-        );
-    }
-    assert!(server.requests().is_empty());
-}
-
-#[test]
 fn a_run_that_appends_to_a_trace_starts_on_a_fresh_line() {
     let home = solo("");
     let server = FakeServer::json(200, &openai_text("traced", 1, 1));

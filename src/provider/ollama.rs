@@ -55,6 +55,8 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         )),
         // Ollama has no tool_call_id: one `tool` message per result, in
         // order, naming the tool that ran (`tool_name`).
+        // Only the Anthropic wire pauses a turn.
+        Message::Paused(_) => {}
         Message::ToolResults(results) => {
             for r in results {
                 out.push(json!({"role": "tool", "content": r.content, "tool_name": r.tool_name}));
@@ -111,6 +113,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             name: c.function.name,
             arguments: arguments_from_wire(&c.function.arguments),
             wire_arguments: c.function.arguments,
+            foreign: None,
         })
         .collect();
     let stop_reason = wire.done_reason.unwrap_or_default();
@@ -124,5 +127,6 @@ pub fn parse(body: &str) -> Result<Response, String> {
         tool_calls,
         retries: 0,
         refusal: None,
+        paused: None,
     })
 }
