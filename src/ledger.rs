@@ -1,32 +1,27 @@
 //! The run's ledger: what one `axe run` shares across its whole delegation
-//! tree: the trace
-//! (`--trace FILE`, JSON Lines), usage per agent (the `--json` totals and
-//! the `--verbose` summary), the token and turn budgets, and the list of
-//! agents running now (what the live progress view draws).
+//! tree: the trace (`--trace FILE`, JSON Lines), usage per agent (the
+//! `--json` totals and the `--verbose` summary), the token and turn
+//! budgets, and the list of agents running now (what the live progress
+//! view draws).
 //!
 //! Every agent run in the tree has a [`Place`]: its name, its depth and a
 //! path such as `lead/researcher#2` (the second `researcher` call made by
 //! `lead`). The conversation loop reports to the [`Ledger`] through
-//! [`Ledger::event`] and the `record_*` methods; all of them may be called
-//! from parallel sub-agents at once.
+//! [`Ledger::event`] (a [`TraceEvent`], whose line `trace_event.rs`
+//! writes) and the `record_*` methods; all of them may be called from
+//! parallel sub-agents at once.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::deadline::millis;
-use crate::redact::redact_fields;
 use crate::trace::Trace;
-
-/// The trace fields that carry what a model said — a response's `content`
-/// and `calls`, a call's `arguments`, a sub-agent's result `content` — and
-/// are written as they came; every other string is redacted (design §6.7).
-const MODEL_WORDS: [&str; 3] = ["content", "calls", "arguments"];
+use crate::trace_event::{Ending, TraceEvent};
 
 /// Where one agent run sits in the tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,20 +74,6 @@ pub struct Budget {
 pub enum Exceeded {
     Tokens { used: u64, max: u64 },
     Turns { used: u64, max: u64 },
-}
-
-/// One trace line: the fields every event has, in this order, then its own.
-#[derive(Serialize)]
-struct Event<'a> {
-    ts: String,
-    run_id: &'a str,
-    event: &'a str,
-    agent: &'a str,
-    path: &'a str,
-    depth: u32,
-    turn: u32,
-    #[serde(flatten)]
-    extra: Map<String, Value>,
 }
 
 /// What the whole tree of one run shares.
@@ -236,43 +217,13 @@ impl Ledger {
         })
     }
 
-    /// Whether trace events should carry message bodies.
-    pub fn bodies(&self) -> bool {
-        self.bodies && self.tracing()
-    }
-
-    /// Whether anything is traced (so callers can skip building events).
-    pub fn tracing(&self) -> bool {
-        self.trace.as_ref().is_some_and(Trace::working)
-    }
-
-    /// Writes one event: `ts`, `run_id`, `event`, `agent`, `path`, `depth`,
-    /// `turn`, then `fields`. Every string of `fields` is redacted but the
-    /// model's own words ([`MODEL_WORDS`]); the line is written whole, so
-    /// lines from parallel sub-agents never interleave.
-    pub fn event(&self, kind: &str, place: &Place, turn: u32, fields: Value) {
-        let Some(trace) = self.trace.as_ref().filter(|t| t.working()) else {
-            return;
-        };
-        let mut extra = match fields {
-            Value::Object(extra) => extra,
-            _ => Map::new(),
-        };
-        redact_fields(&mut extra, &MODEL_WORDS);
-        let event = Event {
-            ts: rfc3339(SystemTime::now()),
-            run_id: &self.run_id,
-            event: kind,
-            agent: &place.agent,
-            path: &place.path,
-            depth: place.depth,
-            turn,
-            extra,
-        };
-        // Serializing strings, numbers and JSON values cannot fail.
-        let mut line = serde_json::to_string(&event).unwrap_or_default();
-        line.push('\n');
-        trace.write(line);
+    /// Writes `event` of the agent run at `place`, on its turn `turn`, as
+    /// one whole line ([`TraceEvent::line`]), so that lines from parallel
+    /// sub-agents never interleave. Nothing is built when nothing is traced.
+    pub(crate) fn event(&self, place: &Place, turn: u32, event: TraceEvent) {
+        if let Some(trace) = self.trace.as_ref().filter(|t| t.working()) {
+            trace.write(event.line(&self.run_id, place, turn, self.bodies));
+        }
     }
 
     /// Waits (a while) until the trace's lines are written: before the
@@ -290,17 +241,13 @@ impl Ledger {
         let mut running = self.running();
         running.sort_by_key(|r| std::cmp::Reverse(r.place.depth));
         for r in running {
-            let mut end = serde_json::json!({
-                "duration_ms": millis(r.started.elapsed()),
-                "ok": false,
-                "error": why,
-            });
-            if r.place.depth == 0 {
-                let totals = totals(&self.usage());
-                end["total_input_tokens"] = totals.input_tokens.into();
-                end["total_output_tokens"] = totals.output_tokens.into();
-            }
-            self.event("run_end", &r.place, r.turn, end);
+            let totals = (r.place.depth == 0).then(|| totals(&self.usage()));
+            let end = TraceEvent::RunEnd {
+                took: r.started.elapsed(),
+                end: Ending::Interrupted(why),
+                totals,
+            };
+            self.event(&r.place, r.turn, end);
         }
         self.flush_trace();
     }
@@ -420,34 +367,9 @@ fn new_run_id() -> String {
     format!("{:016x}", fastrand::u64(..))
 }
 
-/// `t` as RFC 3339 in UTC with milliseconds: `2026-11-23T16:28:01.123Z`.
-/// A clock set before 1970 or past 9999 gives the nearest of those, not a
-/// panic (humantime refuses both).
-pub fn rfc3339(t: SystemTime) -> String {
-    let last = UNIX_EPOCH + Duration::from_millis(253_402_300_799_999);
-    humantime::format_rfc3339_millis(t.clamp(UNIX_EPOCH, last)).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(951_782_400_007);
-        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.007Z");
-        // The HTTP-date parser is the inverse for whole seconds.
-        let t = crate::provider::http_date("Mon, 23 Nov 2026 16:28:01 GMT").unwrap();
-        assert_eq!(rfc3339(t), "2026-11-23T16:28:01.000Z");
-        let t = crate::provider::http_date("Fri, 31 Dec 2100 23:59:59 GMT").unwrap();
-        assert_eq!(rfc3339(t), "2100-12-31T23:59:59.000Z");
-        // A clock out of range.
-        let before = UNIX_EPOCH - Duration::from_secs(1);
-        assert_eq!(rfc3339(before), "1970-01-01T00:00:00.000Z");
-        let after = UNIX_EPOCH + Duration::from_secs(300_000_000_000);
-        assert_eq!(rfc3339(after), "9999-12-31T23:59:59.999Z");
-    }
 
     #[test]
     fn take_turn_stops_at_max_turns_and_takes_nothing_on_refusal() {

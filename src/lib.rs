@@ -7,7 +7,8 @@
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path, the calls of one response at
 //! once through `pool`, each sub-agent loaded once per run (`snapshot`).
-//! The [`ledger`] collects what the whole tree did (trace, usage, budgets);
+//! The [`ledger`] collects what the whole tree did (trace, usage, budgets),
+//! each trace event a `trace_event::TraceEvent` written in one place;
 //! `report` prints the dry run, `--json` and `--verbose`; [`stderr`] writes
 //! everything that goes to stderr. `graph` loads the delegation graph
 //! without running anything, for `axe agents check` and `axe agents tree`.
@@ -41,4 +42,5 @@ mod text;
 mod tomlfile;
 pub mod tool;
 mod trace;
+mod trace_event;
 mod write;

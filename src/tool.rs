@@ -22,6 +22,7 @@ use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
 use crate::schema;
 use crate::snapshot::LoadError;
+use crate::trace_event::TraceEvent;
 
 /// The name of the one tool axe injects (design §3.3).
 pub const CALL_AGENT: &str = "call_agent";
@@ -177,38 +178,22 @@ fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
 
 fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     let ctx = caller.ctx;
-    let agent = argument(call, "agent");
-    let args_chars: usize = call.arguments.values().map(|v| v.chars().count()).sum();
-    let mut fields = serde_json::json!({
-        "call_id": call.id,
-        "tool": call.name,
-        "agent_called": agent,
-        "chars": args_chars,
-    });
-    if ctx.ledger.bodies() {
-        fields["arguments"] = serde_json::json!(call.arguments);
-    }
-    ctx.ledger
-        .event("tool_call", &ctx.place, caller.turn, fields);
+    let agent_called = argument(call, "agent");
+    let event = TraceEvent::ToolCall { call, agent_called };
+    ctx.ledger.event(&ctx.place, caller.turn, event);
     let started = Instant::now();
     let result = match (&call.foreign, call.name.as_str()) {
         (Some(raw), _) => error_result(call, foreign_call(&call.name, raw)),
         (None, CALL_AGENT) => call_agent_numbered(call, caller, seq),
         (None, _) => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
     };
-    let mut fields = serde_json::json!({
-        "call_id": call.id,
-        "tool": call.name,
-        "agent_called": agent,
-        "is_error": result.is_error,
-        "chars": result.content.chars().count(),
-        "duration_ms": millis(started.elapsed()),
-    });
-    if ctx.ledger.bodies() {
-        fields["content"] = result.content.clone().into();
-    }
-    ctx.ledger
-        .event("tool_result", &ctx.place, caller.turn, fields);
+    let event = TraceEvent::ToolResult {
+        call,
+        agent_called,
+        result: &result,
+        took: started.elapsed(),
+    };
+    ctx.ledger.event(&ctx.place, caller.turn, event);
     result
 }
 

@@ -7,6 +7,9 @@
 //! run id, the server's port and the temp directory masked. Once with the
 //! messages (`--trace-bodies`), once without.
 //!
+//! And the ways a conversation ends without an answer each leave the same
+//! `error` event, the turn limit included.
+//!
 //! `AXE_BLESS_GOLDEN=1 cargo test --test trace_golden` rewrites the golden
 //! files from the binary: only for a change to the trace that is meant.
 
@@ -284,4 +287,108 @@ fn the_trace_of_the_golden_run_with_bodies_is_unchanged() {
     assert!(got.contains("\"body\":{"));
     assert!(got.contains("\"calls\":[{"));
     compare("trace_bodies.jsonl", &got);
+}
+
+// ---------------------------------------------------------------------------
+// Every way out of the loop leaves an `error` event.
+// ---------------------------------------------------------------------------
+
+/// Runs `lead` against `server` with a trace; its exit code, stderr and
+/// the trace's events.
+fn traced_run(home: &Home, server: &FakeServer) -> (i32, String, Vec<Value>) {
+    let trace = home.dir.path().join("exit.jsonl");
+    let b = run_within(
+        home.axe()
+            .env("AXE_OPENAI_BASE_URL", &server.url)
+            .env("AXE_ANTHROPIC_BASE_URL", &server.url)
+            .env("OPENAI_API_KEY", OPENAI_KEY)
+            .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+            .args(["run", "lead", "--trace", trace.to_str().unwrap()]),
+        Duration::from_secs(120),
+    );
+    assert!(!b.killed, "the run hung");
+    let events = std::fs::read_to_string(&trace)
+        .expect("the trace is written")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (code(&b.output), stderr(&b.output), events)
+}
+
+/// The lead's last two events: an `error` on turn 50 for the turn limit,
+/// then its `run_end` with the same error.
+#[track_caller]
+fn assert_turn_limit_traced(code: i32, stderr: &str, events: &[Value]) {
+    const LIMIT: &str = "agent exceeded maximum conversation turns (50)";
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stderr, format!("axe: {LIMIT}\n"));
+    let lead: Vec<&Value> = events.iter().filter(|e| e["path"] == "lead").collect();
+    let [.., error, end] = lead.as_slice() else {
+        panic!("too few events: {events:?}")
+    };
+    assert_eq!(error["event"], "error", "{error}");
+    assert_eq!(error["turn"], 50);
+    assert_eq!(error["kind"], "turns");
+    assert_eq!(error["error"], LIMIT);
+    assert_eq!(error.as_object().unwrap().len(), 9, "{error}");
+    assert_eq!(end["event"], "run_end");
+    assert_eq!(end["ok"], false);
+    assert_eq!(end["error"], LIMIT);
+    let errors = events.iter().filter(|e| e["event"] == "error").count();
+    assert_eq!(errors, 1, "one error event, the lead's");
+}
+
+#[test]
+fn the_turn_limit_with_calls_pending_leaves_an_error_event() {
+    let home = Home::new();
+    home.named_agent("lead", OPENAI, "sub_agents = [\"a\"]\n");
+    home.named_agent("a", OPENAI, "");
+    let server = FakeServer::route(|req| match req.who().as_str() {
+        "lead" => Reply::Json(
+            200,
+            openai_tool_calls(&[("call_1", "call_agent", delegate("a", "x"))], 1, 1),
+        ),
+        _ => Reply::Json(200, openai_text("sure", 1, 1)),
+    });
+    let (code, stderr, events) = traced_run(&home, &server);
+    assert_turn_limit_traced(code, &stderr, &events);
+}
+
+#[test]
+fn the_turn_limit_reached_by_a_paused_turn_leaves_an_error_event() {
+    let home = Home::new();
+    home.named_agent("lead", ANTHROPIC, "");
+    let server = FakeServer::json(200, &anthropic_paused());
+    let (code, stderr, events) = traced_run(&home, &server);
+    assert_turn_limit_traced(code, &stderr, &events);
+}
+
+#[test]
+fn the_turn_limit_reached_by_a_repair_leaves_an_error_event() {
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        OPENAI,
+        &format!("sub_agents = [\"a\"]\n{SCHEMA}max_repairs = 2\n"),
+    );
+    home.named_agent("a", OPENAI, "");
+    let sent = Mutex::new(0);
+    let server = FakeServer::route(move |req| match req.who().as_str() {
+        "lead" => {
+            let mut sent = sent.lock().unwrap();
+            *sent += 1;
+            // Tools for 49 turns; the 50th answers out of shape.
+            if *sent < 50 {
+                Reply::Json(
+                    200,
+                    openai_tool_calls(&[("call_1", "call_agent", delegate("a", "x"))], 1, 1),
+                )
+            } else {
+                Reply::Json(200, openai_text("no shape", 1, 1))
+            }
+        }
+        _ => Reply::Json(200, openai_text("sure", 1, 1)),
+    });
+    let (code, stderr, events) = traced_run(&home, &server);
+    assert_turn_limit_traced(code, &stderr, &events);
 }
