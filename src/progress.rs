@@ -4,9 +4,10 @@
 //! the run ends, so the terminal is left as if it had never been there.
 //!
 //! The view is drawn by one thread from the tree's list of running agents
-//! ([`crate::ledger::Ledger::running`]). Verbose lines and warnings go through
-//! the same lock in [`crate::output`], which erases the view before writing
-//! a line; the next tick draws it again below.
+//! ([`crate::ledger::Ledger::running`]), and each frame is queued on stderr's
+//! one writer ([`crate::stderr::frame`]), where verbose lines and warnings
+//! go too: the writer erases the view before a line, and the next frame
+//! draws it again below.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;

@@ -161,7 +161,7 @@ fn run_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCall) ->
         children: &Children::default(),
         turn: 1,
     };
-    execute_call_agent(call, &caller)
+    run_call(call, &caller)
 }
 
 #[track_caller]
@@ -268,7 +268,7 @@ fn call_agent_tool_with_duplicate_names_dedups_the_enum_only() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_success() {
+fn call_agent_success() {
     let server = FakeServer::json(200, &openai_text("the answer", 12, 5));
     let s = Setup::openai(&server);
     s.agent(
@@ -307,7 +307,7 @@ fn execute_call_agent_success() {
 }
 
 #[test]
-fn execute_call_agent_uses_the_sub_agents_own_provider() {
+fn call_agent_uses_the_sub_agents_own_provider() {
     let anthropic = FakeServer::json(200, &anthropic_text("from claude", 3, 2));
     let ollama = FakeServer::json(200, &ollama_text("from llama", 3, 2));
     let s = Setup::new(global(&[
@@ -343,7 +343,7 @@ fn execute_call_agent_uses_the_sub_agents_own_provider() {
 }
 
 #[test]
-fn execute_call_agent_with_context() {
+fn call_agent_with_context() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -365,7 +365,7 @@ fn execute_call_agent_with_context() {
 }
 
 #[test]
-fn execute_call_agent_without_context() {
+fn call_agent_without_context() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -398,7 +398,7 @@ fn execute_call_agent_without_context() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_empty_agent_name() {
+fn call_agent_empty_agent_name() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -417,7 +417,7 @@ fn execute_call_agent_empty_agent_name() {
 }
 
 #[test]
-fn execute_call_agent_empty_task() {
+fn call_agent_empty_task() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -437,7 +437,7 @@ fn execute_call_agent_empty_task() {
 }
 
 #[test]
-fn execute_call_agent_agent_not_allowed() {
+fn call_agent_agent_not_allowed() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     // Both exist as files; only "h" is allowed.
@@ -465,7 +465,7 @@ fn execute_call_agent_agent_not_allowed() {
 }
 
 #[test]
-fn execute_call_agent_path_in_sub_agents_list_is_never_loaded() {
+fn call_agent_path_in_sub_agents_list_is_never_loaded() {
     // design D9: even a list entry that is a path (which validation would refuse)
     // reaches no file: `<config>/agents/../outside.toml` exists and is valid.
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
@@ -486,7 +486,7 @@ fn execute_call_agent_path_in_sub_agents_list_is_never_loaded() {
 }
 
 #[test]
-fn execute_call_agent_depth_limit_reached() {
+fn call_agent_depth_limit_reached() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -512,7 +512,7 @@ fn execute_call_agent_depth_limit_reached() {
 }
 
 #[test]
-fn execute_call_agent_checks_run_in_spec_order() {
+fn call_agent_checks_run_in_spec_order() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -557,7 +557,7 @@ fn execute_call_agent_checks_run_in_spec_order() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_agent_not_found() {
+fn call_agent_agent_not_found() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     let ctx = s.ctx(0, 3, 30);
@@ -570,7 +570,7 @@ fn execute_call_agent_agent_not_found() {
 }
 
 #[test]
-fn execute_call_agent_invalid_agent_file() {
+fn call_agent_invalid_agent_file() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent(
@@ -612,7 +612,7 @@ fn execute_call_agent_invalid_agent_file() {
 }
 
 #[test]
-fn execute_call_agent_invalid_model() {
+fn call_agent_invalid_model() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("m", "name = \"m\"\nmodel = \"nonsense\"\n");
@@ -647,7 +647,7 @@ fn execute_call_agent_invalid_model() {
 }
 
 #[test]
-fn execute_call_agent_missing_api_key() {
+fn call_agent_missing_api_key() {
     if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
         eprintln!("skipped: ANTHROPIC_API_KEY is set in the environment");
         return;
@@ -690,7 +690,7 @@ fn assert_api_error(r: &ToolResult, head: &str, provider_message: &str) {
 }
 
 #[test]
-fn execute_call_agent_api_error() {
+fn call_agent_api_error() {
     let msg = "The server had an error while processing your request. Sorry about that!";
     let (r, server) = api_error(500, &openai_error(msg, "server_error", Value::Null));
     assert_api_error(
@@ -704,7 +704,7 @@ fn execute_call_agent_api_error() {
 }
 
 #[test]
-fn execute_call_agent_api_auth_error() {
+fn call_agent_api_auth_error() {
     let msg = "Incorrect API key provided: sk-wrong. You can find your API key at \
                https://platform.openai.com/account/api-keys";
     let (r, server) = api_error(
@@ -725,7 +725,7 @@ fn execute_call_agent_api_auth_error() {
 }
 
 #[test]
-fn execute_call_agent_api_rate_limited() {
+fn call_agent_api_rate_limited() {
     let msg = "Rate limit reached for gpt-4o in organization org-123 on requests per min (RPM): \
                Limit 3, Used 3, Requested 1. Please try again in 20s";
     let (r, server) = api_error(
@@ -769,7 +769,7 @@ fn hang(timeout_secs: u64, deadline_secs: u64, ctx_secs: u64) -> (ToolResult, Du
 const TIMEOUT_1S: &str = "Error: sub-agent \"slow\" failed - timeout after 1s. You may retry or proceed without this result.";
 
 #[test]
-fn execute_call_agent_timeout() {
+fn call_agent_timeout() {
     let (r, took) = hang(1, 30, 30);
     assert_error(&r, "t1", TIMEOUT_1S);
     // A bound that proves the own timeout applied, not a speed claim.
@@ -777,21 +777,21 @@ fn execute_call_agent_timeout() {
 }
 
 #[test]
-fn execute_call_agent_timeout_inherits_the_parent_deadline() {
+fn call_agent_timeout_inherits_the_parent_deadline() {
     let (r, took) = hang(0, 1, 1);
     assert_error(&r, "t1", TIMEOUT_1S);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[test]
-fn execute_call_agent_timeout_earlier_parent_deadline_wins() {
+fn call_agent_timeout_earlier_parent_deadline_wins() {
     let (r, took) = hang(20, 1, 1);
     assert_error(&r, "t1", TIMEOUT_1S);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[test]
-fn execute_call_agent_parent_deadline_already_passed() {
+fn call_agent_parent_deadline_already_passed() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("late", &openai_agent("late", "Late."));
@@ -822,7 +822,7 @@ fn execute_call_agent_parent_deadline_already_passed() {
 }
 
 #[test]
-fn execute_call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
+fn call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
     // A `**` glob over a tree stops at the deadline, with D5's exact text,
     // and nothing is sent.
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
@@ -860,7 +860,7 @@ fn execute_call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_sub_agent_exceeding_50_turns() {
+fn call_agent_sub_agent_exceeding_50_turns() {
     // The looper always calls an agent outside its list: each call fails at
     // once (no nested run), and the conversation goes on until the limit.
     let server = FakeServer::json(
@@ -896,7 +896,7 @@ fn execute_call_agent_sub_agent_exceeding_50_turns() {
 }
 
 #[test]
-fn dispatch_unknown_tool() {
+fn run_call_answers_an_unknown_tool_and_runs_call_agent() {
     let server = FakeServer::json(200, &openai_text("dispatched", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -923,13 +923,13 @@ fn dispatch_unknown_tool() {
         ..ToolCall::default()
     };
     assert_error(
-        &dispatch(&unknown, &caller),
+        &run_call(&unknown, &caller),
         "call_rf",
         "Unknown tool: \"read_file\"",
     );
     assert_no_request(&server);
     // call_agent goes to the sub-agent.
-    let r = dispatch(&call("call_ok", "h", "do it"), &caller);
+    let r = run_call(&call("call_ok", "h", "do it"), &caller);
     assert_eq!((r.content.as_str(), r.is_error), ("dispatched", false));
     assert_eq!(r.call_id, "call_ok");
     assert_eq!(server.requests().len(), 1);
@@ -1219,7 +1219,7 @@ fn parallel_calls_at(depth: u32) {
         call("c3", "w", "third"),
         call("c4", "stranger", "fourth"),
     ];
-    let results = execute(&calls, &caller);
+    let results = run_calls(&calls, &caller);
     assert_eq!(
         results,
         [
@@ -1259,18 +1259,18 @@ fn parallel_calls_at(depth: u32) {
 }
 
 #[test]
-fn execute_parallel_returns_results_in_call_order() {
+fn run_calls_in_parallel_returns_results_in_call_order() {
     parallel_calls_at(0);
 }
 
 #[test]
-fn execute_parallel_in_a_sub_agent_runs_calls_at_the_same_time() {
+fn run_calls_in_a_sub_agent_runs_calls_at_the_same_time() {
     // A sub-agent's own `parallel` governs the calls it makes (design D6, §3.10).
     parallel_calls_at(1);
 }
 
 #[test]
-fn execute_sequential_runs_calls_one_after_another_in_order() {
+fn run_calls_sequential_runs_calls_one_after_another_in_order() {
     // Each request notes how many earlier ones had been answered when it
     // arrived: one after another, that is 0, 1, 2 even though the first
     // answer is slow.
@@ -1311,7 +1311,7 @@ fn execute_sequential_runs_calls_one_after_another_in_order() {
         call("c2", "w", "second"),
         call("c3", "w", "third"),
     ];
-    let results = execute(&calls, &caller);
+    let results = run_calls(&calls, &caller);
     let got: Vec<(&str, &str, bool)> = results
         .iter()
         .map(|r| (r.call_id.as_str(), r.content.as_str(), r.is_error))

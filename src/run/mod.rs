@@ -137,7 +137,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         children: &children,
         turn: 0,
     };
-    let run_calls = |turn: u32, calls: &[_]| tool::execute(calls, &Caller { turn, ..caller });
+    let run_calls = |turn: u32, calls: &[_]| tool::run_calls(calls, &Caller { turn, ..caller });
     let tools: Option<&ToolRunner> = if config.sub_agents.is_empty() {
         None
     } else {
