@@ -1,6 +1,7 @@
 //! axe: run LLM agents defined in TOML files, with sub-agent delegation.
 //!
-//! The way through the code follows a run: [`cli`] parses the command line;
+//! The way through the code follows a run: [`cli`] parses the command line
+//! and runs the command (one file each), the user message read from `stdin`;
 //! [`agent`] loads the agent file and [`config`] the global config;
 //! `resolve` turns them into a model, a workdir, context files and a system
 //! prompt; [`provider`] speaks the three wire formats; [`run`] is the
@@ -37,6 +38,7 @@ pub mod run;
 pub mod schema;
 mod snapshot;
 pub mod stderr;
+mod stdin;
 mod text;
 mod tomlfile;
 pub mod tool;

@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use axe::error::Code;
 use axe::stderr;
 
 fn main() -> ExitCode {
@@ -23,7 +24,7 @@ fn main() -> ExitCode {
                 "axe: internal error (a bug in axe): {}\n",
                 axe::redact::redact(&msg)
             ));
-            ExitCode::from(1)
+            ExitCode::from(Code::General as u8)
         }
     };
     // What is queued for stderr goes out before the process ends, unless
