@@ -33,6 +33,7 @@ pub mod redact;
 mod report;
 mod resolve;
 pub mod run;
+pub mod sandbox;
 pub mod schema;
 mod snapshot;
 pub mod stderr;
