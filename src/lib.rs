@@ -40,4 +40,5 @@ pub mod stderr;
 mod text;
 mod tomlfile;
 pub mod tool;
+pub mod tools;
 mod write;
