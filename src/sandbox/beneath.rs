@@ -1,5 +1,5 @@
 //! Files opened beneath one directory by the kernel's word, for the file
-//! tools (design §8, "The sandbox"): every path a model names is resolved by
+//! tools (design §10.2): every path a model names is resolved by
 //! `openat2(2)` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` relative to the
 //! agent's workdir, so `..`, absolute paths, symlinks that lead out,
 //! `/proc/self/root` and a symlink swapped in during the call are refused by

@@ -1,5 +1,5 @@
-//! The Landlock ruleset a sandboxed command runs under (design §8, "The
-//! sandbox"): read and execute on the system's directories, read and write
+//! The Landlock ruleset a sandboxed command runs under (design §10.3):
+//! read and execute on the system's directories, read and write
 //! on the workdir, the command's private temporary directory and what the
 //! agent adds, nothing else; TCP connect and bind denied unless the agent
 //! allows the network (ABI 4 and later); signals and abstract Unix sockets

@@ -1,4 +1,4 @@
-//! The sandbox (design §8, "The sandbox"): what a model's tool call may
+//! The sandbox (design §10.2–§10.5): what a model's tool call may
 //! touch is decided by the kernel. Paths are opened beneath the workdir
 //! with `openat2` (`beneath`); commands run under Landlock in a session of
 //! their own (`landlock`, `process`); descendants a command leaves behind

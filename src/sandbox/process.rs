@@ -1,4 +1,4 @@
-//! A command run as `sh -c` under the sandbox (design §8, "The sandbox"):
+//! A command run as `sh -c` under the sandbox (design §10.3):
 //! a new session and process group, `no_new_privs`, no capabilities, no
 //! core dumps, killed with its parent, the Landlock ruleset applied between `fork` and `exec`;
 //! a reduced environment; stdout and stderr captured together into one

@@ -1,5 +1,5 @@
-//! The built-in tools an agent names in `tools = [...]` (design §8, "The
-//! tools"): one file per tool, and this registry, which names, describes
+//! The built-in tools an agent names in `tools = [...]` (design §10):
+//! one file per tool, and this registry, which names, describes
 //! and runs them. What a call may touch is decided by the sandbox
 //! (`crate::sandbox`): paths through `openat2` beneath the workdir,
 //! commands under Landlock, URLs through a resolver that refuses private
