@@ -5,11 +5,13 @@
 
 mod file;
 mod text;
+mod tools;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use text::{scaffold, show, yes_no};
+pub use tools::{SandboxConfig, ToolsConfig};
 
 use crate::config::RetrySettings;
 use crate::error::Error;
@@ -72,6 +74,8 @@ pub struct AgentConfig {
     pub max_prompt_bytes: Option<u64>,
     /// `[output]`: the shape the answer must have (design D22).
     pub output: Option<OutputConfig>,
+    /// `tools`, `allowed_hosts`, `[sandbox]` (design §10).
+    pub tools: ToolsConfig,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.
