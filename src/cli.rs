@@ -540,12 +540,8 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
             .filter(|t| !t.trim().is_empty())
     });
     let ledger = match &trace {
-        Some(path) => Ledger::with_trace(
-            Path::new(path),
-            cmd.trace_bodies,
-            deadline.left().min(crate::trace::READER_PATIENCE),
-        )
-        .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}")))?,
+        Some(path) => Ledger::with_trace(Path::new(path), cmd.trace_bodies, &deadline)
+            .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}")))?,
         None => Ledger::new(),
     };
     let file_budget = &resolved.agent.config.budget;
@@ -576,13 +572,11 @@ fn run(cmd: RunCmd) -> Result<(), Error> {
         let ledger = ctx.ledger.clone();
         interrupt::on_signal(move |why| ledger.interrupt(why))
     };
-    let progress = progress::wanted(cmd.json, cmd.quiet)
+    let progress = progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
         .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
     let outcome = run::run_agent(&resolved, input.text(), &ctx);
-    // Erases the view before anything else is printed; the trace's last
-    // lines go out before the answer, which may share their pipe.
+    // Erases the view before anything else is printed.
     drop(progress);
-    ctx.ledger.flush_trace();
     let mut outcome = outcome?;
     outcome.duration = started.elapsed();
     if let Some(what) = outcome.incomplete() {
