@@ -169,10 +169,33 @@ fn open_file(path: &Path) -> io::Result<Sink> {
         Some(last) => last_byte(&file, last)? != b'\n',
         None => false,
     };
+    // `--trace /dev/stdout > run.log`: written through stdout's own
+    // descriptor, the trace shares its offset with the answer, which would
+    // otherwise be written over the trace's first lines.
+    let file = std_stream_of(&meta).unwrap_or(file);
     Ok(Sink::File(Mutex::new(TraceFile {
         file,
         needs_newline,
     })))
+}
+
+/// A descriptor of stdout or stderr (in that order) when it is the file
+/// `meta` describes.
+#[cfg(unix)]
+fn std_stream_of(meta: &Metadata) -> Option<File> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let (out, err) = (io::stdout(), io::stderr());
+    [out.as_fd(), err.as_fd()].into_iter().find_map(|fd| {
+        let file = File::from(fd.try_clone_to_owned().ok()?);
+        let m = file.metadata().ok()?;
+        (m.dev() == meta.dev() && m.ino() == meta.ino()).then_some(file)
+    })
+}
+
+#[cfg(not(unix))]
+fn std_stream_of(_: &Metadata) -> Option<File> {
+    None
 }
 
 /// A pipe or character device, opened to write, with its queue;
@@ -233,11 +256,14 @@ fn open_stream(_: &Path, _: Duration, _: &mut bool) -> io::Result<Sink> {
 
 /// Appends `line` to `file` whole or not at all: a write cut short (a full
 /// disk) is undone by cutting the file back to where it was, so the trace
-/// never ends in half a line.
+/// never ends in half a line (and stdout's offset, when the file is
+/// stdout's, goes back with it).
 fn write_whole(file: &mut File, line: &[u8]) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
     let before = file.metadata()?.len();
     file.write_all(line).inspect_err(|_| {
         let _ = file.set_len(before);
+        let _ = file.seek(SeekFrom::Start(before));
     })
 }
 
