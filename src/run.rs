@@ -260,6 +260,10 @@ fn report_end(ctx: &Ctx, took: Duration, result: &Result<Outcome, Error>) {
     }
     let turn = result.as_ref().map_or(0, |o| o.turns);
     ctx.ledger.event("run_end", &ctx.place, turn, end);
+    if ctx.depth == 0 {
+        // The answer, printed next, may share the trace's pipe.
+        ctx.ledger.flush_trace();
+    }
 }
 
 /// A test hook, compiled into debug builds only: the agent named by

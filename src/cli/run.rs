@@ -75,13 +75,11 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         let ledger = ctx.ledger.clone();
         interrupt::on_signal(move |why| ledger.interrupt(why))
     };
-    let progress = progress::wanted(cmd.json, cmd.quiet)
+    let progress = progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
         .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
     let outcome = run::run_agent(&resolved, input.text(), &ctx);
-    // Erases the view before anything else is printed; the trace's last
-    // lines go out before the answer, which may share their pipe.
+    // Erases the view before anything else is printed.
     drop(progress);
-    ctx.ledger.flush_trace();
     let mut outcome = outcome?;
     outcome.duration = started.elapsed();
     if let Some(what) = outcome.incomplete() {
@@ -136,12 +134,8 @@ fn open_ledger(trace: Option<String>, bodies: bool, deadline: &Deadline) -> Resu
             .filter(|t| !t.trim().is_empty())
     });
     match &trace {
-        Some(path) => Ledger::with_trace(
-            Path::new(path),
-            bodies,
-            deadline.left().min(crate::trace::READER_PATIENCE),
-        )
-        .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}"))),
+        Some(path) => Ledger::with_trace(Path::new(path), bodies, deadline)
+            .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}"))),
         None => Ok(Ledger::new()),
     }
 }
