@@ -7,8 +7,9 @@
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path, the calls of one response at
 //! once through `pool`. The [`ledger`] collects what the whole tree did
-//! (trace, usage, budgets); `report` prints the dry run, `--json` and
-//! `--verbose`; [`stderr`] writes everything that goes to stderr. `graph`
+//! (trace, usage, budgets) and `trace` writes its lines; `report` prints the
+//! dry run, `--json` and `--verbose`; [`stderr`] writes everything that goes
+//! to stderr, through the same kind of `queue` as a trace on a pipe. `graph`
 //! loads the delegation graph without running anything, for `axe agents
 //! check` and `axe agents tree`. docs/design.md says why; README.md's
 //! "Layout" has a line per module.
