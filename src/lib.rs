@@ -8,11 +8,14 @@
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path, the calls of one response at
 //! once through `pool`, each sub-agent loaded once per run (`snapshot`).
-//! The [`ledger`] collects what the whole tree did (trace, usage, budgets);
-//! `report` prints the dry run, `--json` and `--verbose`; [`stderr`] writes
-//! everything that goes to stderr. `graph` loads the delegation graph
-//! without running anything, for `axe agents check` and `axe agents tree`.
-//! docs/design.md says why; README.md's "Layout" has a line per module.
+//! The built-in tools (`read_file`, `run_command`, ...) are in [`tools`],
+//! confined by [`sandbox`]. The [`ledger`] collects what the whole tree did
+//! (trace, usage, budgets) and `trace` writes its lines; `report` prints the
+//! dry run, `--json` and `--verbose`; [`stderr`] writes everything that goes
+//! to stderr, through the same kind of `queue` as a trace on a pipe. `graph`
+//! loads the delegation graph without running anything, for `axe agents
+//! check` and `axe agents tree`. docs/design.md says why; README.md's
+//! "Layout" has a line per module.
 //!
 //! The modules that are public are the ones the binary, the tests and the
 //! benchmark use.

@@ -1,6 +1,7 @@
 //! Where `--trace` lines go (design §7.2), each written whole. A regular
-//! file is appended to on the caller's thread, and a write cut short is cut
-//! back. A pipe, a terminal or another character device (`--trace
+//! file is appended to on the caller's thread (through stdout's or
+//! stderr's own descriptor when it is their file), and a write cut short is
+//! cut back. A pipe, a terminal or another character device (`--trace
 //! /dev/stdout | jq`, `--trace >(jq ...)`, `--trace /dev/stderr`) is
 //! written through a [`Queue`] of its own, as stderr is, so that a reader
 //! that stalls never holds the run. A directory, a socket or a block device
