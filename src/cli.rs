@@ -10,7 +10,7 @@ use argh::FromArgs;
 use crate::agent;
 use crate::config::{self, GlobalConfig};
 use crate::deadline::Deadline;
-use crate::error::Error;
+use crate::error::{During, Error};
 use crate::graph;
 use crate::interrupt;
 use crate::ledger::{Budget, Ledger, Place};
@@ -348,7 +348,9 @@ fn agents_init(name: &str) -> Result<(), Error> {
 fn agents_edit(name: &str) -> Result<(), Error> {
     let path = paths::agent_file(name)?;
     if !path.is_file() {
-        return Err(Error::config(format!("agent config not found: {name}")));
+        return Err(Error::AgentNotFound {
+            name: name.to_string(),
+        });
     }
     let editor = ["VISUAL", "EDITOR"]
         .iter()
@@ -456,10 +458,10 @@ fn read_stdin(deadline: &Deadline) -> Result<Vec<u8>, Error> {
     loop {
         let left = deadline.left();
         if left.is_zero() {
-            return Err(Error::api(format!(
-                "timeout after {}s while reading stdin",
-                deadline.secs
-            )));
+            return Err(Error::TimedOut {
+                secs: deadline.secs,
+                during: During::ReadingStdin,
+            });
         }
         let mut ready = libc::pollfd {
             fd: FD,

@@ -147,7 +147,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             what.push_str(": ");
             what.push_str(why);
         }
-        resp.refusal = Some(what);
+        resp.declined = Some(what);
     }
     resp.stop_reason = stop_reason;
     for (i, block) in wire.content.into_iter().enumerate() {
