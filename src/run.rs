@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::config::GlobalConfig;
 use crate::deadline::{Deadline, millis};
-use crate::error::Error;
+use crate::error::{During, Error};
 use crate::ledger::{self, Budget, Children, Ledger, Place};
 use crate::provider::{
     Change, Cut, ErrorKind, Kind, Message, Notice, Provider, Request, RetryPolicy, ToolCall,
@@ -155,7 +155,7 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         tools,
         tool_choice,
         parallel_tool_calls: config.sub_agents_config.parallel,
-        output_schema: resolved.output.as_ref().map(|o| o.schema.clone()),
+        output_schema: resolved.output_schema.as_ref().map(|o| o.schema.clone()),
     };
     // The top-level agent's own budget is the caller's to set (the command
     // line wins over the file); a sub-agent's bounds its subtree.
@@ -191,7 +191,13 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     let started = Instant::now();
     report_start(ctx, &provider, &req.model, offered);
     note_unsent_schema(ctx, &provider, &req);
-    let result = converse(&provider, req, ctx, execute, resolved.output.as_deref());
+    let result = converse(
+        &provider,
+        req,
+        ctx,
+        execute,
+        resolved.output_schema.as_deref(),
+    );
     report_end(ctx, started.elapsed(), &result);
     result
 }
@@ -439,8 +445,8 @@ pub fn converse(
                 resp.tool_calls.len()
             ));
         }
-        if let Some(what) = resp.refusal {
-            let e = Error::Refused {
+        if let Some(what) = resp.declined {
+            let e = Error::Declined {
                 provider: provider.kind,
                 what,
             };
@@ -556,10 +562,10 @@ fn shaped(
             out.output = Some(value);
             Ok(true)
         }
-        Checked::TimedOut => Err(Error::api(format!(
-            "timeout after {}s (while checking the answer against the output schema)",
-            ctx.deadline.secs
-        ))),
+        Checked::TimedOut => Err(Error::TimedOut {
+            secs: ctx.deadline.secs,
+            during: During::CheckingAnswer,
+        }),
         Checked::Invalid(problems) => {
             repair(req, out, shape, problems, answer, ctx)?;
             Ok(false)

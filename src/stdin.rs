@@ -4,7 +4,7 @@
 //! (design §6.2, §6.3). Files are read by `read`, beside this.
 
 use crate::deadline::Deadline;
-use crate::error::Error;
+use crate::error::{During, Error};
 
 /// The most of stdin axe reads.
 pub const MAX_BYTES: u64 = 32 << 20;
@@ -21,10 +21,10 @@ pub fn read_all(deadline: &Deadline) -> Result<Vec<u8>, Error> {
     loop {
         let left = deadline.left();
         if left.is_zero() {
-            return Err(Error::api(format!(
-                "timeout after {}s while reading stdin",
-                deadline.secs
-            )));
+            return Err(Error::TimedOut {
+                secs: deadline.secs,
+                during: During::ReadingStdin,
+            });
         }
         let mut ready = libc::pollfd {
             fd: FD,

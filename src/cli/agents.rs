@@ -81,7 +81,9 @@ fn init(name: &str) -> Result<(), Error> {
 fn edit(name: &str) -> Result<(), Error> {
     let path = paths::agent_file(name)?;
     if !path.is_file() {
-        return Err(Error::config(format!("agent config not found: {name}")));
+        return Err(Error::AgentNotFound {
+            name: name.to_string(),
+        });
     }
     let editor = ["VISUAL", "EDITOR"]
         .iter()

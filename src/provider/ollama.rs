@@ -126,7 +126,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
         cache_read_tokens: 0,
         tool_calls,
         retries: 0,
-        refusal: None,
+        declined: None,
         paused: None,
     })
 }
