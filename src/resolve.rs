@@ -84,6 +84,9 @@ pub struct Resolved {
     pub system_prompt: String,
     /// The output schema the answer must match, compiled (design D22).
     pub output_schema: Option<Arc<OutputSchema>>,
+    /// The built-in tools it listed, with its workdir opened and its
+    /// sandbox policy (design §10); none when it lists no tool.
+    pub tools: Option<Arc<crate::tools::Kit>>,
 }
 
 /// Resolves `agent` with `overrides`; relative paths given on the command line
@@ -127,6 +130,7 @@ pub fn resolve(
     skipped.extend(over);
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
     let system_prompt = system_prompt(base, skill.as_deref(), &files);
+    let tools = crate::tools::kit(&agent.config.tools, &workdir)?.map(Arc::new);
     Ok(Resolved {
         agent,
         model,
@@ -137,6 +141,7 @@ pub fn resolve(
         skipped,
         system_prompt,
         output_schema,
+        tools,
     })
 }
 

@@ -7,6 +7,7 @@
 //! A tool never fails its caller: every outcome is a [`Done`].
 
 mod edit_file;
+mod kit;
 mod list_directory;
 mod read_file;
 mod run_command;
@@ -19,6 +20,8 @@ use std::time::Instant;
 
 use crate::provider::{Tool, ToolParameter};
 use crate::sandbox::{Policy, Root};
+
+pub use kit::{Kit, kit};
 
 /// The most bytes of one tool's result that reach the model.
 pub const MAX_RESULT_BYTES: usize = 32 * 1024;
