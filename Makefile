@@ -34,6 +34,7 @@ unit:
 bench:
 	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
 	$(CARGO) bench --bench delegation
+	$(CARGO) bench --bench tools
 
 ## fuzz: every fuzzer in tests/fuzz.rs (response bodies, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a

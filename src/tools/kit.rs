@@ -56,7 +56,10 @@ pub fn kit(config: &ToolsConfig, workdir: &Path) -> Result<Option<Kit>, Error> {
         Mode::Off
     };
     let root = Root::open(workdir).map_err(|e| {
-        Error::config(format!("cannot open the workdir {}: {e}", workdir.display()))
+        Error::config(format!(
+            "cannot open the workdir {}: {e}",
+            workdir.display()
+        ))
     })?;
     let expand = |list: &[String]| {
         list.iter()
