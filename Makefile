@@ -58,6 +58,10 @@ example: build
 	@echo
 	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run lead --dry-run \
 		-p "Is the error handling sound?"
+	@echo
+	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run checks --dry-run
+	@for a in test-runner lint-checker code-reader; do echo; \
+		XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run $$a --dry-run -p "(the task)" | head -30; done
 
 ## demo: a real model end to end, no key needed: llama.cpp's own server (the
 ## xllamacpp wheel, nothing to compile) and Qwen2.5-Coder 0.5B (491 MB from
