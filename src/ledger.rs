@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::deadline::millis;
+use crate::deadline::{Deadline, millis};
 use crate::trace::Trace;
 use crate::trace_event::{Ending, TraceEvent};
 
@@ -207,9 +207,11 @@ impl Ledger {
     /// A tree tracing to `path` (design §7.2): a regular file is appended
     /// to (created 0600 when missing), so one file can collect many runs,
     /// told apart by `run_id`; a pipe or a terminal is written through a
-    /// queue that never holds the run. A FIFO's reader is waited for at most
-    /// `patience`. With `bodies`, requests and responses carry their messages.
-    pub fn with_trace(path: &Path, bodies: bool, patience: Duration) -> std::io::Result<Ledger> {
+    /// queue that never holds the run. A FIFO's reader is waited for a
+    /// short while, never past `deadline`. With `bodies`, requests and
+    /// responses carry their messages.
+    pub fn with_trace(path: &Path, bodies: bool, deadline: &Deadline) -> std::io::Result<Ledger> {
+        let patience = deadline.left().min(crate::trace::READER_PATIENCE);
         Ok(Ledger {
             trace: Some(Trace::open(path, patience)?),
             bodies,
@@ -224,6 +226,11 @@ impl Ledger {
         if let Some(trace) = self.trace.as_ref().filter(|t| t.working()) {
             trace.write(event.line(&self.run_id, place, turn, self.bodies));
         }
+    }
+
+    /// Whether the trace goes to a terminal.
+    pub fn trace_on_terminal(&self) -> bool {
+        self.trace.as_ref().is_some_and(Trace::on_terminal)
     }
 
     /// Waits (a while) until the trace's lines are written: before the

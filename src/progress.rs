@@ -31,11 +31,14 @@ pub struct Progress {
 }
 
 /// Whether the view should be shown: stderr is a terminal that can move its
-/// cursor (not `TERM=dumb`), and neither `--json` nor `--quiet` was given.
-pub fn wanted(json: bool, quiet: bool) -> bool {
+/// cursor (not `TERM=dumb`), neither `--json` nor `--quiet` was given, and
+/// the trace does not go to a terminal.
+pub fn wanted(json: bool, quiet: bool, ledger: &Ledger) -> bool {
     use std::io::IsTerminal;
     !json
         && !quiet
+        // A trace written to a terminal would be drawn over.
+        && !ledger.trace_on_terminal()
         && std::io::stderr().is_terminal()
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }

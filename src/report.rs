@@ -63,7 +63,7 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
         s.push_str(&format!("Timeout:   {t}s\n"));
     }
     // Only when there is one: without, the report is as design §2.9 gives it.
-    if let Some(o) = &r.output {
+    if let Some(o) = &r.output_schema {
         let schema = serde_json::to_string_pretty(&o.schema).unwrap_or_default();
         s.push_str(&format!(
             "\n--- Output Schema ---\n{schema}\nMax Repairs: {}\n",

@@ -12,10 +12,10 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use crate::agent::Agent;
 use crate::deadline::Deadline;
-use crate::error::Error;
+use crate::error::{During, Error};
 use crate::paths;
 use crate::provider::ModelRef;
-use crate::read::{self, Refused};
+use crate::read::{self, Unreadable};
 use crate::schema::{self, OutputSchema};
 
 /// The user message when neither `--prompt` nor stdin gives one.
@@ -82,8 +82,11 @@ pub struct Resolved {
     pub files: Vec<ContextFile>,
     pub skipped: Vec<Skipped>,
     pub system_prompt: String,
-    /// The shape the answer must have, compiled (design D22).
-    pub output: Option<Arc<OutputSchema>>,
+    /// The output schema the answer must match, compiled (design D22).
+    pub output_schema: Option<Arc<OutputSchema>>,
+    /// The built-in tools it listed, with its workdir opened and its
+    /// sandbox policy (design §10); none when it lists no tool.
+    pub tools: Option<Arc<crate::tools::Kit>>,
 }
 
 /// Resolves `agent` with `overrides`; relative paths given on the command line
@@ -103,13 +106,10 @@ pub fn resolve(
         (Some(m), _, _) | (None, Some(m), _) => ModelRef::parse(m)?,
         (None, None, Some(caller)) => caller.clone(),
         (None, None, None) => {
-            return Err(Error::config(
-                "agent config missing required field: model (at top level an agent needs its \
-                 own model or --model; only a sub-agent inherits its caller's)",
-            ));
+            return Err(Error::NoModel);
         }
     };
-    let output = schema::load(
+    let output_schema = schema::load(
         agent.config.output.as_ref(),
         overrides.output_schema.as_deref(),
         agent.config_dir(),
@@ -130,6 +130,7 @@ pub fn resolve(
     skipped.extend(over);
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
     let system_prompt = system_prompt(base, skill.as_deref(), &files);
+    let tools = crate::tools::kit(&agent.config.tools, &workdir)?.map(Arc::new);
     Ok(Resolved {
         agent,
         model,
@@ -139,7 +140,8 @@ pub fn resolve(
         files,
         skipped,
         system_prompt,
-        output,
+        output_schema,
+        tools,
     })
 }
 
@@ -218,14 +220,8 @@ fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<P
     };
     match fs::metadata(&dir) {
         Ok(m) if m.is_dir() => Ok(dir),
-        Ok(_) => Err(Error::config(format!(
-            "workdir is not a directory: {}",
-            dir.display()
-        ))),
-        Err(_) => Err(Error::config(format!(
-            "workdir does not exist: {}",
-            dir.display()
-        ))),
+        Ok(_) => Err(Error::WorkdirNotDirectory { path: dir }),
+        Err(_) => Err(Error::WorkdirNotFound { path: dir }),
     }
 }
 
@@ -258,14 +254,13 @@ fn resolve_skill(
             Some(path),
             Some(String::from_utf8_lossy(&bytes).into_owned()),
         )),
-        Err(Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::config(
-            format!("skill not found: {}", path.display()),
-        )),
-        Err(e) => Err(Error::config(format!(
-            "cannot read skill {}: {}",
-            path.display(),
-            refusal(&e)
-        ))),
+        Err(Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::SkillNotFound { path })
+        }
+        Err(e) => Err(Error::SkillUnreadable {
+            why: why_unread(&e),
+            path,
+        }),
     }
 }
 
@@ -343,8 +338,8 @@ pub fn collect_files(
                 continue;
             }
             Ok(None) => "binary".to_string(),
-            Err(Refused::Io(e)) => format!("unreadable: {e}"),
-            Err(e) => refusal(&e),
+            Err(Unreadable::Io(e)) => format!("unreadable: {e}"),
+            Err(e) => why_unread(&e),
         };
         skipped.push(Skipped { path: rel, reason });
     }
@@ -368,7 +363,10 @@ fn compile(pattern: &str) -> Result<GlobMatcher, Error> {
         .backslash_escape(true)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| Error::config(format!("invalid glob {pattern:?}: {}", e.kind())))
+        .map_err(|e| Error::InvalidGlob {
+            pattern: pattern.to_string(),
+            why: e.kind().to_string(),
+        })
 }
 
 /// Splits a pattern into the leading directories without glob syntax (where
@@ -391,10 +389,10 @@ fn split_literal_base(pattern: &str) -> (String, Vec<String>) {
     (base, comps[n..].iter().map(|c| c.to_string()).collect())
 }
 
-/// Why a file was not read, as a skip reason or after `cannot read X: `.
-fn refusal(e: &Refused) -> String {
+/// Why a file was not read, as a skip reason or after `cannot read skill X: `.
+fn why_unread(e: &Unreadable) -> String {
     match e {
-        Refused::TooLarge { size, limit } => {
+        Unreadable::TooLarge { size, limit } => {
             format!("larger than max_file_bytes, {limit}: {size} bytes")
         }
         other => other.to_string(),
@@ -403,10 +401,10 @@ fn refusal(e: &Refused) -> String {
 
 /// The error for a deadline that passed while context files were read.
 fn deadline_passed(deadline: &Deadline) -> Error {
-    Error::api(format!(
-        "timeout after {}s (while reading context files)",
-        deadline.secs
-    ))
+    Error::TimedOut {
+        secs: deadline.secs,
+        during: During::ReadingContextFiles,
+    }
 }
 
 /// One glob's walk: the matches so far, and when to give up.
@@ -506,6 +504,10 @@ mod tests {
     #[test]
     fn invalid_glob_is_a_config_error() {
         let err = collect_files(Path::new("."), &["src/[".into()], 1 << 20, &later()).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidGlob { pattern, .. } if pattern == "src/["),
+            "{err:?}"
+        );
         assert_eq!(err.exit_code(), crate::error::Code::Config);
         assert!(
             err.to_string().starts_with("invalid glob \"src/[\""),
@@ -526,6 +528,16 @@ mod tests {
         };
         let err =
             collect_files(Path::new("."), &["src/**/*.rs".into()], 1 << 20, &passed).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::TimedOut {
+                    secs: 7,
+                    during: During::ReadingContextFiles
+                }
+            ),
+            "{err:?}"
+        );
         assert_eq!(err.exit_code(), crate::error::Code::Api);
         assert_eq!(
             err.to_string(),

@@ -1,6 +1,6 @@
 //! The one writer of stderr, and what writes through it: warnings (and
 //! `--quiet`), the `--verbose` reporter, the live progress view's frames and
-//! the final error line. All of it goes through one [`Queue`], written by a
+//! the final error line. All of it goes through one `Queue`, written by a
 //! thread of its own, so that a stderr nobody reads (a full pipe, a stopped
 //! terminal) never blocks a run: a sub-agent keeps its deadline however
 //! stderr is doing. The queue is bounded; lines that do not fit are

@@ -1,6 +1,7 @@
 //! Where `--trace` lines go (design §7.2), each written whole. A regular
-//! file is appended to on the caller's thread, and a write cut short is cut
-//! back. A pipe, a terminal or another character device (`--trace
+//! file is appended to on the caller's thread (through stdout's or
+//! stderr's own descriptor when it is their file), and a write cut short is
+//! cut back. A pipe, a terminal or another character device (`--trace
 //! /dev/stdout | jq`, `--trace >(jq ...)`, `--trace /dev/stderr`) is
 //! written through a [`Queue`] of its own, as stderr is, so that a reader
 //! that stalls never holds the run. A directory, a socket or a block device
@@ -25,6 +26,8 @@ pub struct Trace {
     sink: Sink,
     /// Set after a write to a file failed: tracing stops, the run goes on.
     broken: AtomicBool,
+    /// The trace goes to a terminal.
+    terminal: bool,
 }
 
 enum Sink {
@@ -57,11 +60,12 @@ impl Trace {
     /// no reader, a reader is waited for at most `patience`. Nothing here
     /// blocks, whatever appears at `path` meanwhile.
     pub fn open(path: &Path, patience: Duration) -> io::Result<Trace> {
+        let mut terminal = false;
         let sink = match std::fs::metadata(path) {
             Ok(m) if m.is_file() => open_file(path)?,
             Ok(m) => match refused(&m) {
                 Some(what) => return Err(io::Error::other(what)),
-                None => open_stream(path, patience)?,
+                None => open_stream(path, patience, &mut terminal)?,
             },
             Err(e) if e.kind() == io::ErrorKind::NotFound => open_file(path)?,
             Err(e) => return Err(e),
@@ -69,7 +73,14 @@ impl Trace {
         Ok(Trace {
             sink,
             broken: AtomicBool::new(false),
+            terminal,
         })
+    }
+
+    /// Whether the trace goes to a terminal (where the live progress view
+    /// would draw over its lines).
+    pub fn on_terminal(&self) -> bool {
+        self.terminal
     }
 
     /// Whether lines still go anywhere (no write has failed).
@@ -159,15 +170,39 @@ fn open_file(path: &Path) -> io::Result<Sink> {
         Some(last) => last_byte(&file, last)? != b'\n',
         None => false,
     };
+    // `--trace /dev/stdout > run.log`: written through stdout's own
+    // descriptor, the trace shares its offset with the answer, which would
+    // otherwise be written over the trace's first lines.
+    let file = std_stream_of(&meta).unwrap_or(file);
     Ok(Sink::File(Mutex::new(TraceFile {
         file,
         needs_newline,
     })))
 }
 
-/// A pipe or character device, opened to write, with its queue.
+/// A descriptor of stdout or stderr (in that order) when it is the file
+/// `meta` describes.
 #[cfg(unix)]
-fn open_stream(path: &Path, patience: Duration) -> io::Result<Sink> {
+fn std_stream_of(meta: &Metadata) -> Option<File> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let (out, err) = (io::stdout(), io::stderr());
+    [out.as_fd(), err.as_fd()].into_iter().find_map(|fd| {
+        let file = File::from(fd.try_clone_to_owned().ok()?);
+        let m = file.metadata().ok()?;
+        (m.dev() == meta.dev() && m.ino() == meta.ino()).then_some(file)
+    })
+}
+
+#[cfg(not(unix))]
+fn std_stream_of(_: &Metadata) -> Option<File> {
+    None
+}
+
+/// A pipe or character device, opened to write, with its queue;
+/// `terminal` is set when it is one.
+#[cfg(unix)]
+fn open_stream(path: &Path, patience: Duration, terminal: &mut bool) -> io::Result<Sink> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let mut o = OpenOptions::new();
@@ -209,22 +244,27 @@ fn open_stream(path: &Path, patience: Duration) -> io::Result<Sink> {
     if !cleared {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: isatty only asks about a descriptor this function owns.
+    *terminal = unsafe { libc::isatty(fd) } == 1;
     let queue = Box::leak(Box::new(Queue::new(Dest::Trace(file), "axe-trace")));
     Ok(Sink::Stream(queue))
 }
 
 #[cfg(not(unix))]
-fn open_stream(_: &Path, _: Duration) -> io::Result<Sink> {
+fn open_stream(_: &Path, _: Duration, _: &mut bool) -> io::Result<Sink> {
     Err(io::Error::other("not a regular file"))
 }
 
 /// Appends `line` to `file` whole or not at all: a write cut short (a full
 /// disk) is undone by cutting the file back to where it was, so the trace
-/// never ends in half a line.
+/// never ends in half a line (and stdout's offset, when the file is
+/// stdout's, goes back with it).
 fn write_whole(file: &mut File, line: &[u8]) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
     let before = file.metadata()?.len();
     file.write_all(line).inspect_err(|_| {
         let _ = file.set_len(before);
+        let _ = file.seek(SeekFrom::Start(before));
     })
 }
 

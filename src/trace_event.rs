@@ -322,11 +322,11 @@ fn error_kind(error: &Error) -> String {
     let kind = match error {
         Error::Provider(e) => return format!("{:?}", e.kind),
         Error::Budget(_) => "budget",
-        Error::Refused { .. } => "refusal",
+        Error::Declined { .. } => "refusal",
         Error::Output { .. } => "output",
         Error::TooManyTurns(_) => "turns",
         // A deadline that passed outside a request: checking the answer.
-        Error::Api(_) => "Timeout",
+        Error::TimedOut { .. } => "Timeout",
         _ => "general",
     };
     kind.to_string()

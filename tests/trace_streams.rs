@@ -114,6 +114,38 @@ fn a_trace_to_stdout_shares_the_pipe_with_the_answer_line_by_line() {
 }
 
 #[test]
+fn a_trace_to_stdout_redirected_to_a_file_is_not_written_over_by_the_answer() {
+    let (home, server) = fan_out();
+    // `axe run lead --trace /dev/stdout > out.jsonl`: the shell's `>`
+    // opens the file without O_APPEND, at offset 0.
+    let out_path = home.dir.path().join("out.jsonl");
+    let out = std::fs::File::create(&out_path).unwrap();
+    let mut child = axe(&home, &server)
+        .args(["run", "lead", "--trace", "/dev/stdout", "--trace-bodies"])
+        .stdout(out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("axe hung");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status}");
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    let trace = text
+        .strip_suffix("lead done\n")
+        .unwrap_or_else(|| panic!("the answer is not last: {}", &text[..text.len().min(200)]));
+    check_events(trace);
+}
+
+#[test]
 fn a_trace_to_a_fifo_goes_to_its_reader() {
     let (home, server) = fan_out();
     let fifo = home.dir.path().join("trace.fifo");

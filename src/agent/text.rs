@@ -41,6 +41,29 @@ model = "provider/model-name"
 # Agents this agent may delegate to through the call_agent tool.
 # sub_agents = ["helper"]
 
+# Built-in tools: read_file, list_directory, search_files, write_file,
+# edit_file, run_command, url_fetch. Files stay beneath the workdir (the
+# kernel resolves every path); run_command runs sh -c under Landlock. A
+# sub-agent gets only the tools its own file lists.
+# tools = ["read_file", "search_files"]
+
+# Hosts url_fetch may reach: exact names or *.suffix (default: any public
+# host; private and local addresses are refused unless [sandbox] allows).
+# allowed_hosts = ["docs.rs", "*.github.io"]
+
+# What run_command may touch beyond the system's directories, the workdir
+# and a private TMPDIR: extra paths to read (and run programs from) or to
+# write, TCP (network), private addresses for url_fetch (private_networks),
+# environment variables to pass (never a key). mode = "off" runs commands
+# without Landlock, where the kernel has none.
+# [sandbox]
+# mode = "landlock"
+# read = ["~/.cargo", "~/.rustup"]
+# write = []
+# network = false
+# private_networks = false
+# env = ["CARGO_HOME"]
+
 # Sub-agent settings. max_depth: nesting limit for the whole tree (0 means 3,
 # at most 5); parallel: run the calls of one response at the same time;
 # timeout: seconds per sub-agent call (0 means the parent's deadline);
@@ -216,6 +239,7 @@ mod tests {
             "retry",
             "budget",
             "output",
+            "sandbox",
         ]
         .into_iter()
         .flat_map(super::super::file::known_keys)

@@ -149,7 +149,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             what.push_str(": ");
             what.push_str(why);
         }
-        resp.refusal = Some(what);
+        resp.declined = Some(what);
     }
     if stop_reason == "pause_turn" {
         // Sent back whole, every block as it came (server tool calls and

@@ -14,7 +14,7 @@ use super::adjust::{self, Change, Quirks};
 use super::error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
 };
-use super::retry::{RetryPolicy, retry_hint, should_retry_hint};
+use super::retry::{RetryPolicy, retry_hint, retryable_status, should_retry_hint};
 use super::{Kind, Request, Response, anthropic, ollama, openai};
 use crate::redact;
 use crate::text::one_line;
@@ -282,8 +282,7 @@ impl Provider {
         if !(200..300).contains(&status) {
             let detail = error_detail(&text);
             let error = status_error(self.kind, status, &detail, location.as_deref());
-            let retryable = matches!(status, 429 | 500 | 502 | 503 | 504 | 529)
-                || error.kind == ErrorKind::Overloaded;
+            let retryable = retryable_status(status, error.kind);
             return Err(Attempt {
                 error,
                 detail: Box::new(detail),

@@ -28,7 +28,9 @@ pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,
 };
 pub use http::{MAX_BODY_BYTES, Notice, Provider, Retry};
-pub use retry::{RetryPolicy, http_date, retry_hint, should_retry_hint};
+pub use retry::{
+    RETRYABLE_STATUSES, RetryPolicy, http_date, retry_hint, retryable_status, should_retry_hint,
+};
 pub use types::*;
 pub(crate) use wire::*;
 

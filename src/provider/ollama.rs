@@ -53,10 +53,10 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             tool_calls,
             |c| json!({"function": {"name": c.name, "arguments": arguments_object(c)}}),
         )),
-        // Ollama has no tool_call_id: one `tool` message per result, in
-        // order, naming the tool that ran (`tool_name`).
         // Only the Anthropic wire pauses a turn.
         Message::Paused(_) => {}
+        // Ollama has no tool_call_id: one `tool` message per result, in
+        // order, naming the tool that ran (`tool_name`).
         Message::ToolResults(results) => {
             for r in results {
                 out.push(json!({"role": "tool", "content": r.content, "tool_name": r.tool_name}));
@@ -126,7 +126,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
         cache_read_tokens: 0,
         tool_calls,
         retries: 0,
-        refusal: None,
+        declined: None,
         paused: None,
     })
 }

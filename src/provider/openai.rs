@@ -161,7 +161,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
         cache_read_tokens: count(&wire.usage["prompt_tokens_details"]["cached_tokens"]),
         tool_calls,
         retries: 0,
-        refusal: choice
+        declined: choice
             .message
             .refusal
             .as_str()

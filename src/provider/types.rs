@@ -151,7 +151,7 @@ pub struct Response {
     pub retries: u32,
     /// The model declined to answer: `the model refused to answer`, then
     /// its own words or the provider's reason where the wire carries them.
-    pub refusal: Option<String>,
+    pub declined: Option<String>,
     /// Why the answer is incomplete, when it is.
     pub cut: Option<Cut>,
     /// The server paused the turn (Anthropic's `pause_turn`, a long

@@ -238,9 +238,9 @@ impl Conversation<'_> {
     fn next(&mut self, turn: u32, mut response: Response) -> Result<Next, Failure> {
         // Step 4: a refusal ends the run (design §5.2); a paused turn goes
         // back as it came (design §5.5).
-        if let Some(what) = response.refusal {
+        if let Some(what) = response.declined {
             let provider = self.provider.kind;
-            return Err(Error::Refused { provider, what }.into());
+            return Err(Error::Declined { provider, what }.into());
         }
         if let Some(blocks) = response.paused.take()
             && response.tool_calls.is_empty()

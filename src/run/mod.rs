@@ -147,7 +147,8 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     let started = Instant::now();
     report_start(ctx, &provider, &req.model, offered);
     note_unsent_schema(ctx, &provider, &req);
-    let result = converse(&provider, req, ctx, tools, resolved.output.as_deref());
+    let output = resolved.output_schema.as_deref();
+    let result = converse(&provider, req, ctx, tools, output);
     report_end(ctx, started.elapsed(), &result);
     result
 }
@@ -196,6 +197,10 @@ fn report_end(ctx: &Ctx, took: Duration, result: &Result<Outcome, Error>) {
     let totals = (ctx.depth == 0).then(|| ledger::totals(&ctx.ledger.usage()));
     let end = TraceEvent::RunEnd { took, end, totals };
     ctx.ledger.event(&ctx.place, turn, end);
+    if ctx.depth == 0 {
+        // The answer, printed next, may share the trace's pipe.
+        ctx.ledger.flush_trace();
+    }
 }
 
 /// A test hook, compiled into debug builds only: the agent named by

@@ -6,7 +6,7 @@
 //! §3.15).
 
 use super::{Ctx, MAX_TURNS, Outcome};
-use crate::error::Error;
+use crate::error::{During, Error};
 use crate::provider::{Message, Request};
 use crate::schema::{Checked, OutputSchema};
 use crate::trace_event::TraceEvent;
@@ -39,10 +39,10 @@ pub(super) fn shaped(
             out.output = Some(value);
             Ok(Shaped::Accepted)
         }
-        Checked::TimedOut => Err(Error::api(format!(
-            "timeout after {}s (while checking the answer against the output schema)",
-            ctx.deadline.secs
-        ))),
+        Checked::TimedOut => Err(Error::TimedOut {
+            secs: ctx.deadline.secs,
+            during: During::CheckingAnswer,
+        }),
         Checked::Invalid(problems) => {
             send_back(req, out, shape, &problems, answer, ctx)?;
             Ok(Shaped::SentBack)

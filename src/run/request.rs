@@ -47,7 +47,7 @@ pub(super) fn first(resolved: &Resolved, message: &str, ctx: &Ctx) -> (Request, 
         tools,
         tool_choice,
         parallel_tool_calls: config.sub_agents_config.parallel,
-        output_schema: resolved.output.as_ref().map(|o| o.schema.clone()),
+        output_schema: resolved.output_schema.as_ref().map(|o| o.schema.clone()),
     };
     (req, offered)
 }

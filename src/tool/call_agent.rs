@@ -29,7 +29,7 @@ const TASK_PREVIEW_CHARS: usize = 80;
 /// Why a sub-agent gave no answer.
 enum SubAgentError {
     /// It could not be started: the whole `call_agent error: ...` text.
-    Refused(String),
+    Rejected(String),
     /// It started and failed: what went wrong, for `Error: sub-agent ...`.
     Failed(String),
 }
@@ -37,7 +37,7 @@ enum SubAgentError {
 impl From<LoadError> for SubAgentError {
     fn from(e: LoadError) -> SubAgentError {
         match e {
-            LoadError::Refused(text) => SubAgentError::Refused(text),
+            LoadError::Rejected(text) => SubAgentError::Rejected(text),
             LoadError::Failed(text) => SubAgentError::Failed(text),
         }
     }
@@ -137,24 +137,24 @@ pub(super) fn run(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
         argument(call, "task"),
         argument(call, "context"),
     );
-    let refused = |message: String| {
+    let rejected = |message: String| {
         ctx.verbose
             .line(&format!("[sub-agent] \"{name}\" failed: {message}"));
         error_result(call, message)
     };
     if name.is_empty() {
-        return refused("call_agent error: \"agent\" argument is required".into());
+        return rejected("call_agent error: \"agent\" argument is required".into());
     }
     if task.is_empty() {
-        return refused("call_agent error: \"task\" argument is required".into());
+        return rejected("call_agent error: \"task\" argument is required".into());
     }
     if !caller.allowed_agents.iter().any(|a| a == name) {
-        return refused(format!(
+        return rejected(format!(
             "call_agent error: agent \"{name}\" is not in this agent's sub_agents list"
         ));
     }
     if ctx.depth >= ctx.max_depth {
-        return refused(format!(
+        return rejected(format!(
             "call_agent error: maximum sub-agent depth ({}) reached",
             ctx.max_depth
         ));
@@ -190,7 +190,7 @@ pub(super) fn run(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
                 is_error: false,
             }
         }
-        Err(SubAgentError::Refused(message)) => refused(message),
+        Err(SubAgentError::Rejected(message)) => rejected(message),
         Err(SubAgentError::Failed(description)) => {
             let description = description.trim_end_matches('.');
             ctx.verbose
@@ -241,7 +241,7 @@ fn run_sub_agent(
 fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Resolved, LoadError> {
     let ctx = caller.ctx;
     let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
-        LoadError::Refused(format!(
+        LoadError::Rejected(format!(
             "call_agent error: failed to load agent \"{name}\": {e}"
         ))
     })?;
@@ -249,7 +249,7 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
         crate::stderr::warn_once(w);
     }
     if let Some(Err(e)) = loaded.config.model.as_deref().map(ModelRef::parse) {
-        return Err(LoadError::Refused(format!(
+        return Err(LoadError::Rejected(format!(
             "call_agent error: invalid model for agent \"{name}\": {e}"
         )));
     }

@@ -4,9 +4,9 @@
 //! each call to the trace and dispatch it by its tool's name. The only tool
 //! is `call_agent` (`call_agent.rs`); any other name, or a call of a type
 //! that is not a function, gets an error result and the conversation goes
-//! on. A new tool is a name in `dispatch` and a file beside
-//! `call_agent.rs`: the fan-out, the trace, panics and results are here,
-//! the same for every tool.
+//! on. The fan-out, the trace, panics and error results are here, the same
+//! for every tool: the built-in tools (`crate::tools`, run by name) are to
+//! be one more arm of `dispatch`.
 
 mod call_agent;
 
