@@ -7,7 +7,7 @@
 //! Every agent run in the tree has a [`Place`]: its name, its depth and a
 //! path such as `lead/researcher#2` (the second `researcher` call made by
 //! `lead`). The conversation loop reports to the [`Ledger`] through
-//! [`Ledger::event`] (a [`TraceEvent`], whose line `trace_event.rs`
+//! `Ledger::event` (a `TraceEvent`, whose line `trace_event.rs`
 //! writes) and the `record_*` methods; all of them may be called from
 //! parallel sub-agents at once.
 

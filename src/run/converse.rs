@@ -5,6 +5,12 @@
 //! function of [`Conversation`]; [`Conversation::run`] reads as the design's
 //! list. Every way out without an answer leaves one `error` event in the
 //! trace, written in one place ([`Conversation::fail`]).
+//!
+//! A sub-agent's thread waits on the network in [`Conversation::send`],
+//! with the frames above it on its stack: the steps that do not wait
+//! (`next` and what it calls, `notice`, `fail`) are kept out of line, so
+//! that their locals do not sit in every waiting thread's frame (design
+//! §3.15).
 
 use std::time::{Duration, Instant};
 

@@ -46,7 +46,7 @@ impl From<LoadError> for SubAgentError {
 /// The `call_agent` tool definition for an agent that may call `allowed`
 /// (design §3.3). The names are in both descriptions and, as a JSON Schema
 /// `enum`, in the `agent` parameter (design D19). `shapes` are the output
-/// schemas of those that have one ([`shapes`]): the description tells the
+/// schemas of those that have one (`shapes`): the description tells the
 /// model what each returns, and is the spec's own when there are none.
 pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)]) -> Tool {
     let names = allowed.join(", ");
