@@ -73,6 +73,17 @@ pub enum TraceEvent<'a> {
         result: &'a ToolResult,
         took: Duration,
     },
+    /// `tool`: a built-in tool (design §10.1) ran for `took`: its name, its
+    /// arguments in one short line, the bytes it handled, a command's exit
+    /// status, and its error when it failed.
+    Tool {
+        name: &'a str,
+        summary: &'a str,
+        took: Duration,
+        bytes: u64,
+        exit: Option<i32>,
+        error: Option<&'a str>,
+    },
     /// `error`: the conversation ends with `error`; `request` when a
     /// request failed.
     Error {
@@ -143,6 +154,7 @@ impl TraceEvent<'_> {
             TraceEvent::Repair { .. } => "repair",
             TraceEvent::ToolCall { .. } => "tool_call",
             TraceEvent::ToolResult { .. } => "tool_result",
+            TraceEvent::Tool { .. } => "tool",
             TraceEvent::Error { .. } => "error",
             TraceEvent::RunEnd { .. } => "run_end",
         }
@@ -211,6 +223,21 @@ impl TraceEvent<'_> {
                 result,
                 took,
             } => tool_result(call, agent_called, result, *took, bodies),
+            TraceEvent::Tool {
+                name,
+                summary,
+                took,
+                bytes,
+                exit,
+                error,
+            } => json!({
+                "tool": name,
+                "arguments": summary,
+                "duration_ms": millis(*took),
+                "bytes": bytes,
+                "exit": exit,
+                "error": error.map(|e| crate::text::one_line(e).chars().take(300).collect::<String>()),
+            }),
             TraceEvent::Error { error, request } => error_fields(error, request.as_ref()),
             TraceEvent::RunEnd { took, end, totals } => run_end(*took, end, totals.as_ref()),
         };

@@ -133,12 +133,13 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         max_parallel: sac.parallel_limit(),
         max_result_chars: sac.result_limit(),
         timeout_secs: sac.timeout,
+        tools: resolved.tools.as_deref(),
         ctx,
         children: &children,
         turn: 0,
     };
     let run_calls = |turn: u32, calls: &[_]| tool::run_calls(calls, &Caller { turn, ..caller });
-    let tools: Option<&ToolRunner> = if config.sub_agents.is_empty() {
+    let tools: Option<&ToolRunner> = if config.sub_agents.is_empty() && resolved.tools.is_none() {
         None
     } else {
         Some(&run_calls)

@@ -32,7 +32,8 @@ pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error
 /// many tools it offers.
 pub(super) fn first(resolved: &Resolved, message: &str, ctx: &Ctx) -> (Request, usize) {
     let config = &resolved.agent.config;
-    let (tools, tool_choice) = tools(&config.sub_agents, ctx);
+    let builtins = resolved.tools.as_ref().map_or(&[][..], |k| &k.names[..]);
+    let (tools, tool_choice) = tools(&config.sub_agents, builtins, ctx);
     let offered = if tool_choice == ToolChoice::Auto {
         tools.len()
     } else {
@@ -52,26 +53,33 @@ pub(super) fn first(resolved: &Resolved, message: &str, ctx: &Ctx) -> (Request, 
     (req, offered)
 }
 
-/// The tools of an agent that may call `sub_agents`, and whether they are
-/// offered: `call_agent` below the depth limit (design §3.2); at it, the
-/// tool is not offered but kept, with tool_choice "none", for a follow-up
-/// whose history has a call the model made anyway (design D6), which some
-/// APIs refuse without `tools`.
-fn tools(sub_agents: &[String], ctx: &Ctx) -> (Vec<Tool>, ToolChoice) {
+/// The tools an agent is offered, and whether they are offered: its
+/// built-in tools (design §10.1), and `call_agent` when it may call
+/// `sub_agents`, below the depth limit (design §3.2). At the limit, with no
+/// built-in tool, `call_agent` is not offered but kept, with tool_choice
+/// "none", for a follow-up whose history has a call the model made anyway
+/// (design D6), which some APIs refuse without `tools`; with built-in tools
+/// it is left out, and such a call gets the depth error.
+fn tools(sub_agents: &[String], builtins: &[String], ctx: &Ctx) -> (Vec<Tool>, ToolChoice) {
+    let mut offered: Vec<Tool> = builtins
+        .iter()
+        .filter_map(|n| crate::tools::definition(n))
+        .collect();
     match (sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
-        (true, _) => (Vec::new(), ToolChoice::Auto),
+        (true, _) => {}
         (false, true) => {
             let shapes = tool::shapes(sub_agents, ctx);
-            (
-                vec![tool::call_agent_tool(sub_agents, &shapes)],
-                ToolChoice::Auto,
-            )
+            offered.insert(0, tool::call_agent_tool(sub_agents, &shapes));
         }
-        (false, false) => (
-            vec![tool::call_agent_tool(sub_agents, &[])],
-            ToolChoice::None,
-        ),
+        (false, false) if offered.is_empty() => {
+            return (
+                vec![tool::call_agent_tool(sub_agents, &[])],
+                ToolChoice::None,
+            );
+        }
+        (false, false) => {}
     }
+    (offered, ToolChoice::Auto)
 }
 
 /// `ctx` with the agent's own `[budget]` added to those over it. The

@@ -8,6 +8,7 @@
 //! for every tool: the built-in tools (`crate::tools`, run by name) are to
 //! be one more arm of `dispatch`.
 
+mod builtin;
 mod call_agent;
 
 use std::any::Any;
@@ -44,6 +45,8 @@ pub struct Caller<'a> {
     pub max_result_chars: usize,
     /// Its `sub_agents_config.timeout`, seconds per call; 0 means its own deadline.
     pub timeout_secs: u64,
+    /// Its built-in tools (design §10), if it lists any.
+    pub tools: Option<&'a crate::tools::Kit>,
     /// Where it runs: its depth, deadline, config, verbosity and tree.
     pub ctx: &'a Ctx<'a>,
     /// The calls it has made to each sub-agent, to number their paths.
@@ -113,6 +116,7 @@ fn dispatch(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     match (&call.foreign, call.name.as_str()) {
         (Some(raw), _) => error_result(call, foreign_call(&call.name, raw)),
         (None, CALL_AGENT) => call_agent::run(call, caller, seq),
+        (None, name) if caller.tools.is_some_and(|k| k.has(name)) => builtin::run(call, caller),
         (None, _) => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
     }
 }
