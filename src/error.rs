@@ -313,10 +313,22 @@ mod tests {
         }
     }
 
+    /// Each error prints its documented text and has its exit code (design
+    /// §2.10).
+    fn each_prints(cases: impl IntoIterator<Item = (Error, &'static str, Code)>) {
+        for (err, text, code) in cases {
+            assert_eq!(err.to_string(), text);
+            assert_eq!(err.exit_code(), code, "{text}");
+        }
+    }
+
+    fn path() -> PathBuf {
+        PathBuf::from("/c/agents/a.toml")
+    }
+
     #[test]
-    fn typed_errors_print_the_documented_message_and_exit_code() {
-        let path = || PathBuf::from("/c/agents/a.toml");
-        let cases = [
+    fn agent_and_config_file_errors_print_the_documented_message_and_exit_code() {
+        each_prints([
             (
                 Error::AgentNotFound {
                     name: "ghost".into(),
@@ -361,6 +373,12 @@ mod tests {
                  model or --model; only a sub-agent inherits its caller's)",
                 Code::Config,
             ),
+        ]);
+    }
+
+    #[test]
+    fn skill_workdir_and_glob_errors_print_the_documented_message_and_exit_code() {
+        each_prints([
             (
                 Error::SkillNotFound {
                     path: "/s/SKILL.md".into(),
@@ -394,6 +412,12 @@ mod tests {
                 "invalid glob \"src/[\": unclosed character class; missing ']'",
                 Code::Config,
             ),
+        ]);
+    }
+
+    #[test]
+    fn provider_and_timeout_errors_print_the_documented_message_and_exit_code() {
+        each_prints([
             (
                 Error::InvalidBaseUrl {
                     provider: Kind::OpenAi,
@@ -442,10 +466,6 @@ mod tests {
                 "openai: the model refused to answer: no",
                 Code::General,
             ),
-        ];
-        for (err, text, code) in cases {
-            assert_eq!(err.to_string(), text);
-            assert_eq!(err.exit_code(), code, "{text}");
-        }
+        ]);
     }
 }

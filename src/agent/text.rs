@@ -3,12 +3,8 @@
 
 use super::Agent;
 
-/// The file `axe agents init <name>` writes: required keys set, every
-/// optional key shown commented out.
-pub fn scaffold(name: &str) -> String {
-    format!(
-        r#"name = "{name}"
-description = ""
+/// The scaffold after its `name` line.
+const SCAFFOLD_REST: &str = r#"description = ""
 model = "provider/model-name"
 
 # Model strings are provider/model: anthropic/claude-sonnet-4-5,
@@ -94,7 +90,7 @@ model = "provider/model-name"
 # not, the model is told what is wrong and asked again, max_repairs times
 # (default 2), then the run exits 5 (a sub-agent's call fails).
 # [output]
-# schema = {{ type = "object", properties = {{ verdict = {{ type = "string" }} }}, required = ["verdict"] }}
+# schema = { type = "object", properties = { verdict = { type = "string" } }, required = ["verdict"] }
 # schema_file = "schemas/verdict.json"
 # max_repairs = 2
 
@@ -104,8 +100,12 @@ model = "provider/model-name"
 # max_retries = 2
 # initial_delay_ms = 500
 # max_delay_ms = 30000
-"#
-    )
+"#;
+
+/// The file `axe agents init <name>` writes: required keys set, every
+/// optional key shown commented out.
+pub fn scaffold(name: &str) -> String {
+    format!("name = \"{name}\"\n{SCAFFOLD_REST}")
 }
 
 /// The `axe agents show` text: one aligned `Label:` line per field.

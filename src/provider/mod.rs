@@ -6,13 +6,15 @@
 //! path, the JSON body for a [`Request`], and the parsing of a successful
 //! response body into a [`Response`]. Everything else is here, once: the
 //! shared types (`types`), the HTTP path with its deadlines and size limits
-//! (`http`), retries (`retry`), error classification (`error`), the helpers
-//! the formats share (`wire`) and what models refuse (`adjust`). The
-//! provider knows nothing of where its settings came from.
+//! (`http`) and the clients it shares (`client`), retries (`retry`), error
+//! classification (`error`), the helpers the formats share (`wire`) and what
+//! models refuse (`adjust`). The provider knows nothing of where its
+//! settings came from.
 
 pub mod adjust;
 pub mod anthropic;
 pub mod anthropic_schema;
+mod client;
 mod error;
 mod http;
 pub mod ollama;
