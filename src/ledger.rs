@@ -598,4 +598,21 @@ mod tests {
         assert_eq!(second.child("f", 1).path, "lead/r#2/f#1");
         assert_eq!(second.child("f", 1).depth, 2);
     }
+
+    #[test]
+    fn a_tool_detail_is_redacted_before_it_is_cut() {
+        let key = "sk-ledger-straddle-0123456789";
+        crate::redact::register(key);
+        // The key starts 6 bytes before the cut: cut first, its first 6
+        // characters would be left.
+        let output = format!("{}{key} and more", "x".repeat(DETAIL_OUTPUT_BYTES - 6));
+        let call = crate::provider::ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            ..Default::default()
+        };
+        let d = ToolDetail::new(&call, &output, false, 1, Duration::ZERO);
+        assert!(!d.output.contains("sk-led"), "{}", &d.output[4080..]);
+        assert!(d.output.contains("[cut: "));
+    }
 }
