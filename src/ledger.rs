@@ -63,13 +63,16 @@ pub struct Running {
 /// original's fields) and the live view.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolDetail {
-    /// The path of the agent that made it.
+    /// The path of the agent run that made it.
     #[serde(skip)]
     pub path: String,
+    /// The name of the agent that made it.
+    #[serde(skip)]
+    pub agent: String,
     pub name: String,
     /// Its arguments as the model wrote them.
     pub input: serde_json::Value,
-    /// Its result, cut to [`DETAIL_OUTPUT_BYTES`].
+    /// Its result, redacted and cut to [`DETAIL_OUTPUT_BYTES`].
     pub output: String,
     pub is_error: bool,
     pub turn: u32,
@@ -90,9 +93,13 @@ impl ToolDetail {
         let input = serde_json::to_value(&call.arguments).unwrap_or_default();
         ToolDetail {
             path: String::new(),
+            agent: String::new(),
             name: call.name.clone(),
             input,
-            output: crate::tools::cap(output.to_string(), DETAIL_OUTPUT_BYTES),
+            // Redacted before it is cut, so that no part of a key is left
+            // at the cut; the arguments are the model's words, kept as the
+            // trace keeps them (design §6.7).
+            output: crate::tools::cap(crate::redact::redact(output), DETAIL_OUTPUT_BYTES),
             is_error,
             turn,
             duration_ms: millis(took),
@@ -421,6 +428,7 @@ impl Ledger {
     /// A built-in tool call at `place` ended.
     pub fn record_tool(&self, place: &Place, mut detail: ToolDetail) {
         detail.path = place.path.clone();
+        detail.agent = place.agent.clone();
         let mut details = self
             .tool_details
             .lock()
@@ -436,6 +444,20 @@ impl Ledger {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         details.iter().filter(|d| d.path == path).cloned().collect()
+    }
+
+    /// The built-in tool calls made by every run of the agent named
+    /// `agent`, in the order they ended.
+    pub fn agent_tool_details(&self, agent: &str) -> Vec<ToolDetail> {
+        let details = self
+            .tool_details
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        details
+            .iter()
+            .filter(|d| d.agent == agent)
+            .cloned()
+            .collect()
     }
 
     fn with_usage(&self, agent: &str, f: impl FnOnce(&mut AgentUsage)) {
@@ -575,5 +597,22 @@ mod tests {
         assert_eq!(second.path, "lead/r#2");
         assert_eq!(second.child("f", 1).path, "lead/r#2/f#1");
         assert_eq!(second.child("f", 1).depth, 2);
+    }
+
+    #[test]
+    fn a_tool_detail_is_redacted_before_it_is_cut() {
+        let key = "sk-ledger-straddle-0123456789";
+        crate::redact::register(key);
+        // The key starts 6 bytes before the cut: cut first, its first 6
+        // characters would be left.
+        let output = format!("{}{key} and more", "x".repeat(DETAIL_OUTPUT_BYTES - 6));
+        let call = crate::provider::ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            ..Default::default()
+        };
+        let d = ToolDetail::new(&call, &output, false, 1, Duration::ZERO);
+        assert!(!d.output.contains("sk-led"), "{}", &d.output[4080..]);
+        assert!(d.output.contains("[cut: "));
     }
 }

@@ -165,6 +165,7 @@ pub fn show(agent: &Agent) -> String {
             rows.push(("Max Result Chars", n.to_string()));
         }
     }
+    rows.extend(tool_rows(&c.tools));
     if let Some(n) = c.max_file_bytes {
         rows.push(("Max File Bytes", n.to_string()));
     }
@@ -207,6 +208,28 @@ pub fn show(agent: &Agent) -> String {
         out.push_str(&format!("{:<width$}{value}\n", format!("{label}:")));
     }
     out
+}
+
+/// The `tools`, `allowed_hosts` and `[sandbox]` rows of `show`, each only
+/// when the file sets it.
+fn tool_rows(t: &super::ToolsConfig) -> Vec<(&'static str, String)> {
+    let sb = &t.sandbox;
+    let list = |v: &[String]| (!v.is_empty()).then(|| v.join(", "));
+    let yes = |b: bool| b.then(|| "yes".to_string());
+    let off = (!sb.landlock).then(|| "off (commands run without Landlock)".to_string());
+    [
+        ("Tools", list(&t.names)),
+        ("Allowed Hosts", list(&t.allowed_hosts)),
+        ("Sandbox", off),
+        ("Sandbox Read", list(&sb.read)),
+        ("Sandbox Write", list(&sb.write)),
+        ("Sandbox Network", yes(sb.network)),
+        ("Private Networks", yes(sb.private_networks)),
+        ("Sandbox Env", list(&sb.env)),
+    ]
+    .into_iter()
+    .filter_map(|(label, value)| value.map(|v| (label, v)))
+    .collect()
 }
 
 pub fn yes_no(b: bool) -> &'static str {

@@ -91,7 +91,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     if cmd.json {
         print_stdout(&format!(
             "{}\n",
-            report::json(&resolved, &outcome, &ctx.ledger.run_id, &usage)
+            report::json(&resolved, &outcome, &ctx.ledger, &ctx.place.path, &usage)
         ))
     } else {
         // The answer is printed as the model gave it (design §6.7).
