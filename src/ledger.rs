@@ -1,33 +1,27 @@
 //! The run's ledger: what one `axe run` shares across its whole delegation
-//! tree: the trace
-//! (`--trace FILE`, JSON Lines), usage per agent (the `--json` totals and
-//! the `--verbose` summary), the token and turn budgets, and the list of
-//! agents running now (what the live progress view draws).
+//! tree: the trace (`--trace FILE`, JSON Lines), usage per agent (the
+//! `--json` totals and the `--verbose` summary), the token and turn
+//! budgets, and the list of agents running now (what the live progress
+//! view draws).
 //!
 //! Every agent run in the tree has a [`Place`]: its name, its depth and a
 //! path such as `lead/researcher#2` (the second `researcher` call made by
 //! `lead`). The conversation loop reports to the [`Ledger`] through
-//! [`Ledger::event`] and the `record_*` methods; all of them may be called
-//! from parallel sub-agents at once.
+//! `Ledger::event` (a `TraceEvent`, whose line `trace_event.rs`
+//! writes) and the `record_*` methods; all of them may be called from
+//! parallel sub-agents at once.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
-use crate::deadline::millis;
-use crate::redact::redact_fields;
-
-/// The trace fields that carry what a model said — a response's `content`
-/// and `calls`, a call's `arguments`, a sub-agent's result `content` — and
-/// are written as they came; every other string is redacted (design §6.7).
-const MODEL_WORDS: [&str; 3] = ["content", "calls", "arguments"];
+use crate::deadline::{Deadline, millis};
+use crate::trace::Trace;
+use crate::trace_event::{Ending, TraceEvent};
 
 /// Where one agent run sits in the tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,6 +59,81 @@ pub struct Running {
     pub started: Instant,
 }
 
+/// One built-in tool call, for `--json`'s `tool_call_details` (the Go
+/// original's fields) and the live view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDetail {
+    /// The path of the agent run that made it.
+    #[serde(skip)]
+    pub path: String,
+    /// The name of the agent that made it.
+    #[serde(skip)]
+    pub agent: String,
+    pub name: String,
+    /// Its arguments as the model wrote them.
+    pub input: serde_json::Value,
+    /// Its result, redacted and cut to [`DETAIL_OUTPUT_BYTES`].
+    pub output: String,
+    pub is_error: bool,
+    pub turn: u32,
+    pub duration_ms: u64,
+}
+
+/// The most bytes of a tool's result kept for `--json`.
+pub const DETAIL_OUTPUT_BYTES: usize = 4096;
+
+impl ToolDetail {
+    pub fn new(
+        call: &crate::provider::ToolCall,
+        output: &str,
+        is_error: bool,
+        turn: u32,
+        took: Duration,
+    ) -> ToolDetail {
+        let input = serde_json::to_value(&call.arguments).unwrap_or_default();
+        ToolDetail {
+            path: String::new(),
+            agent: String::new(),
+            name: call.name.clone(),
+            input,
+            // Redacted before it is cut, so that no part of a key is left
+            // at the cut; the arguments are the model's words, kept as the
+            // trace keeps them (design §6.7).
+            output: crate::tools::cap(crate::redact::redact(output), DETAIL_OUTPUT_BYTES),
+            is_error,
+            turn,
+            duration_ms: millis(took),
+        }
+    }
+}
+
+/// A built-in tool call running now, for the live view.
+#[derive(Debug, Clone)]
+pub struct RunningTool {
+    pub place: Place,
+    pub name: String,
+    pub summary: String,
+    pub started: Instant,
+    id: u64,
+}
+
+/// Removes its call from the running tools when dropped.
+pub struct ToolRunning<'a> {
+    ledger: &'a Ledger,
+    id: u64,
+}
+
+impl Drop for ToolRunning<'_> {
+    fn drop(&mut self) {
+        let mut tools = self
+            .ledger
+            .tools_running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tools.retain(|t| t.id != self.id);
+    }
+}
+
 /// A bound on the whole tree below (and including) one agent run: at most
 /// `max_tokens` tokens (input plus output) and `max_turns` requests.
 #[derive(Debug, Default)]
@@ -82,46 +151,21 @@ pub enum Exceeded {
     Turns { used: u64, max: u64 },
 }
 
-/// One trace line: the fields every event has, in this order, then its own.
-#[derive(Serialize)]
-struct Event<'a> {
-    ts: String,
-    run_id: &'a str,
-    event: &'a str,
-    agent: &'a str,
-    path: &'a str,
-    depth: u32,
-    turn: u32,
-    #[serde(flatten)]
-    extra: Map<String, Value>,
-}
-
-/// The trace file, written one whole line per event.
-#[derive(Debug)]
-struct Trace {
-    file: Mutex<TraceFile>,
-    bodies: bool,
-    /// Set after a write failed: tracing stops, the run goes on.
-    broken: AtomicBool,
-}
-
-#[derive(Debug)]
-struct TraceFile {
-    file: File,
-    /// The file ended in part of a line (a run killed mid-write, another
-    /// program): this run's first line starts on a line of its own.
-    needs_newline: bool,
-}
-
 /// What the whole tree of one run shares.
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// Identifies this run in the trace and in `--json`.
     pub run_id: String,
     trace: Option<Trace>,
+    /// Whether trace events carry message bodies (`--trace-bodies`).
+    bodies: bool,
     /// In order of first run; the top-level agent first.
     usage: Mutex<Vec<AgentUsage>>,
     running: Mutex<Vec<Running>>,
+    /// Built-in tool calls, in the order they ended.
+    tool_details: Mutex<Vec<ToolDetail>>,
+    tools_running: Mutex<Vec<RunningTool>>,
+    next_tool: AtomicU64,
 }
 
 impl Budget {
@@ -239,95 +283,40 @@ impl Ledger {
         }
     }
 
-    /// A tree tracing to `path`: appended to (created 0600 when missing), so
-    /// one file can collect many runs, told apart by `run_id`. With
-    /// `bodies`, requests and responses carry their messages. Only a regular
-    /// file will do: a FIFO would block the run, a device swallow the lines.
-    pub fn with_trace(path: &Path, bodies: bool) -> std::io::Result<Ledger> {
-        let not_regular = || std::io::Error::other("not a regular file");
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return Err(not_regular());
-        }
-        let mut o = std::fs::OpenOptions::new();
-        o.read(true).append(true).create(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            // Never blocks in open, whatever appeared at `path` meanwhile.
-            o.mode(0o600).custom_flags(libc::O_NONBLOCK);
-        }
-        let file = o.open(path)?;
-        let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(not_regular());
-        }
-        let needs_newline = match meta.len().checked_sub(1) {
-            Some(last) => last_byte(&file, last)? != b'\n',
-            None => false,
-        };
+    /// A tree tracing to `path` (design §7.2): a regular file is appended
+    /// to (created 0600 when missing), so one file can collect many runs,
+    /// told apart by `run_id`; a pipe or a terminal is written through a
+    /// queue that never holds the run. A FIFO's reader is waited for a
+    /// short while, never past `deadline`. With `bodies`, requests and
+    /// responses carry their messages.
+    pub fn with_trace(path: &Path, bodies: bool, deadline: &Deadline) -> std::io::Result<Ledger> {
+        let patience = deadline.left().min(crate::trace::READER_PATIENCE);
         Ok(Ledger {
-            trace: Some(Trace {
-                file: Mutex::new(TraceFile {
-                    file,
-                    needs_newline,
-                }),
-                bodies,
-                broken: AtomicBool::new(false),
-            }),
+            trace: Some(Trace::open(path, patience)?),
+            bodies,
             ..Ledger::new()
         })
     }
 
-    /// Whether trace events should carry message bodies.
-    pub fn bodies(&self) -> bool {
-        self.trace.as_ref().is_some_and(|t| t.bodies)
+    /// Writes `event` of the agent run at `place`, on its turn `turn`, as
+    /// one whole line ([`TraceEvent::line`]), so that lines from parallel
+    /// sub-agents never interleave. Nothing is built when nothing is traced.
+    pub(crate) fn event(&self, place: &Place, turn: u32, event: TraceEvent) {
+        if let Some(trace) = self.trace.as_ref().filter(|t| t.working()) {
+            trace.write(event.line(&self.run_id, place, turn, self.bodies));
+        }
     }
 
-    /// Whether anything is traced (so callers can skip building events).
-    pub fn tracing(&self) -> bool {
-        self.trace
-            .as_ref()
-            .is_some_and(|t| !t.broken.load(Ordering::Relaxed))
+    /// Whether the trace goes to a terminal.
+    pub fn trace_on_terminal(&self) -> bool {
+        self.trace.as_ref().is_some_and(Trace::on_terminal)
     }
 
-    /// Writes one event: `ts`, `run_id`, `event`, `agent`, `path`, `depth`,
-    /// `turn`, then `fields`. Every string of `fields` is redacted but the
-    /// model's own words ([`MODEL_WORDS`]); the line is written with one
-    /// `write` call, so lines from parallel sub-agents never interleave.
-    pub fn event(&self, kind: &str, place: &Place, turn: u32, fields: Value) {
-        let Some(trace) = &self.trace else {
-            return;
-        };
-        if trace.broken.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut extra = match fields {
-            Value::Object(extra) => extra,
-            _ => Map::new(),
-        };
-        redact_fields(&mut extra, &MODEL_WORDS);
-        let event = Event {
-            ts: rfc3339(SystemTime::now()),
-            run_id: &self.run_id,
-            event: kind,
-            agent: &place.agent,
-            path: &place.path,
-            depth: place.depth,
-            turn,
-            extra,
-        };
-        // Serializing strings, numbers and JSON values cannot fail.
-        let mut line = serde_json::to_string(&event).unwrap_or_default();
-        line.push('\n');
-        let mut trace_file = trace.file.lock().unwrap_or_else(PoisonError::into_inner);
-        if trace_file.needs_newline {
-            line.insert(0, '\n');
-        }
-        if let Err(e) = write_whole(&mut trace_file.file, line.as_bytes()) {
-            trace.broken.store(true, Ordering::Relaxed);
-            crate::stderr::warn(&format!("cannot write the trace ({e}); tracing stopped"));
-        } else {
-            trace_file.needs_newline = false;
+    /// Waits (a while) until the trace's lines are written: before the
+    /// answer, which may go to the same pipe, and before the process ends.
+    pub fn flush_trace(&self) {
+        if let Some(trace) = &self.trace {
+            trace.flush();
         }
     }
 
@@ -338,18 +327,15 @@ impl Ledger {
         let mut running = self.running();
         running.sort_by_key(|r| std::cmp::Reverse(r.place.depth));
         for r in running {
-            let mut end = serde_json::json!({
-                "duration_ms": millis(r.started.elapsed()),
-                "ok": false,
-                "error": why,
-            });
-            if r.place.depth == 0 {
-                let totals = totals(&self.usage());
-                end["total_input_tokens"] = totals.input_tokens.into();
-                end["total_output_tokens"] = totals.output_tokens.into();
-            }
-            self.event("run_end", &r.place, r.turn, end);
+            let totals = (r.place.depth == 0).then(|| totals(&self.usage()));
+            let end = TraceEvent::RunEnd {
+                took: r.started.elapsed(),
+                end: Ending::Interrupted(why),
+                totals,
+            };
+            self.event(&r.place, r.turn, end);
         }
+        self.flush_trace();
     }
 
     /// An agent run started.
@@ -413,6 +399,67 @@ impl Ledger {
             .clone()
     }
 
+    /// A built-in tool call at `place` starts; it is running until the
+    /// returned guard is dropped.
+    pub fn tool_started(&self, place: &Place, name: &str, summary: &str) -> ToolRunning<'_> {
+        let id = self.next_tool.fetch_add(1, Ordering::Relaxed);
+        let mut tools = self
+            .tools_running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tools.push(RunningTool {
+            place: place.clone(),
+            name: name.to_string(),
+            summary: summary.to_string(),
+            started: Instant::now(),
+            id,
+        });
+        ToolRunning { ledger: self, id }
+    }
+
+    /// The built-in tool calls running now, oldest first.
+    pub fn tools_running(&self) -> Vec<RunningTool> {
+        self.tools_running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A built-in tool call at `place` ended.
+    pub fn record_tool(&self, place: &Place, mut detail: ToolDetail) {
+        detail.path = place.path.clone();
+        detail.agent = place.agent.clone();
+        let mut details = self
+            .tool_details
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        details.push(detail);
+    }
+
+    /// The built-in tool calls the agent at `path` made, in the order they
+    /// ended.
+    pub fn tool_details(&self, path: &str) -> Vec<ToolDetail> {
+        let details = self
+            .tool_details
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        details.iter().filter(|d| d.path == path).cloned().collect()
+    }
+
+    /// The built-in tool calls made by every run of the agent named
+    /// `agent`, in the order they ended.
+    pub fn agent_tool_details(&self, agent: &str) -> Vec<ToolDetail> {
+        let details = self
+            .tool_details
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        details
+            .iter()
+            .filter(|d| d.agent == agent)
+            .cloned()
+            .collect()
+    }
+
     fn with_usage(&self, agent: &str, f: impl FnOnce(&mut AgentUsage)) {
         let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
         let i = match usage.iter().position(|u| u.name == agent) {
@@ -427,29 +474,6 @@ impl Ledger {
         };
         f(&mut usage[i]);
     }
-}
-
-/// Appends `line` to `file` whole or not at all: a write cut short (a full
-/// disk) is undone by cutting the file back to where it was, so the trace
-/// never ends in half a line.
-fn write_whole(file: &mut File, line: &[u8]) -> std::io::Result<()> {
-    let before = file.metadata()?.len();
-    file.write_all(line).inspect_err(|_| {
-        let _ = file.set_len(before);
-    })
-}
-
-/// The byte at `offset` of `file`.
-fn last_byte(file: &File, offset: u64) -> std::io::Result<u8> {
-    let mut byte = [0u8; 1];
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        file.read_exact_at(&mut byte, offset)?;
-    }
-    #[cfg(not(unix))]
-    let _ = (file, offset);
-    Ok(byte[0])
 }
 
 /// The tokens of the whole tree.
@@ -490,34 +514,9 @@ fn new_run_id() -> String {
     format!("{:016x}", fastrand::u64(..))
 }
 
-/// `t` as RFC 3339 in UTC with milliseconds: `2026-11-23T16:28:01.123Z`.
-/// A clock set before 1970 or past 9999 gives the nearest of those, not a
-/// panic (humantime refuses both).
-pub fn rfc3339(t: SystemTime) -> String {
-    let last = UNIX_EPOCH + Duration::from_millis(253_402_300_799_999);
-    humantime::format_rfc3339_millis(t.clamp(UNIX_EPOCH, last)).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(951_782_400_007);
-        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.007Z");
-        // The HTTP-date parser is the inverse for whole seconds.
-        let t = crate::provider::http_date("Mon, 23 Nov 2026 16:28:01 GMT").unwrap();
-        assert_eq!(rfc3339(t), "2026-11-23T16:28:01.000Z");
-        let t = crate::provider::http_date("Fri, 31 Dec 2100 23:59:59 GMT").unwrap();
-        assert_eq!(rfc3339(t), "2100-12-31T23:59:59.000Z");
-        // A clock out of range.
-        let before = UNIX_EPOCH - Duration::from_secs(1);
-        assert_eq!(rfc3339(before), "1970-01-01T00:00:00.000Z");
-        let after = UNIX_EPOCH + Duration::from_secs(300_000_000_000);
-        assert_eq!(rfc3339(after), "9999-12-31T23:59:59.999Z");
-    }
 
     #[test]
     fn take_turn_stops_at_max_turns_and_takes_nothing_on_refusal() {
@@ -598,5 +597,22 @@ mod tests {
         assert_eq!(second.path, "lead/r#2");
         assert_eq!(second.child("f", 1).path, "lead/r#2/f#1");
         assert_eq!(second.child("f", 1).depth, 2);
+    }
+
+    #[test]
+    fn a_tool_detail_is_redacted_before_it_is_cut() {
+        let key = "sk-ledger-straddle-0123456789";
+        crate::redact::register(key);
+        // The key starts 6 bytes before the cut: cut first, its first 6
+        // characters would be left.
+        let output = format!("{}{key} and more", "x".repeat(DETAIL_OUTPUT_BYTES - 6));
+        let call = crate::provider::ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            ..Default::default()
+        };
+        let d = ToolDetail::new(&call, &output, false, 1, Duration::ZERO);
+        assert!(!d.output.contains("sk-led"), "{}", &d.output[4080..]);
+        assert!(d.output.contains("[cut: "));
     }
 }

@@ -1,17 +1,22 @@
 //! axe: run LLM agents defined in TOML files, with sub-agent delegation.
 //!
-//! The way through the code follows a run: [`cli`] parses the command line;
+//! The way through the code follows a run: [`cli`] parses the command line
+//! and runs the command (one file each), the user message read from `stdin`;
 //! [`agent`] loads the agent file and [`config`] the global config;
 //! `resolve` turns them into a model, a workdir, context files and a system
 //! prompt; [`provider`] speaks the three wire formats; [`run`] is the
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path, the calls of one response at
 //! once through `pool`, each sub-agent loaded once per run (`snapshot`).
-//! The [`ledger`] collects what the whole tree did (trace, usage, budgets);
-//! `report` prints the dry run, `--json` and `--verbose`; [`stderr`] writes
-//! everything that goes to stderr. `graph` loads the delegation graph
-//! without running anything, for `axe agents check` and `axe agents tree`.
-//! docs/design.md says why; README.md's "Layout" has a line per module.
+//! The built-in tools (`read_file`, `run_command`, ...) are in [`tools`],
+//! confined by [`sandbox`]. The [`ledger`] collects what the whole tree did
+//! (trace, usage, budgets), each trace event a `trace_event::TraceEvent`
+//! written in one place, and `trace` writes its lines; `report` prints the
+//! dry run, `--json` and `--verbose`; [`stderr`] writes everything that goes
+//! to stderr, through the same kind of `queue` as a trace on a pipe. `graph`
+//! loads the delegation graph without running anything, for `axe agents
+//! check` and `axe agents tree`. docs/design.md says why; README.md's
+//! "Layout" has a line per module.
 //!
 //! The modules that are public are the ones the binary, the tests and the
 //! benchmark use.
@@ -28,15 +33,21 @@ mod paths;
 mod pool;
 mod progress;
 pub mod provider;
+mod queue;
 mod read;
 pub mod redact;
 mod report;
 mod resolve;
 pub mod run;
+pub mod sandbox;
 pub mod schema;
 mod snapshot;
 pub mod stderr;
+mod stdin;
 mod text;
 mod tomlfile;
 pub mod tool;
+pub mod tools;
+mod trace;
+mod trace_event;
 mod write;

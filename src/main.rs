@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use axe::error::Code;
 use axe::stderr;
 
 fn main() -> ExitCode {
@@ -12,10 +13,10 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|_| {}));
     one_arena_per_core();
     let code = match std::panic::catch_unwind(axe::cli::main) {
-        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Ok(())) => Code::Success,
         Ok(Err(err)) => {
             stderr::error_line(format!("axe: {}\n", err.one_line()));
-            ExitCode::from(err.exit_code() as u8)
+            err.exit_code()
         }
         Err(payload) => {
             let msg = axe::error::panic_message(payload.as_ref());
@@ -23,14 +24,14 @@ fn main() -> ExitCode {
                 "axe: internal error (a bug in axe): {}\n",
                 axe::redact::redact(&msg)
             ));
-            ExitCode::from(1)
+            Code::Panic
         }
     };
     // What is queued for stderr goes out before the process ends, unless
     // nobody reads it. (Written by stderr's own thread, never by a macro
     // that panics when stderr is closed or full.)
     stderr::flush(stderr::PATIENCE);
-    code
+    code.into()
 }
 
 /// glibc's malloc gives threads up to eight arenas per core, each a heap of

@@ -43,9 +43,9 @@ pub fn check_agent_name(name: &str) -> Result<(), Error> {
     if ok {
         Ok(())
     } else {
-        Err(Error::config(format!(
-            "invalid agent name {name:?}: use only letters, digits, '.', '_' and '-'"
-        )))
+        Err(Error::InvalidAgentName {
+            name: name.to_string(),
+        })
     }
 }
 
@@ -101,7 +101,10 @@ mod tests {
             assert!(check_agent_name(good).is_ok(), "{good}");
         }
         for bad in ["", ".", "..", "../x", "a/b", "a\\b", "a b", "é", "a\0"] {
-            assert!(check_agent_name(bad).is_err(), "{bad:?}");
+            assert!(
+                matches!(check_agent_name(bad), Err(Error::InvalidAgentName { name }) if name == bad),
+                "{bad:?}"
+            );
         }
     }
 }

@@ -1,18 +1,21 @@
 //! The live progress view: while a run goes on and stderr is a terminal, a
 //! compact tree of the agents running now (name, depth, turn, elapsed time)
-//! is redrawn in place on stderr about ten times a second, and erased when
+//! and of the built-in tool calls each is running (name, arguments,
+//! elapsed time) is redrawn in place on stderr about ten times a second, and erased when
 //! the run ends, so the terminal is left as if it had never been there.
 //!
-//! The view is drawn by one thread from the tree's list of running agents
-//! ([`crate::ledger::Ledger::running`]). Verbose lines and warnings go through
-//! the same lock in [`crate::output`], which erases the view before writing
-//! a line; the next tick draws it again below.
+//! The view is drawn by one thread from the tree's lists of running agents
+//! and tool calls ([`crate::ledger::Ledger::running`],
+//! [`crate::ledger::Ledger::tools_running`]), and each frame is queued on stderr's
+//! one writer ([`crate::stderr::frame`]), where verbose lines and warnings
+//! go too: the writer erases the view before a line, and the next frame
+//! draws it again below.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::ledger::{Ledger, Running};
+use crate::ledger::{Ledger, Running, RunningTool};
 use crate::stderr;
 
 /// How often the view is redrawn.
@@ -30,11 +33,14 @@ pub struct Progress {
 }
 
 /// Whether the view should be shown: stderr is a terminal that can move its
-/// cursor (not `TERM=dumb`), and neither `--json` nor `--quiet` was given.
-pub fn wanted(json: bool, quiet: bool) -> bool {
+/// cursor (not `TERM=dumb`), neither `--json` nor `--quiet` was given, and
+/// the trace does not go to a terminal.
+pub fn wanted(json: bool, quiet: bool, ledger: &Ledger) -> bool {
     use std::io::IsTerminal;
     !json
         && !quiet
+        // A trace written to a terminal would be drawn over.
+        && !ledger.trace_on_terminal()
         && std::io::stderr().is_terminal()
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
@@ -113,16 +119,25 @@ fn draw_until_stopped(ledger: &Ledger, stop: &(Mutex<bool>, Condvar), color: boo
         let (width, rows) = screen_size();
         // A frame taller than the screen scrolls, and its erase would miss.
         let lines = MAX_LINES.min(rows.saturating_sub(2)).max(1);
-        let block = render(&ledger.running(), frame, color, width, lines);
+        let block = render(
+            &ledger.running(),
+            &ledger.tools_running(),
+            frame,
+            color,
+            width,
+            lines,
+        );
         stderr::frame(block);
     }
 }
 
-/// The view: one line per running agent (at most `max_lines`, the rest
-/// summed up in one more), children under their parent, indented by depth,
-/// each cut to `width - 1` columns so it never wraps.
+/// The view: one line per running agent, children under their parent,
+/// indented by depth, and under each agent one line per built-in tool call
+/// it is running; at most `max_lines` lines of both, the rest summed up in
+/// one more; each cut to `width - 1` columns so it never wraps.
 pub fn render(
     running: &[Running],
+    tools: &[RunningTool],
     frame: usize,
     color: bool,
     width: usize,
@@ -130,44 +145,89 @@ pub fn render(
 ) -> String {
     let mut agents: Vec<&Running> = running.iter().collect();
     agents.sort_by(|a, b| a.place.path.cmp(&b.place.path));
+    let mut lines: Vec<Line> = Vec::new();
+    for (i, r) in agents.iter().enumerate() {
+        lines.push(agent_line(r, i == 0, frame));
+        let calls = tools.iter().filter(|t| t.place.path == r.place.path);
+        lines.extend(calls.map(tool_line));
+    }
     let (dim, cyan, reset) = if color {
         ("\x1b[2m", "\x1b[36m", "\x1b[0m")
     } else {
         ("", "", "")
     };
+    let shown = lines.len().min(max_lines);
     let mut out = String::new();
-    for (i, r) in agents.iter().take(max_lines).enumerate() {
-        let name = r.place.path.rsplit('/').next().unwrap_or(&r.place.agent);
-        let lead = if i == 0 {
-            format!("{} ", SPINNER[frame % SPINNER.len()])
-        } else {
-            format!("{}└ ", "  ".repeat(r.place.depth as usize))
-        };
-        let turn = if r.turn == 0 {
-            "starting".to_string()
-        } else {
-            format!("turn {}", r.turn)
-        };
-        let plain = format!(
-            "{lead}{name}  depth {}  {turn}  {:.1}s",
-            r.place.depth,
-            r.started.elapsed().as_secs_f64()
-        );
+    for l in &lines[..shown] {
+        let plain = format!("{}{}{}", l.lead, l.name, l.rest);
         let cut: String = plain.chars().take(width.saturating_sub(1)).collect();
         if color && cut.len() == plain.len() {
-            let rest = &cut[lead.len() + name.len()..];
-            out.push_str(&format!("{lead}{cyan}{name}{reset}{dim}{rest}{reset}\n"));
+            let (lead, name, rest) = (&l.lead, &l.name, &l.rest);
+            // An agent's name in color; a tool's as the terminal writes.
+            let (on, off) = if l.agent { (cyan, reset) } else { ("", "") };
+            out.push_str(&format!("{lead}{on}{name}{off}{dim}{rest}{reset}\n"));
         } else {
             out.push_str(&cut);
             out.push('\n');
         }
     }
-    if agents.len() > max_lines {
-        let more = format!("  … and {} more running", agents.len() - max_lines);
+    if shown < lines.len() {
+        let more = format!("  … and {} more running", lines.len() - shown);
         let cut: String = more.chars().take(width.saturating_sub(1)).collect();
         out.push_str(&format!("{dim}{cut}{reset}\n"));
     }
     out
+}
+
+/// One line of the view, in three parts: the lead, the name (an agent's
+/// in color) and the rest (dimmed).
+struct Line {
+    lead: String,
+    name: String,
+    rest: String,
+    /// An agent's line (its name in color), not a tool call's.
+    agent: bool,
+}
+
+/// `⠋ lead  depth 0  turn 2  3.1s`, or `  └ researcher#1  depth 1 ...`.
+fn agent_line(r: &Running, first: bool, frame: usize) -> Line {
+    let name = r.place.path.rsplit('/').next().unwrap_or(&r.place.agent);
+    let lead = if first {
+        format!("{} ", SPINNER[frame % SPINNER.len()])
+    } else {
+        format!("{}└ ", "  ".repeat(r.place.depth as usize))
+    };
+    let turn = if r.turn == 0 {
+        "starting".to_string()
+    } else {
+        format!("turn {}", r.turn)
+    };
+    Line {
+        lead,
+        name: name.to_string(),
+        rest: format!(
+            "  depth {}  {turn}  {:.1}s",
+            r.place.depth,
+            r.started.elapsed().as_secs_f64()
+        ),
+        agent: true,
+    }
+}
+
+/// `    · read_file path "src/x.rs"  1.2s`: indented one level below its
+/// agent.
+fn tool_line(t: &RunningTool) -> Line {
+    let summary = if t.summary.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", t.summary)
+    };
+    Line {
+        lead: format!("{}· ", "  ".repeat(t.place.depth as usize + 1)),
+        name: t.name.clone(),
+        rest: format!("{summary}  {:.1}s", t.started.elapsed().as_secs_f64()),
+        agent: false,
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +256,7 @@ mod tests {
                 running("lead/a#1/x#1", 2, 0),
                 running("lead/a#1", 1, 3),
             ],
+            &[],
             0,
             false,
             80,
@@ -221,7 +282,7 @@ mod tests {
         let many: Vec<Running> = (0..20)
             .map(|i| running(&format!("lead/a-very-long-agent-name#{i}"), 1, 1))
             .collect();
-        let view = render(&many, 3, true, 30, MAX_LINES);
+        let view = render(&many, &[], 3, true, 30, MAX_LINES);
         assert_eq!(view.lines().count(), MAX_LINES + 1);
         assert!(
             view.lines()
@@ -229,5 +290,36 @@ mod tests {
                 .all(|l| l.chars().count() <= 29)
         );
         assert!(view.contains("and 8 more running"));
+    }
+
+    #[test]
+    fn render_puts_tool_calls_under_their_agent_before_its_children() {
+        let ledger = Ledger::new();
+        let agents = [running("lead", 0, 1), running("lead/a#1", 1, 2)];
+        let _read = ledger.tool_started(&agents[0].place, "read_file", "path \"src/x.rs\"");
+        let _run = ledger.tool_started(&agents[1].place, "run_command", "command \"sleep 1\"");
+        let view = render(&agents, &ledger.tools_running(), 0, false, 80, MAX_LINES);
+        let lines: Vec<&str> = view.lines().collect();
+        assert_eq!(lines.len(), 4, "{view}");
+        assert!(lines[0].starts_with("⠋ lead  depth 0"), "{view}");
+        assert_eq!(lines[1], "  · read_file path \"src/x.rs\"  0.0s");
+        assert!(lines[2].starts_with("  └ a#1  depth 1  turn 2"), "{view}");
+        assert_eq!(lines[3], "    · run_command command \"sleep 1\"  0.0s");
+        // In color, a tool's name is left as the terminal writes it.
+        let colored = render(&agents, &ledger.tools_running(), 0, true, 80, MAX_LINES);
+        assert!(colored.contains("  · read_file\x1b[2m path \"src/x.rs\"  0.0s\x1b[0m\n"));
+    }
+
+    #[test]
+    fn render_counts_tool_calls_in_the_line_limit() {
+        let ledger = Ledger::new();
+        let agents = [running("lead", 0, 1), running("lead/a#1", 1, 1)];
+        let _calls: Vec<_> = (0..5)
+            .map(|i| ledger.tool_started(&agents[0].place, "read_file", &format!("path \"{i}\"")))
+            .collect();
+        let view = render(&agents, &ledger.tools_running(), 0, false, 80, 4);
+        let lines: Vec<&str> = view.lines().collect();
+        assert_eq!(lines.len(), 5, "{view}");
+        assert_eq!(lines[4], "  … and 3 more running", "{view}");
     }
 }

@@ -15,7 +15,7 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Why a file was not read.
 #[derive(Debug)]
-pub enum Refused {
+pub enum Unreadable {
     /// A FIFO, socket, device or directory.
     NotRegular,
     /// Larger than `limit`: its size, or `limit + 1` if it grew while read.
@@ -24,21 +24,21 @@ pub enum Refused {
     Io(io::Error),
 }
 
-impl std::fmt::Display for Refused {
+impl std::fmt::Display for Unreadable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refused::NotRegular => f.write_str("not a regular file"),
-            Refused::TooLarge { size, .. } => write!(f, "{size} bytes"),
-            Refused::Io(e) => e.fmt(f),
+            Unreadable::NotRegular => f.write_str("not a regular file"),
+            Unreadable::TooLarge { size, .. } => write!(f, "{size} bytes"),
+            Unreadable::Io(e) => e.fmt(f),
         }
     }
 }
 
 /// The bytes of the regular file `path`, at most `limit` of them.
-pub fn bytes(path: &Path, limit: u64) -> Result<Vec<u8>, Refused> {
+pub fn bytes(path: &Path, limit: u64) -> Result<Vec<u8>, Unreadable> {
     let (mut file, size) = open_regular(path)?;
     if size > limit {
-        return Err(Refused::TooLarge { size, limit });
+        return Err(Unreadable::TooLarge { size, limit });
     }
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     read_at_most(&mut file, limit, &mut bytes)?;
@@ -48,17 +48,17 @@ pub fn bytes(path: &Path, limit: u64) -> Result<Vec<u8>, Refused> {
 /// A text file: `Ok(None)` when a NUL in its first [`BINARY_SNIFF`] bytes
 /// says it is binary (the rest is then not read), else its text, at most
 /// `limit` bytes of it (invalid UTF-8 replaced).
-pub fn text(path: &Path, limit: u64) -> Result<Option<String>, Refused> {
+pub fn text(path: &Path, limit: u64) -> Result<Option<String>, Unreadable> {
     let (mut file, size) = open_regular(path)?;
     if size > limit {
-        return Err(Refused::TooLarge { size, limit });
+        return Err(Unreadable::TooLarge { size, limit });
     }
     let mut bytes = Vec::with_capacity(usize::try_from(size.min(limit)).unwrap_or(0));
     let sniff = u64::try_from(BINARY_SNIFF).unwrap_or(u64::MAX).min(limit);
     (&mut file)
         .take(sniff)
         .read_to_end(&mut bytes)
-        .map_err(Refused::Io)?;
+        .map_err(Unreadable::Io)?;
     if bytes.contains(&0) {
         return Ok(None);
     }
@@ -69,11 +69,12 @@ pub fn text(path: &Path, limit: u64) -> Result<Option<String>, Refused> {
 }
 
 /// An agent file or config.toml: at most [`MAX_CONFIG_BYTES`], as text.
-pub fn config_text(path: &Path) -> Result<String, Refused> {
+pub fn config_text(path: &Path) -> Result<String, Unreadable> {
     match bytes(path, MAX_CONFIG_BYTES) {
-        Ok(b) => String::from_utf8(b)
-            .map_err(|e| Refused::Io(io::Error::new(io::ErrorKind::InvalidData, e.utf8_error()))),
-        Err(Refused::TooLarge { .. }) => Err(Refused::Io(io::Error::other(format!(
+        Ok(b) => String::from_utf8(b).map_err(|e| {
+            Unreadable::Io(io::Error::new(io::ErrorKind::InvalidData, e.utf8_error()))
+        }),
+        Err(Unreadable::TooLarge { .. }) => Err(Unreadable::Io(io::Error::other(format!(
             "larger than {} MiB",
             MAX_CONFIG_BYTES >> 20
         )))),
@@ -83,11 +84,11 @@ pub fn config_text(path: &Path) -> Result<String, Refused> {
 
 /// Opens `path` for reading without blocking (a FIFO would wait for a
 /// writer) and checks, on the open file, that it is a regular file.
-fn open_regular(path: &Path) -> Result<(File, u64), Refused> {
+fn open_regular(path: &Path) -> Result<(File, u64), Unreadable> {
     // Looked at first, so that a socket or device is never opened at all;
     // checked again on the open file, which may not be the same one.
-    if !std::fs::metadata(path).map_err(Refused::Io)?.is_file() {
-        return Err(Refused::NotRegular);
+    if !std::fs::metadata(path).map_err(Unreadable::Io)?.is_file() {
+        return Err(Unreadable::NotRegular);
     }
     let mut options = OpenOptions::new();
     options.read(true);
@@ -96,25 +97,25 @@ fn open_regular(path: &Path) -> Result<(File, u64), Refused> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = options.open(path).map_err(Refused::Io)?;
-    let meta = file.metadata().map_err(Refused::Io)?;
+    let file = options.open(path).map_err(Unreadable::Io)?;
+    let meta = file.metadata().map_err(Unreadable::Io)?;
     if !meta.is_file() {
-        return Err(Refused::NotRegular);
+        return Err(Unreadable::NotRegular);
     }
     Ok((file, meta.len()))
 }
 
 /// Appends at most `limit` more bytes of `file` to `out`; a file that has
 /// more (it grew after its size was read) is too large.
-fn read_at_most(file: &mut File, limit: u64, out: &mut Vec<u8>) -> Result<(), Refused> {
+fn read_at_most(file: &mut File, limit: u64, out: &mut Vec<u8>) -> Result<(), Unreadable> {
     let before = out.len();
     file.take(limit.saturating_add(1))
         .read_to_end(out)
-        .map_err(Refused::Io)?;
+        .map_err(Unreadable::Io)?;
     let read = (out.len() - before) as u64;
     if read > limit {
         out.truncate(before);
-        return Err(Refused::TooLarge { size: read, limit });
+        return Err(Unreadable::TooLarge { size: read, limit });
     }
     Ok(())
 }
@@ -132,14 +133,14 @@ mod tests {
         assert_eq!(text(&p, 100).unwrap().as_deref(), Some("héllo"));
         assert!(matches!(
             text(&p, 3),
-            Err(Refused::TooLarge { size: 6, limit: 3 })
+            Err(Unreadable::TooLarge { size: 6, limit: 3 })
         ));
         std::fs::write(&p, b"ab\0cd").unwrap();
         assert_eq!(text(&p, 100).unwrap(), None);
         let big = "x".repeat(BINARY_SNIFF + 10);
         std::fs::write(&p, &big).unwrap();
         assert_eq!(text(&p, 1 << 20).unwrap().unwrap().len(), big.len());
-        assert!(matches!(text(&dir, 100), Err(Refused::NotRegular)));
+        assert!(matches!(text(&dir, 100), Err(Unreadable::NotRegular)));
         assert_eq!(bytes(&p, 1 << 20).unwrap().len(), big.len());
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,13 +1,16 @@
-//! The reports of a run besides its answer: the `--dry-run` text, the
-//! `--json` object, the `--verbose` header and footer and the usage table.
-//! Everything here passes through [`redact`](crate::redact) first, but the
-//! answer in `--json` (design §6.7).
+//! The reports of a run besides its answer: the `--dry-run` text (its
+//! tools section in `report/tools.rs`), the `--json` object, the
+//! `--verbose` header and footer and the usage table. Everything here
+//! passes through [`redact`](crate::redact) first, but the model's words in
+//! `--json`: the answer and the tool calls' arguments (design §6.7).
+
+mod tools;
 
 use serde::Serialize;
 
 use crate::agent::yes_no;
 use crate::deadline::millis;
-use crate::ledger::{self, AgentUsage};
+use crate::ledger::{self, AgentUsage, Ledger, ToolDetail};
 use crate::redact::redact;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
@@ -62,8 +65,12 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
         };
         s.push_str(&format!("Timeout:   {t}s\n"));
     }
-    // Only when there is one: without, the report is as design §2.9 gives it.
-    if let Some(o) = &r.output {
+    // Each only when there is one: without, the report is as design §2.9
+    // gives it.
+    if let Some(kit) = &r.tools {
+        s.push_str(&tools::section(kit));
+    }
+    if let Some(o) = &r.output_schema {
         let schema = serde_json::to_string_pretty(&o.schema).unwrap_or_default();
         s.push_str(&format!(
             "\n--- Output Schema ---\n{schema}\nMax Repairs: {}\n",
@@ -166,9 +173,9 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
     out
 }
 
-/// The `--json` object: the single-agent fields and `tool_calls` (the
-/// top-level agent's own), then the whole tree's usage (design §2.9, §3.14,
-/// D16).
+/// The `--json` object: the single-agent fields, `tool_calls` and
+/// `tool_call_details` (the top-level agent's own), then the whole tree's
+/// usage (design §2.9, §3.14, D16).
 #[derive(Debug, Serialize)]
 pub struct JsonOutput<'a> {
     pub model: String,
@@ -181,7 +188,11 @@ pub struct JsonOutput<'a> {
     pub output_tokens: u64,
     pub stop_reason: String,
     pub duration_ms: u64,
+    /// Every call the top-level run answered: built-in, `call_agent`, or
+    /// one refused as unknown.
     pub tool_calls: u64,
+    /// The top-level run's built-in tool calls (the Go original's key).
+    pub tool_call_details: Vec<ToolDetail>,
     pub retry_attempts: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
@@ -189,11 +200,35 @@ pub struct JsonOutput<'a> {
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
     pub total_cache_read_input_tokens: u64,
-    pub agents: &'a [AgentUsage],
+    pub agents: Vec<AgentReport<'a>>,
 }
 
-pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> String {
+/// One entry of `--json`'s `agents`: an agent's usage and the built-in
+/// tool calls of all its runs.
+#[derive(Debug, Serialize)]
+pub struct AgentReport<'a> {
+    #[serde(flatten)]
+    pub usage: &'a AgentUsage,
+    pub tool_call_details: Vec<ToolDetail>,
+}
+
+/// The `--json` line of a run whose top-level agent ran at `root` (its
+/// path), with the tree's `usage` and the tool calls `ledger` recorded.
+pub fn json(
+    r: &Resolved,
+    o: &Outcome,
+    ledger: &Ledger,
+    root: &str,
+    usage: &[AgentUsage],
+) -> String {
     let totals = ledger::totals(usage);
+    let agents = usage
+        .iter()
+        .map(|u| AgentReport {
+            usage: u,
+            tool_call_details: ledger.agent_tool_details(&u.name),
+        })
+        .collect();
     let out = JsonOutput {
         model: redact(&r.model.to_string()),
         content: &o.content,
@@ -203,14 +238,15 @@ pub fn json(r: &Resolved, o: &Outcome, run_id: &str, usage: &[AgentUsage]) -> St
         stop_reason: redact(&o.stop_reason),
         duration_ms: millis(o.duration),
         tool_calls: o.tool_calls,
+        tool_call_details: ledger.tool_details(root),
         retry_attempts: o.retry_attempts,
         cache_read_input_tokens: o.cache_read_input_tokens,
-        run_id,
+        run_id: &ledger.run_id,
         total_input_tokens: totals.input_tokens,
         total_output_tokens: totals.output_tokens,
         total_cache_read_input_tokens: totals.cache_read_input_tokens,
-        agents: usage,
+        agents,
     };
-    // Serializing plain strings and numbers cannot fail.
+    // Serializing plain strings, numbers and JSON values cannot fail.
     serde_json::to_string(&out).unwrap_or_default()
 }

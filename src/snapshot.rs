@@ -13,8 +13,9 @@ use crate::resolve::Resolved;
 /// loading call, and every call that waited for that load, reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoadError {
-    /// Its file could not be used: the whole `call_agent error: ...` text.
-    Refused(String),
+    /// Its file could not be used, so the call is rejected (steps 7 and 9):
+    /// the whole `call_agent error: ...` text.
+    Rejected(String),
     /// Resolving it failed: what went wrong, for `Error: sub-agent ...`.
     Failed(String),
 }

@@ -20,7 +20,7 @@ use axe::ledger::{Children, Ledger, Place};
 use axe::provider::ToolCall;
 use axe::run::Ctx;
 use axe::stderr::Verbose;
-use axe::tool::{Caller, execute};
+use axe::tool::{Caller, run_calls};
 
 fn global(server: &FakeServer) -> GlobalConfig {
     GlobalConfig {
@@ -111,6 +111,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs: 0,
+        tools: None,
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
@@ -118,7 +119,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         turn: 1,
     };
 
-    let results = execute(&calls(256), &caller);
+    let results = run_calls(&calls(256), &caller);
     assert!(results.iter().all(|r| !r.is_error && r.content == "ok"));
     // Helpers are kept for the run, parked: one per call but the first,
     // which the calling thread runs.
@@ -126,7 +127,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
     assert_eq!(helpers, 255);
     let fds_after_first = open_fds();
 
-    let results = execute(&calls(256), &caller);
+    let results = run_calls(&calls(256), &caller);
     assert!(results.iter().all(|r| !r.is_error));
     // The second fan-out starts no thread: the parked helpers take it.
     assert_eq!(threads_named("axe-call"), helpers);
@@ -150,7 +151,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         ..caller
     };
     for chunk in 0..100 {
-        let results = execute(&calls(10), &sequential);
+        let results = run_calls(&calls(10), &sequential);
         assert!(results.iter().all(|r| !r.is_error), "chunk {chunk}");
     }
     let after_threads = std::fs::read_dir("/proc/self/task").unwrap().count();

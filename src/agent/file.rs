@@ -1,7 +1,7 @@
 //! An agent file as written: the TOML shape (every key optional, integers
 //! signed so that a negative value reaches validation and gets its message)
 //! and its validation into an [`AgentConfig`], rule by rule in the order
-//! design §2.3 gives.
+//! design §2.3 gives (the tools' keys in `tools`).
 
 use serde::Deserialize;
 
@@ -40,6 +40,12 @@ pub(super) struct AgentFile {
     max_file_bytes: Option<i64>,
     max_prompt_bytes: Option<i64>,
     output: Option<OutputFile>,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    sandbox: super::tools::SandboxFile,
 }
 
 /// `[output]` as written: the schema inline (any TOML value, turned into
@@ -87,6 +93,7 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
         "retry" => fields::<RetrySettings>(),
         "budget" => fields::<BudgetFile>(),
         "output" => fields::<OutputFile>(),
+        "sandbox" => fields::<super::tools::SandboxFile>(),
         _ => &[],
     }
 }
@@ -148,6 +155,7 @@ impl AgentFile {
             },
         };
         let output = self.output.map(OutputFile::validate).transpose()?;
+        let tools = super::tools::validate(self.tools, self.allowed_hosts, self.sandbox)?;
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         Ok(AgentConfig {
             name: self.name,
@@ -182,6 +190,7 @@ impl AgentFile {
             max_file_bytes,
             max_prompt_bytes,
             output,
+            tools,
         })
     }
 }

@@ -5,11 +5,13 @@
 
 mod file;
 mod text;
+mod tools;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use text::{scaffold, show, yes_no};
+pub use tools::{SandboxConfig, ToolsConfig};
 
 use crate::config::RetrySettings;
 use crate::error::Error;
@@ -23,7 +25,7 @@ pub const MAX_DEPTH_LIMIT: i64 = 5;
 /// that reach its parent.
 pub const DEFAULT_MAX_RESULT_CHARS: usize = 20_000;
 /// Default `max_file_bytes`: a larger context file is skipped, a larger
-/// skill refused.
+/// skill is an error.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 20;
 /// Default `max_prompt_bytes`: the most the system prompt may hold; context
 /// files that would take it past this are skipped.
@@ -70,8 +72,10 @@ pub struct AgentConfig {
     pub max_file_bytes: Option<u64>,
     /// As written; [`AgentConfig::prompt_limit`] applies the default.
     pub max_prompt_bytes: Option<u64>,
-    /// `[output]`: the shape the answer must have (design D22).
+    /// `[output]`: the output schema the answer must match (design D22).
     pub output: Option<OutputConfig>,
+    /// `tools`, `allowed_hosts`, `[sandbox]` (design §10).
+    pub tools: ToolsConfig,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.
@@ -138,7 +142,7 @@ impl SubAgentsConfig {
 }
 
 impl AgentConfig {
-    /// The largest context file read; a larger skill is refused.
+    /// The largest context file read; a larger skill is an error.
     pub fn file_limit(&self) -> u64 {
         self.max_file_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES)
     }
@@ -168,14 +172,16 @@ pub fn load_in(config_dir: &Path, name: &str) -> Result<Agent, Error> {
     let path = paths::agent_file_in(config_dir, name)?;
     let text = match read::config_text(&path) {
         Ok(t) => t,
-        Err(read::Refused::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::config(format!("agent config not found: {name}")));
+        Err(read::Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::AgentNotFound {
+                name: name.to_string(),
+            });
         }
         Err(e) => {
-            return Err(Error::config(format!(
-                "cannot read {}: {e}",
-                path.display()
-            )));
+            return Err(Error::Unreadable {
+                path,
+                why: e.to_string(),
+            });
         }
     };
     let mut agent = parse(name, &path, &text)?;
@@ -190,8 +196,11 @@ pub fn load_in(config_dir: &Path, name: &str) -> Result<Agent, Error> {
 /// Parses and validates agent TOML. Keys serde does not know become
 /// warnings, not errors (a typo such as `sub_agent` must not pass silently).
 pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
-    let (raw, warnings): (file::AgentFile, _) = tomlfile::parse(text, &file::known_keys)
-        .map_err(|e| Error::config(format!("invalid agent config {}: {e}", path.display())))?;
+    let (raw, warnings): (file::AgentFile, _) =
+        tomlfile::parse(text, &file::known_keys).map_err(|e| Error::InvalidAgentFile {
+            path: path.to_path_buf(),
+            why: e,
+        })?;
     Ok(Agent {
         id: id.to_string(),
         path: path.to_path_buf(),
@@ -208,7 +217,10 @@ pub fn list_ids() -> Result<(Vec<String>, Vec<String>), Error> {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
         Err(e) => {
-            return Err(Error::config(format!("cannot read {}: {e}", dir.display())));
+            return Err(Error::Unreadable {
+                path: dir,
+                why: e.to_string(),
+            });
         }
     };
     let mut ids = Vec::new();
@@ -240,8 +252,34 @@ mod tests {
     }
 
     /// The validation error of `text`.
-    fn refused(text: &str) -> String {
+    fn validation_error(text: &str) -> String {
         parsed(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn loading_tells_a_missing_agent_from_a_bad_name_and_an_unreadable_file() {
+        let dir = std::env::temp_dir().join(format!("axe-agent-errors-{}", std::process::id()));
+        fs::create_dir_all(dir.join("agents").join("folder.toml")).unwrap();
+        fs::write(dir.join("agents").join("broken.toml"), "name = \n").unwrap();
+        assert!(
+            matches!(load_in(&dir, "ghost"), Err(Error::AgentNotFound { name }) if name == "ghost")
+        );
+        assert!(matches!(
+            load_in(&dir, "../ghost"),
+            Err(Error::InvalidAgentName { .. })
+        ));
+        match load_in(&dir, "folder") {
+            Err(Error::Unreadable { path, why }) => {
+                assert!(path.ends_with("agents/folder.toml"), "{}", path.display());
+                assert_eq!(why, "not a regular file");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            load_in(&dir, "broken"),
+            Err(Error::InvalidAgentFile { .. })
+        ));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A valid agent with `extra` appended.
@@ -252,13 +290,13 @@ mod tests {
     #[test]
     fn validation_order_is_name_then_sub_agents_config() {
         assert_eq!(
-            refused("[sub_agents_config]\nmax_depth = 9\n"),
+            validation_error("[sub_agents_config]\nmax_depth = 9\n"),
             "agent config missing required field: name"
         );
         // A missing model is no error in the file: a sub-agent inherits its
         // caller's (design D21).
         assert_eq!(
-            refused("name = \"x\"\n[sub_agents_config]\nmax_depth = 9\n"),
+            validation_error("name = \"x\"\n[sub_agents_config]\nmax_depth = 9\n"),
             "sub_agents_config.max_depth cannot exceed 5"
         );
         assert_eq!(parsed("name = \"x\"\n").unwrap().config.model, None);
@@ -271,14 +309,14 @@ mod tests {
         );
         // [sub_agents_config] before the sub_agents names (design D17, D9).
         assert_eq!(
-            refused(&with(
+            validation_error(&with(
                 "sub_agents = [\"../x\"]\n[sub_agents_config]\nmax_depth = 6\n"
             )),
             "sub_agents_config.max_depth cannot exceed 5"
         );
         // max_depth before timeout.
         assert_eq!(
-            refused(&with("[sub_agents_config]\nmax_depth = -1\ntimeout = -1\n")),
+            validation_error(&with("[sub_agents_config]\nmax_depth = -1\ntimeout = -1\n")),
             "sub_agents_config.max_depth must be non-negative"
         );
     }
@@ -287,7 +325,7 @@ mod tests {
     fn validate_max_depth_too_high() {
         for d in [6, 100] {
             assert_eq!(
-                refused(&with(&format!("[sub_agents_config]\nmax_depth = {d}\n"))),
+                validation_error(&with(&format!("[sub_agents_config]\nmax_depth = {d}\n"))),
                 "sub_agents_config.max_depth cannot exceed 5"
             );
         }
@@ -296,7 +334,7 @@ mod tests {
     #[test]
     fn validate_max_depth_negative() {
         assert_eq!(
-            refused(&with("[sub_agents_config]\nmax_depth = -1\n")),
+            validation_error(&with("[sub_agents_config]\nmax_depth = -1\n")),
             "sub_agents_config.max_depth must be non-negative"
         );
     }
@@ -304,7 +342,7 @@ mod tests {
     #[test]
     fn validate_timeout_negative() {
         assert_eq!(
-            refused(&with("[sub_agents_config]\ntimeout = -1\n")),
+            validation_error(&with("[sub_agents_config]\ntimeout = -1\n")),
             "sub_agents_config.timeout must be non-negative"
         );
     }
@@ -363,7 +401,7 @@ mod tests {
     #[test]
     fn blank_name_is_missing() {
         assert_eq!(
-            refused("name = \"  \"\nmodel = \"a/b\"\n"),
+            validation_error("name = \"  \"\nmodel = \"a/b\"\n"),
             "agent config missing required field: name"
         );
     }
@@ -425,7 +463,7 @@ mod tests {
             ("budget", "max_turns"),
         ] {
             assert_eq!(
-                refused(&with(&format!("[{table}]\n{key} = 0\n"))),
+                validation_error(&with(&format!("[{table}]\n{key} = 0\n"))),
                 format!("{table}.{key} must be a positive integer")
             );
         }

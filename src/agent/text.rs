@@ -3,12 +3,8 @@
 
 use super::Agent;
 
-/// The file `axe agents init <name>` writes: required keys set, every
-/// optional key shown commented out.
-pub fn scaffold(name: &str) -> String {
-    format!(
-        r#"name = "{name}"
-description = ""
+/// The scaffold after its `name` line.
+const SCAFFOLD_REST: &str = r#"description = ""
 model = "provider/model-name"
 
 # Model strings are provider/model: anthropic/claude-sonnet-4-5,
@@ -41,6 +37,29 @@ model = "provider/model-name"
 # Agents this agent may delegate to through the call_agent tool.
 # sub_agents = ["helper"]
 
+# Built-in tools: read_file, list_directory, search_files, write_file,
+# edit_file, run_command, url_fetch. Files stay beneath the workdir (the
+# kernel resolves every path); run_command runs sh -c under Landlock. A
+# sub-agent gets only the tools its own file lists.
+# tools = ["read_file", "search_files"]
+
+# Hosts url_fetch may reach: exact names or *.suffix (default: any public
+# host; private and local addresses are refused unless [sandbox] allows).
+# allowed_hosts = ["docs.rs", "*.github.io"]
+
+# What run_command may touch beyond the system's directories, the workdir
+# and a private TMPDIR: extra paths to read (and run programs from) or to
+# write, TCP (network), private addresses for url_fetch (private_networks),
+# environment variables to pass (never a key). mode = "off" runs commands
+# without Landlock, where the kernel has none.
+# [sandbox]
+# mode = "landlock"
+# read = ["~/.cargo", "~/.rustup"]
+# write = []
+# network = false
+# private_networks = false
+# env = ["CARGO_HOME"]
+
 # Sub-agent settings. max_depth: nesting limit for the whole tree (0 means 3,
 # at most 5); parallel: run the calls of one response at the same time;
 # timeout: seconds per sub-agent call (0 means the parent's deadline);
@@ -71,7 +90,7 @@ model = "provider/model-name"
 # not, the model is told what is wrong and asked again, max_repairs times
 # (default 2), then the run exits 5 (a sub-agent's call fails).
 # [output]
-# schema = {{ type = "object", properties = {{ verdict = {{ type = "string" }} }}, required = ["verdict"] }}
+# schema = { type = "object", properties = { verdict = { type = "string" } }, required = ["verdict"] }
 # schema_file = "schemas/verdict.json"
 # max_repairs = 2
 
@@ -81,8 +100,12 @@ model = "provider/model-name"
 # max_retries = 2
 # initial_delay_ms = 500
 # max_delay_ms = 30000
-"#
-    )
+"#;
+
+/// The file `axe agents init <name>` writes: required keys set, every
+/// optional key shown commented out.
+pub fn scaffold(name: &str) -> String {
+    format!("name = \"{name}\"\n{SCAFFOLD_REST}")
 }
 
 /// The `axe agents show` text: one aligned `Label:` line per field.
@@ -142,6 +165,7 @@ pub fn show(agent: &Agent) -> String {
             rows.push(("Max Result Chars", n.to_string()));
         }
     }
+    rows.extend(tool_rows(&c.tools));
     if let Some(n) = c.max_file_bytes {
         rows.push(("Max File Bytes", n.to_string()));
     }
@@ -186,6 +210,28 @@ pub fn show(agent: &Agent) -> String {
     out
 }
 
+/// The `tools`, `allowed_hosts` and `[sandbox]` rows of `show`, each only
+/// when the file sets it.
+fn tool_rows(t: &super::ToolsConfig) -> Vec<(&'static str, String)> {
+    let sb = &t.sandbox;
+    let list = |v: &[String]| (!v.is_empty()).then(|| v.join(", "));
+    let yes = |b: bool| b.then(|| "yes".to_string());
+    let off = (!sb.landlock).then(|| "off (commands run without Landlock)".to_string());
+    [
+        ("Tools", list(&t.names)),
+        ("Allowed Hosts", list(&t.allowed_hosts)),
+        ("Sandbox", off),
+        ("Sandbox Read", list(&sb.read)),
+        ("Sandbox Write", list(&sb.write)),
+        ("Sandbox Network", yes(sb.network)),
+        ("Private Networks", yes(sb.private_networks)),
+        ("Sandbox Env", list(&sb.env)),
+    ]
+    .into_iter()
+    .filter_map(|(label, value)| value.map(|v| (label, v)))
+    .collect()
+}
+
 pub fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }
@@ -216,6 +262,7 @@ mod tests {
             "retry",
             "budget",
             "output",
+            "sandbox",
         ]
         .into_iter()
         .flat_map(super::super::file::known_keys)

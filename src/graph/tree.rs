@@ -35,7 +35,9 @@ pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
     let Some(root_node @ Loaded::Agent { agent, model }) = node else {
         return Err(match node {
             Some(Loaded::Invalid { message }) => Error::config(message.clone()),
-            _ => Error::config(format!("agent config not found: {root}")),
+            _ => Error::AgentNotFound {
+                name: root.to_string(),
+            },
         });
     };
     let sac = &agent.config.sub_agents_config;

@@ -75,6 +75,7 @@ fn message(m: &Message) -> Value {
             }
             json!({"role": "assistant", "content": blocks})
         }
+        Message::Paused(blocks) => json!({"role": "assistant", "content": blocks}),
         Message::ToolResults(results) => {
             let blocks: Vec<Value> = results
                 .iter()
@@ -114,7 +115,8 @@ struct Block {
 }
 
 /// Parses a successful response body. Text blocks are concatenated; each
-/// `tool_use` block becomes a [`ToolCall`]; other block types are ignored.
+/// `tool_use` block becomes a [`ToolCall`]; other block types are ignored,
+/// but a paused turn keeps them all to be sent back.
 pub fn parse(body: &str) -> Result<Response, String> {
     let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
     let stop_reason = wire.stop_reason.unwrap_or_default();
@@ -147,7 +149,13 @@ pub fn parse(body: &str) -> Result<Response, String> {
             what.push_str(": ");
             what.push_str(why);
         }
-        resp.refusal = Some(what);
+        resp.declined = Some(what);
+    }
+    if stop_reason == "pause_turn" {
+        // Sent back whole, every block as it came (server tool calls and
+        // their results included), so the typed blocks below will not do.
+        let mut raw: Value = serde_json::from_str(body).unwrap_or_default();
+        resp.paused = Some(raw["content"].take());
     }
     resp.stop_reason = stop_reason;
     for (i, block) in wire.content.into_iter().enumerate() {
@@ -161,6 +169,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
                 name: block.name.unwrap_or_default(),
                 arguments: arguments_from_json(&block.input),
                 wire_arguments: block.input,
+                foreign: None,
             }),
             _ => {}
         }

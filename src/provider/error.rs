@@ -196,7 +196,7 @@ pub(super) fn transport_error(
 ) -> ProviderError {
     use std::io::ErrorKind as Io;
     let error = |kind, message: String| ProviderError::new(provider, kind, None, message);
-    let refused = || {
+    let connection_refused = || {
         let message = match provider {
             Kind::Ollama => {
                 format!("connection refused: is Ollama running? (expected at {base_url})")
@@ -217,8 +217,8 @@ pub(super) fn transport_error(
                 MAX_BODY_BYTES >> 20
             ),
         ),
-        ureq::Error::ConnectionFailed => refused(),
-        ureq::Error::Io(e) if e.kind() == Io::ConnectionRefused => refused(),
+        ureq::Error::ConnectionFailed => connection_refused(),
+        ureq::Error::Io(e) if e.kind() == Io::ConnectionRefused => connection_refused(),
         ureq::Error::HostNotFound => error(ErrorKind::Network, format!("host not found ({url})")),
         other => error(
             ErrorKind::Network,

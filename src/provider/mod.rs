@@ -6,13 +6,15 @@
 //! path, the JSON body for a [`Request`], and the parsing of a successful
 //! response body into a [`Response`]. Everything else is here, once: the
 //! shared types (`types`), the HTTP path with its deadlines and size limits
-//! (`http`), retries (`retry`), error classification (`error`), the helpers
-//! the formats share (`wire`) and what models refuse (`adjust`). The
-//! provider knows nothing of where its settings came from.
+//! (`http`) and the clients it shares (`client`), retries (`retry`), error
+//! classification (`error`), the helpers the formats share (`wire`) and what
+//! models refuse (`adjust`). The provider knows nothing of where its
+//! settings came from.
 
 pub mod adjust;
 pub mod anthropic;
 pub mod anthropic_schema;
+mod client;
 mod error;
 mod http;
 pub mod ollama;
@@ -28,7 +30,9 @@ pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,
 };
 pub use http::{MAX_BODY_BYTES, Notice, Provider, Retry};
-pub use retry::{RetryPolicy, http_date, retry_hint, should_retry_hint};
+pub use retry::{
+    RETRYABLE_STATUSES, RetryPolicy, http_date, retry_hint, retryable_status, should_retry_hint,
+};
 pub use types::*;
 pub(crate) use wire::*;
 

@@ -53,6 +53,8 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             tool_calls,
             |c| json!({"function": {"name": c.name, "arguments": arguments_object(c)}}),
         )),
+        // Only the Anthropic wire pauses a turn.
+        Message::Paused(_) => {}
         // Ollama has no tool_call_id: one `tool` message per result, in
         // order, naming the tool that ran (`tool_name`).
         Message::ToolResults(results) => {
@@ -111,6 +113,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             name: c.function.name,
             arguments: arguments_from_wire(&c.function.arguments),
             wire_arguments: c.function.arguments,
+            foreign: None,
         })
         .collect();
     let stop_reason = wire.done_reason.unwrap_or_default();
@@ -123,6 +126,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
         cache_read_tokens: 0,
         tool_calls,
         retries: 0,
-        refusal: None,
+        declined: None,
+        paused: None,
     })
 }

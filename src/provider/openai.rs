@@ -79,12 +79,17 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             content,
             tool_calls,
         } => out.push(assistant_message(content, tool_calls, |c| {
-            json!({
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": arguments_text(c)},
-            })
+            match &c.foreign {
+                Some(call) => call.clone(),
+                None => json!({
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": arguments_text(c)},
+                }),
+            }
         })),
+        // Only the Anthropic wire pauses a turn.
+        Message::Paused(_) => {}
         Message::ToolResults(results) => {
             for r in results {
                 out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
@@ -113,27 +118,13 @@ struct WireMessage {
     /// A string, null, or (some compatible servers) an array of text parts.
     #[serde(default)]
     content: Value,
+    /// Each read by [`tool_call`]: calls of other types than `function`
+    /// must not make the whole response unreadable.
     #[serde(default)]
-    tool_calls: Option<Vec<WireToolCall>>,
+    tool_calls: Option<Vec<Value>>,
     /// The model's refusal text when it declined (content is then null).
     #[serde(default)]
     refusal: Value,
-}
-
-#[derive(Deserialize)]
-struct WireToolCall {
-    #[serde(default)]
-    id: Option<String>,
-    function: WireFunction,
-}
-
-#[derive(Deserialize)]
-struct WireFunction {
-    #[serde(default)]
-    name: String,
-    /// A JSON-encoded string per the API; some servers send an object.
-    #[serde(default)]
-    arguments: Value,
 }
 
 /// Parses a successful response body (the first choice).
@@ -153,16 +144,8 @@ pub fn parse(body: &str) -> Result<Response, String> {
         .unwrap_or_default()
         .into_iter()
         .enumerate()
-        .map(|(i, c)| ToolCall {
-            id: c
-                .id
-                .filter(|id| !id.is_empty())
-                .unwrap_or_else(|| format!("call_{i}")),
-            name: c.function.name,
-            arguments: arguments_from_wire(&c.function.arguments),
-            wire_arguments: c.function.arguments,
-        })
-        .collect();
+        .map(|(i, c)| tool_call(i, c))
+        .collect::<Result<_, _>>()?;
     let stop_reason = choice.finish_reason.unwrap_or_default();
     let cut = match stop_reason.as_str() {
         "length" => Some(Cut::OutputLimit),
@@ -178,12 +161,47 @@ pub fn parse(body: &str) -> Result<Response, String> {
         cache_read_tokens: count(&wire.usage["prompt_tokens_details"]["cached_tokens"]),
         tool_calls,
         retries: 0,
-        refusal: choice
+        declined: choice
             .message
             .refusal
             .as_str()
             .filter(|r| !r.trim().is_empty())
             .map(|r| format!("the model refused to answer: {r}")),
         cut,
+        paused: None,
+    })
+}
+
+/// The `i`-th entry of `message.tool_calls`. A function call (`type`
+/// `function`, or none given, as some compatible servers send it) must
+/// have its `function`; a call of any other type (`custom`, with its
+/// free-form `input`, or one the API adds later) is kept whole, to be
+/// answered with an error and written back as it came (design §4.3).
+fn tool_call(i: usize, mut raw: Value) -> Result<ToolCall, String> {
+    let id = raw["id"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .map_or_else(|| format!("call_{i}"), str::to_string);
+    let kind = raw["type"].as_str().unwrap_or("function").to_string();
+    if kind != "function" {
+        let name = raw[&kind]["name"].as_str().unwrap_or(&kind).to_string();
+        return Ok(ToolCall {
+            id,
+            name,
+            foreign: Some(raw),
+            ..ToolCall::default()
+        });
+    }
+    let Some(function) = raw.get_mut("function").filter(|f| f.is_object()) else {
+        return Err(format!("tool call {id} has no `function`"));
+    };
+    let name = function["name"].as_str().unwrap_or("").to_string();
+    let arguments = function["arguments"].take();
+    Ok(ToolCall {
+        id,
+        name,
+        arguments: arguments_from_wire(&arguments),
+        wire_arguments: arguments,
+        foreign: None,
     })
 }

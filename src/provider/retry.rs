@@ -3,9 +3,16 @@
 
 use std::time::Duration;
 
-/// How one provider call retries its HTTP request: 429, 529 / overloaded,
-/// 500, 502, 503, 504, and connections refused or closed before any
-/// response; never another 4xx, never a deadline timeout. These retries are
+use super::ErrorKind;
+
+/// The HTTP statuses a failed request is retried on (design D12, §6.1):
+/// 429 rate limited, 500, 502, 503 and 504 server errors, and 529
+/// overloaded. Never another 4xx.
+pub const RETRYABLE_STATUSES: [u16; 6] = [429, 500, 502, 503, 504, 529];
+
+/// How one provider call retries its HTTP request: on a status that
+/// [`retryable_status`] accepts, and on connections refused or closed
+/// before any response; never on a deadline timeout. These retries are
 /// not sub-agent retries, which stay the parent model's to make (design
 /// D12, §3.12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +55,14 @@ impl RetryPolicy {
         }
         Duration::from_nanos(fastrand::u64(0..=nanos))
     }
+}
+
+/// Whether a failed response with `status`, classified as `kind`, may be
+/// retried: one of [`RETRYABLE_STATUSES`], or overloaded whatever its
+/// status (Anthropic's `overloaded_error`). Anthropic's `x-should-retry`
+/// overrides this (see [`should_retry_hint`]).
+pub fn retryable_status(status: u16, kind: ErrorKind) -> bool {
+    RETRYABLE_STATUSES.contains(&status) || kind == ErrorKind::Overloaded
 }
 
 /// The longest wait a server may ask for that axe will consider: a day.
@@ -105,4 +120,21 @@ pub fn should_retry_hint(value: Option<&str>) -> Option<bool> {
 /// the years 1970 to 9999; anything else is `None`.
 pub fn http_date(s: &str) -> Option<std::time::SystemTime> {
     httpdate::parse_http_date(s).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_listed_statuses_and_overloaded_are_retried() {
+        for status in [429, 500, 502, 503, 504, 529] {
+            assert!(retryable_status(status, ErrorKind::Server), "{status}");
+        }
+        for status in [400, 401, 403, 404, 422, 501, 505] {
+            assert!(!retryable_status(status, ErrorKind::BadRequest), "{status}");
+        }
+        // Anthropic's `overloaded_error` under a status of its own.
+        assert!(retryable_status(400, ErrorKind::Overloaded));
+    }
 }

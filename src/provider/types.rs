@@ -38,6 +38,11 @@ pub struct ToolCall {
     /// the conversation history. `Null` for a call that did not come from a
     /// provider: the history is then built from `arguments`.
     pub wire_arguments: Value,
+    /// A call of a type axe has no tool of (OpenAI's `custom` tools, any
+    /// type but `function`): the call exactly as the wire carried it,
+    /// written back as it is in the history. It is never run; its result
+    /// is an error for the model.
+    pub foreign: Option<Value>,
 }
 
 /// The result of executing one [`ToolCall`].
@@ -67,6 +72,10 @@ pub enum Message {
     /// order (sent as one `user` message by Anthropic, one message per
     /// result by OpenAI and Ollama).
     ToolResults(Vec<ToolResult>),
+    /// A turn the server paused (Anthropic's `pause_turn`): the model's
+    /// content blocks exactly as they came, sent back unchanged so that it
+    /// goes on with the same turn. Only the Anthropic wire makes one.
+    Paused(Value),
 }
 
 /// What is sent to a provider.
@@ -142,9 +151,13 @@ pub struct Response {
     pub retries: u32,
     /// The model declined to answer: `the model refused to answer`, then
     /// its own words or the provider's reason where the wire carries them.
-    pub refusal: Option<String>,
+    pub declined: Option<String>,
     /// Why the answer is incomplete, when it is.
     pub cut: Option<Cut>,
+    /// The server paused the turn (Anthropic's `pause_turn`, a long
+    /// server-side tool): the content blocks to send back as they came so
+    /// that the model goes on. `content` is the text so far.
+    pub paused: Option<Value>,
 }
 
 /// Why an answer ended before the model finished it.

@@ -1,21 +1,18 @@
-//! An output schema read whole and turned into nodes the check walks
-//! (design D22): every keyword known and well-formed (a keyword outside the
-//! subset is refused up front, never silently not checked), patterns
-//! compiled once, every `$ref` resolved to a schema that passed these
-//! checks, and a schema whose references loop without reaching into the
-//! answer refused, so that checking an answer always ends.
+//! An output schema read whole and turned into the nodes the check walks
+//! (`nodes`, design D22): every keyword known and well-formed (a keyword
+//! outside the subset is refused up front, never silently not checked),
+//! patterns compiled once, every `$ref` resolved to a schema that passed
+//! these checks, and a schema whose references loop without reaching into
+//! the answer refused, so that checking an answer always ends.
 
 use std::collections::HashMap;
 
-use regex_automata::meta::Regex;
-
-use super::pattern::regex;
 use serde_json::{Map, Value};
 
 use super::number::Decimal;
-
-/// A node's index in [`Compiled::nodes`]; the root is 0.
-pub type Id = usize;
+use super::pattern::regex;
+// The files that walk the nodes name them from here, where they are built.
+pub use super::nodes::{Bound, Compiled, Id, Node, Rules, TYPES};
 
 /// Keywords that only annotate: accepted, never checked (draft 2020-12
 /// makes `format` and the content keywords annotations unless a vocabulary
@@ -43,76 +40,6 @@ const META_SCHEMAS: &[&str] = &[
     "https://json-schema.org/draft/2019-09/schema",
     "http://json-schema.org/draft-07/schema",
 ];
-
-/// The JSON types `type` may name.
-pub const TYPES: &[&str] = &[
-    "null", "boolean", "object", "array", "number", "string", "integer",
-];
-
-/// A schema ready to check answers against.
-#[derive(Debug)]
-pub struct Compiled {
-    pub nodes: Vec<Node>,
-    /// Where each node is in the schema, as a JSON Pointer.
-    pub places: Vec<String>,
-    /// Nodes some `$ref` points at: the only nodes the check can reach
-    /// twice for one place in the answer, so their results are remembered.
-    pub shared: Vec<bool>,
-}
-
-#[derive(Debug)]
-pub enum Node {
-    /// `true` or `false` as a schema.
-    Always(bool),
-    Rules(Box<Rules>),
-}
-
-/// One schema object's keywords, read.
-#[derive(Debug, Default)]
-pub struct Rules {
-    /// Indexes into [`TYPES`], in the order written; `None`: no `type`.
-    pub types: Option<Vec<usize>>,
-    pub enumeration: Option<Vec<Value>>,
-    pub constant: Option<Value>,
-    pub min_length: Option<u64>,
-    pub max_length: Option<u64>,
-    pub pattern: Option<(String, Regex)>,
-    pub minimum: Option<Bound>,
-    pub maximum: Option<Bound>,
-    pub exclusive_minimum: Option<Bound>,
-    pub exclusive_maximum: Option<Bound>,
-    pub multiple_of: Option<Bound>,
-    pub min_items: Option<u64>,
-    pub max_items: Option<u64>,
-    pub unique_items: bool,
-    pub prefix_items: Vec<Id>,
-    pub items: Option<Id>,
-    pub contains: Option<Id>,
-    pub min_contains: Option<u64>,
-    pub max_contains: Option<u64>,
-    pub min_properties: Option<u64>,
-    pub max_properties: Option<u64>,
-    pub required: Vec<String>,
-    pub properties: HashMap<String, Id>,
-    pub pattern_properties: Vec<(String, Regex, Id)>,
-    pub additional_properties: Option<Id>,
-    pub property_names: Option<Id>,
-    pub dependent_required: Vec<(String, Vec<String>)>,
-    pub dependent_schemas: Vec<(String, Id)>,
-    pub all_of: Vec<Id>,
-    pub any_of: Vec<Id>,
-    pub one_of: Vec<Id>,
-    pub not: Option<Id>,
-    pub if_then_else: Option<(Id, Option<Id>, Option<Id>)>,
-    pub reference: Option<Id>,
-}
-
-/// A numeric keyword: its exact value, and its JSON text for messages.
-#[derive(Debug)]
-pub struct Bound {
-    pub value: Decimal,
-    pub text: String,
-}
 
 /// A problem with a schema, with its place: `/properties/a: what`.
 struct Placed(String);
@@ -161,26 +88,6 @@ pub fn compile(schema: &Value) -> Result<Compiled, String> {
     };
     super::chains::check(&compiled)?;
     Ok(compiled)
-}
-
-impl Rules {
-    /// The schemas that apply to the same place in the answer as this one.
-    pub fn in_place(&self) -> impl Iterator<Item = Id> + '_ {
-        let ite = self.if_then_else.iter().flat_map(|(i, t, e)| {
-            std::iter::once(*i)
-                .chain(t.iter().copied())
-                .chain(e.iter().copied())
-        });
-        self.reference
-            .iter()
-            .copied()
-            .chain(self.all_of.iter().copied())
-            .chain(self.any_of.iter().copied())
-            .chain(self.one_of.iter().copied())
-            .chain(self.not.iter().copied())
-            .chain(self.dependent_schemas.iter().map(|(_, s)| *s))
-            .chain(ite)
-    }
 }
 
 #[derive(Default)]
@@ -237,7 +144,18 @@ impl Builder {
         map: &Map<String, Value>,
     ) -> Result<(), Fault> {
         match key {
-            k if ANNOTATIONS.contains(&k) => {}
+            k if ANNOTATIONS.contains(&k) => Ok(()),
+            _ if self.core(id, key, value)? => Ok(()),
+            _ if assertion(r, key, value)? => Ok(()),
+            _ => self.applicator(r, key, value, here, map),
+        }
+    }
+
+    /// The keywords about the schema itself: its dialect, its `$id`, its
+    /// anchors and its `$ref`, kept to resolve once every node is built;
+    /// false for any other keyword.
+    fn core(&mut self, id: Id, key: &str, value: &Value) -> Result<bool, Fault> {
+        match key {
             "$schema" => {
                 let uri = value.as_str().ok_or("must be a string")?;
                 let uri = uri.strip_suffix('#').unwrap_or(uri);
@@ -255,38 +173,28 @@ impl Builder {
                 let name = value.as_str().ok_or("must be a string")?;
                 self.anchors.insert(name.to_string(), id);
             }
-            "type" => r.types = Some(types(value)?),
-            "enum" => r.enumeration = Some(value.as_array().ok_or("must be an array")?.clone()),
-            "const" => r.constant = Some(value.clone()),
-            "pattern" => {
-                let p = value.as_str().ok_or("must be a string")?;
-                r.pattern = Some((p.to_string(), regex(p)?));
-            }
-            "required" => r.required = names(value)?,
-            "uniqueItems" => r.unique_items = value.as_bool().ok_or("must be true or false")?,
-            "minLength" => r.min_length = Some(count(value)?),
-            "maxLength" => r.max_length = Some(count(value)?),
-            "minItems" => r.min_items = Some(count(value)?),
-            "maxItems" => r.max_items = Some(count(value)?),
-            "minProperties" => r.min_properties = Some(count(value)?),
-            "maxProperties" => r.max_properties = Some(count(value)?),
-            "minContains" => r.min_contains = Some(count(value)?),
-            "maxContains" => r.max_contains = Some(count(value)?),
-            "minimum" => r.minimum = Some(bound(value)?),
-            "maximum" => r.maximum = Some(bound(value)?),
-            "exclusiveMinimum" => r.exclusive_minimum = Some(bound(value)?),
-            "exclusiveMaximum" => r.exclusive_maximum = Some(bound(value)?),
-            "multipleOf" => {
-                let b = bound(value)?;
-                if b.value.is_zero() || b.value.is_negative() {
-                    return Err("must be a number above 0".into());
-                }
-                r.multiple_of = Some(b);
-            }
             "$ref" => {
                 let target = value.as_str().ok_or("must be a string")?;
                 self.refs.push((id, target.to_string()));
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The keywords that apply schemas of their own to parts of the value
+    /// (items, properties, `if`/`then`/`else`, the lists), and `$defs`,
+    /// whose schemas are read for `$ref`s to reach; any other keyword is
+    /// refused.
+    fn applicator(
+        &mut self,
+        r: &mut Rules,
+        key: &str,
+        value: &Value,
+        here: &str,
+        map: &Map<String, Value>,
+    ) -> Result<(), Fault> {
+        match key {
             "items" if value.is_array() => {
                 return Err(
                     "must be a schema (a list of schemas is prefixItems in 2020-12)".into(),
@@ -401,6 +309,44 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// The keywords that check the value itself (type, enum, const, pattern,
+/// required, the counts and the numeric bounds), read into `r`; false for
+/// any other keyword.
+fn assertion(r: &mut Rules, key: &str, value: &Value) -> Result<bool, Fault> {
+    match key {
+        "type" => r.types = Some(types(value)?),
+        "enum" => r.enumeration = Some(value.as_array().ok_or("must be an array")?.clone()),
+        "const" => r.constant = Some(value.clone()),
+        "pattern" => {
+            let p = value.as_str().ok_or("must be a string")?;
+            r.pattern = Some((p.to_string(), regex(p)?));
+        }
+        "required" => r.required = names(value)?,
+        "uniqueItems" => r.unique_items = value.as_bool().ok_or("must be true or false")?,
+        "minLength" => r.min_length = Some(count(value)?),
+        "maxLength" => r.max_length = Some(count(value)?),
+        "minItems" => r.min_items = Some(count(value)?),
+        "maxItems" => r.max_items = Some(count(value)?),
+        "minProperties" => r.min_properties = Some(count(value)?),
+        "maxProperties" => r.max_properties = Some(count(value)?),
+        "minContains" => r.min_contains = Some(count(value)?),
+        "maxContains" => r.max_contains = Some(count(value)?),
+        "minimum" => r.minimum = Some(bound(value)?),
+        "maximum" => r.maximum = Some(bound(value)?),
+        "exclusiveMinimum" => r.exclusive_minimum = Some(bound(value)?),
+        "exclusiveMaximum" => r.exclusive_maximum = Some(bound(value)?),
+        "multipleOf" => {
+            let b = bound(value)?;
+            if b.value.is_zero() || b.value.is_negative() {
+                return Err("must be a number above 0".into());
+            }
+            r.multiple_of = Some(b);
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 fn types(value: &Value) -> Result<Vec<usize>, String> {

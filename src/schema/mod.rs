@@ -6,6 +6,7 @@
 mod chains;
 mod check;
 mod compile;
+mod nodes;
 mod number;
 mod pattern;
 mod quote;

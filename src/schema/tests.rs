@@ -88,11 +88,31 @@ fn an_invalid_schema_is_a_config_error_naming_the_place() {
     assert!(refused(json!({"$ref": "#/$defs/missing"})).contains("only a reference inside"));
 }
 
-/// Each keyword of the subset, with one answer it takes and one it
+/// Each case: a schema, one answer it takes, one it refuses and what it
+/// says about that one.
+type Case = (Value, Value, Value, &'static str);
+
+fn each_takes_and_refuses(cases: &[Case]) {
+    for (schema, good, bad, says) in cases {
+        let s = compile(schema.clone(), 0).unwrap_or_else(|e| panic!("{schema}: {e}"));
+        assert!(
+            matches!(s.check_now(&good.to_string()), Checked::Valid(..)),
+            "{schema} should take {good}"
+        );
+        assert_eq!(
+            s.check_now(&bad.to_string()),
+            Checked::Invalid(vec![says.to_string()]),
+            "{schema} on {bad}"
+        );
+    }
+}
+
+/// Each keyword of the subset on a single value (type, enum, const,
+/// lengths, bounds, multipleOf), with one answer it takes and one it
 /// refuses (and what it says).
 #[test]
-fn each_keyword_takes_and_refuses() {
-    let cases: &[(Value, Value, Value, &str)] = &[
+fn value_keywords_take_and_refuse() {
+    each_takes_and_refuses(&[
         (
             json!({"type": "integer"}),
             json!(3.0),
@@ -135,6 +155,13 @@ fn each_keyword_takes_and_refuses() {
             json!(1.2),
             "at /: 1.2 is not a multiple of 0.5",
         ),
+    ]);
+}
+
+/// Each keyword of the subset on arrays and objects, likewise.
+#[test]
+fn array_and_object_keywords_take_and_refuse() {
+    each_takes_and_refuses(&[
         (
             json!({"items": {"type": "string"}, "maxItems": 2}),
             json!(["a"]),
@@ -177,6 +204,14 @@ fn each_keyword_takes_and_refuses() {
             json!({"ab": 1}),
             "at /ab: 2 characters, more than 1",
         ),
+    ]);
+}
+
+/// Each keyword of the subset that combines schemas (anyOf, oneOf, not,
+/// if/then, $ref), likewise.
+#[test]
+fn combining_keywords_take_and_refuse() {
+    each_takes_and_refuses(&[
         (
             json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
             json!("x"),
@@ -207,19 +242,7 @@ fn each_keyword_takes_and_refuses() {
             json!({"a": 1}),
             "at /a: expected string, got number",
         ),
-    ];
-    for (schema, good, bad, says) in cases {
-        let s = compile(schema.clone(), 0).unwrap_or_else(|e| panic!("{schema}: {e}"));
-        assert!(
-            matches!(s.check_now(&good.to_string()), Checked::Valid(..)),
-            "{schema} should take {good}"
-        );
-        assert_eq!(
-            s.check_now(&bad.to_string()),
-            Checked::Invalid(vec![says.to_string()]),
-            "{schema} on {bad}"
-        );
-    }
+    ]);
 }
 
 #[test]

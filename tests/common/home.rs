@@ -225,6 +225,43 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Bounded {
     b
 }
 
+/// Runs `cmd` to the end and returns its output and peak resident memory in
+/// KiB, from the kernel's accounting of exactly that child (`wait4`).
+#[allow(clippy::zombie_processes)] // reaped by wait4, which std does not know of
+pub fn with_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; the pid is our own child, waited once.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    use std::os::unix::process::ExitStatusExt;
+    let output = std::process::Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    };
+    (output, usage.ru_maxrss as u64)
+}
+
 /// Makes a FIFO at `path` (mkfifo(1)).
 pub fn mkfifo(path: &Path) {
     let ok = Command::new("mkfifo").arg(path).status().unwrap().success();

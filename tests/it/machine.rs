@@ -17,43 +17,6 @@ fn solo(extra: &str) -> Home {
     home
 }
 
-/// Runs `cmd` to the end and returns its output and peak resident memory in
-/// KiB, from the kernel's accounting of exactly that child (`wait4`).
-#[allow(clippy::zombie_processes)] // reaped by wait4, which std does not know of
-fn with_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
-    use std::io::Read;
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out_t = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: rusage is plain data; the pid is our own child, waited once.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    use std::os::unix::process::ExitStatusExt;
-    let output = std::process::Output {
-        status: std::process::ExitStatus::from_raw(status),
-        stdout: out_t.join().unwrap(),
-        stderr: err_t.join().unwrap(),
-    };
-    (output, usage.ru_maxrss as u64)
-}
-
 // ---------------------------------------------------------------------------
 // Files.
 // ---------------------------------------------------------------------------
@@ -278,27 +241,6 @@ fn stdin_larger_than_its_limit_is_refused() {
 // ---------------------------------------------------------------------------
 // The trace.
 // ---------------------------------------------------------------------------
-
-#[test]
-fn a_trace_path_that_is_not_a_regular_file_is_refused_at_once() {
-    let home = solo("");
-    let server = FakeServer::json(200, &openai_text("unused", 1, 1));
-    let fifo = home.dir.path().join("trace.fifo");
-    mkfifo(&fifo);
-    for path in [fifo.to_str().unwrap(), "/dev/null"] {
-        let b = run_bounded(
-            home.axe_on(&[(P::OpenAi, &server)])
-                .args(["run", "solo", "--trace", path]),
-            HUNG,
-        );
-        assert_eq!(code(&b.output), 2, "{path}: {}", stderr(&b.output));
-        assert_eq!(
-            stderr(&b.output),
-            format!("axe: cannot open trace file {path}: not a regular file\n")
-        );
-    }
-    assert!(server.requests().is_empty());
-}
 
 #[test]
 fn a_run_that_appends_to_a_trace_starts_on_a_fresh_line() {

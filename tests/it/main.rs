@@ -33,6 +33,7 @@
 //! | §4.3, §4.6, §6.1, §6.7 | what a well-behaved server never sends: absurd headers and counts, credentials in URLs | `odd_servers.rs` |
 //! | §4.5, ch. 5 | refusals, cut-off answers and calls, parameters a model refuses | `answers_not_whole.rs` |
 //! | §4.6 | token counts as each API bills them, cache reads | `token_counts.rs` |
+//! | §3.8, §5.5 | turns axe does not run itself: an OpenAI `custom` call, Anthropic's `pause_turn` | `odd_turns.rs` |
 //! | D22 | output schemas: asked, checked, repaired | `output_schema.rs` |
 //! | §4.9 | the schema Anthropic is sent | `output_schema_anthropic.rs` |
 //! | §6.9 | the schema check's bounds | `output_schema_bounds.rs` |
@@ -42,9 +43,13 @@
 //! | §6.7 | no key in any output | `secrets.rs` |
 //! | §6.7 | redaction never changes an answer | `placeholder_keys.rs` |
 //! | §7.2 | the trace | `trace.rs` |
+//! | §7.2 | the trace's exact bytes against `tests/golden/` (`AXE_BLESS_GOLDEN=1` rewrites them) | `trace_golden.rs` |
+//! | §7.2 | a trace to stdout, a FIFO, a terminal, a reader that stalls | `trace_streams.rs` |
 //! | §3.6, §3.10, §7.3, §7.5 | a tree's usage, budgets, result limit, concurrency cap | `budgets.rs` |
 //! | §7.4 | the live progress view | `progress.rs` |
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
+//! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
+//! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -59,6 +64,7 @@ mod common;
 
 mod answers_not_whole;
 mod budgets;
+mod builtin_tools;
 mod call_agent;
 mod cli;
 mod delegation;
@@ -67,6 +73,7 @@ mod graph;
 mod machine;
 mod model_inheritance;
 mod odd_servers;
+mod odd_turns;
 mod output_schema;
 mod output_schema_anthropic;
 mod output_schema_bounds;
@@ -78,5 +85,8 @@ mod retries;
 mod secrets;
 mod snapshot;
 mod token_counts;
+mod tool_reports;
 mod trace;
+mod trace_golden;
+mod trace_streams;
 mod tree_fake;

@@ -290,6 +290,28 @@ fn progress_is_not_drawn_with_quiet_or_json() {
 }
 
 #[test]
+fn progress_is_not_drawn_over_a_trace_on_the_terminal() {
+    let home = Home::new();
+    let server = slow_tree(&home);
+    for path in ["/dev/stderr", "/dev/stdout"] {
+        let Some(screen) = under_pty(&home, &server, &["run", "lead", "--trace", path], &[]) else {
+            return;
+        };
+        assert!(!screen.contains("depth 0"), "{path}: {screen:?}");
+        assert!(!screen.contains('\x1b'), "{path}: {screen:?}");
+        // Every trace line whole, the answer last.
+        let lines: Vec<&str> = screen.lines().map(|l| l.trim_end_matches('\r')).collect();
+        assert_eq!(lines.last(), Some(&"all done"), "{path}: {screen:?}");
+        let events = &lines[..lines.len() - 1];
+        assert_eq!(events.len(), 12, "{path}: {screen:?}");
+        for line in events {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap_or_else(|e| panic!("{path}: {e}: {line:?}"));
+        }
+    }
+}
+
+#[test]
 fn progress_is_not_drawn_when_stderr_is_a_pipe() {
     let home = Home::new();
     let server = slow_tree(&home);

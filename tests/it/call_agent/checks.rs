@@ -91,7 +91,7 @@ fn call_agent_tool_with_duplicate_names_dedups_the_enum_only() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_success() {
+fn call_agent_success() {
     let server = FakeServer::json(200, &openai_text("the answer", 12, 5));
     let s = Setup::openai(&server);
     s.agent(
@@ -130,7 +130,7 @@ fn execute_call_agent_success() {
 }
 
 #[test]
-fn execute_call_agent_uses_the_sub_agents_own_provider() {
+fn call_agent_uses_the_sub_agents_own_provider() {
     let anthropic = FakeServer::json(200, &anthropic_text("from claude", 3, 2));
     let ollama = FakeServer::json(200, &ollama_text("from llama", 3, 2));
     let s = Setup::new(global(&[
@@ -166,7 +166,7 @@ fn execute_call_agent_uses_the_sub_agents_own_provider() {
 }
 
 #[test]
-fn execute_call_agent_with_context() {
+fn call_agent_with_context() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -188,7 +188,7 @@ fn execute_call_agent_with_context() {
 }
 
 #[test]
-fn execute_call_agent_without_context() {
+fn call_agent_without_context() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -221,7 +221,7 @@ fn execute_call_agent_without_context() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_empty_agent_name() {
+fn call_agent_empty_agent_name() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -240,7 +240,7 @@ fn execute_call_agent_empty_agent_name() {
 }
 
 #[test]
-fn execute_call_agent_empty_task() {
+fn call_agent_empty_task() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -260,7 +260,7 @@ fn execute_call_agent_empty_task() {
 }
 
 #[test]
-fn execute_call_agent_agent_not_allowed() {
+fn call_agent_agent_not_allowed() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     // Both exist as files; only "h" is allowed.
@@ -288,7 +288,7 @@ fn execute_call_agent_agent_not_allowed() {
 }
 
 #[test]
-fn execute_call_agent_path_in_sub_agents_list_is_never_loaded() {
+fn call_agent_path_in_sub_agents_list_is_never_loaded() {
     // design D9: even a list entry that is a path (which validation would refuse)
     // reaches no file: `<config>/agents/../outside.toml` exists and is valid.
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
@@ -309,7 +309,7 @@ fn execute_call_agent_path_in_sub_agents_list_is_never_loaded() {
 }
 
 #[test]
-fn execute_call_agent_depth_limit_reached() {
+fn call_agent_depth_limit_reached() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -335,7 +335,7 @@ fn execute_call_agent_depth_limit_reached() {
 }
 
 #[test]
-fn execute_call_agent_checks_run_in_spec_order() {
+fn call_agent_checks_run_in_spec_order() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));

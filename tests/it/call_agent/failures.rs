@@ -9,7 +9,7 @@ use super::*;
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_agent_not_found() {
+fn call_agent_agent_not_found() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     let ctx = s.ctx(0, 3, 30);
@@ -22,7 +22,7 @@ fn execute_call_agent_agent_not_found() {
 }
 
 #[test]
-fn execute_call_agent_invalid_agent_file() {
+fn call_agent_invalid_agent_file() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent(
@@ -64,7 +64,7 @@ fn execute_call_agent_invalid_agent_file() {
 }
 
 #[test]
-fn execute_call_agent_invalid_model() {
+fn call_agent_invalid_model() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("m", "name = \"m\"\nmodel = \"nonsense\"\n");
@@ -99,7 +99,7 @@ fn execute_call_agent_invalid_model() {
 }
 
 #[test]
-fn execute_call_agent_missing_api_key() {
+fn call_agent_missing_api_key() {
     if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
         eprintln!("skipped: ANTHROPIC_API_KEY is set in the environment");
         return;
@@ -142,7 +142,7 @@ fn assert_api_error(r: &ToolResult, head: &str, provider_message: &str) {
 }
 
 #[test]
-fn execute_call_agent_api_error() {
+fn call_agent_api_error() {
     let msg = "The server had an error while processing your request. Sorry about that!";
     let (r, server) = api_error(500, &openai_error(msg, "server_error", Value::Null));
     assert_api_error(
@@ -156,7 +156,7 @@ fn execute_call_agent_api_error() {
 }
 
 #[test]
-fn execute_call_agent_api_auth_error() {
+fn call_agent_api_auth_error() {
     let msg = "Incorrect API key provided: sk-wrong. You can find your API key at \
                https://platform.openai.com/account/api-keys";
     let (r, server) = api_error(
@@ -177,7 +177,7 @@ fn execute_call_agent_api_auth_error() {
 }
 
 #[test]
-fn execute_call_agent_api_rate_limited() {
+fn call_agent_api_rate_limited() {
     let msg = "Rate limit reached for gpt-4o in organization org-123 on requests per min (RPM): \
                Limit 3, Used 3, Requested 1. Please try again in 20s";
     let (r, server) = api_error(
@@ -221,7 +221,7 @@ fn hang(timeout_secs: u64, deadline_secs: u64, ctx_secs: u64) -> (ToolResult, Du
 const TIMEOUT_1S: &str = "Error: sub-agent \"slow\" failed - timeout after 1s. You may retry or proceed without this result.";
 
 #[test]
-fn execute_call_agent_timeout() {
+fn call_agent_timeout() {
     let (r, took) = hang(1, 30, 30);
     assert_error(&r, "t1", TIMEOUT_1S);
     // A bound that proves the own timeout applied, not a speed claim.
@@ -229,21 +229,21 @@ fn execute_call_agent_timeout() {
 }
 
 #[test]
-fn execute_call_agent_timeout_inherits_the_parent_deadline() {
+fn call_agent_timeout_inherits_the_parent_deadline() {
     let (r, took) = hang(0, 1, 1);
     assert_error(&r, "t1", TIMEOUT_1S);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[test]
-fn execute_call_agent_timeout_earlier_parent_deadline_wins() {
+fn call_agent_timeout_earlier_parent_deadline_wins() {
     let (r, took) = hang(20, 1, 1);
     assert_error(&r, "t1", TIMEOUT_1S);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[test]
-fn execute_call_agent_parent_deadline_already_passed() {
+fn call_agent_parent_deadline_already_passed() {
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));
     let s = Setup::openai(&server);
     s.agent("late", &openai_agent("late", "Late."));
@@ -274,7 +274,7 @@ fn execute_call_agent_parent_deadline_already_passed() {
 }
 
 #[test]
-fn execute_call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
+fn call_agent_deadline_passing_while_files_are_read_is_a_timeout() {
     // A `**` glob over a tree stops at the deadline, with D5's exact text,
     // and nothing is sent.
     let server = FakeServer::json(200, &openai_text("ok", 1, 1));

@@ -151,13 +151,14 @@ fn call_one_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCal
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs,
+        tools: None,
         ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
         children: &Children::default(),
         turn: 1,
     };
-    execute_call_agent(call, &caller)
+    run_call(call, &caller)
 }
 
 #[track_caller]

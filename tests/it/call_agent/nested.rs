@@ -9,7 +9,7 @@ use super::*;
 // ---------------------------------------------------------------------------
 
 #[test]
-fn execute_call_agent_sub_agent_exceeding_50_turns() {
+fn call_agent_sub_agent_exceeding_50_turns() {
     // The looper always calls an agent outside its list: each call fails at
     // once (no nested run), and the conversation goes on until the limit.
     let server = FakeServer::json(
@@ -45,7 +45,7 @@ fn execute_call_agent_sub_agent_exceeding_50_turns() {
 }
 
 #[test]
-fn dispatch_unknown_tool() {
+fn run_call_answers_an_unknown_tool_and_runs_call_agent() {
     let server = FakeServer::json(200, &openai_text("dispatched", 1, 1));
     let s = Setup::openai(&server);
     s.agent("h", &openai_agent("h", "H."));
@@ -57,6 +57,7 @@ fn dispatch_unknown_tool() {
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs: 0,
+        tools: None,
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
@@ -72,13 +73,13 @@ fn dispatch_unknown_tool() {
         ..ToolCall::default()
     };
     assert_error(
-        &dispatch(&unknown, &caller),
+        &run_call(&unknown, &caller),
         "call_rf",
         "Unknown tool: \"read_file\"",
     );
     assert_no_request(&server);
     // call_agent goes to the sub-agent.
-    let r = dispatch(&call("call_ok", "h", "do it"), &caller);
+    let r = run_call(&call("call_ok", "h", "do it"), &caller);
     assert_eq!((r.content.as_str(), r.is_error), ("dispatched", false));
     assert_eq!(r.call_id, "call_ok");
     assert_eq!(server.requests().len(), 1);
@@ -356,6 +357,7 @@ fn parallel_calls_at(depth: u32) {
         allowed_agents: &allowed,
         parallel: true,
         timeout_secs: 0,
+        tools: None,
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
@@ -368,7 +370,7 @@ fn parallel_calls_at(depth: u32) {
         call("c3", "w", "third"),
         call("c4", "stranger", "fourth"),
     ];
-    let results = execute(&calls, &caller);
+    let results = run_calls(&calls, &caller);
     assert_eq!(
         results,
         [
@@ -408,18 +410,18 @@ fn parallel_calls_at(depth: u32) {
 }
 
 #[test]
-fn execute_parallel_returns_results_in_call_order() {
+fn run_calls_in_parallel_returns_results_in_call_order() {
     parallel_calls_at(0);
 }
 
 #[test]
-fn execute_parallel_in_a_sub_agent_runs_calls_at_the_same_time() {
+fn run_calls_in_a_sub_agent_runs_calls_at_the_same_time() {
     // A sub-agent's own `parallel` governs the calls it makes (design D6, §3.10).
     parallel_calls_at(1);
 }
 
 #[test]
-fn execute_sequential_runs_calls_one_after_another_in_order() {
+fn run_calls_sequential_runs_calls_one_after_another_in_order() {
     // Each request notes how many earlier ones had been answered when it
     // arrived: one after another, that is 0, 1, 2 even though the first
     // answer is slow.
@@ -449,6 +451,7 @@ fn execute_sequential_runs_calls_one_after_another_in_order() {
         allowed_agents: &allowed,
         parallel: false,
         timeout_secs: 0,
+        tools: None,
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
@@ -460,7 +463,7 @@ fn execute_sequential_runs_calls_one_after_another_in_order() {
         call("c2", "w", "second"),
         call("c3", "w", "third"),
     ];
-    let results = execute(&calls, &caller);
+    let results = run_calls(&calls, &caller);
     let got: Vec<(&str, &str, bool)> = results
         .iter()
         .map(|r| (r.call_id.as_str(), r.content.as_str(), r.is_error))

@@ -376,6 +376,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "retry_attempts",
             "run_id",
             "stop_reason",
+            "tool_call_details",
             "tool_calls",
             "total_cache_read_input_tokens",
             "total_input_tokens",

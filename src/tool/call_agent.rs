@@ -1,68 +1,52 @@
-//! The tools a model can call, and running them: the `call_agent` definition
-//! (design §3.3), its execution with every check in order (§3.4) and the
-//! result texts (§3.6, §3.12), and dispatch by tool name (§3.8). The calls
-//! of one response run at the same time through `pool`.
+//! The `call_agent` tool (design §3.3–§3.6): its definition, its checks
+//! in the order of design §3.4, the sub-agent it runs one level down, and
+//! the texts of its results (§3.6, §3.12).
 //!
 //! A sub-agent runs through [`crate::run::run_agent`], the same path as the
 //! top-level run (design §3.5); only its inputs differ: its own agent file,
 //! no command-line overrides, the `Task: ...` message, one level deeper, and
 //! a deadline no later than its parent's (design D5).
 
-use std::any::Any;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::{Caller, argument, error_result};
 use crate::agent;
 use crate::deadline::{Deadline, millis};
 use crate::error::Error;
-use crate::ledger::Children;
-use crate::pool;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
 use crate::schema;
 use crate::snapshot::LoadError;
 
-/// The name of the one tool axe injects (design §3.3).
+/// The name of the tool (design §3.3).
 pub const CALL_AGENT: &str = "call_agent";
-
-/// The most calls of one response that run at the same time; more wait for
-/// a free thread. Far above what a model sends in practice, it only bounds
-/// the threads (and provider connections) a runaway response can open.
-pub const MAX_PARALLEL_CALLS: usize = pool::MAX_THREADS;
 
 /// How many characters of a task the `--verbose` line shows (design §3.14).
 const TASK_PREVIEW_CHARS: usize = 80;
 
-/// The agent whose model made the tool calls: what it may call, and how.
-#[derive(Debug, Clone, Copy)]
-pub struct Caller<'a> {
-    /// Its `sub_agents` list.
-    pub allowed_agents: &'a [String],
-    /// The model it runs on: a sub-agent without one of its own inherits it
-    /// (design D21).
-    pub model: &'a ModelRef,
-    /// Its `sub_agents_config.parallel`.
-    pub parallel: bool,
-    /// Its `sub_agents_config.max_parallel`: calls of one response in flight
-    /// at once (`usize::MAX`: no limit beyond [`MAX_PARALLEL_CALLS`]).
-    pub max_parallel: usize,
-    /// Its `sub_agents_config.max_result_chars`: a longer answer is cut.
-    pub max_result_chars: usize,
-    /// Its `sub_agents_config.timeout`, seconds per call; 0 means its own deadline.
-    pub timeout_secs: u64,
-    /// Where it runs: its depth, deadline, config, verbosity and tree.
-    pub ctx: &'a Ctx<'a>,
-    /// The calls it has made to each sub-agent, to number their paths.
-    pub children: &'a Children,
-    /// The turn whose response made these calls.
-    pub turn: u32,
+/// Why a sub-agent gave no answer.
+enum SubAgentError {
+    /// It could not be started: the whole `call_agent error: ...` text.
+    Rejected(String),
+    /// It started and failed: what went wrong, for `Error: sub-agent ...`.
+    Failed(String),
+}
+
+impl From<LoadError> for SubAgentError {
+    fn from(e: LoadError) -> SubAgentError {
+        match e {
+            LoadError::Rejected(text) => SubAgentError::Rejected(text),
+            LoadError::Failed(text) => SubAgentError::Failed(text),
+        }
+    }
 }
 
 /// The `call_agent` tool definition for an agent that may call `allowed`
 /// (design §3.3). The names are in both descriptions and, as a JSON Schema
 /// `enum`, in the `agent` parameter (design D19). `shapes` are the output
-/// schemas of those that have one ([`shapes`]): the description tells the
+/// schemas of those that have one (`shapes`): the description tells the
 /// model what each returns, and is the spec's own when there are none.
 pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)]) -> Tool {
     let names = allowed.join(", ");
@@ -125,7 +109,7 @@ pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)
 /// is left out here: the call itself reports it. Out of line, to keep
 /// `run_agent`'s frame (on every waiting sub-agent's stack) small.
 #[inline(never)]
-pub fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)> {
     let mut found: Vec<(String, serde_json::Value)> = Vec::new();
     for (i, name) in allowed.iter().enumerate() {
         if allowed[..i].contains(name) {
@@ -142,108 +126,35 @@ pub fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)>
     found
 }
 
-/// Runs the tool calls of one response and returns one result per call, in
-/// call order: at the same time when the caller is `parallel` and there is
-/// more than one call, else one after another (design §3.8, §3.10).
-///
-/// Sub-agent paths are numbered here, in call order, before any call runs,
-/// so a trace names the same call the same way whatever finishes first.
-pub fn execute(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
-    let seqs: Vec<u32> = calls.iter().map(|c| next_seq(c, caller)).collect();
-    let threads = pool::Threads::at_most(caller.max_parallel.clamp(1, MAX_PARALLEL_CALLS));
-    pool::fan_out(
-        calls,
-        caller.parallel,
-        threads,
-        |i, call| dispatch_numbered(call, caller, seqs.get(i).copied().unwrap_or(0)),
-        panicked,
-    )
-}
-
-/// Runs one tool call by its name (design §3.8).
-pub fn dispatch(call: &ToolCall, caller: &Caller) -> ToolResult {
-    dispatch_numbered(call, caller, next_seq(call, caller))
-}
-
-/// The number of this call among the caller's calls to the same agent.
-fn next_seq(call: &ToolCall, caller: &Caller) -> u32 {
-    caller.children.next(argument(call, "agent"))
-}
-
-/// The call's argument `key`, trimmed; empty when absent.
-fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
-    call.arguments.get(key).map_or("", |v| v.trim())
-}
-
-fn dispatch_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
-    let ctx = caller.ctx;
-    let agent = argument(call, "agent");
-    let args_chars: usize = call.arguments.values().map(|v| v.chars().count()).sum();
-    let mut fields = serde_json::json!({
-        "call_id": call.id,
-        "tool": call.name,
-        "agent_called": agent,
-        "chars": args_chars,
-    });
-    if ctx.ledger.bodies() {
-        fields["arguments"] = serde_json::json!(call.arguments);
-    }
-    ctx.ledger
-        .event("tool_call", &ctx.place, caller.turn, fields);
-    let started = Instant::now();
-    let result = match call.name.as_str() {
-        CALL_AGENT => call_agent_numbered(call, caller, seq),
-        _ => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
-    };
-    let mut fields = serde_json::json!({
-        "call_id": call.id,
-        "tool": call.name,
-        "agent_called": agent,
-        "is_error": result.is_error,
-        "chars": result.content.chars().count(),
-        "duration_ms": millis(started.elapsed()),
-    });
-    if ctx.ledger.bodies() {
-        fields["content"] = result.content.clone().into();
-    }
-    ctx.ledger
-        .event("tool_result", &ctx.place, caller.turn, fields);
-    result
-}
-
-/// Executes one `call_agent` call: checks its arguments, the allowed names
-/// and the depth, in the order of design §3.4, then runs the sub-agent one
-/// level down. Every failure is an error result, never an error (design §3.12).
-pub fn execute_call_agent(call: &ToolCall, caller: &Caller) -> ToolResult {
-    call_agent_numbered(call, caller, next_seq(call, caller))
-}
-
-/// [`execute_call_agent`] as the caller's `seq`-th call to this agent.
-fn call_agent_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
+/// Runs one `call_agent` call, the caller's `seq`-th to its agent: checks
+/// its arguments, the allowed names and the depth, in the order of design
+/// §3.4, then runs the sub-agent one level down. Every failure is an error
+/// result, never an error (design §3.12).
+pub(super) fn run(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     let ctx = caller.ctx;
     let (name, task, context) = (
         argument(call, "agent"),
         argument(call, "task"),
         argument(call, "context"),
     );
-    let refused = |message: String| {
+    let rejected = |message: String| {
         ctx.verbose
             .line(&format!("[sub-agent] \"{name}\" failed: {message}"));
         error_result(call, message)
     };
     if name.is_empty() {
-        return refused("call_agent error: \"agent\" argument is required".into());
+        return rejected("call_agent error: \"agent\" argument is required".into());
     }
     if task.is_empty() {
-        return refused("call_agent error: \"task\" argument is required".into());
+        return rejected("call_agent error: \"task\" argument is required".into());
     }
     if !caller.allowed_agents.iter().any(|a| a == name) {
-        return refused(format!(
+        return rejected(format!(
             "call_agent error: agent \"{name}\" is not in this agent's sub_agents list"
         ));
     }
     if ctx.depth >= ctx.max_depth {
-        return refused(format!(
+        return rejected(format!(
             "call_agent error: maximum sub-agent depth ({}) reached",
             ctx.max_depth
         ));
@@ -279,29 +190,12 @@ fn call_agent_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult
                 is_error: false,
             }
         }
-        Err(SubAgentError::Refused(message)) => refused(message),
+        Err(SubAgentError::Rejected(message)) => rejected(message),
         Err(SubAgentError::Failed(description)) => {
             let description = description.trim_end_matches('.');
             ctx.verbose
                 .line(&format!("[sub-agent] \"{name}\" failed: {description}"));
             error_result(call, sub_agent_failed(name, description))
-        }
-    }
-}
-
-/// Why a sub-agent gave no answer.
-enum SubAgentError {
-    /// It could not be started: the whole `call_agent error: ...` text.
-    Refused(String),
-    /// It started and failed: what went wrong, for `Error: sub-agent ...`.
-    Failed(String),
-}
-
-impl From<LoadError> for SubAgentError {
-    fn from(e: LoadError) -> SubAgentError {
-        match e {
-            LoadError::Refused(text) => SubAgentError::Refused(text),
-            LoadError::Failed(text) => SubAgentError::Failed(text),
         }
     }
 }
@@ -347,7 +241,7 @@ fn run_sub_agent(
 fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Resolved, LoadError> {
     let ctx = caller.ctx;
     let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
-        LoadError::Refused(format!(
+        LoadError::Rejected(format!(
             "call_agent error: failed to load agent \"{name}\": {e}"
         ))
     })?;
@@ -355,7 +249,7 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
         crate::stderr::warn_once(w);
     }
     if let Some(Err(e)) = loaded.config.model.as_deref().map(ModelRef::parse) {
-        return Err(LoadError::Refused(format!(
+        return Err(LoadError::Rejected(format!(
             "call_agent error: invalid model for agent \"{name}\": {e}"
         )));
     }
@@ -398,7 +292,7 @@ fn failure_text(err: &Error) -> String {
 /// `content` cut to at most `max` characters (never inside a character),
 /// ending with `[truncated: N of M chars]` so the parent knows; the marker
 /// is not counted in `max`.
-pub fn truncate_result(content: String, max: usize) -> String {
+fn truncate_result(content: String, max: usize) -> String {
     let total = content.chars().count();
     if total <= max {
         return content;
@@ -411,56 +305,10 @@ pub fn truncate_result(content: String, max: usize) -> String {
 }
 
 /// The result text of a sub-agent that started and failed (design §3.6).
-fn sub_agent_failed(name: &str, description: &str) -> String {
+pub(super) fn sub_agent_failed(name: &str, description: &str) -> String {
     format!(
         "Error: sub-agent \"{name}\" failed - {description}. You may retry or proceed without this result."
     )
-}
-
-/// The results of calls made in a response that was cut off (stop reason
-/// `stop_reason`): none is run, since the last may be half-written.
-pub fn not_run_cut_off(calls: &[ToolCall], stop_reason: &str) -> Vec<ToolResult> {
-    calls
-        .iter()
-        .map(|call| {
-            error_result(
-                call,
-                format!(
-                    "call_agent error: not run: the response that made this call was cut off \
-                     (stop reason \"{stop_reason}\"), so the call may be incomplete"
-                ),
-            )
-        })
-        .collect()
-}
-
-/// An error result: axe's own text, which may quote an agent file or a
-/// provider's error, so it is redacted before the parent's model (and the
-/// trace, which writes results as they are) sees it (design §6.7).
-fn error_result(call: &ToolCall, content: String) -> ToolResult {
-    ToolResult {
-        call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        content: crate::redact::redact(&content),
-        is_error: true,
-    }
-}
-
-/// The error result of a call that panicked: a bug in axe, reported to the
-/// model like any other failure of that one call.
-fn panicked(call: &ToolCall, payload: &(dyn Any + Send)) -> ToolResult {
-    let what = crate::error::panic_message(payload);
-    let what = crate::text::one_line(&what);
-    let content = match call.arguments.get("agent") {
-        Some(name) if call.name == CALL_AGENT => {
-            sub_agent_failed(name.trim(), &format!("internal error in axe: {what}"))
-        }
-        _ => format!(
-            "Error: tool \"{}\" failed - internal error in axe: {what}",
-            call.name
-        ),
-    };
-    error_result(call, content)
 }
 
 /// The first [`TASK_PREVIEW_CHARS`] characters of a task on one line, with
@@ -472,29 +320,6 @@ fn preview(task: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn call(id: &str, agent: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: CALL_AGENT.into(),
-            arguments: [("agent".to_string(), agent.to_string())]
-                .into_iter()
-                .collect(),
-            ..ToolCall::default()
-        }
-    }
-
-    #[test]
-    fn a_panicking_call_becomes_that_sub_agents_error_result() {
-        let payload: Box<dyn Any + Send> = Box::new(String::from("boom in c3"));
-        let result = panicked(&call("c3", "a"), payload.as_ref());
-        assert!(result.is_error);
-        assert_eq!(result.call_id, "c3");
-        assert_eq!(
-            result.content,
-            "Error: sub-agent \"a\" failed - internal error in axe: boom in c3. You may retry or proceed without this result."
-        );
-    }
 
     #[test]
     fn preview_cuts_at_80_chars_on_one_line() {

@@ -1,0 +1,119 @@
+//! An agent file's tools (design §10.1): `tools = [...]`, `allowed_hosts`
+//! and the `[sandbox]` table, as written and validated. What they mean when
+//! a call runs is in `crate::tools` and `crate::sandbox`.
+
+use serde::Deserialize;
+
+use crate::error::Error;
+
+/// `[sandbox]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct SandboxFile {
+    mode: Option<String>,
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
+    #[serde(default)]
+    network: bool,
+    #[serde(default)]
+    private_networks: bool,
+    #[serde(default)]
+    env: Vec<String>,
+}
+
+/// The tools an agent may use and what they may touch, validated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolsConfig {
+    /// Built-in tool names, as listed (each one known).
+    pub names: Vec<String>,
+    /// Hosts `url_fetch` may reach (exact, or `*.suffix`); empty: any
+    /// public host.
+    pub allowed_hosts: Vec<String>,
+    pub sandbox: SandboxConfig,
+}
+
+/// `[sandbox]`, validated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SandboxConfig {
+    /// False only when the file says `mode = "off"`: commands then run
+    /// without Landlock (design §10.3).
+    pub landlock: bool,
+    /// Extra paths commands may read (and run programs from), as written.
+    pub read: Vec<String>,
+    /// Extra paths commands may read and write, as written.
+    pub write: Vec<String>,
+    /// Commands may connect and bind TCP.
+    pub network: bool,
+    /// `url_fetch` may reach private and local addresses.
+    pub private_networks: bool,
+    /// Environment variables passed to commands beyond the usual few.
+    pub env: Vec<String>,
+}
+
+impl SandboxFile {
+    fn validate(self) -> Result<SandboxConfig, Error> {
+        let landlock = match self.mode.as_deref() {
+            None | Some("landlock") => true,
+            Some("off") => false,
+            Some(other) => {
+                return Err(Error::config(format!(
+                    "sandbox.mode must be \"landlock\" or \"off\", not {other:?}"
+                )));
+            }
+        };
+        for name in &self.env {
+            let plain =
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !plain {
+                return Err(Error::config(format!(
+                    "sandbox.env: {name:?} is not an environment variable name"
+                )));
+            }
+            if crate::sandbox::looks_secret(name) {
+                return Err(Error::config(format!(
+                    "sandbox.env: {name} looks like it holds a secret; commands never get one"
+                )));
+            }
+        }
+        Ok(SandboxConfig {
+            landlock,
+            read: self.read,
+            write: self.write,
+            network: self.network,
+            private_networks: self.private_networks,
+            env: self.env,
+        })
+    }
+}
+
+/// `tools`, `allowed_hosts` and `[sandbox]`: every tool name known (an
+/// unknown one is exit 2, with the closest known name).
+pub(super) fn validate(
+    names: Vec<String>,
+    allowed_hosts: Vec<String>,
+    sandbox: SandboxFile,
+) -> Result<ToolsConfig, Error> {
+    for name in &names {
+        if name == crate::tool::CALL_AGENT {
+            return Err(Error::config(
+                "tools: call_agent is not a tool to list: it is offered by sub_agents",
+            ));
+        }
+        if !crate::tools::exists(name) {
+            let hint = crate::tools::did_you_mean(name)
+                .map(|n| format!(" (did you mean \"{n}\"?)"))
+                .unwrap_or_default();
+            let known: Vec<&str> = crate::tools::names().collect();
+            return Err(Error::config(format!(
+                "tools: unknown tool \"{name}\"{hint}; the tools are {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(ToolsConfig {
+        names,
+        allowed_hosts,
+        sandbox: sandbox.validate()?,
+    })
+}

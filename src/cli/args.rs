@@ -1,0 +1,188 @@
+//! The command line as argh reads it: every command, subcommand, option
+//! and switch, with the help text `--help` prints. What each command does
+//! is in its own file beside this one.
+
+use argh::FromArgs;
+
+/// Default `--timeout`, seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+
+#[derive(FromArgs, Debug)]
+/// Run LLM agents defined in TOML files. Agents live in
+/// $XDG_CONFIG_HOME/axe/agents/<name>.toml (default ~/.config/axe).
+pub(super) struct Axe {
+    /// print the version and exit
+    #[argh(switch)]
+    pub(super) version: bool,
+    #[argh(subcommand)]
+    pub(super) command: Option<Command>,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub(super) enum Command {
+    Run(RunCmd),
+    Agents(AgentsCmd),
+    Config(ConfigCmd),
+    Version(VersionCmd),
+}
+
+#[derive(FromArgs, Debug)]
+/// Print the version.
+#[argh(subcommand, name = "version")]
+pub(super) struct VersionCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Show or create the config directory.
+#[argh(subcommand, name = "config")]
+pub(super) struct ConfigCmd {
+    #[argh(subcommand)]
+    pub(super) command: ConfigSub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub(super) enum ConfigSub {
+    Path(ConfigPath),
+    Init(ConfigInit),
+}
+
+#[derive(FromArgs, Debug)]
+/// Print the config directory (creates nothing).
+#[argh(subcommand, name = "path")]
+pub(super) struct ConfigPath {}
+
+#[derive(FromArgs, Debug)]
+/// Create the config directory, agents/, a sample skill and config.toml where
+/// missing; never overwrites.
+#[argh(subcommand, name = "init")]
+pub(super) struct ConfigInit {}
+
+#[derive(FromArgs, Debug)]
+/// List, show, create, edit and check agents.
+#[argh(subcommand, name = "agents")]
+pub(super) struct AgentsCmd {
+    #[argh(subcommand)]
+    pub(super) command: AgentsSub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub(super) enum AgentsSub {
+    List(AgentsList),
+    Show(AgentsShow),
+    Init(AgentsInit),
+    Edit(AgentsEdit),
+    Check(AgentsCheck),
+    Tree(AgentsTree),
+}
+
+#[derive(FromArgs, Debug)]
+/// List agents: one line each, "name - description", sorted.
+#[argh(subcommand, name = "list")]
+pub(super) struct AgentsList {}
+
+#[derive(FromArgs, Debug)]
+/// Show an agent's settings.
+#[argh(subcommand, name = "show")]
+pub(super) struct AgentsShow {
+    /// agent name
+    #[argh(positional)]
+    pub(super) agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Write a scaffold agent file and print its path; never overwrites.
+#[argh(subcommand, name = "init")]
+pub(super) struct AgentsInit {
+    /// agent name
+    #[argh(positional)]
+    pub(super) agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Open an agent file in $VISUAL or $EDITOR.
+#[argh(subcommand, name = "edit")]
+pub(super) struct AgentsEdit {
+    /// agent name
+    #[argh(positional)]
+    pub(super) agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Check the delegation graph of an agent (or of every agent): missing or
+/// invalid agents, bad models, missing API keys, cycles. Exit 2 on problems.
+#[argh(subcommand, name = "check")]
+pub(super) struct AgentsCheck {
+    /// agent name (default: every agent)
+    #[argh(positional)]
+    pub(super) agent: Option<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Print an agent's delegation graph as a tree, as far as its max_depth goes.
+#[argh(subcommand, name = "tree")]
+pub(super) struct AgentsTree {
+    /// agent name
+    #[argh(positional)]
+    pub(super) agent: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Run an agent: the user message is --prompt, else stdin, else "Execute the
+/// task described in your instructions."; the answer goes to stdout.
+#[argh(subcommand, name = "run")]
+pub(super) struct RunCmd {
+    /// agent name
+    #[argh(positional)]
+    pub(super) agent: String,
+    /// model override, as provider/model (default: the agent's model)
+    #[argh(option)]
+    pub(super) model: Option<String>,
+    /// a JSON Schema file the answer must match, over the agent's [output]
+    #[argh(option)]
+    pub(super) output_schema: Option<String>,
+    /// skill file override (default: the agent's skill)
+    #[argh(option)]
+    pub(super) skill: Option<String>,
+    /// working directory override (default: the agent's, else the current one)
+    #[argh(option)]
+    pub(super) workdir: Option<String>,
+    /// seconds for the whole run, sub-agents included (default: 120)
+    #[argh(option, default = "DEFAULT_TIMEOUT_SECS")]
+    pub(super) timeout: u64,
+    /// print what would be sent, send nothing (no API key needed)
+    #[argh(switch)]
+    pub(super) dry_run: bool,
+    /// print diagnostics to stderr
+    #[argh(switch, short = 'v')]
+    pub(super) verbose: bool,
+    /// print one JSON object to stdout instead of the answer
+    #[argh(switch)]
+    pub(super) json: bool,
+    /// the user message (beats stdin)
+    #[argh(option, short = 'p')]
+    pub(super) prompt: Option<String>,
+    /// retries of one failed HTTP request (429, 5xx, refused), over any
+    /// [retry] setting (default: 2)
+    #[argh(option)]
+    pub(super) retries: Option<u32>,
+    /// append a JSON Lines trace of the whole tree to FILE (also AXE_TRACE)
+    #[argh(option)]
+    pub(super) trace: Option<String>,
+    /// include messages and answers in the trace
+    #[argh(switch)]
+    pub(super) trace_bodies: bool,
+    /// token budget (input plus output) for the whole tree, over the
+    /// agent's [budget] max_tokens; exit 4 when spent
+    #[argh(option)]
+    pub(super) max_tokens: Option<u64>,
+    /// request budget for the whole tree, over the agent's [budget]
+    /// max_turns; exit 4 when spent
+    #[argh(option)]
+    pub(super) max_turns: Option<u64>,
+    /// no live progress view (shown when stderr is a terminal) and no
+    /// warnings on stderr
+    #[argh(switch, short = 'q')]
+    pub(super) quiet: bool,
+}

@@ -1,0 +1,112 @@
+//! The command line: [`main`] parses the arguments (their types are in
+//! `args`) and hands them to the command, one file per command: `run`,
+//! `agents`, `config`, `version`. What the commands share is here: writing
+//! stdout, loading config.toml and an agent with their warnings.
+//!
+//! Signals: a command that writes files or runs agents calls
+//! [`interrupt::install`] as its first statement, before anything it does
+//! can start a thread (stderr's writer, say), so that SIGINT, SIGTERM and
+//! SIGHUP end it cleanly (design §6.5). The other commands leave the
+//! signals as they are. That call, in the command's own function, is the
+//! one place that says so.
+
+mod agents;
+mod args;
+mod config;
+mod run;
+mod version;
+
+use std::io::Write;
+
+use argh::FromArgs;
+
+pub use args::DEFAULT_TIMEOUT_SECS;
+
+use crate::agent;
+use crate::config::GlobalConfig;
+use crate::error::Error;
+use crate::stderr;
+use crate::text::one_line;
+use args::{Axe, Command};
+
+/// Parses the process arguments and runs the command.
+pub fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let axe = match Axe::from_args(&["axe"], &rest) {
+        Ok(a) => a,
+        Err(early) => return early_exit(early),
+    };
+    if axe.version {
+        return version::main();
+    }
+    match axe.command {
+        None => match Axe::from_args(&["axe"], &["--help"]) {
+            Err(early) => early_exit(early),
+            Ok(_) => Ok(()),
+        },
+        Some(Command::Version(_)) => version::main(),
+        Some(Command::Config(c)) => config::main(c.command),
+        Some(Command::Agents(a)) => agents::main(a.command),
+        Some(Command::Run(r)) => run::main(r),
+    }
+}
+
+/// `--help` (exit 0, stdout) or a usage error (exit 1, one line on stderr).
+fn early_exit(early: argh::EarlyExit) -> Result<(), Error> {
+    match early.status {
+        Ok(()) => print_stdout(&format!("{}\n", early.output.trim_end())),
+        Err(()) => {
+            let text = one_line(&early.output);
+            let text = if text.is_empty() {
+                "invalid arguments".to_string()
+            } else {
+                text
+            };
+            Err(Error::general(format!("{text} (see axe --help)")))
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`axe ... | head -1`) is not an error.
+fn print_stdout(text: &str) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Error::general(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+/// config.toml, for a command that needs it: a config.toml that does not
+/// load ends the command, its keys are registered so that no output shows
+/// them, and its warnings are printed.
+fn load_global() -> Result<GlobalConfig, Error> {
+    let (global, warnings) = GlobalConfig::load()?;
+    global.register_secrets();
+    for w in &warnings {
+        stderr::warn(w);
+    }
+    Ok(global)
+}
+
+/// config.toml's keys, registered so that a command that only shows agents
+/// never prints one (a key pasted into an agent file is not shown either).
+/// A config.toml that does not load, and its warnings, are `axe run`'s to
+/// report, not such a command's.
+fn register_global_secrets() {
+    if let Ok((global, _)) = GlobalConfig::load() {
+        global.register_secrets();
+    }
+}
+
+/// The agent `name`, its warnings printed.
+fn load_agent(name: &str) -> Result<agent::Agent, Error> {
+    let a = agent::load(name)?;
+    for w in &a.warnings {
+        stderr::warn(w);
+    }
+    Ok(a)
+}

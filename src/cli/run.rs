@@ -1,0 +1,151 @@
+//! `axe run <agent>`: the agent resolved with the command line's
+//! overrides, the user message, the ledger (trace and budgets), the live
+//! view, the run, and the answer or `--json` on stdout.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::args::RunCmd;
+use super::{load_agent, load_global, print_stdout};
+use crate::deadline::Deadline;
+use crate::error::Error;
+use crate::interrupt;
+use crate::ledger::{Budget, Ledger, Place};
+use crate::paths;
+use crate::progress::{self, Progress};
+use crate::report;
+use crate::resolve::{self, Overrides, UserInput};
+use crate::run::{self, Ctx};
+use crate::stderr::{self, Verbose};
+use crate::stdin;
+
+/// Runs the agent and prints its answer.
+pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
+    // It runs agents and writes a trace: a signal ends them cleanly
+    // (design §6.5).
+    interrupt::install();
+    if cmd.timeout == 0 {
+        return Err(Error::general("--timeout must be at least 1 second"));
+    }
+    let started = Instant::now();
+    let deadline = Deadline::after(cmd.timeout);
+    let verbose = Verbose::new(cmd.verbose);
+    stderr::set_quiet(cmd.quiet);
+
+    let global = load_global()?;
+    let agent = load_agent(&cmd.agent)?;
+    let overrides = Overrides {
+        model: cmd.model,
+        skill: cmd.skill,
+        workdir: cmd.workdir,
+        caller_model: None,
+        output_schema: cmd.output_schema,
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
+    let resolved = resolve::resolve(agent, &overrides, &cwd, &deadline)?;
+    let input = user_input(cmd.prompt, &deadline)?;
+
+    report::verbose_header(&verbose, &resolved, &input, cmd.timeout);
+    if cmd.dry_run {
+        return print_stdout(&report::dry_run(&resolved, &input, cmd.timeout));
+    }
+    let config_dir = paths::config_dir()?;
+    let ledger = open_ledger(cmd.trace, cmd.trace_bodies, &deadline)?;
+    let file_budget = &resolved.agent.config.budget;
+    let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
+    let max_turns = cmd.max_turns.or(file_budget.max_turns);
+    let ctx = Ctx {
+        global: &global,
+        config_dir: &config_dir,
+        cwd: &cwd,
+        depth: 0,
+        max_depth: resolved.agent.config.sub_agents_config.max_depth,
+        deadline,
+        verbose,
+        retries: cmd.retries,
+        ledger: Arc::new(ledger),
+        place: Place::root(&cmd.agent),
+        budgets: budgets(max_tokens, max_turns),
+        snapshot: Arc::default(),
+    };
+    let _closes_trace = {
+        let ledger = ctx.ledger.clone();
+        interrupt::on_signal(move |why| ledger.interrupt(why))
+    };
+    let progress = progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
+        .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
+    let outcome = run::run_agent(&resolved, input.text(), &ctx);
+    // Erases the view before anything else is printed.
+    drop(progress);
+    let mut outcome = outcome?;
+    outcome.duration = started.elapsed();
+    if let Some(what) = outcome.incomplete() {
+        stderr::warn(&what);
+    }
+    let usage = ctx.ledger.usage();
+    report::verbose_footer(&ctx.verbose, &outcome, &usage);
+
+    if cmd.json {
+        print_stdout(&format!(
+            "{}\n",
+            report::json(&resolved, &outcome, &ctx.ledger, &ctx.place.path, &usage)
+        ))
+    } else {
+        // The answer is printed as the model gave it (design §6.7).
+        let mut text = outcome.content;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        print_stdout(&text)
+    }
+}
+
+/// `--prompt`, else stdin when it is not a terminal and not blank, else the
+/// default. Reading stdin ends at the run's deadline.
+fn user_input(prompt: Option<String>, deadline: &Deadline) -> Result<UserInput, Error> {
+    if let Some(p) = prompt {
+        // A blank prompt would be rejected by some APIs; it means the default.
+        return Ok(if p.trim().is_empty() {
+            UserInput::Default
+        } else {
+            UserInput::Prompt(p)
+        });
+    }
+    if std::io::stdin().is_terminal() {
+        return Ok(UserInput::Default);
+    }
+    let text = String::from_utf8_lossy(&stdin::read_all(deadline)?).into_owned();
+    Ok(if text.trim().is_empty() {
+        UserInput::Default
+    } else {
+        UserInput::Stdin(text)
+    })
+}
+
+/// The run's ledger, with a trace to `--trace`, else to `AXE_TRACE` (a
+/// blank one is none).
+fn open_ledger(trace: Option<String>, bodies: bool, deadline: &Deadline) -> Result<Ledger, Error> {
+    let trace = trace.filter(|t| !t.trim().is_empty()).or_else(|| {
+        std::env::var("AXE_TRACE")
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+    });
+    match &trace {
+        Some(path) => Ledger::with_trace(Path::new(path), bodies, deadline)
+            .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}"))),
+        None => Ok(Ledger::new()),
+    }
+}
+
+/// The whole tree's budget, when either bound is set (the command line's
+/// over the agent file's).
+fn budgets(max_tokens: Option<u64>, max_turns: Option<u64>) -> Vec<Arc<Budget>> {
+    if max_tokens.is_some() || max_turns.is_some() {
+        vec![Arc::new(Budget::new(max_tokens, max_turns))]
+    } else {
+        Vec::new()
+    }
+}

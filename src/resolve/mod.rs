@@ -1,0 +1,300 @@
+//! Resolution: from an agent file and a run's overrides to what is sent —
+//! the model, the workdir, the context files, the skill and the system
+//! prompt, assembled byte for byte as design §2.6–§2.8 say. The context
+//! files' globs are walked and read in `files`.
+
+mod files;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::agent::Agent;
+use crate::deadline::Deadline;
+use crate::error::Error;
+use crate::paths;
+use crate::provider::ModelRef;
+use crate::read::{self, Unreadable};
+use crate::schema::{self, OutputSchema};
+use files::collect_files;
+
+/// The user message when neither `--prompt` nor stdin gives one.
+pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
+
+/// Where the user message came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserInput {
+    Prompt(String),
+    Stdin(String),
+    Default,
+}
+
+impl UserInput {
+    pub fn text(&self) -> &str {
+        match self {
+            UserInput::Prompt(t) | UserInput::Stdin(t) => t,
+            UserInput::Default => DEFAULT_USER_MESSAGE,
+        }
+    }
+}
+
+/// What goes between the skill and the first context file.
+const FILES_HEADER: &str = "\n\n---\n\n## Context Files\n\n";
+
+/// Command-line overrides of an agent's settings (empty for sub-agents),
+/// and the caller's model for an agent whose file names none.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub model: Option<String>,
+    /// The model the caller runs on: what a sub-agent without `model` gets
+    /// (design D21). None at top level.
+    pub caller_model: Option<ModelRef>,
+    /// `--output-schema`: a JSON Schema file (relative to the current
+    /// directory) in place of the agent's `[output]` schema.
+    pub output_schema: Option<String>,
+    pub skill: Option<String>,
+    pub workdir: Option<String>,
+}
+
+/// A context file, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextFile {
+    /// `/`-separated, relative to the workdir.
+    pub path: String,
+    pub content: String,
+}
+
+/// A file a glob matched but that was not used, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Everything needed to build the first request of a run.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub agent: Agent,
+    pub model: ModelRef,
+    pub workdir: PathBuf,
+    pub skill_path: Option<PathBuf>,
+    pub skill: Option<String>,
+    pub files: Vec<ContextFile>,
+    pub skipped: Vec<Skipped>,
+    pub system_prompt: String,
+    /// The output schema the answer must match, compiled (design D22).
+    pub output_schema: Option<Arc<OutputSchema>>,
+    /// The built-in tools it listed, with its workdir opened and its
+    /// sandbox policy (design §10); none when it lists no tool.
+    pub tools: Option<Arc<crate::tools::Kit>>,
+}
+
+/// Resolves `agent` with `overrides`; relative paths given on the command line
+/// resolve against `cwd`. Reading the context files stops at the run's
+/// deadline (a `**` glob over a huge tree must not outlive `--timeout`).
+pub fn resolve(
+    agent: Agent,
+    overrides: &Overrides,
+    cwd: &Path,
+    deadline: &Deadline,
+) -> Result<Resolved, Error> {
+    let model = match (
+        &overrides.model,
+        &agent.config.model,
+        &overrides.caller_model,
+    ) {
+        (Some(m), _, _) | (None, Some(m), _) => ModelRef::parse(m)?,
+        (None, None, Some(caller)) => caller.clone(),
+        (None, None, None) => {
+            return Err(Error::NoModel);
+        }
+    };
+    let output_schema = schema::load(
+        agent.config.output.as_ref(),
+        overrides.output_schema.as_deref(),
+        agent.config_dir(),
+        cwd,
+    )?
+    .map(Arc::new);
+    let workdir = resolve_workdir(&agent, overrides, cwd)?;
+    let max_file_bytes = agent.config.file_limit();
+    let (skill_path, skill) = resolve_skill(&agent, overrides, cwd, max_file_bytes)?;
+    let (files, mut skipped) =
+        collect_files(&workdir, &agent.config.files, max_file_bytes, deadline)?;
+    let base = agent.config.system_prompt.as_deref().unwrap_or("");
+    let (files, over) = within_prompt_limit(
+        system_prompt(base, skill.as_deref(), &[]).len(),
+        files,
+        agent.config.prompt_limit(),
+    )?;
+    skipped.extend(over);
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    let system_prompt = system_prompt(base, skill.as_deref(), &files);
+    let tools = crate::tools::kit(&agent.config.tools, &workdir)?.map(Arc::new);
+    Ok(Resolved {
+        agent,
+        model,
+        workdir,
+        skill_path,
+        skill,
+        files,
+        skipped,
+        system_prompt,
+        output_schema,
+        tools,
+    })
+}
+
+/// `system_prompt`, then the skill, then the context files, with the
+/// separators of design §2.8.
+pub fn system_prompt(base: &str, skill: Option<&str>, files: &[ContextFile]) -> String {
+    let mut sp = base.to_string();
+    if let Some(skill) = skill {
+        sp.push_str("\n\n---\n\n## Skill\n\n");
+        sp.push_str(skill);
+    }
+    if !files.is_empty() {
+        sp.push_str(FILES_HEADER);
+        let blocks: Vec<String> = files.iter().map(file_block).collect();
+        sp.push_str(&blocks.join("\n\n"));
+    }
+    sp
+}
+
+/// One context file as the system prompt shows it.
+fn file_block(f: &ContextFile) -> String {
+    let ext = Path::new(&f.path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
+    format!("### {}\n```{ext}\n{}\n```", f.path, f.content)
+}
+
+/// The context files that fit in a system prompt of at most `max` bytes
+/// after its first `before` bytes (prompt and skill), in order; the rest
+/// are skipped. Prompt and skill alone over `max` are a config error.
+fn within_prompt_limit(
+    before: usize,
+    files: Vec<ContextFile>,
+    max: u64,
+) -> Result<(Vec<ContextFile>, Vec<Skipped>), Error> {
+    let before = u64::try_from(before).unwrap_or(u64::MAX);
+    if before > max {
+        return Err(Error::config(format!(
+            "the system prompt and skill are {before} bytes, over max_prompt_bytes ({max})"
+        )));
+    }
+    let mut size = before;
+    let (mut kept, mut over) = (Vec::new(), Vec::new());
+    for f in files {
+        // The header before the first block, the blank line before others.
+        let sep = if kept.is_empty() {
+            FILES_HEADER.len()
+        } else {
+            2
+        };
+        let grown =
+            u64::try_from(sep + file_block(&f).len()).map_or(u64::MAX, |n| size.saturating_add(n));
+        if grown > max {
+            over.push(Skipped {
+                path: f.path,
+                reason: format!("the system prompt would pass max_prompt_bytes, {max}"),
+            });
+        } else {
+            size = grown;
+            kept.push(f);
+        }
+    }
+    Ok((kept, over))
+}
+
+/// `--workdir`, then the TOML `workdir` (relative to `cwd`), then `cwd`.
+fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<PathBuf, Error> {
+    let dir = match overrides
+        .workdir
+        .as_deref()
+        .or(agent.config.workdir.as_deref())
+    {
+        Some(d) if !d.trim().is_empty() => paths::resolve_against(cwd, d),
+        _ => return Ok(cwd.to_path_buf()),
+    };
+    match fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(Error::WorkdirNotDirectory { path: dir }),
+        Err(_) => Err(Error::WorkdirNotFound { path: dir }),
+    }
+}
+
+/// `--skill` (relative to `cwd`), else the TOML `skill` (relative to the
+/// config directory). A directory means its `SKILL.md`.
+fn resolve_skill(
+    agent: &Agent,
+    overrides: &Overrides,
+    cwd: &Path,
+    max_file_bytes: u64,
+) -> Result<(Option<PathBuf>, Option<String>), Error> {
+    let path = match (&overrides.skill, &agent.config.skill) {
+        (Some(s), _) if !s.trim().is_empty() => paths::resolve_against(cwd, s),
+        (_, Some(s)) if !s.trim().is_empty() => {
+            let config_dir = match agent.config_dir() {
+                Some(d) => d.to_path_buf(),
+                None => paths::config_dir()?,
+            };
+            paths::resolve_against(&config_dir, s)
+        }
+        _ => return Ok((None, None)),
+    };
+    let path = if path.is_dir() {
+        path.join("SKILL.md")
+    } else {
+        path
+    };
+    match read::bytes(&path, max_file_bytes) {
+        Ok(bytes) => Ok((
+            Some(path),
+            Some(String::from_utf8_lossy(&bytes).into_owned()),
+        )),
+        Err(Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::SkillNotFound { path })
+        }
+        Err(e) => Err(Error::SkillUnreadable {
+            why: why_unread(&e),
+            path,
+        }),
+    }
+}
+
+/// Why a file was not read, as a skip reason or after `cannot read skill X: `.
+fn why_unread(e: &Unreadable) -> String {
+    match e {
+        Unreadable::TooLarge { size, limit } => {
+            format!("larger than max_file_bytes, {limit}: {size} bytes")
+        }
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_prompt_is_assembled_byte_for_byte() {
+        let files = vec![
+            ContextFile {
+                path: "a.rs".into(),
+                content: "fn a() {}".into(),
+            },
+            ContextFile {
+                path: "docs/b".into(),
+                content: "B".into(),
+            },
+        ];
+        let sp = system_prompt("You help.", Some("SKILL"), &files);
+        assert_eq!(
+            sp,
+            "You help.\n\n---\n\n## Skill\n\nSKILL\n\n---\n\n## Context Files\n\n### a.rs\n```rs\nfn a() {}\n```\n\n### docs/b\n```\nB\n```"
+        );
+        assert_eq!(system_prompt("Only.", None, &[]), "Only.");
+    }
+}

@@ -1,0 +1,216 @@
+//! Running an agent: [`run_agent`] sets up a resolved agent's run — its
+//! provider, its first request (`request.rs`: `call_agent` injected when it
+//! has sub-agents and the tree is not at its depth limit, design §3.2,
+//! §3.9), its budget and how its tool calls are run — and reports its start
+//! and end; [`converse`] (`converse.rs`) is the conversation loop of design
+//! §3.7, and `repair.rs` checks a final answer against its output schema
+//! and asks for repairs (design D22).
+//!
+//! The top-level run and every sub-agent go through these functions
+//! (design §3.5); a sub-agent differs only in its [`Ctx`].
+
+mod converse;
+mod repair;
+mod request;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::GlobalConfig;
+use crate::deadline::Deadline;
+use crate::error::Error;
+use crate::ledger::{self, Budget, Children, Ledger, Place};
+use crate::provider::{Cut, Kind, Provider, Request, anthropic_schema};
+use crate::resolve::Resolved;
+use crate::snapshot::Snapshot;
+use crate::stderr::Verbose;
+use crate::tool::{self, Caller};
+use crate::trace_event::{Ending, TraceEvent};
+
+pub use converse::{ToolRunner, converse};
+
+/// The most send-receive cycles one conversation may take.
+pub const MAX_TURNS: u32 = 50;
+
+/// Where an agent runs in the tree and what bounds it. The top-level run is
+/// depth 0; a sub-agent gets its parent's context one level down, with a
+/// deadline no later than its parent's.
+#[derive(Debug, Clone)]
+pub struct Ctx<'a> {
+    /// API keys and base URLs for every provider in the tree.
+    pub global: &'a GlobalConfig,
+    /// Where sub-agents' files are loaded from (`<config>/agents/<name>.toml`).
+    pub config_dir: &'a Path,
+    /// The process's current directory: a sub-agent's workdir when its file
+    /// sets none (design D7), and what relative paths resolve against.
+    pub cwd: &'a Path,
+    /// 0 for the top-level agent; one more per level of delegation.
+    pub depth: u32,
+    /// The root agent's effective `max_depth`, bounding the whole tree (design D6).
+    pub max_depth: u32,
+    pub deadline: Deadline,
+    pub verbose: Verbose,
+    /// `--retries`: the most transport retries per request, over any
+    /// `[retry]` setting, for the whole tree.
+    pub retries: Option<u32>,
+    /// The trace, usage and running agents of the whole tree.
+    pub ledger: Arc<Ledger>,
+    /// This agent run's name, path and depth in the tree.
+    pub place: Place,
+    /// The budgets that bound this run: the root's, then those of every
+    /// ancestor that has a `[budget]` (its own is added by [`run_agent`]).
+    pub budgets: Vec<Arc<Budget>>,
+    /// The sub-agents the tree has read, each once (design D20).
+    pub snapshot: Arc<Snapshot>,
+}
+
+/// The result of a finished conversation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub content: String,
+    pub stop_reason: String,
+    /// Summed over every turn (design §3.14, D16).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
+    pub cache_read_input_tokens: u64,
+    pub turns: u32,
+    /// Tool calls executed.
+    pub tool_calls: u64,
+    /// HTTP requests retried (design D12), summed over every turn.
+    pub retry_attempts: u64,
+    pub duration: Duration,
+    /// Why the final answer is incomplete, when it is.
+    pub cut: Option<Cut>,
+    /// With an output schema: the answer, parsed (`content` is its compact
+    /// JSON text).
+    pub output: Option<serde_json::Value>,
+    /// Turns spent asking for an answer that matches the output schema.
+    pub repairs: u32,
+}
+
+impl Outcome {
+    /// When the final answer is incomplete, what happened:
+    /// `the answer was cut off at the output limit (stop reason "length")`.
+    pub fn incomplete(&self) -> Option<String> {
+        self.cut.map(|cut| {
+            format!(
+                "the answer was {} (stop reason \"{}\")",
+                cut.describe(),
+                self.stop_reason
+            )
+        })
+    }
+}
+
+/// Runs the agent `resolved` on the user message `message`: the same path
+/// for the top-level run and for every sub-agent. The `call_agent` tool is
+/// injected when the agent has `sub_agents` and `ctx.depth < ctx.max_depth`
+/// (design §3.2); its calls run as the agent's `[sub_agents_config]` says.
+/// At the depth limit such an agent gets no tool, and a call its model makes
+/// anyway is answered with the depth error (design D6). An agent without
+/// `sub_agents` sends exactly one request (design §3.2).
+///
+/// The run is reported to `ctx.ledger` (`run_start`, `run_end` and what
+/// [`converse`] reports), and an agent with a `[budget]` bounds its own
+/// subtree with it, under any budget of its ancestors.
+pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcome, Error> {
+    #[cfg(debug_assertions)]
+    inject_panic(&resolved.agent.id);
+    let config = &resolved.agent.config;
+    let provider = request::provider(resolved, ctx)?;
+    let (req, offered) = request::first(resolved, message, ctx);
+    let own = request::with_own_budget(resolved, ctx);
+    let ctx = &own;
+
+    let sac = &config.sub_agents_config;
+    let children = Children::default();
+    let caller = Caller {
+        allowed_agents: &config.sub_agents,
+        model: &resolved.model,
+        parallel: sac.parallel,
+        max_parallel: sac.parallel_limit(),
+        max_result_chars: sac.result_limit(),
+        timeout_secs: sac.timeout,
+        tools: resolved.tools.as_deref(),
+        ctx,
+        children: &children,
+        turn: 0,
+    };
+    let run_calls = |turn: u32, calls: &[_]| tool::run_calls(calls, &Caller { turn, ..caller });
+    let tools: Option<&ToolRunner> = if config.sub_agents.is_empty() && resolved.tools.is_none() {
+        None
+    } else {
+        Some(&run_calls)
+    };
+
+    let started = Instant::now();
+    report_start(ctx, &provider, &req.model, offered);
+    note_unsent_schema(ctx, &provider, &req);
+    let output = resolved.output_schema.as_deref();
+    let result = converse(&provider, req, ctx, tools, output);
+    report_end(ctx, started.elapsed(), &result);
+    result
+}
+
+/// `run_start` to the run's ledger. This and [`report_end`] are out of
+/// line: their locals would otherwise sit in `run_agent`'s frame, which
+/// every waiting sub-agent's thread holds (design §3.15).
+#[inline(never)]
+fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
+    ctx.ledger.record_start(&ctx.place);
+    let start = TraceEvent::RunStart {
+        kind: provider.kind,
+        model,
+        tools: offered,
+    };
+    ctx.ledger.event(&ctx.place, 0, start);
+}
+
+/// `--verbose`: an output schema that Anthropic's JSON outputs cannot take
+/// without forbidding answers it allows is not sent, and axe alone checks
+/// the answer (design D22); said once per agent run.
+#[inline(never)]
+fn note_unsent_schema(ctx: &Ctx, provider: &Provider, req: &Request) {
+    if provider.kind != Kind::Anthropic || !ctx.verbose.enabled {
+        return;
+    }
+    if let Some(Err(why)) = req
+        .output_schema
+        .as_ref()
+        .map(anthropic_schema::for_anthropic)
+    {
+        ctx.verbose.line(&format!(
+            "[output] The output schema is not sent to anthropic ({why}); axe checks the answer and asks for repairs"
+        ));
+    }
+}
+
+/// `run_end` to the run's ledger, with the tree's totals at top level.
+#[inline(never)]
+fn report_end(ctx: &Ctx, took: Duration, result: &Result<Outcome, Error>) {
+    ctx.ledger.record_end(&ctx.place, took, result.is_err());
+    let (turn, end) = match result {
+        Ok(o) => (o.turns, Ending::Finished(o)),
+        Err(e) => (0, Ending::Failed(e)),
+    };
+    let totals = (ctx.depth == 0).then(|| ledger::totals(&ctx.ledger.usage()));
+    let end = TraceEvent::RunEnd { took, end, totals };
+    ctx.ledger.event(&ctx.place, turn, end);
+    if ctx.depth == 0 {
+        // The answer, printed next, may share the trace's pipe.
+        ctx.ledger.flush_trace();
+    }
+}
+
+/// A test hook, compiled into debug builds only: the agent named by
+/// `AXE_DEBUG_PANIC_AGENT` panics when it starts, so that tests can show
+/// that a sub-agent's panic stays inside its own call (design D4) and that a
+/// top-level panic is one line and exit 1.
+#[cfg(debug_assertions)]
+fn inject_panic(name: &str) {
+    if std::env::var_os("AXE_DEBUG_PANIC_AGENT").is_some_and(|v| v == name) {
+        panic!("injected by AXE_DEBUG_PANIC_AGENT");
+    }
+}

@@ -1,0 +1,96 @@
+//! What an agent run starts from: its provider with the retry policy that
+//! applies (design D12), its first request — the tools it is offered
+//! (design §3.2, D6) and its parameters — and the budgets over it (design
+//! §7.5).
+
+use std::sync::Arc;
+
+use super::Ctx;
+use crate::error::Error;
+use crate::ledger::Budget;
+use crate::provider::{Message, Provider, Request, RetryPolicy, Tool, ToolChoice};
+use crate::resolve::Resolved;
+use crate::tool;
+
+/// The provider `resolved` runs on, retrying as `--retries`, then the
+/// agent's `[retry]`, then config.toml's say. A missing key is the error.
+pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error> {
+    let mut provider = ctx.global.provider(resolved.model.provider)?;
+    let mut retry = resolved
+        .agent
+        .config
+        .retry
+        .over(ctx.global.retry.over(RetryPolicy::default()));
+    if let Some(n) = ctx.retries {
+        retry.max_retries = n;
+    }
+    provider.retry = retry;
+    Ok(provider)
+}
+
+/// The first request of `resolved` on the user message `message`, and how
+/// many tools it offers.
+pub(super) fn first(resolved: &Resolved, message: &str, ctx: &Ctx) -> (Request, usize) {
+    let config = &resolved.agent.config;
+    let builtins = resolved.tools.as_ref().map_or(&[][..], |k| &k.names[..]);
+    let (tools, tool_choice) = tools(&config.sub_agents, builtins, ctx);
+    let offered = if tool_choice == ToolChoice::Auto {
+        tools.len()
+    } else {
+        0
+    };
+    let req = Request {
+        model: resolved.model.model.clone(),
+        system: resolved.system_prompt.clone(),
+        messages: vec![Message::user(message)],
+        temperature: config.params.temperature,
+        max_tokens: config.params.max_tokens,
+        tools,
+        tool_choice,
+        parallel_tool_calls: config.sub_agents_config.parallel,
+        output_schema: resolved.output_schema.as_ref().map(|o| o.schema.clone()),
+    };
+    (req, offered)
+}
+
+/// The tools an agent is offered, and whether they are offered: its
+/// built-in tools (design §10.1), and `call_agent` when it may call
+/// `sub_agents`, below the depth limit (design §3.2). At the limit, with no
+/// built-in tool, `call_agent` is not offered but kept, with tool_choice
+/// "none", for a follow-up whose history has a call the model made anyway
+/// (design D6), which some APIs refuse without `tools`; with built-in tools
+/// it is left out, and such a call gets the depth error.
+fn tools(sub_agents: &[String], builtins: &[String], ctx: &Ctx) -> (Vec<Tool>, ToolChoice) {
+    let mut offered: Vec<Tool> = builtins
+        .iter()
+        .filter_map(|n| crate::tools::definition(n))
+        .collect();
+    match (sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
+        (true, _) => {}
+        (false, true) => {
+            let shapes = tool::shapes(sub_agents, ctx);
+            offered.insert(0, tool::call_agent_tool(sub_agents, &shapes));
+        }
+        (false, false) if offered.is_empty() => {
+            return (
+                vec![tool::call_agent_tool(sub_agents, &[])],
+                ToolChoice::None,
+            );
+        }
+        (false, false) => {}
+    }
+    (offered, ToolChoice::Auto)
+}
+
+/// `ctx` with the agent's own `[budget]` added to those over it. The
+/// top-level agent's budget is the caller's to set (the command line wins
+/// over the file); a sub-agent's bounds its subtree.
+pub(super) fn with_own_budget<'a>(resolved: &Resolved, ctx: &Ctx<'a>) -> Ctx<'a> {
+    let budget = &resolved.agent.config.budget;
+    let mut own = ctx.clone();
+    if ctx.depth > 0 && (budget.max_tokens.is_some() || budget.max_turns.is_some()) {
+        own.budgets
+            .push(Arc::new(Budget::new(budget.max_tokens, budget.max_turns)));
+    }
+    own
+}

@@ -1,0 +1,428 @@
+//! Files opened beneath one directory by the kernel's word, for the file
+//! tools (design §10.2): every path a model names is resolved by
+//! `openat2(2)` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` relative to the
+//! agent's workdir, so `..`, absolute paths, symlinks that lead out,
+//! `/proc/self/root` and a symlink swapped in during the call are refused by
+//! the kernel, not by a check on the string. Where `openat2` is missing
+//! (Linux before 5.6) a walk one component at a time refuses the same:
+//! `..` above the root, absolute paths, and every symlink.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Why a path could not be used.
+#[derive(Debug)]
+pub enum Denied {
+    /// It leads outside the workdir (`..`, an absolute path, a symlink out).
+    Outside,
+    /// A symlink that cannot be followed safely (a magic link in `/proc`,
+    /// or any symlink where `openat2` is missing).
+    Link,
+    NotFound,
+    NotADirectory,
+    NotAFile,
+    Other(io::Error),
+}
+
+impl std::fmt::Display for Denied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Denied::Outside => f.write_str("the path leads outside the working directory"),
+            Denied::Link => {
+                f.write_str("the path goes through a symbolic link that is not followed")
+            }
+            Denied::NotFound => f.write_str("no such file or directory"),
+            Denied::NotADirectory => f.write_str("not a directory"),
+            Denied::NotAFile => f.write_str("not a regular file"),
+            Denied::Other(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Link,
+    Other,
+}
+
+/// A directory that paths are resolved beneath: the agent's workdir.
+#[derive(Debug)]
+pub struct Root {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// `struct open_how` of `openat2(2)` (libc's is not constructible).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// Whether `openat2` works here: 0 unknown, 1 yes, 2 no.
+static OPENAT2: AtomicU8 = AtomicU8::new(0);
+
+impl Root {
+    /// Opens `path` (a directory) as the root.
+    pub fn open(path: &Path) -> io::Result<Root> {
+        let c = cstr(path.as_os_str().as_encoded_bytes())?;
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        // SAFETY: a valid C string and flags; the result is checked.
+        let fd = unsafe { libc::open(c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Root {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the kernel resolves paths beneath the root itself
+    /// (`openat2`); false means the component walk stands in.
+    pub fn kernel_resolves() -> bool {
+        probe_openat2()
+    }
+
+    /// `name` as a path relative to the root: an absolute path that starts
+    /// with the root's own path is shortened (a convenience: the kernel
+    /// still resolves what is left beneath the root); anything else is kept
+    /// as written for the kernel to judge.
+    pub fn relative<'a>(&self, name: &'a str) -> &'a str {
+        let root = self.path.as_os_str().to_str().unwrap_or("");
+        match name.strip_prefix(root) {
+            Some(rest) if !root.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {
+                let rest = rest.trim_start_matches('/');
+                if rest.is_empty() { "." } else { rest }
+            }
+            _ => name,
+        }
+    }
+
+    /// Opens a regular file for reading.
+    pub fn open_file(&self, name: &str) -> Result<File, Denied> {
+        let flags = libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK;
+        let fd = self.resolve(name, flags, 0)?;
+        let file = File::from(fd);
+        match file.metadata() {
+            Ok(m) if m.is_file() => Ok(file),
+            Ok(m) if m.is_dir() => Err(Denied::NotAFile),
+            Ok(_) => Err(Denied::NotAFile),
+            Err(e) => Err(Denied::Other(e)),
+        }
+    }
+
+    /// Lists a directory: names sorted, `.` and `..` left out.
+    pub fn list(&self, name: &str) -> Result<Vec<Entry>, Denied> {
+        let fd = self.resolve(name, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let mut entries = read_entries(&fd).map_err(Denied::Other)?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    /// Writes `contents` to `name` atomically: a temporary file beside it,
+    /// synced, then renamed over it (a reader sees the old file or the new
+    /// one, never half of one). Missing parent directories are made.
+    /// A symlink at `name` is replaced, not followed.
+    pub fn write(&self, name: &str, contents: &[u8]) -> Result<(), Denied> {
+        let (parent, file) = split(self.relative(name))?;
+        let dir = self.make_dirs(parent)?;
+        let mode = existing_mode(&dir, &file).unwrap_or(0o644);
+        let tmp = format!(".{file}.axe-{}-{}", std::process::id(), fastrand::u32(..));
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+        let fd = resolve_in(&dir, &tmp, flags, mode)?;
+        let mut out = File::from(fd);
+        let written = out.write_all(contents).and_then(|()| out.sync_all());
+        drop(out);
+        let renamed = written.and_then(|()| rename_in(&dir, &tmp, &file));
+        if let Err(e) = renamed {
+            let _ = unlink_in(&dir, &tmp);
+            return Err(Denied::Other(e));
+        }
+        Ok(())
+    }
+
+    /// Opens `name` beneath the root with `flags` (close-on-exec added).
+    fn resolve(&self, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Denied> {
+        resolve_in(&self.fd, self.relative(name), flags, mode)
+    }
+
+    /// The directory `parent` beneath the root, made when missing.
+    fn make_dirs(&self, parent: &str) -> Result<OwnedFd, Denied> {
+        let dir_flags = libc::O_PATH | libc::O_DIRECTORY;
+        let mut dir = resolve_in(&self.fd, ".", dir_flags, 0)?;
+        for part in parent.split('/').filter(|p| !p.is_empty() && *p != ".") {
+            dir = match resolve_in(&dir, part, dir_flags, 0) {
+                Err(Denied::NotFound) => {
+                    mkdir_in(&dir, part).map_err(Denied::Other)?;
+                    resolve_in(&dir, part, dir_flags, 0)?
+                }
+                other => other?,
+            };
+        }
+        Ok(dir)
+    }
+}
+
+/// Splits `name` into its directory and its last component, which must be
+/// a name (not `.`, `..` or empty).
+fn split(name: &str) -> Result<(&str, String), Denied> {
+    let name = name.trim_end_matches('/');
+    let (parent, file) = name.rsplit_once('/').unwrap_or(("", name));
+    if file.is_empty() || file == "." || file == ".." {
+        return Err(Denied::NotAFile);
+    }
+    if name.starts_with('/') && parent.is_empty() {
+        return Err(Denied::Outside);
+    }
+    if parent.starts_with('/') {
+        return Err(Denied::Outside);
+    }
+    Ok((parent, file.to_string()))
+}
+
+/// Opens `name` beneath `dir`, by `openat2` or by the walk.
+fn resolve_in(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Denied> {
+    if name.is_empty() {
+        return Err(Denied::NotFound);
+    }
+    let flags = flags | libc::O_CLOEXEC;
+    if probe_openat2() {
+        // openat2 can fail with EAGAIN when a rename races the lookup.
+        for _ in 0..8 {
+            match openat2(dir, name, flags, mode) {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => continue,
+                other => return other.map_err(denied),
+            }
+        }
+        return Err(Denied::Other(io::Error::from_raw_os_error(libc::EAGAIN)));
+    }
+    walk(dir, name, flags, mode)
+}
+
+fn denied(e: io::Error) -> Denied {
+    match e.raw_os_error() {
+        Some(libc::EXDEV) => Denied::Outside,
+        Some(libc::ELOOP) => Denied::Link,
+        Some(libc::ENOENT) => Denied::NotFound,
+        Some(libc::ENOTDIR) => Denied::NotADirectory,
+        _ => Denied::Other(e),
+    }
+}
+
+fn openat2(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    let c = cstr(name.as_bytes())?;
+    let how = OpenHow {
+        flags: flags as u64,
+        mode: u64::from(if flags & libc::O_CREAT != 0 { mode } else { 0 }),
+        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: valid fd, C string and `open_how` of the size passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Whether `openat2` is there (asked once).
+fn probe_openat2() -> bool {
+    match OPENAT2.load(Ordering::Relaxed) {
+        1 => return true,
+        2 => return false,
+        _ => {}
+    }
+    let works = Root::open(Path::new("/")).is_ok_and(|root| {
+        !matches!(openat2(&root.fd, ".", libc::O_PATH | libc::O_CLOEXEC, 0),
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS))
+    });
+    OPENAT2.store(if works { 1 } else { 2 }, Ordering::Relaxed);
+    works
+}
+
+/// The stand-in for `openat2`: one component at a time with `O_NOFOLLOW`,
+/// refusing absolute paths, `..` above `dir` and every symlink.
+fn walk(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Denied> {
+    if name.starts_with('/') {
+        return Err(Denied::Outside);
+    }
+    let parts: Vec<&str> = name
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let mut stack: Vec<OwnedFd> = Vec::new();
+    let here = |stack: &Vec<OwnedFd>| stack.last().map_or(dir.as_raw_fd(), |f| f.as_raw_fd());
+    for (i, part) in parts.iter().enumerate() {
+        if *part == ".." {
+            if stack.pop().is_none() {
+                return Err(Denied::Outside);
+            }
+            continue;
+        }
+        let last = i + 1 == parts.len();
+        let f = if last {
+            flags | libc::O_NOFOLLOW
+        } else {
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC
+        };
+        let fd = openat(here(&stack), part, f, mode).map_err(denied)?;
+        let is_link = File::from(fd.try_clone().map_err(Denied::Other)?)
+            .metadata()
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false);
+        if is_link {
+            return Err(Denied::Link);
+        }
+        stack.push(fd);
+    }
+    if parts.is_empty() || parts.last() == Some(&"..") {
+        // A directory named by `.` or `..`: open it with the flags asked.
+        return openat(here(&stack), ".", flags, mode).map_err(denied);
+    }
+    stack.pop().ok_or(Denied::NotFound)
+}
+
+fn openat(dir: i32, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    let c = cstr(name.as_bytes())?;
+    // SAFETY: valid fd and C string; the result is checked.
+    let fd = unsafe { libc::openat(dir, c.as_ptr(), flags, mode) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn mkdir_in(dir: &OwnedFd, name: &str) -> io::Result<()> {
+    let c = cstr(name.as_bytes())?;
+    // SAFETY: valid fd and C string.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o755) } < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::AlreadyExists {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn rename_in(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
+    let (a, b) = (cstr(from.as_bytes())?, cstr(to.as_bytes())?);
+    let fd = dir.as_raw_fd();
+    // SAFETY: valid fds and C strings; names without `/` stay in `dir`.
+    if unsafe { libc::renameat(fd, a.as_ptr(), fd, b.as_ptr()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn unlink_in(dir: &OwnedFd, name: &str) -> io::Result<()> {
+    let c = cstr(name.as_bytes())?;
+    // SAFETY: valid fd and C string.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The permission bits of a regular file `name` in `dir`, if there is one.
+fn existing_mode(dir: &OwnedFd, name: &str) -> Option<u32> {
+    let c = cstr(name.as_bytes()).ok()?;
+    // SAFETY: zeroed `stat` is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd, C string and pointer.
+    let r = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    (r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(st.st_mode & 0o7777)
+}
+
+/// The entries of an open directory, read with `getdents64(2)` (no path,
+/// so nothing can be swapped between opening and listing).
+fn read_entries(dir: &OwnedFd) -> io::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        // SAFETY: valid fd and buffer of the length passed.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(out);
+        }
+        let mut at = 0usize;
+        let end = n as usize;
+        // struct linux_dirent64: ino u64, off i64, reclen u16, type u8, name.
+        while at + 19 <= end {
+            let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            if reclen == 0 || at + reclen > end {
+                break;
+            }
+            let kind = match buf[at + 18] {
+                libc::DT_REG => Kind::File,
+                libc::DT_DIR => Kind::Dir,
+                libc::DT_LNK => Kind::Link,
+                _ => Kind::Other,
+            };
+            let name = &buf[at + 19..at + reclen];
+            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+            if name != b"." && name != b".." {
+                out.push(Entry {
+                    name: String::from_utf8_lossy(name).into_owned(),
+                    kind,
+                });
+            }
+            at += reclen;
+        }
+    }
+}
+
+fn cstr(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))
+}
+
+#[cfg(test)]
+#[path = "beneath_tests.rs"]
+mod tests;

@@ -1,0 +1,157 @@
+//! The sandbox (design §10.2–§10.5): what a model's tool call may
+//! touch is decided by the kernel. Paths are opened beneath the workdir
+//! with `openat2` (`beneath`); commands run under Landlock in a session of
+//! their own (`landlock`, `process`); descendants a command leaves behind
+//! are collected and killed (`orphans`).
+
+pub mod beneath;
+pub mod landlock;
+pub mod orphans;
+pub mod process;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub use beneath::{Denied, Root};
+pub use process::{Exit, Finished};
+
+/// Environment variables a command gets from axe's own environment, when
+/// set: what programs need to find themselves and speak the user's
+/// language, never a key.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
+];
+
+/// How a command is confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Landlock, with this ABI.
+    Landlock(i32),
+    /// The agent file turned the sandbox off (`sandbox = "off"`): a session
+    /// of its own, `no_new_privs`, the reduced environment, the deadline,
+    /// but no Landlock.
+    Off,
+}
+
+/// What an agent's commands may touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub workdir: PathBuf,
+    /// Extra paths readable (and executable).
+    pub read: Vec<PathBuf>,
+    /// Extra paths readable and writable.
+    pub write: Vec<PathBuf>,
+    pub network: bool,
+    /// Variables passed through beyond [`PASSED_ENV`] (never a key: the
+    /// agent file's check refuses names that look like one).
+    pub env: Vec<String>,
+    pub mode: Mode,
+}
+
+/// One command to run under a policy.
+pub struct Request<'a> {
+    pub script: &'a str,
+    pub policy: &'a Policy,
+    pub deadline: Instant,
+    pub max_output: usize,
+}
+
+/// The Landlock ABI the kernel offers (0: none), asked once.
+pub fn landlock_abi() -> i32 {
+    static ABI: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *ABI.get_or_init(landlock::abi)
+}
+
+/// Runs `req.script` with `sh -c` under `req.policy`. The command gets a
+/// private temporary directory (`TMPDIR`), removed when it returns.
+pub fn run(req: &Request) -> Result<Finished, String> {
+    let policy = req.policy;
+    let tmp = TempDir::new().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let ruleset = match policy.mode {
+        Mode::Landlock(abi) => {
+            let mut write = vec![policy.workdir.clone(), tmp.0.clone()];
+            write.extend(policy.write.iter().cloned());
+            let grants = landlock::Grants {
+                write,
+                read: policy.read.clone(),
+                network: policy.network,
+            };
+            Some(landlock::ruleset(&grants, abi)?)
+        }
+        Mode::Off => None,
+    };
+    let spec = process::Spec {
+        script: req.script,
+        workdir: &policy.workdir,
+        env: environment(&policy.env, &tmp.0),
+        ruleset: ruleset.as_ref(),
+        deadline: req.deadline,
+        max_output: req.max_output,
+    };
+    let _running = orphans::Running::start();
+    process::run(&spec).map_err(|e| format!("cannot start the command: {e}"))
+}
+
+/// The command's environment: [`PASSED_ENV`] and the agent's names as axe
+/// has them, `TMPDIR` its own, `SHELL` plain.
+fn environment(extra: &[String], tmp: &Path) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = PASSED_ENV
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+        .filter(|name| *name != "TMPDIR")
+        .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v)))
+        .collect();
+    env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
+    env.push(("SHELL".into(), "/bin/sh".into()));
+    env
+}
+
+/// Whether an environment variable's name looks like it holds a secret.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+    ]
+    .iter()
+    .any(|w| upper.contains(w))
+}
+
+/// A private directory (0700) removed with everything in it on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<TempDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        for _ in 0..8 {
+            let p = base.join(format!(
+                "axe-cmd-{}-{:08x}",
+                std::process::id(),
+                fastrand::u32(..)
+            ));
+            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+                Ok(()) => return Ok(TempDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::other("no free temporary name"))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests;

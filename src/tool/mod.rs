@@ -1,0 +1,205 @@
+//! The tools a model can call, and running them (design §3.8, §3.10):
+//! [`run_calls`] runs the calls of one response, at the same time through
+//! `pool` when the caller allows, and [`run_call`] runs one; both report
+//! each call to the trace and dispatch it by its tool's name. The only tool
+//! is `call_agent` (`call_agent.rs`); any other name, or a call of a type
+//! that is not a function, gets an error result and the conversation goes
+//! on. The fan-out, the trace, panics and error results are here, the same
+//! for every tool: the built-in tools (`crate::tools`, run by name) are to
+//! be one more arm of `dispatch`.
+
+mod builtin;
+mod call_agent;
+
+use std::any::Any;
+use std::time::Instant;
+
+use crate::ledger::Children;
+use crate::pool;
+use crate::provider::{ModelRef, ToolCall, ToolResult};
+use crate::run::Ctx;
+use crate::trace_event::TraceEvent;
+
+pub(crate) use call_agent::shapes;
+pub use call_agent::{CALL_AGENT, call_agent_tool};
+
+/// The most calls of one response that run at the same time; more wait for
+/// a free thread. Far above what a model sends in practice, it only bounds
+/// the threads (and provider connections) a runaway response can open.
+pub const MAX_PARALLEL_CALLS: usize = pool::MAX_THREADS;
+
+/// The agent whose model made the tool calls: what it may call, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    /// Its `sub_agents` list.
+    pub allowed_agents: &'a [String],
+    /// The model it runs on: a sub-agent without one of its own inherits it
+    /// (design D21).
+    pub model: &'a ModelRef,
+    /// Its `sub_agents_config.parallel`.
+    pub parallel: bool,
+    /// Its `sub_agents_config.max_parallel`: calls of one response in flight
+    /// at once (`usize::MAX`: no limit beyond [`MAX_PARALLEL_CALLS`]).
+    pub max_parallel: usize,
+    /// Its `sub_agents_config.max_result_chars`: a longer answer is cut.
+    pub max_result_chars: usize,
+    /// Its `sub_agents_config.timeout`, seconds per call; 0 means its own deadline.
+    pub timeout_secs: u64,
+    /// Its built-in tools (design §10), if it lists any.
+    pub tools: Option<&'a crate::tools::Kit>,
+    /// Where it runs: its depth, deadline, config, verbosity and tree.
+    pub ctx: &'a Ctx<'a>,
+    /// The calls it has made to each sub-agent, to number their paths.
+    pub children: &'a Children,
+    /// The turn whose response made these calls.
+    pub turn: u32,
+}
+
+/// Runs the tool calls of one response and returns one result per call, in
+/// call order: at the same time when the caller is `parallel` and there is
+/// more than one call, else one after another (design §3.8, §3.10). A call
+/// that panics gets an error result; its siblings go on (design D4).
+///
+/// Sub-agent paths are numbered here, in call order, before any call runs,
+/// so a trace names the same call the same way whatever finishes first.
+pub fn run_calls(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
+    let seqs: Vec<u32> = calls.iter().map(|c| next_seq(c, caller)).collect();
+    let threads = pool::Threads::at_most(caller.max_parallel.clamp(1, MAX_PARALLEL_CALLS));
+    pool::fan_out(
+        calls,
+        caller.parallel,
+        threads,
+        |i, call| run_numbered(call, caller, seqs.get(i).copied().unwrap_or(0)),
+        panicked,
+    )
+}
+
+/// Runs one tool call, as the caller's next, on this thread: what
+/// [`run_calls`] does for a response with one call, a panic included.
+pub fn run_call(call: &ToolCall, caller: &Caller) -> ToolResult {
+    run_calls(std::slice::from_ref(call), caller)
+        .pop()
+        .unwrap_or_else(|| panicked(call, &"the call returned no result"))
+}
+
+/// The number of this call among the caller's calls to the same agent.
+fn next_seq(call: &ToolCall, caller: &Caller) -> u32 {
+    caller.children.next(argument(call, "agent"))
+}
+
+/// The call's argument `key`, trimmed; empty when absent.
+fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
+    call.arguments.get(key).map_or("", |v| v.trim())
+}
+
+/// Runs `call`, numbered `seq`, between its `tool_call` and `tool_result`
+/// trace events.
+fn run_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
+    let ctx = caller.ctx;
+    let agent_called = argument(call, "agent");
+    let event = TraceEvent::ToolCall { call, agent_called };
+    ctx.ledger.event(&ctx.place, caller.turn, event);
+    let started = Instant::now();
+    let result = dispatch(call, caller, seq);
+    let event = TraceEvent::ToolResult {
+        call,
+        agent_called,
+        result: &result,
+        took: started.elapsed(),
+    };
+    ctx.ledger.event(&ctx.place, caller.turn, event);
+    result
+}
+
+/// Runs `call` by its tool's name (design §3.8).
+fn dispatch(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
+    match (&call.foreign, call.name.as_str()) {
+        (Some(raw), _) => error_result(call, foreign_call(&call.name, raw)),
+        (None, CALL_AGENT) => call_agent::run(call, caller, seq),
+        (None, name) if caller.tools.is_some_and(|k| k.has(name)) => builtin::run(call, caller),
+        (None, _) => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
+    }
+}
+
+/// The results of calls made in a response that was cut off (stop reason
+/// `stop_reason`): none is run, since the last may be half-written.
+pub(crate) fn not_run_cut_off(calls: &[ToolCall], stop_reason: &str) -> Vec<ToolResult> {
+    calls
+        .iter()
+        .map(|call| {
+            error_result(
+                call,
+                format!(
+                    "call_agent error: not run: the response that made this call was cut off \
+                     (stop reason \"{stop_reason}\"), so the call may be incomplete"
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The result text of a call of a type axe has no tool of (an OpenAI
+/// `custom` call), whatever its name: it is never run (design §3.8).
+fn foreign_call(name: &str, raw: &serde_json::Value) -> String {
+    let kind = raw["type"].as_str().unwrap_or("unknown");
+    format!(
+        "Unknown tool: \"{name}\" (a \"{kind}\" tool call; the only tool here is the function \"{CALL_AGENT}\")"
+    )
+}
+
+/// An error result: axe's own text, which may quote an agent file or a
+/// provider's error, so it is redacted before the parent's model (and the
+/// trace, which writes results as they are) sees it (design §6.7).
+fn error_result(call: &ToolCall, content: String) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: crate::redact::redact(&content),
+        is_error: true,
+    }
+}
+
+/// The error result of a call that panicked: a bug in axe, reported to the
+/// model like any other failure of that one call.
+fn panicked(call: &ToolCall, payload: &(dyn Any + Send)) -> ToolResult {
+    let what = crate::error::panic_message(payload);
+    let what = crate::text::one_line(&what);
+    let content = match call.arguments.get("agent") {
+        Some(name) if call.name == CALL_AGENT => {
+            call_agent::sub_agent_failed(name.trim(), &format!("internal error in axe: {what}"))
+        }
+        _ => format!(
+            "Error: tool \"{}\" failed - internal error in axe: {what}",
+            call.name
+        ),
+    };
+    error_result(call, content)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str, agent: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: CALL_AGENT.into(),
+            arguments: [("agent".to_string(), agent.to_string())]
+                .into_iter()
+                .collect(),
+            ..ToolCall::default()
+        }
+    }
+
+    #[test]
+    fn a_panicking_call_becomes_that_sub_agents_error_result() {
+        let payload: Box<dyn Any + Send> = Box::new(String::from("boom in c3"));
+        let result = panicked(&call("c3", "a"), payload.as_ref());
+        assert!(result.is_error);
+        assert_eq!(result.call_id, "c3");
+        assert_eq!(
+            result.content,
+            "Error: sub-agent \"a\" failed - internal error in axe: boom in c3. You may retry or proceed without this result."
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! What an agent's tool calls need, made once when the agent is resolved
+//! (design §10): the tools it listed, its workdir opened as the root every
+//! path is resolved beneath, and the sandbox policy its commands run under.
+
+use std::path::Path;
+
+use crate::agent::ToolsConfig;
+use crate::error::Error;
+use crate::paths;
+use crate::sandbox::{self, Mode, Policy, Root};
+
+/// An agent's tools, ready to run.
+#[derive(Debug)]
+pub struct Kit {
+    /// The built-in tools it listed, each once, in the order listed.
+    pub names: Vec<String>,
+    pub root: Root,
+    pub policy: Policy,
+    pub allowed_hosts: Vec<String>,
+    pub private_networks: bool,
+}
+
+impl Kit {
+    /// Whether the agent listed tool `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+}
+
+/// The kit for an agent whose workdir is `workdir`; none when it lists no
+/// tool. `run_command` where the kernel has no Landlock is refused here,
+/// before anything is sent, unless the file turned the sandbox off.
+pub fn kit(config: &ToolsConfig, workdir: &Path) -> Result<Option<Kit>, Error> {
+    if config.names.is_empty() {
+        return Ok(None);
+    }
+    let mut names: Vec<String> = Vec::new();
+    for n in &config.names {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    let sb = &config.sandbox;
+    let mode = if sb.landlock {
+        match sandbox::landlock_abi() {
+            0 if names.iter().any(|n| n == "run_command") => {
+                return Err(Error::config(
+                    "run_command needs Landlock, which this kernel does not offer (Linux 5.13 or \
+                     later with Landlock enabled); to run commands without it, set [sandbox] \
+                     mode = \"off\" in the agent file",
+                ));
+            }
+            abi => Mode::Landlock(abi),
+        }
+    } else {
+        Mode::Off
+    };
+    let root = Root::open(workdir).map_err(|e| {
+        Error::config(format!(
+            "cannot open the workdir {}: {e}",
+            workdir.display()
+        ))
+    })?;
+    let expand = |list: &[String]| {
+        list.iter()
+            .map(|p| paths::resolve_against(workdir, p))
+            .collect::<Vec<_>>()
+    };
+    let policy = Policy {
+        workdir: workdir.to_path_buf(),
+        read: expand(&sb.read),
+        write: expand(&sb.write),
+        network: sb.network,
+        env: sb.env.clone(),
+        mode,
+    };
+    Ok(Some(Kit {
+        names,
+        root,
+        policy,
+        allowed_hosts: config.allowed_hosts.clone(),
+        private_networks: sb.private_networks,
+    }))
+}

@@ -1,0 +1,597 @@
+//! The built-in tools through the binary (design chapter 10): each tool on
+//! all three wires, and a hostile model that tries every way out of the
+//! workdir and the sandbox — each attempt refused and reported to the model
+//! as its call's result, never performed. Tests that need Landlock print
+//! SKIPPED where the kernel lacks it.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::*;
+
+/// A home whose agent `hands` lists `tools` (and `extra` TOML) and works in
+/// `<home>/work`, which holds `notes.txt`; a secret sits beside the workdir
+/// and under `~/.ssh`.
+struct Setup {
+    home: Home,
+    work: PathBuf,
+}
+
+impl Setup {
+    fn new(p: P, tools: &[&str], extra: &str) -> Setup {
+        let home = Home::new();
+        let work = home.dir.path().join("work");
+        std::fs::create_dir_all(work.join("src")).unwrap();
+        std::fs::write(work.join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
+        std::fs::write(
+            work.join("src/lib.rs"),
+            "pub fn answer() -> u32 {\n    42\n}\n",
+        )
+        .unwrap();
+        std::fs::write(home.dir.path().join("secret.txt"), "TOP-SECRET-OUTSIDE").unwrap();
+        std::fs::create_dir_all(home.dir.path().join(".ssh")).unwrap();
+        std::fs::write(
+            home.dir.path().join(".ssh/id_ed25519"),
+            "PRIVATE-KEY-MATERIAL",
+        )
+        .unwrap();
+        home.config("[providers.openai]\napi_key = \"sk-config-file-secret-123456\"\n");
+        let list: Vec<String> = tools.iter().map(|t| format!("\"{t}\"")).collect();
+        home.named_agent(
+            "hands",
+            p.model(),
+            &format!(
+                "workdir = \"{}\"\ntools = [{}]\n{extra}",
+                work.display(),
+                list.join(", ")
+            ),
+        );
+        Setup { home, work }
+    }
+
+    /// Runs `hands` against a fake whose first answer makes `calls` and
+    /// whose later answers end the run; returns the output and what the
+    /// model got back for each call, in call order.
+    fn run(&self, p: P, calls: &[Call]) -> (Output, Vec<String>, FakeServer) {
+        let (out, results, server, _) = self.run_measured(p, calls);
+        (out, results, server)
+    }
+
+    /// [`Setup::run`], with the peak resident memory of that axe, in KiB
+    /// (`wait4` of exactly that child: the tests beside it in this process
+    /// have children of their own).
+    fn run_measured(&self, p: P, calls: &[Call]) -> (Output, Vec<String>, FakeServer, u64) {
+        let first = p.tool_calls(calls);
+        let done = p.text("done");
+        let server = FakeServer::route(move |req| {
+            if req.has_tool_results() {
+                Reply::Json(200, done.clone())
+            } else {
+                Reply::Json(200, first.clone())
+            }
+        });
+        let (out, peak_kib) = with_peak_rss(
+            self.home
+                .axe()
+                .env(key_var(p), "sk-test-key-0123456789")
+                .env(p.base_url_var(), &server.url)
+                .env("OPENAI_API_KEY_UNRELATED", "x")
+                .args(["run", "hands", "-p", "go", "--timeout", "60"]),
+        );
+        let results = server
+            .requests()
+            .iter()
+            .find(|r| r.has_tool_results())
+            .map(|r| r.tool_result_texts())
+            .unwrap_or_default();
+        (out, results, server, peak_kib)
+    }
+}
+
+fn key_var(p: P) -> &'static str {
+    match p {
+        P::Anthropic => "ANTHROPIC_API_KEY",
+        P::OpenAi => "OPENAI_API_KEY",
+        P::Ollama => "OLLAMA_API_KEY",
+    }
+}
+
+fn landlock() -> bool {
+    let abi = axe::sandbox::landlock_abi();
+    if abi == 0 {
+        eprintln!("SKIPPED: this kernel has no Landlock; the sandbox tests did not run");
+    }
+    abi > 0
+}
+
+#[test]
+fn every_file_tool_works_on_all_three_wires() {
+    for p in PROVIDERS {
+        let s = Setup::new(
+            p,
+            &[
+                "read_file",
+                "list_directory",
+                "search_files",
+                "write_file",
+                "edit_file",
+            ],
+            "",
+        );
+        let calls: Vec<Call> = vec![
+            ("c1", "read_file", json!({"path": "notes.txt", "offset": 2})),
+            ("c2", "list_directory", json!({})),
+            ("c3", "search_files", json!({"pattern": "fn \\w+"})),
+            (
+                "c4",
+                "write_file",
+                json!({"path": "out/new.txt", "content": "one two two"}),
+            ),
+            (
+                "c5",
+                "edit_file",
+                json!({"path": "notes.txt", "old_string": "beta", "new_string": "BETA"}),
+            ),
+        ];
+        let (out, results, _) = s.run(p, &calls);
+        assert_eq!(code(&out), 0, "{}: {}", p.name(), stderr(&out));
+        assert_eq!(stdout(&out), "done\n");
+        assert_eq!(results.len(), 5, "{}: {results:?}", p.name());
+        assert_eq!(results[0], "2: beta\n3: gamma\n", "{}", p.name());
+        assert!(
+            results[1].contains("notes.txt\n") && results[1].contains("src/\n"),
+            "{}",
+            results[1]
+        );
+        assert_eq!(results[2], "src/lib.rs:1: pub fn answer() -> u32 {");
+        assert_eq!(results[3], "wrote 11 bytes to out/new.txt");
+        assert!(results[4].starts_with("edited notes.txt"), "{}", results[4]);
+        assert_eq!(
+            std::fs::read_to_string(s.work.join("out/new.txt")).unwrap(),
+            "one two two"
+        );
+        assert_eq!(
+            std::fs::read_to_string(s.work.join("notes.txt")).unwrap(),
+            "alpha\nBETA\ngamma\n"
+        );
+    }
+}
+
+#[test]
+fn run_command_works_on_all_three_wires_and_says_its_exit_status() {
+    if !landlock() {
+        return;
+    }
+    for p in PROVIDERS {
+        let s = Setup::new(p, &["run_command"], "");
+        let calls: Vec<Call> = vec![
+            (
+                "c1",
+                "run_command",
+                json!({"command": "cat notes.txt | wc -l"}),
+            ),
+            (
+                "c2",
+                "run_command",
+                json!({"command": "echo oops >&2; exit 3"}),
+            ),
+        ];
+        let (out, results, _) = s.run(p, &calls);
+        assert_eq!(code(&out), 0, "{}: {}", p.name(), stderr(&out));
+        assert!(
+            results[0].starts_with("3\n[exit status 0, "),
+            "{}",
+            results[0]
+        );
+        assert!(
+            results[1].starts_with("oops\n[exit status 3, "),
+            "{}",
+            results[1]
+        );
+    }
+}
+
+#[test]
+fn paths_that_leave_the_workdir_are_refused_and_the_model_is_told() {
+    let s = Setup::new(
+        P::OpenAi,
+        &["read_file", "list_directory", "write_file"],
+        "",
+    );
+    let outside = s.home.dir.path().join("secret.txt");
+    std::os::unix::fs::symlink(&outside, s.work.join("link-out")).unwrap();
+    std::os::unix::fs::symlink("/", s.work.join("root")).unwrap();
+    let abs = outside.display().to_string();
+    let calls: Vec<Call> = vec![
+        ("c1", "read_file", json!({"path": "../secret.txt"})),
+        ("c2", "read_file", json!({"path": abs})),
+        ("c3", "read_file", json!({"path": "link-out"})),
+        ("c4", "read_file", json!({"path": "root/etc/hostname"})),
+        (
+            "c5",
+            "read_file",
+            json!({"path": "/proc/self/root/etc/hostname"}),
+        ),
+        ("c6", "list_directory", json!({"path": ".."})),
+        (
+            "c7",
+            "write_file",
+            json!({"path": "../planted.txt", "content": "x"}),
+        ),
+        (
+            "c8",
+            "write_file",
+            json!({"path": "root/tmp/planted.txt", "content": "x"}),
+        ),
+    ];
+    let (out, results, server) = s.run(P::OpenAi, &calls);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(results.len(), 8);
+    for (i, r) in results.iter().enumerate() {
+        assert!(!r.contains("TOP-SECRET"), "call {i} read the secret: {r}");
+        assert!(
+            r.contains("outside the working directory") || r.contains("symbolic link"),
+            "call {i}: {r}"
+        );
+    }
+    // The results went back as errors.
+    let req = &server.requests()[1];
+    let errors = req.tool_messages().len();
+    assert_eq!(errors, 8);
+    assert!(!s.home.dir.path().join("planted.txt").exists());
+}
+
+#[test]
+fn a_symlink_swapped_in_during_reads_never_leads_outside() {
+    let s = Setup::new(P::OpenAi, &["read_file"], "");
+    let target = s.work.join("flip");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flips = Arc::new(AtomicUsize::new(0));
+    let flipper = {
+        let (stop, flips, target) = (stop.clone(), flips.clone(), target.clone());
+        let outside = s.home.dir.path().join("secret.txt");
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let tmp = target.with_extension("tmp");
+                let _ = std::fs::remove_file(&tmp);
+                if flips.load(Ordering::Relaxed) % 2 == 0 {
+                    let _ = std::os::unix::fs::symlink(&outside, &tmp);
+                } else {
+                    let _ = std::fs::write(&tmp, "harmless inside");
+                }
+                let _ = std::fs::rename(&tmp, &target);
+                flips.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let calls: Vec<Call> = (0..64)
+        .map(|_| ("c", "read_file", json!({"path": "flip"})))
+        .collect();
+    let (out, results, _) = s.run(P::OpenAi, &calls);
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(results.len(), 64);
+    assert!(
+        results.iter().all(|r| !r.contains("TOP-SECRET")),
+        "{results:?}"
+    );
+    assert!(flips.load(Ordering::Relaxed) > 10);
+}
+
+#[test]
+fn commands_cannot_read_keys_config_or_axes_environment_nor_write_outside() {
+    if !landlock() {
+        return;
+    }
+    let s = Setup::new(P::OpenAi, &["run_command"], "");
+    let home = s.home.dir.path().display().to_string();
+    let calls: Vec<Call> = vec![
+        (
+            "c1",
+            "run_command",
+            json!({"command": "cat ~/.ssh/id_ed25519"}),
+        ),
+        (
+            "c2",
+            "run_command",
+            json!({"command": format!("cat {home}/axe/config.toml")}),
+        ),
+        (
+            "c3",
+            "run_command",
+            json!({"command": "cat /proc/$PPID/environ | tr '\\0' '\\n'"}),
+        ),
+        (
+            "c4",
+            "run_command",
+            json!({"command": format!("echo planted > {home}/planted.txt")}),
+        ),
+        ("c5", "run_command", json!({"command": "env"})),
+    ];
+    let (out, results, _) = s.run(P::OpenAi, &calls);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!results[0].contains("PRIVATE-KEY"), "{}", results[0]);
+    assert!(
+        !results[1].contains("sk-config-file-secret"),
+        "{}",
+        results[1]
+    );
+    assert!(!results[2].contains("sk-test-key"), "{}", results[2]);
+    assert!(!s.home.dir.path().join("planted.txt").exists());
+    assert!(
+        !results[4].contains("sk-test-key") && !results[4].contains("API_KEY"),
+        "{}",
+        results[4]
+    );
+    assert!(results[4].contains("TMPDIR="), "{}", results[4]);
+}
+
+#[test]
+fn with_the_network_off_a_command_cannot_reach_a_loopback_server() {
+    if !landlock() || axe::sandbox::landlock_abi() < 4 {
+        eprintln!("SKIPPED: Landlock without network rules");
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(\"127.0.0.1:{port}\") or die \"no: $!\\n\"; print \"connected\\n\"'"
+    );
+    for (network, expect) in [("", false), ("[sandbox]\nnetwork = true\n", true)] {
+        let s = Setup::new(P::OpenAi, &["run_command"], network);
+        let calls: Vec<Call> = vec![("c1", "run_command", json!({"command": script}))];
+        let (out, results, _) = s.run(P::OpenAi, &calls);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(results[0].contains("connected"), expect, "{}", results[0]);
+        let accepted = listener.accept().is_ok();
+        assert_eq!(accepted, expect, "the server saw a connection: {accepted}");
+    }
+}
+
+#[test]
+fn what_a_command_leaves_running_does_not_outlive_it() {
+    if !landlock() {
+        return;
+    }
+    let s = Setup::new(P::OpenAi, &["run_command"], "");
+    let calls: Vec<Call> = vec![
+        (
+            "c1",
+            "run_command",
+            json!({"command": "sleep 300 >/dev/null 2>&1 & echo $!"}),
+        ),
+        (
+            "c2",
+            "run_command",
+            json!({"command": "setsid sh -c 'echo $$; exec sleep 300' & sleep 0.3"}),
+        ),
+    ];
+    let (out, results, _) = s.run(P::OpenAi, &calls);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for r in &results {
+        let pid: i32 = r.lines().next().unwrap().trim().parse().unwrap();
+        assert!(gone(pid), "process {pid} outlived its run: {r}");
+    }
+}
+
+fn gone(pid: i32) -> bool {
+    (0..200).any(|_| {
+        let alive = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty());
+        if alive {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        !alive
+    })
+}
+
+#[test]
+fn a_gigabyte_of_output_is_capped_in_bounded_memory() {
+    if !landlock() {
+        return;
+    }
+    let s = Setup::new(P::OpenAi, &["run_command"], "");
+    let calls: Vec<Call> = vec![(
+        "c1",
+        "run_command",
+        json!({"command": "head -c 1073741824 /dev/zero | tr '\\0' x; echo; echo end"}),
+    )];
+    let (out, results, _, peak_kib) = s.run_measured(P::OpenAi, &calls);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(results[0].len() < 40 * 1024, "{} bytes", results[0].len());
+    assert!(
+        results[0].contains("bytes of output cut"),
+        "{}",
+        &results[0][..200]
+    );
+    assert!(
+        results[0].contains("end\n[exit status 0"),
+        "{}",
+        &results[0][results[0].len() - 200..]
+    );
+    // axe's own peak memory stayed small.
+    assert!(peak_kib < 200 * 1024, "peak RSS of axe: {peak_kib} KiB");
+}
+
+#[test]
+fn url_fetch_refuses_loopback_private_and_link_local_addresses() {
+    let server = FakeServer::route(|_| Reply::Json(200, "{\"ok\":true}".to_string()));
+    let port = server.url.rsplit(':').next().unwrap().to_string();
+    let s = Setup::new(P::OpenAi, &["url_fetch"], "");
+    let calls: Vec<Call> = vec![
+        (
+            "c1",
+            "url_fetch",
+            json!({"url": format!("http://127.0.0.1:{port}/")}),
+        ),
+        (
+            "c2",
+            "url_fetch",
+            json!({"url": format!("http://[::1]:{port}/")}),
+        ),
+        (
+            "c3",
+            "url_fetch",
+            json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+        ),
+        (
+            "c4",
+            "url_fetch",
+            json!({"url": format!("http://localhost:{port}/")}),
+        ),
+        ("c5", "url_fetch", json!({"url": "file:///etc/passwd"})),
+    ];
+    let (out, results, _) = s.run(P::OpenAi, &calls);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for (i, r) in results.iter().enumerate().take(4) {
+        assert!(r.contains("private or local address"), "call {i}: {r}");
+    }
+    assert!(results[4].contains("only http and https"), "{}", results[4]);
+    // The loopback server was never asked (only the model's fake was).
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn url_fetch_with_private_networks_allowed_fetches_and_checks_every_redirect() {
+    let page = "<html><head><script>var x=1;</script></head><body><h1>Title</h1><p>Some &amp; text</p></body></html>";
+    let target = FakeServer::route(move |_| Reply::Raw {
+        status: 200,
+        content_type: "text/html".into(),
+        headers: vec![],
+        body: page.into(),
+    });
+    let tport = target.url.rsplit(':').next().unwrap().to_string();
+    let redirect = FakeServer::route(move |_| Reply::Raw {
+        status: 302,
+        content_type: "text/plain".into(),
+        headers: vec![("Location".into(), format!("http://localhost:{tport}/"))],
+        body: String::new(),
+    });
+    let extra = "allowed_hosts = [\"127.0.0.1\"]\n[sandbox]\nprivate_networks = true\n";
+    let s = Setup::new(P::OpenAi, &["url_fetch"], extra);
+    let calls: Vec<Call> = vec![
+        (
+            "c1",
+            "url_fetch",
+            json!({"url": format!("{}/page", target.url)}),
+        ),
+        (
+            "c2",
+            "url_fetch",
+            json!({"url": format!("{}/away", redirect.url)}),
+        ),
+    ];
+    let (out, results, _) = s.run(P::OpenAi, &calls);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        results[0].starts_with("HTTP 200, text/html\n\n"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[0].contains("Title") && results[0].contains("Some & text"),
+        "{}",
+        results[0]
+    );
+    assert!(!results[0].contains("var x"), "{}", results[0]);
+    // The redirect leads to a host the agent may not reach: refused there.
+    assert!(
+        results[1].contains("localhost is not in this agent's allowed_hosts"),
+        "{}",
+        results[1]
+    );
+}
+
+#[test]
+fn an_unknown_tool_name_is_exit_2_with_the_closest_name_and_a_check_problem() {
+    let home = Home::new();
+    home.named_agent("typo", "openai/gpt-4o", "tools = [\"read_files\"]\n");
+    let out = home.run(&["run", "typo", "--dry-run"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out)
+            .starts_with("axe: tools: unknown tool \"read_files\" (did you mean \"read_file\"?)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = home.run(&["agents", "check", "typo"]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(stdout(&out).contains("read_files"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_sub_agent_gets_only_the_tools_its_own_file_lists() {
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "tools = [\"read_file\"]\nsub_agents = [\"helper\"]\n",
+    );
+    home.named_agent("helper", "openai/gpt-4o", "tools = [\"list_directory\"]\n");
+    home.named_agent("bare", "openai/gpt-4o", "");
+    let server = FakeServer::route(|req| match (req.who().as_str(), req.has_tool_results()) {
+        ("lead", false) => Reply::Json(
+            200,
+            P::OpenAi.tool_calls(&[
+                ("a", "call_agent", delegate("helper", "look")),
+                ("b", "call_agent", json!({"agent": "bare", "task": "look"})),
+            ]),
+        ),
+        _ => Reply::Json(200, openai_text("done", 1, 1)),
+    });
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "tools = [\"read_file\"]\nsub_agents = [\"helper\", \"bare\"]\n",
+    );
+    let out = home
+        .axe()
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("AXE_OPENAI_BASE_URL", &server.url)
+        .args(["run", "lead", "-p", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let tools_of = |who: &str| -> Vec<String> {
+        let req = server
+            .requests()
+            .into_iter()
+            .find(|r| r.who() == who)
+            .unwrap_or_else(|| panic!("{who} sent nothing"));
+        req.json()["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(tools_of("lead"), ["call_agent", "read_file"]);
+    assert_eq!(tools_of("helper"), ["list_directory"]);
+    assert!(tools_of("bare").is_empty());
+}
+
+#[test]
+fn tool_calls_hold_the_turn_limit_and_budgets() {
+    let s = Setup::new(P::OpenAi, &["list_directory"], "");
+    let calls = P::OpenAi.tool_calls(&[("c1", "list_directory", json!({}))]);
+    let server = FakeServer::route(move |_| Reply::Json(200, calls.clone()));
+    let out = s
+        .home
+        .axe()
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("AXE_OPENAI_BASE_URL", &server.url)
+        .args(["run", "hands", "-p", "go", "--max-turns", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 3);
+}
