@@ -5,8 +5,6 @@
 //! SKIPPED where the kernel lacks it.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -15,105 +13,19 @@ use serde_json::json;
 
 use crate::common::*;
 
-/// A home whose agent `hands` lists `tools` (and `extra` TOML) and works in
-/// `<home>/work`, which holds `notes.txt`; a secret sits beside the workdir
-/// and under `~/.ssh`.
-struct Setup {
-    home: Home,
-    work: PathBuf,
-}
+/// Sets its flag when dropped, a panic included.
+struct StopOnDrop(Arc<AtomicBool>);
 
-impl Setup {
-    fn new(p: P, tools: &[&str], extra: &str) -> Setup {
-        let home = Home::new();
-        let work = home.dir.path().join("work");
-        std::fs::create_dir_all(work.join("src")).unwrap();
-        std::fs::write(work.join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
-        std::fs::write(
-            work.join("src/lib.rs"),
-            "pub fn answer() -> u32 {\n    42\n}\n",
-        )
-        .unwrap();
-        std::fs::write(home.dir.path().join("secret.txt"), "TOP-SECRET-OUTSIDE").unwrap();
-        std::fs::create_dir_all(home.dir.path().join(".ssh")).unwrap();
-        std::fs::write(
-            home.dir.path().join(".ssh/id_ed25519"),
-            "PRIVATE-KEY-MATERIAL",
-        )
-        .unwrap();
-        home.config("[providers.openai]\napi_key = \"sk-config-file-secret-123456\"\n");
-        let list: Vec<String> = tools.iter().map(|t| format!("\"{t}\"")).collect();
-        home.named_agent(
-            "hands",
-            p.model(),
-            &format!(
-                "workdir = \"{}\"\ntools = [{}]\n{extra}",
-                work.display(),
-                list.join(", ")
-            ),
-        );
-        Setup { home, work }
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
-
-    /// Runs `hands` against a fake whose first answer makes `calls` and
-    /// whose later answers end the run; returns the output and what the
-    /// model got back for each call, in call order.
-    fn run(&self, p: P, calls: &[Call]) -> (Output, Vec<String>, FakeServer) {
-        let (out, results, server, _) = self.run_measured(p, calls);
-        (out, results, server)
-    }
-
-    /// [`Setup::run`], with the peak resident memory of that axe, in KiB
-    /// (`wait4` of exactly that child: the tests beside it in this process
-    /// have children of their own).
-    fn run_measured(&self, p: P, calls: &[Call]) -> (Output, Vec<String>, FakeServer, u64) {
-        let first = p.tool_calls(calls);
-        let done = p.text("done");
-        let server = FakeServer::route(move |req| {
-            if req.has_tool_results() {
-                Reply::Json(200, done.clone())
-            } else {
-                Reply::Json(200, first.clone())
-            }
-        });
-        let (out, peak_kib) = with_peak_rss(
-            self.home
-                .axe()
-                .env(key_var(p), "sk-test-key-0123456789")
-                .env(p.base_url_var(), &server.url)
-                .env("OPENAI_API_KEY_UNRELATED", "x")
-                .args(["run", "hands", "-p", "go", "--timeout", "60"]),
-        );
-        let results = server
-            .requests()
-            .iter()
-            .find(|r| r.has_tool_results())
-            .map(|r| r.tool_result_texts())
-            .unwrap_or_default();
-        (out, results, server, peak_kib)
-    }
-}
-
-fn key_var(p: P) -> &'static str {
-    match p {
-        P::Anthropic => "ANTHROPIC_API_KEY",
-        P::OpenAi => "OPENAI_API_KEY",
-        P::Ollama => "OLLAMA_API_KEY",
-    }
-}
-
-fn landlock() -> bool {
-    let abi = axe::sandbox::landlock_abi();
-    if abi == 0 {
-        eprintln!("SKIPPED: this kernel has no Landlock; the sandbox tests did not run");
-    }
-    abi > 0
 }
 
 #[test]
 fn every_file_tool_works_on_all_three_wires() {
     for p in PROVIDERS {
-        let s = Setup::new(
+        let s = ToolsSetup::new(
             p,
             &[
                 "read_file",
@@ -169,7 +81,7 @@ fn run_command_works_on_all_three_wires_and_says_its_exit_status() {
         return;
     }
     for p in PROVIDERS {
-        let s = Setup::new(p, &["run_command"], "");
+        let s = ToolsSetup::new(p, &["run_command"], "");
         let calls: Vec<Call> = vec![
             (
                 "c1",
@@ -199,7 +111,7 @@ fn run_command_works_on_all_three_wires_and_says_its_exit_status() {
 
 #[test]
 fn paths_that_leave_the_workdir_are_refused_and_the_model_is_told() {
-    let s = Setup::new(
+    let s = ToolsSetup::new(
         P::OpenAi,
         &["read_file", "list_directory", "write_file"],
         "",
@@ -249,7 +161,7 @@ fn paths_that_leave_the_workdir_are_refused_and_the_model_is_told() {
 
 #[test]
 fn a_symlink_swapped_in_during_reads_never_leads_outside() {
-    let s = Setup::new(P::OpenAi, &["read_file"], "");
+    let s = ToolsSetup::new(P::OpenAi, &["read_file"], "");
     let target = s.work.join("flip");
     let stop = Arc::new(AtomicBool::new(false));
     let flips = Arc::new(AtomicUsize::new(0));
@@ -270,19 +182,37 @@ fn a_symlink_swapped_in_during_reads_never_leads_outside() {
             }
         })
     };
+    // The flipper stops however this test ends: in the one test binary a
+    // thread left flipping would run through every test after it.
+    let _stop = StopOnDrop(stop.clone());
     let calls: Vec<Call> = (0..64)
         .map(|_| ("c", "read_file", json!({"path": "flip"})))
         .collect();
-    let (out, results, _) = s.run(P::OpenAi, &calls);
+    // The 64 reads take milliseconds, and on a loaded machine the flipper
+    // may not get a processor in that time: the run is repeated, each time
+    // with all its checks, until the link has changed more than 10 times
+    // while runs were going on (at most 50 runs).
+    let mut flipped = 0;
+    for _ in 0..50 {
+        let before = flips.load(Ordering::Relaxed);
+        let (out, results, _) = s.run(P::OpenAi, &calls);
+        flipped += flips.load(Ordering::Relaxed) - before;
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(results.len(), 64);
+        assert!(
+            results.iter().all(|r| !r.contains("TOP-SECRET")),
+            "{results:?}"
+        );
+        if flipped > 10 {
+            break;
+        }
+    }
     stop.store(true, Ordering::Relaxed);
     flipper.join().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(results.len(), 64);
     assert!(
-        results.iter().all(|r| !r.contains("TOP-SECRET")),
-        "{results:?}"
+        flipped > 10,
+        "the link changed {flipped} times during the reads"
     );
-    assert!(flips.load(Ordering::Relaxed) > 10);
 }
 
 #[test]
@@ -290,7 +220,7 @@ fn commands_cannot_read_keys_config_or_axes_environment_nor_write_outside() {
     if !landlock() {
         return;
     }
-    let s = Setup::new(P::OpenAi, &["run_command"], "");
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
     let home = s.home.dir.path().display().to_string();
     let calls: Vec<Call> = vec![
         (
@@ -346,7 +276,7 @@ fn with_the_network_off_a_command_cannot_reach_a_loopback_server() {
         "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(\"127.0.0.1:{port}\") or die \"no: $!\\n\"; print \"connected\\n\"'"
     );
     for (network, expect) in [("", false), ("[sandbox]\nnetwork = true\n", true)] {
-        let s = Setup::new(P::OpenAi, &["run_command"], network);
+        let s = ToolsSetup::new(P::OpenAi, &["run_command"], network);
         let calls: Vec<Call> = vec![("c1", "run_command", json!({"command": script}))];
         let (out, results, _) = s.run(P::OpenAi, &calls);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -361,7 +291,7 @@ fn what_a_command_leaves_running_does_not_outlive_it() {
     if !landlock() {
         return;
     }
-    let s = Setup::new(P::OpenAi, &["run_command"], "");
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
     let calls: Vec<Call> = vec![
         (
             "c1",
@@ -393,38 +323,10 @@ fn gone(pid: i32) -> bool {
 }
 
 #[test]
-fn a_gigabyte_of_output_is_capped_in_bounded_memory() {
-    if !landlock() {
-        return;
-    }
-    let s = Setup::new(P::OpenAi, &["run_command"], "");
-    let calls: Vec<Call> = vec![(
-        "c1",
-        "run_command",
-        json!({"command": "head -c 1073741824 /dev/zero | tr '\\0' x; echo; echo end"}),
-    )];
-    let (out, results, _, peak_kib) = s.run_measured(P::OpenAi, &calls);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(results[0].len() < 40 * 1024, "{} bytes", results[0].len());
-    assert!(
-        results[0].contains("bytes of output cut"),
-        "{}",
-        &results[0][..200]
-    );
-    assert!(
-        results[0].contains("end\n[exit status 0"),
-        "{}",
-        &results[0][results[0].len() - 200..]
-    );
-    // axe's own peak memory stayed small.
-    assert!(peak_kib < 200 * 1024, "peak RSS of axe: {peak_kib} KiB");
-}
-
-#[test]
 fn url_fetch_refuses_loopback_private_and_link_local_addresses() {
     let server = FakeServer::route(|_| Reply::Json(200, "{\"ok\":true}".to_string()));
     let port = server.url.rsplit(':').next().unwrap().to_string();
-    let s = Setup::new(P::OpenAi, &["url_fetch"], "");
+    let s = ToolsSetup::new(P::OpenAi, &["url_fetch"], "");
     let calls: Vec<Call> = vec![
         (
             "c1",
@@ -475,7 +377,7 @@ fn url_fetch_with_private_networks_allowed_fetches_and_checks_every_redirect() {
         body: String::new(),
     });
     let extra = "allowed_hosts = [\"127.0.0.1\"]\n[sandbox]\nprivate_networks = true\n";
-    let s = Setup::new(P::OpenAi, &["url_fetch"], extra);
+    let s = ToolsSetup::new(P::OpenAi, &["url_fetch"], extra);
     let calls: Vec<Call> = vec![
         (
             "c1",
@@ -581,7 +483,7 @@ fn a_sub_agent_gets_only_the_tools_its_own_file_lists() {
 
 #[test]
 fn tool_calls_hold_the_turn_limit_and_budgets() {
-    let s = Setup::new(P::OpenAi, &["list_directory"], "");
+    let s = ToolsSetup::new(P::OpenAi, &["list_directory"], "");
     let calls = P::OpenAi.tool_calls(&[("c1", "list_directory", json!({}))]);
     let server = FakeServer::route(move |_| Reply::Json(200, calls.clone()));
     let out = s

@@ -22,34 +22,6 @@ fn solo(extra: &str) -> Home {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn a_huge_context_file_is_skipped_without_being_read() {
-    let home = solo("files = [\"*.log\"]\n");
-    let dir = home.dir.path();
-    std::fs::write(dir.join("ok.log"), "fine\n").unwrap();
-    // 4 GiB, sparse: costs nothing on disk, everything if read.
-    let big = std::fs::File::create(dir.join("big.log")).unwrap();
-    big.set_len(4 << 30).unwrap();
-    drop(big);
-    let started = Instant::now();
-    let (out, peak_kib) = with_peak_rss(home.axe().args(["run", "solo", "--dry-run", "--verbose"]));
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(
-        stdout(&out).contains("--- Files (1) ---\nok.log\n"),
-        "{}",
-        stdout(&out)
-    );
-    assert!(
-        stderr(&out).contains(
-            "Skipped:  big.log (larger than max_file_bytes, 1048576: 4294967296 bytes)\n"
-        ),
-        "{}",
-        stderr(&out)
-    );
-    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
-}
-
-#[test]
 fn max_file_bytes_and_max_prompt_bytes_bound_what_goes_into_the_prompt() {
     let home = solo("files = [\"*.txt\"]\nmax_file_bytes = 1000\nmax_prompt_bytes = 2500\n");
     let dir = home.dir.path();

@@ -53,11 +53,13 @@
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
-//! Four test crates stand alone: `tests/load.rs` counts the threads and
-//! descriptors of its own process (§3.15), which tests running beside it
-//! would disturb; `tests/fuzz.rs` (`make fuzz`), `tests/e2e.rs` (`make
-//! e2e`, against real servers) and `tests/static_build.rs` (the `make
-//! static` binary) are run on their own.
+//! Five test crates stand alone. `tests/load.rs` counts the threads and
+//! descriptors of its own process (§3.15), and `tests/peak_memory.rs`
+//! measures axe's peak memory, which Linux counts from the process that
+//! spawned it: both need a test process that nothing else grows.
+//! `tests/fuzz.rs` (`make fuzz`), `tests/e2e.rs` (`make e2e`, against real
+//! servers) and `tests/static_build.rs` (the `make static` binary) are run
+//! on their own.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -1,0 +1,82 @@
+//! axe's peak memory, measured by the kernel for exactly that process
+//! (`wait4`, [`with_peak_rss`]): a 4 GiB context file is skipped unread,
+//! and a command's gigabyte of output is cut in bounded memory.
+//!
+//! A crate of its own: Linux counts in a child's peak the memory of the
+//! process that spawned it (the high-water mark of the address space it
+//! had until exec, which a vfork child shares with its parent), so these
+//! figures hold only where the test process stays small. The integration
+//! binary grows with the hundreds of tests beside them.
+
+// The shared harness serves the integration crate (tests/it); this crate
+// uses a part of it.
+#[allow(dead_code, unused_imports)]
+mod common;
+use common::*;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+/// A home with agent `solo` on OpenAI, `extra` appended.
+fn solo(extra: &str) -> Home {
+    let home = Home::new();
+    home.named_agent("solo", "openai/gpt-4o", extra);
+    home
+}
+
+#[test]
+fn a_huge_context_file_is_skipped_without_being_read() {
+    let home = solo("files = [\"*.log\"]\n");
+    let dir = home.dir.path();
+    std::fs::write(dir.join("ok.log"), "fine\n").unwrap();
+    // 4 GiB, sparse: costs nothing on disk, everything if read.
+    let big = std::fs::File::create(dir.join("big.log")).unwrap();
+    big.set_len(4 << 30).unwrap();
+    drop(big);
+    let started = Instant::now();
+    let (out, peak_kib) = with_peak_rss(home.axe().args(["run", "solo", "--dry-run", "--verbose"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        stdout(&out).contains("--- Files (1) ---\nok.log\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains(
+            "Skipped:  big.log (larger than max_file_bytes, 1048576: 4294967296 bytes)\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+}
+
+#[test]
+fn a_gigabyte_of_output_is_capped_in_bounded_memory() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let calls: Vec<Call> = vec![(
+        "c1",
+        "run_command",
+        json!({"command": "head -c 1073741824 /dev/zero | tr '\\0' x; echo; echo end"}),
+    )];
+    let (out, results, _, peak_kib) = s.run_measured(P::OpenAi, &calls);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(results[0].len() < 40 * 1024, "{} bytes", results[0].len());
+    assert!(
+        results[0].contains("bytes of output cut"),
+        "{}",
+        &results[0][..200]
+    );
+    assert!(
+        results[0].contains("end\n[exit status 0"),
+        "{}",
+        &results[0][results[0].len() - 200..]
+    );
+    // axe's own peak memory stayed small.
+    assert!(peak_kib < 200 * 1024, "peak RSS of axe: {peak_kib} KiB");
+}
