@@ -188,10 +188,14 @@ fn a_symlink_swapped_in_during_reads_never_leads_outside() {
     let calls: Vec<Call> = (0..64)
         .map(|_| ("c", "read_file", json!({"path": "flip"})))
         .collect();
+    // The swapping is under way before the reads start.
+    while flips.load(Ordering::Relaxed) < 20 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     // The 64 reads take milliseconds, and on a loaded machine the flipper
-    // may not get a processor in that time: the run is repeated, each time
-    // with all its checks, until the link has changed more than 10 times
-    // while runs were going on (at most 50 runs).
+    // may still not get a processor in that time: the run is repeated, each
+    // time with all its checks, until the link has changed more than 10
+    // times while runs were going on (at most 50 runs).
     let mut flipped = 0;
     for _ in 0..50 {
         let before = flips.load(Ordering::Relaxed);

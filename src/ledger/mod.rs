@@ -23,6 +23,10 @@ use crate::deadline::{Deadline, millis};
 use crate::trace::Trace;
 use crate::trace_event::{Ending, TraceEvent};
 
+mod tools;
+
+pub use tools::{DETAIL_OUTPUT_BYTES, RunningTool, ToolDetail, ToolRunning};
+
 /// Where one agent run sits in the tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Place {
@@ -59,81 +63,6 @@ pub struct Running {
     pub started: Instant,
 }
 
-/// One built-in tool call, for `--json`'s `tool_call_details` (the Go
-/// original's fields) and the live view.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolDetail {
-    /// The path of the agent run that made it.
-    #[serde(skip)]
-    pub path: String,
-    /// The name of the agent that made it.
-    #[serde(skip)]
-    pub agent: String,
-    pub name: String,
-    /// Its arguments as the model wrote them.
-    pub input: serde_json::Value,
-    /// Its result, redacted and cut to [`DETAIL_OUTPUT_BYTES`].
-    pub output: String,
-    pub is_error: bool,
-    pub turn: u32,
-    pub duration_ms: u64,
-}
-
-/// The most bytes of a tool's result kept for `--json`.
-pub const DETAIL_OUTPUT_BYTES: usize = 4096;
-
-impl ToolDetail {
-    pub fn new(
-        call: &crate::provider::ToolCall,
-        output: &str,
-        is_error: bool,
-        turn: u32,
-        took: Duration,
-    ) -> ToolDetail {
-        let input = serde_json::to_value(&call.arguments).unwrap_or_default();
-        ToolDetail {
-            path: String::new(),
-            agent: String::new(),
-            name: call.name.clone(),
-            input,
-            // Redacted before it is cut, so that no part of a key is left
-            // at the cut; the arguments are the model's words, kept as the
-            // trace keeps them (design §6.7).
-            output: crate::tools::cap(crate::redact::redact(output), DETAIL_OUTPUT_BYTES),
-            is_error,
-            turn,
-            duration_ms: millis(took),
-        }
-    }
-}
-
-/// A built-in tool call running now, for the live view.
-#[derive(Debug, Clone)]
-pub struct RunningTool {
-    pub place: Place,
-    pub name: String,
-    pub summary: String,
-    pub started: Instant,
-    id: u64,
-}
-
-/// Removes its call from the running tools when dropped.
-pub struct ToolRunning<'a> {
-    ledger: &'a Ledger,
-    id: u64,
-}
-
-impl Drop for ToolRunning<'_> {
-    fn drop(&mut self) {
-        let mut tools = self
-            .ledger
-            .tools_running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        tools.retain(|t| t.id != self.id);
-    }
-}
-
 /// A bound on the whole tree below (and including) one agent run: at most
 /// `max_tokens` tokens (input plus output) and `max_turns` requests.
 #[derive(Debug, Default)]
@@ -162,10 +91,8 @@ pub struct Ledger {
     /// In order of first run; the top-level agent first.
     usage: Mutex<Vec<AgentUsage>>,
     running: Mutex<Vec<Running>>,
-    /// Built-in tool calls, in the order they ended.
-    tool_details: Mutex<Vec<ToolDetail>>,
-    tools_running: Mutex<Vec<RunningTool>>,
-    next_tool: AtomicU64,
+    /// Built-in tool calls: those running, and those ended.
+    tools: tools::ToolLog,
 }
 
 impl Budget {
@@ -397,67 +324,6 @@ impl Ledger {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-    }
-
-    /// A built-in tool call at `place` starts; it is running until the
-    /// returned guard is dropped.
-    pub fn tool_started(&self, place: &Place, name: &str, summary: &str) -> ToolRunning<'_> {
-        let id = self.next_tool.fetch_add(1, Ordering::Relaxed);
-        let mut tools = self
-            .tools_running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        tools.push(RunningTool {
-            place: place.clone(),
-            name: name.to_string(),
-            summary: summary.to_string(),
-            started: Instant::now(),
-            id,
-        });
-        ToolRunning { ledger: self, id }
-    }
-
-    /// The built-in tool calls running now, oldest first.
-    pub fn tools_running(&self) -> Vec<RunningTool> {
-        self.tools_running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// A built-in tool call at `place` ended.
-    pub fn record_tool(&self, place: &Place, mut detail: ToolDetail) {
-        detail.path = place.path.clone();
-        detail.agent = place.agent.clone();
-        let mut details = self
-            .tool_details
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        details.push(detail);
-    }
-
-    /// The built-in tool calls the agent at `path` made, in the order they
-    /// ended.
-    pub fn tool_details(&self, path: &str) -> Vec<ToolDetail> {
-        let details = self
-            .tool_details
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        details.iter().filter(|d| d.path == path).cloned().collect()
-    }
-
-    /// The built-in tool calls made by every run of the agent named
-    /// `agent`, in the order they ended.
-    pub fn agent_tool_details(&self, agent: &str) -> Vec<ToolDetail> {
-        let details = self
-            .tool_details
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        details
-            .iter()
-            .filter(|d| d.agent == agent)
-            .cloned()
-            .collect()
     }
 
     fn with_usage(&self, agent: &str, f: impl FnOnce(&mut AgentUsage)) {
