@@ -1,5 +1,10 @@
 //! The integration tests: one crate, so one build, one link and one binary
 //! (`cargo test --test it`, or `cargo test --test it trace::` for a part).
+//! When 30 test crates became this one and five beside it (issue 21), on a
+//! shared 2-core machine: `make test` after touching `src/lib.rs` 92 and 82 s
+//! before, 68 and 66 s after; the test build from an empty target 99 and
+//! 74 s before, 66 and 60 s after; a change to the harness rebuilt in 8 s
+//! before, 2.5 s after; the target directory 2.3 GB before, 1.5 GB after.
 //! The harness they share (a fake provider on loopback, each API's
 //! documented answers, a config home for the real binary) is
 //! `tests/common`.
