@@ -19,7 +19,7 @@ pub use process::{Exit, Finished};
 /// Environment variables a command gets from axe's own environment, when
 /// set: what programs need to find themselves and speak the user's
 /// language, never a key.
-const PASSED_ENV: &[&str] = &[
+pub(crate) const PASSED_ENV: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
 ];
 
