@@ -31,6 +31,7 @@ fn global(server: &FakeServer) -> GlobalConfig {
         .into_iter()
         .collect(),
         retry: RetrySettings::default(),
+        mcp_servers: Vec::new(),
     }
 }
 
@@ -99,6 +100,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         place: Place::default(),
         budgets: Vec::new(),
         snapshot: Default::default(),
+        mcp: Default::default(),
         retries: None,
     };
     let allowed = vec!["w".to_string()];
@@ -109,6 +111,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         parallel: true,
         timeout_secs: 0,
         tools: None,
+        mcp: &[],
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,

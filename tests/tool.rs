@@ -51,6 +51,7 @@ fn global(providers: &[(&str, Option<&str>, &str)]) -> GlobalConfig {
             initial_delay_ms: Some(1),
             max_delay_ms: Some(5),
         },
+        mcp_servers: Vec::new(),
     }
 }
 
@@ -111,6 +112,7 @@ impl Setup {
             place: Place::default(),
             budgets: Vec::new(),
             snapshot: Default::default(),
+            mcp: Default::default(),
         }
     }
 }
@@ -156,6 +158,7 @@ fn run_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCall) ->
         parallel: true,
         timeout_secs,
         tools: None,
+        mcp: &[],
         ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
@@ -910,6 +913,7 @@ fn run_call_answers_an_unknown_tool_and_runs_call_agent() {
         parallel: true,
         timeout_secs: 0,
         tools: None,
+        mcp: &[],
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
@@ -1210,6 +1214,7 @@ fn parallel_calls_at(depth: u32) {
         parallel: true,
         timeout_secs: 0,
         tools: None,
+        mcp: &[],
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
@@ -1304,6 +1309,7 @@ fn run_calls_sequential_runs_calls_one_after_another_in_order() {
         parallel: false,
         timeout_secs: 0,
         tools: None,
+        mcp: &[],
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,

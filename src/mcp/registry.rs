@@ -201,3 +201,18 @@ fn offerable(wire: &str, schema: &Value) -> Result<(), String> {
     }
     Ok(())
 }
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.global.iter().map(|c| c.name.as_str()).collect();
+        f.debug_struct("Servers")
+            .field("configured", &names)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound").field("wire", &self.wire).finish()
+    }
+}
