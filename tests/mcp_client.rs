@@ -255,3 +255,92 @@ fn garbage_and_a_line_over_the_cap_fail_the_call_clearly() {
     let out = server.call("ok", json!({}), soon());
     assert_eq!(out.text, "fine", "{out:?}");
 }
+
+/// server-everything serving streamable HTTP on a free loopback port,
+/// killed on drop.
+struct HttpEverything {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_everything() -> Option<HttpEverything> {
+    let js = everything()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("node")
+        .arg(&js)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "server-everything did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(HttpEverything {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    })
+}
+
+#[test]
+fn streamable_http_lists_calls_in_parallel_and_ends_its_session() {
+    let Some(http) = http_everything() else {
+        return;
+    };
+    let config = ServerFile {
+        name: "web".into(),
+        url: Some(http.url.clone()),
+        ..ServerFile::default()
+    }
+    .validate("test")
+    .unwrap();
+    let log: axe::mcp::rpc::Log = Arc::new(|l| eprintln!("{l}"));
+    let server = Arc::new(Server::start(&config, Path::new("."), log, soon()).expect("starts"));
+    assert!(server.tools.iter().any(|t| t.name == "echo"));
+    let started = Instant::now();
+    let handles: Vec<_> = (0..6)
+        .map(|i| {
+            let server = server.clone();
+            std::thread::spawn(move || {
+                if i % 2 == 0 {
+                    server.call(
+                        "trigger-long-running-operation",
+                        json!({"duration": 1, "steps": 1}),
+                        soon(),
+                    )
+                } else {
+                    server.call("echo", json!({"message": format!("h{i}")}), soon())
+                }
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        let out = h.join().unwrap();
+        assert!(!out.is_error, "{out:?}");
+        if i % 2 == 1 {
+            assert_eq!(out.text, format!("Echo: h{i}"));
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(2800),
+        "{:?}",
+        started.elapsed()
+    );
+    server.stop();
+    let out = server.call("echo", json!({"message": "x"}), soon());
+    assert!(out.is_error && out.text.contains("stopped"), "{out:?}");
+}
