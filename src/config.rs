@@ -22,6 +22,9 @@ pub struct GlobalConfig {
     /// Transport retries for every agent (an agent's own `[retry]` wins).
     #[serde(default)]
     pub retry: RetrySettings,
+    /// `[[mcp_servers]]`: the MCP servers agents may list by name (design §11.1).
+    #[serde(default)]
+    pub mcp_servers: Vec<crate::mcp::ServerFile>,
 }
 
 /// A `[retry]` table, in `config.toml` or an agent file: each key that is
@@ -211,6 +214,7 @@ fn known_keys(table: &str) -> &'static [&'static str] {
     match table {
         "" => tomlfile::fields::<GlobalConfig>(),
         "retry" => tomlfile::fields::<RetrySettings>(),
+        t if t.starts_with("mcp_servers") => tomlfile::fields::<crate::mcp::ServerFile>(),
         t if t.starts_with("providers.") => tomlfile::fields::<ProviderSettings>(),
         _ => &[],
     }

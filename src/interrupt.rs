@@ -11,7 +11,7 @@
 //! background job's SIGINT, `nohup`) stays ignored.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 #[cfg(unix)]
@@ -24,6 +24,20 @@ type Action = Box<dyn Fn(&str) + Send + Sync>;
 static ACTIONS: Mutex<Vec<(u64, Action)>> = Mutex::new(Vec::new());
 static TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+/// Set once a signal is being handled: the process is ending with it.
+static ENDING: AtomicBool = AtomicBool::new(false);
+
+/// When a signal is being handled, waits for its handler to end the process
+/// (with the signal's exit status) instead of going on: an answer that
+/// finished while the run was being stopped (a tool call failed by the
+/// cleanup, say) is not printed, and the exit status stays the signal's.
+pub fn wait_if_ending() {
+    if ENDING.load(Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
 
 /// Removes its action when dropped.
 pub struct Registered(u64);
@@ -118,6 +132,7 @@ fn end(sig: libc::c_int) -> ! {
         libc::SIGHUP => ("hung up", Code::HungUp),
         _ => ("terminated", Code::Terminated),
     };
+    ENDING.store(true, Ordering::SeqCst);
     // The progress view first: nothing below is drawn over it.
     crate::stderr::end_view();
     for (_, action) in ACTIONS

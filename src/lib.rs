@@ -29,6 +29,7 @@ pub mod error;
 mod graph;
 mod interrupt;
 pub mod ledger;
+pub mod mcp;
 mod paths;
 mod pool;
 mod progress;

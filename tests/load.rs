@@ -34,6 +34,7 @@ fn global(server: &FakeServer) -> GlobalConfig {
         .into_iter()
         .collect(),
         retry: RetrySettings::default(),
+        mcp_servers: Vec::new(),
     }
 }
 
@@ -102,6 +103,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         place: Place::default(),
         budgets: Vec::new(),
         snapshot: Default::default(),
+        mcp: Default::default(),
         retries: None,
     };
     let allowed = vec!["w".to_string()];
@@ -112,6 +114,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         parallel: true,
         timeout_secs: 0,
         tools: None,
+        mcp: &[],
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,

@@ -46,6 +46,20 @@ pub(super) struct AgentFile {
     allowed_hosts: Vec<String>,
     #[serde(default)]
     sandbox: super::tools::SandboxFile,
+    #[serde(default)]
+    mcp_servers: Vec<McpEntry>,
+    #[serde(default)]
+    mcp_tools: Vec<String>,
+}
+
+/// One entry of an agent's `mcp_servers`: the name of one of config.toml's
+/// servers, or a whole `[[mcp_servers]]` table (as the Go original's agent
+/// files have them).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum McpEntry {
+    Name(String),
+    Table(crate::mcp::ServerFile),
 }
 
 /// `[output]` as written: the schema inline (any TOML value, turned into
@@ -156,6 +170,7 @@ impl AgentFile {
         };
         let output = self.output.map(OutputFile::validate).transpose()?;
         let tools = super::tools::validate(self.tools, self.allowed_hosts, self.sandbox)?;
+        let mcp = super::tools::validate_mcp(self.mcp_servers, self.mcp_tools)?;
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         Ok(AgentConfig {
             name: self.name,
@@ -191,6 +206,7 @@ impl AgentFile {
             max_prompt_bytes,
             output,
             tools,
+            mcp,
         })
     }
 }

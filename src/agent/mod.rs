@@ -76,6 +76,8 @@ pub struct AgentConfig {
     pub output: Option<OutputConfig>,
     /// `tools`, `allowed_hosts`, `[sandbox]` (design §10).
     pub tools: ToolsConfig,
+    /// `mcp_servers` and `mcp_tools` (design §11.1).
+    pub mcp: crate::mcp::AgentMcp,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.

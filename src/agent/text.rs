@@ -60,6 +60,19 @@ model = "provider/model-name"
 # private_networks = false
 # env = ["CARGO_HOME"]
 
+# MCP servers whose tools this agent is offered, as <server>__<tool>: names
+# of config.toml's [[mcp_servers]], or tables here (at the end of the file).
+# mcp_tools narrows them to the tools named. One process per run, shared.
+# mcp_servers = ["git"]
+# mcp_tools = ["git__git_status", "git__git_log"]
+# [[mcp_servers]]
+# name = "time"
+# command = "uvx"              # stdio; or url = "https://..." (streamable-http)
+# args = ["mcp-server-time"]
+# env = { TZ = "UTC" }         # and headers = { Authorization = "Bearer ${TOKEN}" }
+# cwd = "."
+# timeout = 30                 # seconds one call may take
+
 # Sub-agent settings. max_depth: nesting limit for the whole tree (0 means 3,
 # at most 5); parallel: run the calls of one response at the same time;
 # timeout: seconds per sub-agent call (0 means the parent's deadline);

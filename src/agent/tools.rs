@@ -117,3 +117,48 @@ pub(super) fn validate(
         sandbox: sandbox.validate()?,
     })
 }
+
+/// `mcp_servers` and `mcp_tools`: each server a valid name or table, none
+/// twice; each tool named `<server>__<tool>` for a listed server.
+pub(super) fn validate_mcp(
+    entries: Vec<super::file::McpEntry>,
+    tools: Vec<String>,
+) -> Result<crate::mcp::AgentMcp, Error> {
+    use super::file::McpEntry;
+    use crate::mcp::{ServerRef, config::check_name};
+    let mut servers: Vec<ServerRef> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let r = match entry {
+            McpEntry::Name(name) => {
+                check_name(&name).map_err(|e| Error::config(format!("mcp_servers: {e}")))?;
+                ServerRef::Name(name)
+            }
+            McpEntry::Table(file) => {
+                ServerRef::Defined(file.validate(&format!("mcp_servers[{i}]"))?)
+            }
+        };
+        let name = match &r {
+            ServerRef::Name(n) => n.clone(),
+            ServerRef::Defined(c) => c.name.clone(),
+        };
+        if names.contains(&name) {
+            return Err(Error::config(format!(
+                "mcp_servers names must be unique: {name:?}"
+            )));
+        }
+        names.push(name);
+        servers.push(r);
+    }
+    for t in &tools {
+        let listed = t
+            .split_once("__")
+            .is_some_and(|(server, tool)| !tool.is_empty() && names.iter().any(|n| n == server));
+        if !listed {
+            return Err(Error::config(format!(
+                "mcp_tools: {t:?} is not <server>__<tool> for a server in mcp_servers"
+            )));
+        }
+    }
+    Ok(crate::mcp::AgentMcp { servers, tools })
+}

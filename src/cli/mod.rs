@@ -42,7 +42,7 @@ pub fn main() -> Result<(), Error> {
     if axe.version {
         return version::main();
     }
-    match axe.command {
+    let result = match axe.command {
         None => match Axe::from_args(&["axe"], &["--help"]) {
             Err(early) => early_exit(early),
             Ok(_) => Ok(()),
@@ -51,7 +51,10 @@ pub fn main() -> Result<(), Error> {
         Some(Command::Config(c)) => config::main(c.command),
         Some(Command::Agents(a)) => agents::main(a.command),
         Some(Command::Run(r)) => run::main(r),
-    }
+    };
+    // A signal being handled ends the process with its own status.
+    crate::interrupt::wait_if_ending();
+    result
 }
 
 /// `--help` (exit 0, stdout) or a usage error (exit 1, one line on stderr).
@@ -72,6 +75,7 @@ fn early_exit(early: argh::EarlyExit) -> Result<(), Error> {
 
 /// Writes to stdout; a closed pipe (`axe ... | head -1`) is not an error.
 fn print_stdout(text: &str) -> Result<(), Error> {
+    crate::interrupt::wait_if_ending();
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),

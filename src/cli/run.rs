@@ -57,6 +57,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     let file_budget = &resolved.agent.config.budget;
     let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
     let max_turns = cmd.max_turns.or(file_budget.max_turns);
+    let mcp = mcp_servers(&global, &cwd, &verbose)?;
     let ctx = Ctx {
         global: &global,
         config_dir: &config_dir,
@@ -70,10 +71,17 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         place: Place::root(&cmd.agent),
         budgets: budgets(max_tokens, max_turns),
         snapshot: Arc::default(),
+        mcp,
     };
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
         interrupt::on_signal(move |why| ledger.interrupt(why))
+    };
+    // A signal stops the MCP servers too; every other way out drops `ctx`
+    // and its servers with it (design §11.4).
+    let _stops_servers = {
+        let mcp = ctx.mcp.clone();
+        interrupt::on_signal(move |_| mcp.stop_all())
     };
     let progress = progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
         .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
@@ -101,6 +109,23 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         }
         print_stdout(&text)
     }
+}
+
+/// The run's MCP servers: config.toml's checked, none started yet. Their
+/// log lines and stderr go to `--verbose`.
+pub(super) fn mcp_servers(
+    global: &crate::config::GlobalConfig,
+    cwd: &Path,
+    verbose: &Verbose,
+) -> Result<Arc<crate::mcp::Servers>, Error> {
+    let configs = crate::mcp::config::validate_all(global.mcp_servers.clone())?;
+    let verbose = verbose.clone();
+    let log: crate::mcp::rpc::Log = Arc::new(move |line: &str| verbose.line(line));
+    Ok(Arc::new(crate::mcp::Servers::new(
+        configs,
+        cwd.to_path_buf(),
+        log,
+    )))
 }
 
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the

@@ -21,7 +21,7 @@ pub mod ollama;
 pub mod openai;
 mod retry;
 mod types;
-mod wire;
+pub(crate) mod wire;
 
 use std::fmt;
 

@@ -22,6 +22,9 @@ pub struct Tool {
     pub name: String,
     pub description: String,
     pub parameters: BTreeMap<String, ToolParameter>,
+    /// A JSON Schema sent as it is instead of one built from `parameters`
+    /// (an MCP server's `inputSchema`, design §11.3).
+    pub schema: Option<Value>,
 }
 
 /// A tool invocation requested by the model.

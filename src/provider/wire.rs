@@ -22,8 +22,12 @@ pub(crate) fn assistant_message(
     message
 }
 
-/// The JSON Schema object for a tool's parameters.
+/// The JSON Schema object for a tool's parameters: its own schema when it
+/// has one.
 pub(crate) fn input_schema(tool: &Tool) -> Value {
+    if let Some(schema) = &tool.schema {
+        return schema.clone();
+    }
     let mut properties = serde_json::Map::new();
     let mut required = Vec::new();
     for (name, p) in &tool.parameters {

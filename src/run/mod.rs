@@ -63,6 +63,8 @@ pub struct Ctx<'a> {
     pub budgets: Vec<Arc<Budget>>,
     /// The sub-agents the tree has read, each once (design D20).
     pub snapshot: Arc<Snapshot>,
+    /// The run's MCP servers, started on first need (design §11.4).
+    pub mcp: Arc<crate::mcp::Servers>,
 }
 
 /// The result of a finished conversation.
@@ -120,7 +122,8 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     inject_panic(&resolved.agent.id);
     let config = &resolved.agent.config;
     let provider = request::provider(resolved, ctx)?;
-    let (req, offered) = request::first(resolved, message, ctx);
+    let mcp = mcp_tools(resolved, ctx)?;
+    let (req, offered) = request::first(resolved, message, &mcp, ctx);
     let own = request::with_own_budget(resolved, ctx);
     let ctx = &own;
 
@@ -134,16 +137,18 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
         max_result_chars: sac.result_limit(),
         timeout_secs: sac.timeout,
         tools: resolved.tools.as_deref(),
+        mcp: &mcp,
         ctx,
         children: &children,
         turn: 0,
     };
     let run_calls = |turn: u32, calls: &[_]| tool::run_calls(calls, &Caller { turn, ..caller });
-    let tools: Option<&ToolRunner> = if config.sub_agents.is_empty() && resolved.tools.is_none() {
-        None
-    } else {
-        Some(&run_calls)
-    };
+    let tools: Option<&ToolRunner> =
+        if config.sub_agents.is_empty() && resolved.tools.is_none() && mcp.is_empty() {
+            None
+        } else {
+            Some(&run_calls)
+        };
 
     let started = Instant::now();
     report_start(ctx, &provider, &req.model, offered);
@@ -152,6 +157,21 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     let result = converse(&provider, req, ctx, tools, output);
     report_end(ctx, started.elapsed(), &result);
     result
+}
+
+/// The MCP tools the agent is offered, its servers started if they are not
+/// yet (design §11.4). A server that cannot start or list its tools fails
+/// the agent's run before any request: exit 2 at top level, the
+/// sub-agent's error result below.
+#[inline(never)]
+fn mcp_tools(resolved: &Resolved, ctx: &Ctx) -> Result<Vec<crate::mcp::Bound>, Error> {
+    let mcp = &resolved.agent.config.mcp;
+    if mcp.is_empty() {
+        return Ok(Vec::new());
+    }
+    ctx.mcp
+        .tools_for(mcp, ctx.deadline.at)
+        .map_err(Error::config)
 }
 
 /// `run_start` to the run's ledger. This and [`report_end`] are out of

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::Ctx;
 use crate::error::Error;
 use crate::ledger::Budget;
+use crate::mcp::Bound;
 use crate::provider::{Message, Provider, Request, RetryPolicy, Tool, ToolChoice};
 use crate::resolve::Resolved;
 use crate::tool;
@@ -30,10 +31,15 @@ pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error
 
 /// The first request of `resolved` on the user message `message`, and how
 /// many tools it offers.
-pub(super) fn first(resolved: &Resolved, message: &str, ctx: &Ctx) -> (Request, usize) {
+pub(super) fn first(
+    resolved: &Resolved,
+    message: &str,
+    mcp: &[Bound],
+    ctx: &Ctx,
+) -> (Request, usize) {
     let config = &resolved.agent.config;
     let builtins = resolved.tools.as_ref().map_or(&[][..], |k| &k.names[..]);
-    let (tools, tool_choice) = tools(&config.sub_agents, builtins, ctx);
+    let (tools, tool_choice) = tools(&config.sub_agents, builtins, mcp, ctx);
     let offered = if tool_choice == ToolChoice::Auto {
         tools.len()
     } else {
@@ -54,17 +60,28 @@ pub(super) fn first(resolved: &Resolved, message: &str, ctx: &Ctx) -> (Request, 
 }
 
 /// The tools an agent is offered, and whether they are offered: its
-/// built-in tools (design §10.1), and `call_agent` when it may call
+/// built-in tools (design §10.1), its MCP servers' (design §11.3), and `call_agent` when it may call
 /// `sub_agents`, below the depth limit (design §3.2). At the limit, with no
 /// built-in tool, `call_agent` is not offered but kept, with tool_choice
 /// "none", for a follow-up whose history has a call the model made anyway
 /// (design D6), which some APIs refuse without `tools`; with built-in tools
 /// it is left out, and such a call gets the depth error.
-fn tools(sub_agents: &[String], builtins: &[String], ctx: &Ctx) -> (Vec<Tool>, ToolChoice) {
+fn tools(
+    sub_agents: &[String],
+    builtins: &[String],
+    mcp: &[Bound],
+    ctx: &Ctx,
+) -> (Vec<Tool>, ToolChoice) {
     let mut offered: Vec<Tool> = builtins
         .iter()
         .filter_map(|n| crate::tools::definition(n))
         .collect();
+    offered.extend(mcp.iter().map(|b| Tool {
+        name: b.wire.clone(),
+        description: b.description.clone(),
+        parameters: Default::default(),
+        schema: Some(b.schema.clone()),
+    }));
     match (sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
         (true, _) => {}
         (false, true) => {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Commands running now, and the direct children axe keeps on purpose
-/// (none yet): one lock, so a sweep never sees a command's shell between
+/// (MCP servers, `crate::mcp`): one lock, so a sweep never sees a command's shell between
 /// its spawn and its count.
 struct State {
     running: usize,
@@ -52,6 +52,26 @@ impl Drop for Running {
             sweep_locked(&s.kept);
         }
     }
+}
+
+/// Starts a child that the sweep must leave alone (an MCP server): spawned
+/// under the lock, so that no sweep sees it before it is kept. Its group is
+/// the owner's to stop; [`release`] once it is reaped.
+pub fn spawn_kept(
+    spawn: impl FnOnce() -> std::io::Result<std::process::Child>,
+) -> std::io::Result<std::process::Child> {
+    let mut s = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+    let child = spawn()?;
+    if let Ok(pid) = i32::try_from(child.id()) {
+        s.kept.push(pid);
+    }
+    Ok(child)
+}
+
+/// Forgets a kept child, once it has been reaped.
+pub fn release(pid: i32) {
+    let mut s = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+    s.kept.retain(|p| *p != pid);
 }
 
 /// Kills every leftover descendant now, unless a command is running (its

@@ -63,7 +63,7 @@ pub(super) fn run(call: &ToolCall, caller: &Caller) -> ToolResult {
 
 /// A call's arguments in one short line: `path "src/main.rs"`,
 /// `command "cargo test"`, each value cut to [`SUMMARY_CHARS`].
-fn summary(call: &ToolCall) -> String {
+pub(super) fn summary(call: &ToolCall) -> String {
     let mut parts = Vec::new();
     for (key, value) in &call.arguments {
         // The body of a write is its size, not its text.

@@ -100,6 +100,7 @@ pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)
         ]
         .into_iter()
         .collect(),
+        schema: None,
     }
 }
 

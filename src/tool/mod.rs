@@ -5,11 +5,12 @@
 //! is `call_agent` (`call_agent.rs`); any other name, or a call of a type
 //! that is not a function, gets an error result and the conversation goes
 //! on. The fan-out, the trace, panics and error results are here, the same
-//! for every tool: the built-in tools (`crate::tools`, run by name) are to
-//! be one more arm of `dispatch`.
+//! for every tool: the built-in tools (`builtin.rs`, design §10) and the
+//! MCP servers' tools (`mcp_call.rs`, design §11) are arms of `dispatch`.
 
 mod builtin;
 mod call_agent;
+mod mcp_call;
 
 use std::any::Any;
 use std::time::Instant;
@@ -47,6 +48,8 @@ pub struct Caller<'a> {
     pub timeout_secs: u64,
     /// Its built-in tools (design §10), if it lists any.
     pub tools: Option<&'a crate::tools::Kit>,
+    /// Its MCP servers' tools (design §11.3).
+    pub mcp: &'a [crate::mcp::Bound],
     /// Where it runs: its depth, deadline, config, verbosity and tree.
     pub ctx: &'a Ctx<'a>,
     /// The calls it has made to each sub-agent, to number their paths.
@@ -117,6 +120,7 @@ fn dispatch(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
         (Some(raw), _) => error_result(call, foreign_call(&call.name, raw)),
         (None, CALL_AGENT) => call_agent::run(call, caller, seq),
         (None, name) if caller.tools.is_some_and(|k| k.has(name)) => builtin::run(call, caller),
+        (None, name) if caller.mcp.iter().any(|b| b.wire == name) => mcp_call::run(call, caller),
         (None, _) => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
     }
 }

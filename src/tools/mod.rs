@@ -189,6 +189,7 @@ fn tool(name: &str, description: &str, params: &[(&str, &str, bool, &str)]) -> T
                 (n.to_string(), p)
             })
             .collect(),
+        schema: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn global(providers: &[(&str, Option<&str>, &str)]) -> GlobalConfig {
             initial_delay_ms: Some(1),
             max_delay_ms: Some(5),
         },
+        mcp_servers: Vec::new(),
     }
 }
 
@@ -107,6 +108,7 @@ impl Setup {
             place: Place::default(),
             budgets: Vec::new(),
             snapshot: Default::default(),
+            mcp: Default::default(),
         }
     }
 }
@@ -152,6 +154,7 @@ fn call_one_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCal
         parallel: true,
         timeout_secs,
         tools: None,
+        mcp: &[],
         ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,

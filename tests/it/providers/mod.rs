@@ -111,6 +111,7 @@ fn call_agent_tool() -> Tool {
         name: "call_agent".into(),
         description: "Delegate a task to a sub-agent".into(),
         parameters,
+        schema: None,
     }
 }
 

@@ -1,0 +1,252 @@
+//! An MCP server as `[[mcp_servers]]` declares it, in `config.toml` or an
+//! agent file (design §11.1): the TOML shape, its validation, and `${VAR}`
+//! taken from the environment in `env` and `headers` values.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+
+/// One `[[mcp_servers]]` table as written. The Go original's keys (`name`,
+/// `url`, `transport`, `headers`) and stdio's (`command`, `args`, `env`,
+/// `cwd`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct ServerFile {
+    #[serde(default)]
+    pub name: String,
+    pub transport: Option<String>,
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Seconds one `tools/call` may take (the run's deadline when unset).
+    pub timeout: Option<i64>,
+}
+
+/// How axe talks to a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A process axe starts, JSON-RPC on its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// As written: `${VAR}` is expanded when the server starts.
+        env: BTreeMap<String, String>,
+        cwd: Option<String>,
+    },
+    /// A URL axe POSTs to (streamable HTTP).
+    Http {
+        url: String,
+        /// As written: `${VAR}` is expanded when the server starts.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// A validated server definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    pub timeout: Option<Duration>,
+}
+
+impl ServerFile {
+    /// Checks the table; `at` names it in messages (`mcp_servers[0]`).
+    pub fn validate(self, at: &str) -> Result<ServerConfig, Error> {
+        check_name(&self.name).map_err(|e| Error::config(format!("{at}.name: {e}")))?;
+        let at = format!("mcp_servers \"{}\"", self.name);
+        let kind = match (self.transport.as_deref(), &self.command, &self.url) {
+            (Some(t), _, _) => t.to_string(),
+            (None, Some(_), None) => "stdio".into(),
+            (None, None, Some(_)) => "streamable-http".into(),
+            (None, Some(_), Some(_)) => {
+                return Err(Error::config(format!(
+                    "{at}: set command (stdio) or url (streamable-http), not both"
+                )));
+            }
+            (None, None, None) => {
+                return Err(Error::config(format!(
+                    "{at}: command (stdio) or url (streamable-http) is required"
+                )));
+            }
+        };
+        let transport = match kind.as_str() {
+            "stdio" => {
+                let command = self
+                    .command
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or_else(|| Error::config(format!("{at}: stdio needs a command")))?;
+                for name in self.env.keys() {
+                    let plain = !name.is_empty()
+                        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                    if !plain {
+                        return Err(Error::config(format!(
+                            "{at}.env: {name:?} is not an environment variable name"
+                        )));
+                    }
+                }
+                Transport::Stdio {
+                    command,
+                    args: self.args,
+                    env: self.env,
+                    cwd: self.cwd,
+                }
+            }
+            "streamable-http" | "http" => {
+                let url = self
+                    .url
+                    .filter(|u| !u.trim().is_empty())
+                    .ok_or_else(|| Error::config(format!("{at}: streamable-http needs a url")))?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(Error::config(format!(
+                        "{at}.url must start with http:// or https://"
+                    )));
+                }
+                Transport::Http {
+                    url,
+                    headers: self.headers,
+                }
+            }
+            "sse" => {
+                return Err(Error::config(format!(
+                    "{at}: the old sse transport is not supported; servers that speak it \
+                     mostly also speak streamable-http (transport = \"streamable-http\")"
+                )));
+            }
+            other => {
+                return Err(Error::config(format!(
+                    "{at}.transport must be one of: stdio, streamable-http (not {other:?})"
+                )));
+            }
+        };
+        let timeout = match self.timeout {
+            None => None,
+            Some(n) if n >= 1 => Some(Duration::from_secs(n.unsigned_abs())),
+            Some(_) => {
+                return Err(Error::config(format!(
+                    "{at}.timeout must be a positive integer"
+                )));
+            }
+        };
+        Ok(ServerConfig {
+            name: self.name,
+            transport,
+            timeout,
+        })
+    }
+}
+
+/// A server's name: letters, digits, `-` and `_`, at most 32, and no `__`
+/// (it separates the server from the tool in `<server>__<tool>`).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a server needs a name".into());
+    }
+    let plain = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !plain || name.len() > 32 || name.contains("__") {
+        return Err(format!(
+            "{name:?} is not a server name (letters, digits, - and _, at most 32, no \"__\")"
+        ));
+    }
+    Ok(())
+}
+
+/// Validates a list of tables: each one, and no name twice.
+pub fn validate_all(files: Vec<ServerFile>) -> Result<Vec<ServerConfig>, Error> {
+    let mut out: Vec<ServerConfig> = Vec::new();
+    for (i, f) in files.into_iter().enumerate() {
+        let s = f.validate(&format!("mcp_servers[{i}]"))?;
+        if out.iter().any(|o| o.name == s.name) {
+            return Err(Error::config(format!(
+                "mcp_servers names must be unique: {:?}",
+                s.name
+            )));
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// `text` with every `${VAR}` replaced by the variable's value; an unset or
+/// empty one is an error naming it (never its value).
+pub fn expand(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("unclosed \"${{\" in {text:?}"));
+        };
+        let var = &after[..end];
+        match std::env::var(var) {
+            Ok(v) if !v.is_empty() => {
+                crate::redact::register(&v);
+                out.push_str(&v);
+            }
+            _ => {
+                return Err(format!(
+                    "environment variable \"{var}\" is not set or empty"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_would_make_the_wire_name_ambiguous_are_refused() {
+        assert!(check_name("git").is_ok());
+        assert!(check_name("my-git_2").is_ok());
+        assert!(check_name("a__b").is_err());
+        assert!(check_name("a.b").is_err());
+        assert!(check_name("").is_err());
+    }
+
+    #[test]
+    fn variables_are_expanded_and_a_missing_one_is_named() {
+        // SAFETY: the variable is this test's own.
+        unsafe { std::env::set_var("AXE_MCP_TEST_TOKEN", "tok123") };
+        assert_eq!(
+            expand("Bearer ${AXE_MCP_TEST_TOKEN}!").as_deref(),
+            Ok("Bearer tok123!")
+        );
+        let err = expand("${AXE_MCP_SURELY_UNSET}").unwrap_err();
+        assert!(err.contains("AXE_MCP_SURELY_UNSET"), "{err}");
+    }
+
+    #[test]
+    fn transport_follows_command_or_url() {
+        let f = ServerFile {
+            name: "t".into(),
+            command: Some("x".into()),
+            ..ServerFile::default()
+        };
+        assert!(matches!(
+            f.validate("m").map(|s| s.transport),
+            Ok(Transport::Stdio { .. })
+        ));
+        let f = ServerFile {
+            name: "t".into(),
+            transport: Some("sse".into()),
+            url: Some("http://h".into()),
+            ..ServerFile::default()
+        };
+        assert!(f.validate("m").is_err());
+    }
+}

@@ -1,0 +1,262 @@
+//! The streamable HTTP transport (design §11.2): each message is a POST to
+//! the server's URL, answered with JSON or with a stream of server-sent
+//! events that carries the answer (and maybe the server's own requests and
+//! logs first). The session id the server gives at `initialize` goes on
+//! every later request; stopping ends the session with a DELETE. No thread
+//! of its own: each caller reads its own answer, so calls run side by side.
+
+use std::io::{BufReader, Read};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::rpc::{self, Failure, Log, Pending};
+use super::stdio::{Line, MAX_LINE, read_line};
+
+/// A streamable HTTP server.
+pub struct Http {
+    name: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    log: Log,
+    pending: Pending,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    agent: ureq::Agent,
+}
+
+impl Http {
+    pub fn new(name: &str, url: &str, headers: Vec<(String, String)>, log: Log) -> Http {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Http {
+            name: name.to_string(),
+            url: url.to_string(),
+            headers,
+            log,
+            pending: Pending::default(),
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+            agent: config.into(),
+        }
+    }
+
+    /// The protocol version agreed on, sent on every later request.
+    pub fn set_version(&self, version: &str) {
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) = Some(version.to_string());
+    }
+
+    /// Sends a request and reads its answer until `deadline`; one still
+    /// running then gets `notifications/cancelled` when `cancel`.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+        cancel: bool,
+    ) -> Result<Value, Failure> {
+        let waiter = self.pending.open()?;
+        let body = rpc::request(waiter.id, method, &params);
+        let got = self
+            .post(&body, deadline, method == "initialize")
+            .and_then(|resp| {
+                self.read_answer(resp, deadline)?;
+                waiter.try_take().unwrap_or_else(|| {
+                    Err(Failure::Broken(format!(
+                        "the MCP server \"{}\" ended its answer without a response to the request",
+                        self.name
+                    )))
+                })
+            });
+        self.pending.close(waiter.id);
+        if got == Err(Failure::Timeout) && cancel {
+            let params =
+                json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
+            let _ = self.notify("notifications/cancelled", &params);
+        }
+        got
+    }
+
+    /// Sends a notification (a few seconds at most).
+    pub fn notify(&self, method: &str, params: &Value) -> Result<(), Failure> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        self.post(&rpc::notification(method, params), deadline, false)
+            .map(|_| ())
+    }
+
+    /// Ends the session (a DELETE, a second at most). Later requests fail.
+    pub fn stop(&self) {
+        self.pending
+            .break_with(&format!("the MCP server \"{}\" was stopped", self.name));
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(id) = session {
+            let _ = self
+                .agent
+                .delete(&self.url)
+                .header("mcp-session-id", &id)
+                .config()
+                .timeout_global(Some(Duration::from_secs(1)))
+                .build()
+                .call();
+        }
+    }
+
+    /// POSTs `body`; a non-2xx status is a failure. At `initialize` the
+    /// session id is taken from the answer.
+    fn post(
+        &self,
+        body: &str,
+        deadline: Instant,
+        initialize: bool,
+    ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Failure::Timeout);
+        }
+        let mut call = self
+            .agent
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        for (k, v) in &self.headers {
+            call = call.header(k, v);
+        }
+        if let Some(id) = self
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            call = call.header("mcp-session-id", id);
+        }
+        if let Some(v) = self
+            .version
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            call = call.header("mcp-protocol-version", v);
+        }
+        let resp = call
+            .config()
+            .timeout_global(Some(left))
+            .build()
+            .send(body.as_bytes())
+            .map_err(|e| match e {
+                ureq::Error::Timeout(_) => Failure::Timeout,
+                e => Failure::Broken(format!(
+                    "cannot reach the MCP server \"{}\": {}",
+                    self.name,
+                    crate::redact::redact(&e.to_string())
+                )),
+            })?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let why = if status == 404
+                && self
+                    .session
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some()
+            {
+                "the server ended the session (HTTP 404)".to_string()
+            } else {
+                format!("HTTP {status}")
+            };
+            return Err(Failure::Broken(format!(
+                "MCP server \"{}\": {why}",
+                self.name
+            )));
+        }
+        if initialize && let Some(id) = header(&resp, "mcp-session-id") {
+            *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(id);
+        }
+        Ok(resp)
+    }
+
+    /// Reads a POST's answer, JSON or a stream of events, handing each
+    /// message on, until the body ends or a response arrives.
+    fn read_answer(
+        &self,
+        resp: ureq::http::Response<ureq::Body>,
+        deadline: Instant,
+    ) -> Result<(), Failure> {
+        let kind = header(&resp, "content-type").unwrap_or_default();
+        let reader = resp.into_body().into_reader();
+        let mut input =
+            BufReader::new(reader.take(u64::try_from(MAX_LINE).unwrap_or(u64::MAX) * 4));
+        let io = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::TimedOut => Failure::Timeout,
+            _ if Instant::now() >= deadline => Failure::Timeout,
+            _ => Failure::Broken(format!(
+                "MCP server \"{}\": reading the answer: {e}",
+                self.name
+            )),
+        };
+        if !kind.starts_with("text/event-stream") {
+            let mut body = Vec::new();
+            input.read_to_end(&mut body).map_err(io)?;
+            if body.iter().all(u8::is_ascii_whitespace) {
+                return Ok(());
+            }
+            return self.take(&body).map(|_| ());
+        }
+        let mut line = Vec::new();
+        let mut data: Vec<u8> = Vec::new();
+        loop {
+            match read_line(&mut input, &mut line, MAX_LINE).map_err(io)? {
+                Line::Eof => return Ok(()),
+                Line::TooLong => {
+                    return Err(Failure::Broken(format!(
+                        "MCP server \"{}\" sent an event over {} MiB",
+                        self.name,
+                        MAX_LINE >> 20
+                    )));
+                }
+                Line::Full => {}
+            }
+            let text = line.strip_suffix(b"\r").unwrap_or(&line);
+            if text.is_empty() {
+                if !data.is_empty() && self.take(&data)? {
+                    return Ok(());
+                }
+                data.clear();
+            } else if let Some(rest) = text.strip_prefix(b"data:") {
+                if !data.is_empty() {
+                    data.push(b'\n');
+                }
+                data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
+            }
+        }
+    }
+
+    /// Handles the messages of one body or event; true when one was a
+    /// response. A server's request is answered with a POST.
+    fn take(&self, bytes: &[u8]) -> Result<bool, Failure> {
+        let msgs = rpc::messages(bytes)
+            .map_err(|why| Failure::Broken(format!("MCP server \"{}\": {why}", self.name)))?;
+        let mut answered = false;
+        for m in &msgs {
+            answered |= m.get("method").is_none();
+            if let Some(reply) = rpc::handle(m, &self.pending, &self.log, &self.name) {
+                let _ = self.post(&reply, Instant::now() + Duration::from_secs(5), false);
+            }
+        }
+        Ok(answered)
+    }
+}
+
+fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}

@@ -1,0 +1,40 @@
+//! MCP servers as tools (design §11): a blocking client of the Model
+//! Context Protocol — JSON-RPC 2.0 over a server's stdio (`stdio`) or over
+//! streamable HTTP (`http`), the messages (`rpc`), the protocol's steps
+//! (`client`) — the servers of a run (`registry`) and how they are
+//! declared (`config`).
+
+pub mod client;
+pub mod config;
+mod http;
+pub mod registry;
+pub mod rpc;
+mod stdio;
+
+pub use client::{McpTool, Outcome, Server};
+pub use config::{ServerConfig, ServerFile, Transport};
+pub use registry::{Bound, Servers};
+
+/// An agent's MCP servers (design §11.1): `mcp_servers` and `mcp_tools`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentMcp {
+    /// The servers it may use, in order.
+    pub servers: Vec<ServerRef>,
+    /// When not empty, the only tools offered (`<server>__<tool>`).
+    pub tools: Vec<String>,
+}
+
+/// A server an agent lists.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerRef {
+    /// A name from config.toml's `[[mcp_servers]]`.
+    Name(String),
+    /// A table in the agent file itself.
+    Defined(ServerConfig),
+}
+
+impl AgentMcp {
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+}

@@ -1,0 +1,218 @@
+//! The MCP servers of one run (design §11.4): each started once, on the
+//! first agent that needs it, and shared by every agent of the tree that
+//! lists it; all stopped when the run ends, whichever way it ends (the
+//! registry's drop, and the signal action the run registers).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::client::Server;
+use super::config::ServerConfig;
+use super::rpc::Log;
+use super::{AgentMcp, ServerRef};
+
+/// The servers a run may start, and those it has.
+pub struct Servers {
+    /// `config.toml`'s `[[mcp_servers]]`.
+    global: Vec<ServerConfig>,
+    /// Where servers start (the process's directory).
+    cwd: PathBuf,
+    log: Log,
+    slots: Mutex<Vec<Slot>>,
+    stopping: AtomicBool,
+}
+
+type Started = Result<Arc<Server>, String>;
+
+/// One server of the run, started (or failing to) once.
+struct Slot {
+    config: ServerConfig,
+    cell: Arc<OnceLock<Started>>,
+}
+
+/// One MCP tool as an agent is offered it.
+#[derive(Clone)]
+pub struct Bound {
+    /// `<server>__<tool>`: the name the model calls.
+    pub wire: String,
+    /// The tool's own name on its server.
+    pub tool: String,
+    pub description: String,
+    pub schema: Value,
+    pub server: Arc<Server>,
+}
+
+impl Default for Servers {
+    fn default() -> Servers {
+        Servers::new(Vec::new(), PathBuf::from("."), Arc::new(|_| {}))
+    }
+}
+
+impl Servers {
+    pub fn new(global: Vec<ServerConfig>, cwd: PathBuf, log: Log) -> Servers {
+        Servers {
+            global,
+            cwd,
+            log,
+            slots: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// The definition `r` names: its own, or config.toml's.
+    pub fn definition(&self, r: &ServerRef) -> Result<ServerConfig, String> {
+        match r {
+            ServerRef::Defined(c) => Ok(c.clone()),
+            ServerRef::Name(name) => self
+                .global
+                .iter()
+                .find(|c| &c.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    format!("mcp_servers: no server named \"{name}\" in config.toml's [[mcp_servers]] or the agent file")
+                }),
+        }
+    }
+
+    /// config.toml's servers.
+    pub fn configured(&self) -> &[ServerConfig] {
+        &self.global
+    }
+
+    /// The server `config` describes, started now if it is not yet (before
+    /// `deadline`); every caller after the first gets the same one.
+    pub fn get(&self, config: &ServerConfig, deadline: Instant) -> Started {
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err("the run is ending".into());
+        }
+        let cell = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            match slots.iter().find(|s| s.config.name == config.name) {
+                Some(s) if s.config != *config => {
+                    return Err(format!(
+                        "two different definitions of the MCP server \"{}\" in one run",
+                        config.name
+                    ));
+                }
+                Some(s) => s.cell.clone(),
+                None => {
+                    let cell = Arc::new(OnceLock::new());
+                    slots.push(Slot {
+                        config: config.clone(),
+                        cell: cell.clone(),
+                    });
+                    cell
+                }
+            }
+        };
+        cell.get_or_init(|| {
+            let started = Instant::now();
+            (self.log)(&format!("[mcp] starting \"{}\"", config.name));
+            let server = Server::start(config, &self.cwd, self.log.clone(), deadline)
+                .map_err(|e| format!("MCP server \"{}\": {e}", config.name))?;
+            (self.log)(&format!(
+                "[mcp] \"{}\" ready: {}, protocol {}, {} tool(s), {} ms",
+                config.name,
+                server.info,
+                server.version,
+                server.tools.len(),
+                crate::deadline::millis(started.elapsed())
+            ));
+            Ok(Arc::new(server))
+        })
+        .clone()
+    }
+
+    /// The tools `mcp` gives an agent, its servers started as needed: every
+    /// tool of each listed server, or those `mcp.tools` names. A tool whose
+    /// name cannot go on the wire or whose input schema is not an object
+    /// schema is left out with a warning.
+    pub fn tools_for(&self, mcp: &AgentMcp, deadline: Instant) -> Result<Vec<Bound>, String> {
+        let mut out = Vec::new();
+        for r in &mcp.servers {
+            let config = self.definition(r)?;
+            let server = self.get(&config, deadline)?;
+            for t in &server.tools {
+                let wire = format!("{}__{}", server.name, t.name);
+                if !mcp.tools.is_empty() && !mcp.tools.contains(&wire) {
+                    continue;
+                }
+                if let Err(why) = offerable(&wire, &t.schema) {
+                    crate::stderr::warn_once(&format!("MCP tool \"{wire}\" is not offered: {why}"));
+                    continue;
+                }
+                out.push(Bound {
+                    wire,
+                    tool: t.name.clone(),
+                    description: t.description.clone(),
+                    schema: t.schema.clone(),
+                    server: server.clone(),
+                });
+            }
+        }
+        if let Some(missing) = mcp
+            .tools
+            .iter()
+            .find(|w| !out.iter().any(|b| &b.wire == *w))
+        {
+            return Err(format!(
+                "mcp_tools: no tool \"{missing}\" offered by the listed servers"
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Stops every server started, and starts no more.
+    pub fn stop_all(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        let cells: Vec<_> = {
+            let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            slots.iter().map(|s| s.cell.clone()).collect()
+        };
+        for cell in cells {
+            if let Some(Ok(server)) = cell.get() {
+                server.stop();
+            }
+        }
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+/// Whether a tool can be offered: a name the APIs take (letters, digits,
+/// `_`, `-`, at most 64) and an object schema.
+fn offerable(wire: &str, schema: &Value) -> Result<(), String> {
+    let plain = wire
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !plain || wire.len() > 64 {
+        return Err("its name has characters the model APIs refuse, or is over 64".into());
+    }
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("its input schema is not an object schema".into());
+    }
+    Ok(())
+}
+
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.global.iter().map(|c| c.name.as_str()).collect();
+        f.debug_struct("Servers")
+            .field("configured", &names)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bound").field("wire", &self.wire).finish()
+    }
+}

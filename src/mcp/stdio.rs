@@ -1,0 +1,419 @@
+//! The stdio transport (design §11.2): the server is a process axe starts
+//! in a process group of its own, kept by the orphan sweep; requests are
+//! lines on its stdin, written with the caller's deadline; one reader
+//! thread takes the lines of its stdout and hands each answer to its
+//! waiter; another passes its stderr to the log. Stopping it closes its
+//! stdin, waits briefly, then TERM, then KILL, to the whole group.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio as Piped};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::rpc::{self, Failure, Log, Pending};
+use crate::sandbox::orphans;
+
+/// The longest line a server may write: a longer one fails the requests
+/// waiting and is skipped.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// How long a stopping server gets after its stdin is closed, and again
+/// after SIGTERM.
+const GRACE: Duration = Duration::from_millis(1500);
+
+/// A running stdio server.
+pub struct Stdio {
+    name: String,
+    writer: Arc<Writer>,
+    pending: Arc<Pending>,
+    child: Mutex<Option<Child>>,
+    pid: i32,
+}
+
+/// The server's stdin, `None` once closed.
+struct Writer(Mutex<Option<ChildStdin>>);
+
+/// What to start.
+pub struct Spawn<'a> {
+    pub name: &'a str,
+    pub command: &'a str,
+    pub args: &'a [String],
+    /// The whole environment the server gets.
+    pub env: Vec<(String, String)>,
+    pub cwd: &'a Path,
+    pub log: Log,
+}
+
+impl Stdio {
+    /// Starts the server and its reader threads.
+    pub fn start(s: Spawn) -> Result<Stdio, String> {
+        let mut cmd = Command::new(s.command);
+        cmd.args(s.args)
+            .current_dir(s.cwd)
+            .env_clear()
+            .envs(s.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Piped::piped())
+            .stdout(Piped::piped())
+            .stderr(Piped::piped())
+            .process_group(0);
+        let mut child = orphans::spawn_kept(|| cmd.spawn())
+            .map_err(|e| format!("cannot start {:?}: {e}", s.command))?;
+        let pid = i32::try_from(child.id()).unwrap_or(0);
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("the server's pipes are missing".into());
+        };
+        // SAFETY: a flag on a descriptor this process owns.
+        unsafe {
+            let fd = stdin.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        let writer = Arc::new(Writer(Mutex::new(Some(stdin))));
+        let pending = Arc::new(Pending::default());
+        let server = Stdio {
+            name: s.name.to_string(),
+            writer: writer.clone(),
+            pending: pending.clone(),
+            child: Mutex::new(Some(child)),
+            pid,
+        };
+        let (name, log) = (s.name.to_string(), s.log.clone());
+        let reader = std::thread::Builder::new()
+            .name(format!("mcp-{name}"))
+            .spawn(move || read_stdout(stdout, &pending, &writer, &log, &name, pid));
+        let (name, log) = (s.name.to_string(), s.log);
+        let errors = std::thread::Builder::new()
+            .name(format!("mcp-{name}-err"))
+            .spawn(move || read_stderr(stderr, &log, &name));
+        if reader.is_err() || errors.is_err() {
+            server.stop();
+            return Err("cannot start a thread to read the server".into());
+        }
+        Ok(server)
+    }
+
+    /// Sends a request and waits for its answer until `deadline`; one still
+    /// running then gets `notifications/cancelled` when `cancel`.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+        cancel: bool,
+    ) -> Result<Value, Failure> {
+        let waiter = self.pending.open()?;
+        if let Err(e) = self
+            .writer
+            .send(&rpc::request(waiter.id, method, &params), deadline)
+        {
+            self.pending.close(waiter.id);
+            return Err(e);
+        }
+        match waiter.wait(deadline) {
+            Err(Failure::Timeout) => {
+                self.pending.close(waiter.id);
+                if cancel {
+                    let params = json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
+                    let _ = self.notify("notifications/cancelled", &params);
+                }
+                Err(Failure::Timeout)
+            }
+            other => other,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Sends a notification (a second at most).
+    pub fn notify(&self, method: &str, params: &Value) -> Result<(), Failure> {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        self.writer
+            .send(&rpc::notification(method, params), deadline)
+    }
+
+    /// Stops the server: stdin closed, a grace period, TERM, another, KILL;
+    /// the whole process group is killed and the server reaped. Later
+    /// requests fail. Safe to call more than once.
+    pub fn stop(&self) {
+        self.writer.close();
+        self.pending
+            .break_with(&format!("the MCP server \"{}\" was stopped", self.name));
+        let Some(mut child) = self
+            .child
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let pid = self.pid;
+        if pid > 0 && !exited_within(pid, GRACE) {
+            // SAFETY: signals to the group of our own unreaped child.
+            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            if !exited_within(pid, GRACE) {
+                // SAFETY: as above.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+            }
+        }
+        if pid > 0 {
+            // What the server started in its group goes with it; the group
+            // still exists while the leader is unreaped.
+            // SAFETY: as above.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+        let _ = child.wait();
+        orphans::release(pid);
+    }
+}
+
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Writer {
+    /// Writes `line` and a newline, waiting for room until `deadline`. A
+    /// line cut by the deadline leaves the stream unusable: it is closed.
+    fn send(&self, line: &str, deadline: Instant) -> Result<(), Failure> {
+        let mut guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(stdin) = guard.as_ref() else {
+            return Err(Failure::Broken("the server's input is closed".into()));
+        };
+        let fd = stdin.as_raw_fd();
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let mut at = 0;
+        while at < bytes.len() {
+            let rest = &bytes[at..];
+            // SAFETY: writing a live buffer to a descriptor we own.
+            let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+            if n > 0 {
+                at += n.unsigned_abs();
+                continue;
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        if at > 0 {
+                            *guard = None;
+                        }
+                        return Err(Failure::Timeout);
+                    }
+                    let mut pfd = libc::pollfd {
+                        fd,
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
+                    let ms = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
+                    // SAFETY: one pollfd on the stack.
+                    unsafe { libc::poll(&mut pfd, 1, ms) };
+                }
+                _ => {
+                    *guard = None;
+                    return Err(Failure::Broken(format!(
+                        "cannot write to the server (it exited?): {err}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
+/// Whether `pid` (our child) exited within `wait`; it is left unreaped.
+fn exited_within(pid: i32, wait: Duration) -> bool {
+    let end = Instant::now() + wait;
+    loop {
+        if exit_status(pid).is_some() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How `pid` (our child) ended, if it has, without reaping it.
+fn exit_status(pid: i32) -> Option<String> {
+    // SAFETY: waitid with WNOWAIT only reads our child's state.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        if libc::waitid(libc::P_PID, pid.unsigned_abs(), &mut info, flags) != 0
+            || info.si_pid() == 0
+        {
+            return None;
+        }
+        Some(match info.si_code {
+            libc::CLD_EXITED => format!("exit status {}", info.si_status()),
+            _ => format!("killed by signal {}", info.si_status()),
+        })
+    }
+}
+
+/// The reader thread: each line of the server's stdout handled in turn,
+/// until it closes; then every request waiting fails.
+fn read_stdout(
+    stdout: impl Read,
+    pending: &Pending,
+    writer: &Writer,
+    log: &Log,
+    name: &str,
+    pid: i32,
+) {
+    let mut input = BufReader::with_capacity(64 << 10, stdout);
+    let mut line = Vec::new();
+    loop {
+        match read_line(&mut input, &mut line, MAX_LINE) {
+            Ok(Line::Eof) | Err(_) => break,
+            Ok(Line::TooLong) => pending.fail_all(&format!(
+                "the MCP server \"{name}\" wrote a line over {} MiB",
+                MAX_LINE >> 20
+            )),
+            Ok(Line::Full) if line.iter().all(u8::is_ascii_whitespace) => {}
+            Ok(Line::Full) => match rpc::messages(&line) {
+                Err(why) => pending.fail_all(&format!("MCP server \"{name}\": {why}")),
+                Ok(msgs) => {
+                    for m in &msgs {
+                        if let Some(reply) = rpc::handle(m, pending, log, name) {
+                            let _ = writer.send(&reply, Instant::now() + Duration::from_secs(5));
+                        }
+                    }
+                }
+            },
+        }
+    }
+    // EOF can come a moment before the exit.
+    let mut how = None;
+    for _ in 0..20 {
+        how = exit_status(pid);
+        if how.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let how = how.map_or_else(
+        || "closed its output".to_string(),
+        |h| format!("exited ({h})"),
+    );
+    pending.break_with(&format!("the MCP server \"{name}\" {how}"));
+}
+
+/// The stderr thread: each line to the log, never to the answer.
+fn read_stderr(stderr: impl Read, log: &Log, name: &str) {
+    let mut input = BufReader::new(stderr);
+    let mut line = Vec::new();
+    while let Ok(Line::Full | Line::TooLong) = read_line(&mut input, &mut line, 64 << 10) {
+        let text = String::from_utf8_lossy(&line);
+        let text = crate::text::one_line(text.trim_end());
+        if !text.is_empty() {
+            log(&format!("[mcp] {name} stderr: {text}"));
+        }
+    }
+}
+
+/// How reading a line ended.
+#[derive(Debug, PartialEq)]
+pub(super) enum Line {
+    /// `buf` holds the line, without its newline.
+    Full,
+    /// The line was longer than the cap; it was skipped to its end.
+    TooLong,
+    Eof,
+}
+
+/// Reads one line into `buf`, holding at most `cap` bytes of it.
+pub(super) fn read_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Line> {
+    buf.clear();
+    let mut over = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(match (over, buf.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::Eof,
+                (false, false) => Line::Full,
+            });
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if !over {
+            if buf.len() + take > cap {
+                over = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&chunk[..take]);
+            }
+        }
+        input.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(if over { Line::TooLong } else { Line::Full });
+        }
+    }
+}
+
+/// The environment a stdio server gets: the few variables programs need
+/// from axe's own (never a key), then the server's `env`.
+pub fn environment(own: &[(String, String)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = crate::sandbox::PASSED_ENV
+        .iter()
+        .filter_map(|n| std::env::var(n).ok().map(|v| ((*n).to_string(), v)))
+        .collect();
+    for (k, v) in own {
+        env.retain(|(n, _)| n != k);
+        env.push((k.clone(), v.clone()));
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_over_the_cap_is_skipped_to_its_end() {
+        let data = b"{\"a\":1}\nxxxxxxxxxxxxxxxxxxxx\n{\"b\":2}\ntail";
+        let mut input = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut input, &mut buf, 10).ok(), Some(Line::Full));
+        assert_eq!(buf, b"{\"a\":1}");
+        assert_eq!(
+            read_line(&mut input, &mut buf, 10).ok(),
+            Some(Line::TooLong)
+        );
+        assert_eq!(read_line(&mut input, &mut buf, 10).ok(), Some(Line::Full));
+        assert_eq!(buf, b"{\"b\":2}");
+        assert_eq!(read_line(&mut input, &mut buf, 10).ok(), Some(Line::Full));
+        assert_eq!(buf, b"tail");
+        assert_eq!(read_line(&mut input, &mut buf, 10).ok(), Some(Line::Eof));
+    }
+}
