@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the MCP reference servers the tests in tests/mcp*.rs run against,
+# Installs the MCP reference servers the tests in tests/it/mcp/ run against,
 # pinned, into target/mcp (git-ignored with target/):
 #   target/mcp/npm    @modelcontextprotocol/server-everything (npm)
 #   target/mcp/venv   mcp-server-time and mcp-server-git (PyPI)
