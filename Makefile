@@ -71,8 +71,9 @@ example: build
 demo:
 	bash scripts/demo.sh
 
-## demo-rates: the demo's agents over 20 inputs, with how often each step
-## went right (DEMO_RUNS, DEMO_SIZE, DEMO_PROVIDER)
+## demo-rates: the demo's agents over 20 inputs, then a read_file and a
+## run_command agent over 20 questions each, with how often each step went
+## right (DEMO_RUNS, DEMO_SIZE, DEMO_PROVIDER)
 demo-rates:
 	bash scripts/demo_rates.sh
 

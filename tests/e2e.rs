@@ -3,9 +3,10 @@
 //!
 //! - `AXE_E2E_LLAMA_URL`: llama.cpp's own server (the xllamacpp wheel) with
 //!   Qwen2.5-Coder 0.5B Instruct and examples/demo/chat-template.jinja: a
-//!   real model whose real tool calls go through `call_agent`, on both the
-//!   OpenAI (`/v1/chat/completions`) and the Anthropic (`/v1/messages`)
-//!   wire formats the server speaks;
+//!   real model whose real tool calls go through `call_agent` and to the
+//!   built-in `read_file` and `run_command` (the agents of
+//!   fixtures/e2e/agents), on both the OpenAI (`/v1/chat/completions`) and
+//!   the Anthropic (`/v1/messages`) wire formats the server speaks;
 //! - `AXE_E2E_AIMOCK_URL`: `@copilotkit/aimock` serving OpenAI, Anthropic and
 //!   Ollama from `fixtures/e2e/aimock.json`: a third-party implementation of
 //!   each wire format, scripted to call `call_agent` and to answer once the
@@ -460,11 +461,54 @@ fn assert_report_matches(format: Format, report: &Value, top: &[Exchange]) {
     assert_eq!(report["tool_calls"].as_u64(), Some(calls), "tool_calls");
 }
 
+/// Checks the request after a turn whose response made `calls`: the
+/// history is sent back whole (that turn's messages, then the assistant's
+/// calls as received, OpenAI's `content` a string, never null), then one
+/// result per call, by id, in call order. Returns the results' texts.
+#[track_caller]
+fn assert_echoed(
+    format: Format,
+    turn: &Exchange,
+    next: &Exchange,
+    calls: &[WireCall],
+) -> Vec<String> {
+    let msgs = format.messages(&next.request.json());
+    let before = format.messages(&turn.request.json()).len();
+    let assistant = &msgs[before];
+    assert_eq!(assistant["role"], "assistant", "{assistant}");
+    if format == Format::OpenAi {
+        assert!(
+            assistant["content"].is_string(),
+            "the assistant message with tool_calls must carry string content (design D15): {assistant}"
+        );
+    }
+    let sent_calls = format.calls_in_message(assistant);
+    assert_eq!(sent_calls.len(), calls.len(), "{assistant}");
+    for (sent, got) in sent_calls.iter().zip(calls) {
+        assert_eq!(sent.name, got.name);
+        assert_eq!(sent.arguments, got.arguments);
+        if got.id.is_some() {
+            assert_eq!(sent.id, got.id, "call ids must be sent back as received");
+        }
+    }
+    let results: Vec<(Option<String>, String)> = msgs[before + 1..]
+        .iter()
+        .flat_map(|m| format.results_in_message(m))
+        .collect();
+    assert_eq!(results.len(), calls.len(), "one result per call: {msgs:?}");
+    for (call, (id, _)) in calls.iter().zip(&results) {
+        if call.id.is_some() {
+            assert_eq!(id, &call.id, "results in call order, by id");
+        }
+    }
+    results.into_iter().map(|(_, content)| content).collect()
+}
+
 /// Checks a delegation conversation of `parent` through `call_agent`:
 /// every response with tool calls is followed by a request that carries the
-/// assistant's calls (OpenAI: `content` a string, never null) and one result
-/// per call, in call order, each the answer of the sub-agent that was
-/// asked `Task: <task>`. Returns the number of calls checked.
+/// assistant's calls and one result per call ([`assert_echoed`]), each the
+/// answer of the sub-agent that was asked `Task: <task>`. Returns the number
+/// of calls checked.
 #[track_caller]
 fn assert_round_trips(format: Format, cast: &Cast, log: &[Exchange], parent: &str) -> usize {
     let turns = made_by(cast, log, parent);
@@ -480,37 +524,9 @@ fn assert_round_trips(format: Format, cast: &Cast, log: &[Exchange], parent: &st
                 i + 1
             )
         });
-        let msgs = format.messages(&next.request.json());
-        // The history is sent back whole: this turn's messages, then the
-        // assistant's calls, then the results.
-        let before = format.messages(&turn.request.json()).len();
-        let assistant = &msgs[before];
-        assert_eq!(assistant["role"], "assistant", "{assistant}");
-        if format == Format::OpenAi {
-            assert!(
-                assistant["content"].is_string(),
-                "the assistant message with tool_calls must carry string content (design D15): {assistant}"
-            );
-        }
-        let sent_calls = format.calls_in_message(assistant);
-        assert_eq!(sent_calls.len(), calls.len(), "{assistant}");
-        for (sent, got) in sent_calls.iter().zip(&calls) {
-            assert_eq!(sent.name, got.name);
-            assert_eq!(sent.arguments, got.arguments);
-            if got.id.is_some() {
-                assert_eq!(sent.id, got.id, "call ids must be sent back as received");
-            }
-        }
-        let results: Vec<(Option<String>, String)> = msgs[before + 1..]
-            .iter()
-            .flat_map(|m| format.results_in_message(m))
-            .collect();
-        assert_eq!(results.len(), calls.len(), "one result per call: {msgs:?}");
-        for (call, (id, content)) in calls.iter().zip(&results) {
+        let results = assert_echoed(format, turn, next, &calls);
+        for (call, content) in calls.iter().zip(&results) {
             assert_eq!(call.name, "call_agent");
-            if call.id.is_some() {
-                assert_eq!(id, &call.id, "results in call order, by id");
-            }
             let agent = call.arguments["agent"].as_str().unwrap_or("");
             let task = call.arguments["task"].as_str().unwrap_or("").trim();
             let context = call.arguments["context"].as_str().unwrap_or("").trim();
@@ -791,6 +807,211 @@ fn llama_openai_answer_in_a_schema() {
         report["content"],
         log.len()
     );
+}
+
+// ---------------------------------------------------------------------------
+// The real model using the built-in tools (design chapter 10).
+// ---------------------------------------------------------------------------
+
+/// The file in the tool-using agent's workdir: facts no model knows.
+const NOTES: &str =
+    "Project codename: BLUE HERON\nRelease date: 14 March 2031\nOwner: Marta Kowalczyk\n";
+
+/// A built-in tool the real model is asked to use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Builtin {
+    ReadFile,
+    RunCommand,
+}
+
+impl Builtin {
+    fn name(self) -> &'static str {
+        match self {
+            Builtin::ReadFile => "read_file",
+            Builtin::RunCommand => "run_command",
+        }
+    }
+
+    /// The argument a call must carry.
+    fn argument(self) -> &'static str {
+        match self {
+            Builtin::ReadFile => "path",
+            Builtin::RunCommand => "command",
+        }
+    }
+
+    /// A question that names the file (or the command): the 0.5B model
+    /// guesses paths when it is not told one. The first of `make
+    /// demo-rates`' 20 (scripts/tool_rates.py).
+    fn question(self) -> &'static str {
+        match self {
+            Builtin::ReadFile => "What is the project codename in notes.txt?",
+            Builtin::RunCommand => "What does `grep -n codename notes.txt` print?",
+        }
+    }
+
+    /// The agent in fixtures/e2e/agents that has this tool (`make
+    /// demo-rates` measures the same agents over 20 questions).
+    fn agent(self) -> &'static str {
+        match self {
+            Builtin::ReadFile => "reader",
+            Builtin::RunCommand => "runner",
+        }
+    }
+
+    /// What axe sent back for the model's call: the file's numbered lines,
+    /// or the command's output and its exit status.
+    #[track_caller]
+    fn assert_result(self, call: &WireCall, result: &str) {
+        match self {
+            Builtin::ReadFile => {
+                let numbered: String = NOTES
+                    .lines()
+                    .enumerate()
+                    .map(|(i, l)| format!("{}: {l}\n", i + 1))
+                    .collect();
+                if call.arguments.as_object().is_some_and(|a| a.len() == 1) {
+                    assert_eq!(result, numbered, "read_file's result for {call:?}");
+                } else {
+                    // An offset or a limit: at least the line with the fact.
+                    assert!(
+                        result.contains("1: Project codename: BLUE HERON\n"),
+                        "read_file's result for {call:?}: {result:?}"
+                    );
+                }
+            }
+            Builtin::RunCommand => {
+                assert!(
+                    result.contains("Project codename: BLUE HERON\n"),
+                    "run_command's result for {call:?} lacks the command's output: {result:?}"
+                );
+                let status = result.lines().last().unwrap_or("");
+                assert!(
+                    status.starts_with("[exit status 0, ") && status.ends_with(" ms]"),
+                    "run_command's result for {call:?} must end in its exit status: {result:?}"
+                );
+            }
+        }
+    }
+}
+
+/// An agent on `format` with the one built-in `tool` and a workdir holding
+/// notes.txt, asked about it: the real model's first response calls the
+/// tool with its argument; axe runs it and sends the result back by id,
+/// the history whole; the model then answers without tools; `--json`
+/// matches the server's usage; `--verbose` shows the call.
+fn tool_step(format: Format, tool: Builtin) {
+    if tool == Builtin::RunCommand && axe::sandbox::landlock_abi() == 0 {
+        eprintln!(
+            "SKIPPED: this kernel has no Landlock, so run_command is refused; \
+             the real model's run_command step was NOT tested"
+        );
+        return;
+    }
+    let proxy = Proxy::start(&require("AXE_E2E_LLAMA_URL"));
+    let home = Home::new();
+    let work = home.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), NOTES).unwrap();
+    // The fixture names neither model nor workdir.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("fixtures/e2e/agents/{}.toml", tool.agent()));
+    let mut agent: toml::Table = toml::from_str(&std::fs::read_to_string(fixture).unwrap())
+        .expect("the fixture agent is TOML");
+    agent.insert(
+        "model".into(),
+        format!("{}/{}", format.provider(), local_model()).into(),
+    );
+    agent.insert("workdir".into(), work.display().to_string().into());
+    let agent = toml::to_string(&agent).expect("agent TOML");
+    let cast = Cast::write(&home, &[(tool.agent().into(), agent)]);
+    let (out, report) = run_json(&home, &proxy, tool.agent(), &["-p", tool.question()]);
+    let log = proxy.exchanges();
+    print_timings(&log, &cast);
+    assert_all_ok(&log, format);
+
+    let body = log[0].request.json();
+    let offered: Vec<&Value> = body["tools"].as_array().expect("tools").iter().collect();
+    assert_eq!(offered.len(), 1, "only the agent's one tool: {body}");
+    let (name, params) = match format {
+        Format::OpenAi => (
+            &offered[0]["function"]["name"],
+            &offered[0]["function"]["parameters"],
+        ),
+        _ => (&offered[0]["name"], &offered[0]["input_schema"]),
+    };
+    assert_eq!(name, tool.name());
+    assert_eq!(params["required"], json!([tool.argument()]), "{body}");
+
+    let first = log[0].response_json();
+    let calls = format.calls(&first);
+    assert!(
+        !calls.is_empty() && calls[0].name == tool.name(),
+        "the model did not call {} in its first response (the prompt's worked example \
+         makes it do so at temperature 0): {first}",
+        tool.name()
+    );
+    let argument = calls[0].arguments[tool.argument()].as_str().unwrap_or("");
+    assert!(!argument.trim().is_empty(), "{calls:?}");
+    let mut results = Vec::new();
+    for (i, turn) in log.iter().enumerate() {
+        let made = format.calls(&turn.response_json());
+        if made.is_empty() {
+            continue;
+        }
+        let next = log
+            .get(i + 1)
+            .unwrap_or_else(|| panic!("turn {} called tools but no later request came", i + 1));
+        results.push(assert_echoed(format, turn, next, &made));
+    }
+    tool.assert_result(&calls[0], &results[0][0]);
+
+    let last = log.last().unwrap().response_json();
+    assert!(format.calls(&last).is_empty(), "{last}");
+    assert_report_matches(format, &report, &log);
+    let answer = report["content"].as_str().unwrap_or("");
+    assert!(!answer.trim().is_empty(), "no final answer: {report}");
+    let err = stderr(&out);
+    let line = format!("[tool] {}: {} ", tool.name(), tool.argument());
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with(&line) && l.contains("(ok, ")),
+        "{err}"
+    );
+    eprintln!(
+        "  {} call(s) in {} turn(s); answer ({} the fact): {answer:?}",
+        report["tool_calls"],
+        log.len(),
+        if answer.contains("BLUE HERON") {
+            "has"
+        } else {
+            "lacks"
+        }
+    );
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_openai_tool_read_file() {
+    tool_step(Format::OpenAi, Builtin::ReadFile);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_anthropic_tool_read_file() {
+    tool_step(Format::Anthropic, Builtin::ReadFile);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_openai_tool_run_command() {
+    tool_step(Format::OpenAi, Builtin::RunCommand);
+}
+
+#[test]
+#[ignore = "needs a real server: make e2e"]
+fn llama_anthropic_tool_run_command() {
+    tool_step(Format::Anthropic, Builtin::RunCommand);
 }
 
 // ---------------------------------------------------------------------------
