@@ -70,6 +70,9 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
     if let Some(kit) = &r.tools {
         s.push_str(&tools::section(kit));
     }
+    if !c.mcp.is_empty() {
+        s.push_str(&tools::mcp_section(&c.mcp));
+    }
     if let Some(o) = &r.output_schema {
         let schema = serde_json::to_string_pretty(&o.schema).unwrap_or_default();
         s.push_str(&format!(

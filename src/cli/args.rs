@@ -24,7 +24,52 @@ pub(super) enum Command {
     Run(RunCmd),
     Agents(AgentsCmd),
     Config(ConfigCmd),
+    Mcp(McpCmd),
     Version(VersionCmd),
+}
+
+/// Default `axe mcp tools --timeout`, seconds.
+pub const DEFAULT_MCP_TIMEOUT_SECS: u64 = 30;
+
+#[derive(FromArgs, Debug)]
+/// List the MCP servers configured, or the tools of one.
+#[argh(subcommand, name = "mcp")]
+pub(super) struct McpCmd {
+    #[argh(subcommand)]
+    pub(super) command: McpSub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub(super) enum McpSub {
+    List(McpList),
+    Tools(McpTools),
+}
+
+#[derive(FromArgs, Debug)]
+/// List the MCP servers: config.toml's, and with --agent the agent's own;
+/// one line each: name, transport, command or URL, where it is defined.
+#[argh(subcommand, name = "list")]
+pub(super) struct McpList {
+    /// also the servers this agent's file defines
+    #[argh(option)]
+    pub(super) agent: Option<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Start an MCP server, list its tools as the model sees them
+/// (<server>__<tool>, description, input schema), and stop it.
+#[argh(subcommand, name = "tools")]
+pub(super) struct McpTools {
+    /// server name
+    #[argh(positional)]
+    pub(super) server: String,
+    /// look the server up in this agent's file first, then config.toml
+    #[argh(option)]
+    pub(super) agent: Option<String>,
+    /// seconds to start the server and list its tools (default: 30)
+    #[argh(option, default = "DEFAULT_MCP_TIMEOUT_SECS")]
+    pub(super) timeout: u64,
 }
 
 #[derive(FromArgs, Debug)]

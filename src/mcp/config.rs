@@ -57,6 +57,64 @@ pub struct ServerConfig {
     pub timeout: Option<Duration>,
 }
 
+impl Transport {
+    /// `stdio` or `streamable-http`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "streamable-http",
+        }
+    }
+
+    /// Its command line or URL with the names (not
+    /// the values) of its environment variables or headers.
+    pub fn summary(&self) -> String {
+        match self {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut s = word(command);
+                for a in args {
+                    s.push(' ');
+                    s.push_str(&word(a));
+                }
+                if !env.is_empty() {
+                    let names: Vec<&str> = env.keys().map(String::as_str).collect();
+                    s.push_str(&format!(" [env: {}]", names.join(", ")));
+                }
+                if let Some(dir) = cwd {
+                    s.push_str(&format!(" [cwd: {}]", word(dir)));
+                }
+                s
+            }
+            Transport::Http { url, headers } => {
+                let mut s = url.clone();
+                if !headers.is_empty() {
+                    let names: Vec<&str> = headers.keys().map(String::as_str).collect();
+                    s.push_str(&format!(" [headers: {}]", names.join(", ")));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// A word of a command line, quoted when it would not read as one.
+fn word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && !w
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\'');
+    if plain {
+        w.to_string()
+    } else {
+        format!("{w:?}")
+    }
+}
+
 impl ServerFile {
     /// Checks the table; `at` names it in messages (`mcp_servers[0]`).
     pub fn validate(self, at: &str) -> Result<ServerConfig, Error> {

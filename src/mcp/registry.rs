@@ -189,7 +189,7 @@ impl Drop for Servers {
 
 /// Whether a tool can be offered: a name the APIs take (letters, digits,
 /// `_`, `-`, at most 64) and an object schema.
-fn offerable(wire: &str, schema: &Value) -> Result<(), String> {
+pub(crate) fn offerable(wire: &str, schema: &Value) -> Result<(), String> {
     let plain = wire
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');

@@ -1,11 +1,13 @@
 //! The `--- Tools ---` section of `--dry-run` (design §2.9): the built-in
 //! tools an agent lists and what they may touch — the paths its file tools
 //! reach, the sandbox its commands would run under, the hosts `url_fetch`
-//! may fetch from — as this machine would apply them (design §10).
+//! may fetch from — as this machine would apply them (design §10); and the
+//! `--- MCP Servers ---` section, the MCP servers it lists (design §11.5).
 
 use std::path::Path;
 
 use crate::agent::yes_no;
+use crate::mcp::{AgentMcp, ServerRef};
 use crate::sandbox::landlock::{DEVICES, SYSTEM_READ};
 use crate::sandbox::{Mode, PASSED_ENV, Root};
 use crate::tools::Kit;
@@ -102,4 +104,29 @@ fn sandbox(kit: &Kit) -> Vec<(&'static str, String)> {
 
 fn shown(p: &Path) -> String {
     p.display().to_string()
+}
+
+/// The `--- MCP Servers ---` section: each server the agent lists and
+/// where it is defined. A dry run starts none, so their tools are not
+/// known yet (design §11.5).
+pub(super) fn mcp_section(mcp: &AgentMcp) -> String {
+    let mut s = String::from("\n--- MCP Servers ---\n");
+    for r in &mcp.servers {
+        let line = match r {
+            ServerRef::Name(name) => format!("{name}: from config.toml"),
+            ServerRef::Defined(c) => format!(
+                "{}: {} {} (the agent file)",
+                c.name,
+                c.transport.kind(),
+                c.transport.summary()
+            ),
+        };
+        s.push_str(&format!(
+            "{line}; tools listed when it starts (not started in a dry run)\n"
+        ));
+    }
+    if !mcp.tools.is_empty() {
+        s.push_str(&format!("Only tools: {}\n", mcp.tools.join(", ")));
+    }
+    s
 }

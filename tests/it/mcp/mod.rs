@@ -39,4 +39,5 @@ pub fn alive(pid: i32) -> bool {
 }
 
 mod client;
+mod commands;
 mod run;

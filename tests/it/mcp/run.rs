@@ -13,12 +13,12 @@ use super::*;
 use crate::common::*;
 
 /// A marker no other process has on its command line.
-fn marker() -> String {
+pub(super) fn marker() -> String {
     format!("--axe-test-{}-{}", std::process::id(), fastrand::u64(..))
 }
 
 /// The processes whose command line holds `marker`.
-fn with_marker(marker: &str) -> Vec<i32> {
+pub(super) fn with_marker(marker: &str) -> Vec<i32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
