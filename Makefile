@@ -35,6 +35,7 @@ bench:
 	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
 	$(CARGO) bench --bench delegation
 	$(CARGO) bench --bench tools
+	$(CARGO) bench --bench mcp
 
 ## fuzz: every fuzzer in tests/fuzz.rs (response bodies, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a
