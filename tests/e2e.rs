@@ -4,8 +4,8 @@
 //! - `AXE_E2E_LLAMA_URL`: llama.cpp's own server (the xllamacpp wheel) with
 //!   Qwen2.5-Coder 0.5B Instruct and examples/demo/chat-template.jinja: a
 //!   real model whose real tool calls go through `call_agent` and to the
-//!   built-in `read_file` and `run_command` (the agents of
-//!   fixtures/e2e/agents), on both the OpenAI (`/v1/chat/completions`) and
+//!   built-in `read_file` and `run_command` and to the MCP time server
+//!   `mcp-server-time` (the agents of fixtures/e2e/agents), on both the OpenAI (`/v1/chat/completions`) and
 //!   the Anthropic (`/v1/messages`) wire formats the server speaks;
 //! - `AXE_E2E_AIMOCK_URL`: `@copilotkit/aimock` serving OpenAI, Anthropic and
 //!   Ollama from `fixtures/e2e/aimock.json`: a third-party implementation of
