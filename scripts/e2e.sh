@@ -6,6 +6,8 @@
 #     a real model's tool calls                         -> AXE_E2E_LLAMA_URL
 #   @copilotkit/aimock (OpenAI, Anthropic and Ollama
 #     from fixtures/e2e/aimock.json)                    -> AXE_E2E_AIMOCK_URL
+#   mcp-server-time (scripts/mcp_servers.sh, in target/mcp), which the
+#     MCP cases start over stdio through axe
 #
 # then `cargo test --test e2e -- --ignored --test-threads=1`. The first run
 # installs what is missing into .demo/ (as `make demo` does, and aimock);
@@ -26,6 +28,8 @@ t_start=$(now)
 ensure_venv
 ensure_model
 ensure_aimock
+# The MCP cases' time server (target/mcp; a no-op once installed).
+bash "$ROOT/scripts/mcp_servers.sh"
 
 say "starting llama.cpp's server and aimock on 127.0.0.1"
 start_model_server
