@@ -1,5 +1,5 @@
-//! Shaping text for one line of output: whitespace folded, long text cut at
-//! a character boundary with a mark that says so.
+//! Shaping text for output: one line with whitespace folded, long text cut
+//! at a character boundary with a mark that says so.
 
 /// `text` on one line: every run of whitespace, newlines included, becomes
 /// one space; no space at either end.
@@ -14,6 +14,20 @@ pub fn clip(text: &str, max: usize, mark: &str) -> String {
         Some((i, _)) => format!("{}{mark}", &text[..i]),
         None => text.to_string(),
     }
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary, keeping the
+/// start), with a marker saying how much was cut.
+pub fn cap(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = text.len() - end;
+    format!("{}\n[cut: {cut} more bytes not shown]", &text[..end])
 }
 
 #[cfg(test)]

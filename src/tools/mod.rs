@@ -153,22 +153,8 @@ pub fn run(name: &str, args: &Args, env: &Env) -> Done {
         return Done::error(format!("Unknown tool: \"{name}\""));
     };
     let mut done = (b.run)(args, env);
-    done.text = cap(done.text, MAX_RESULT_BYTES);
+    done.text = crate::text::cap(done.text, MAX_RESULT_BYTES);
     done
-}
-
-/// `text` cut to at most `max` bytes (at a character boundary, keeping the
-/// start), with a marker saying how much was cut.
-pub fn cap(text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = text.len() - end;
-    format!("{}\n[cut: {cut} more bytes not shown]", &text[..end])
 }
 
 /// A tool definition from its name, description and parameters

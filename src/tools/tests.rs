@@ -168,7 +168,7 @@ fn search_files_respects_gitignore_and_skips_binaries() {
 #[test]
 fn results_are_capped_with_a_marker() {
     let long = "x".repeat(MAX_RESULT_BYTES + 100);
-    let capped = cap(long, MAX_RESULT_BYTES);
+    let capped = crate::text::cap(long, MAX_RESULT_BYTES);
     assert!(capped.ends_with("[cut: 100 more bytes not shown]"));
 }
 

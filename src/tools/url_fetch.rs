@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
-use super::{Args, Done, Env, MAX_RESULT_BYTES, required, tool};
+use super::{Args, Done, Env, required, tool};
 use crate::provider::Tool;
 
 /// The most bytes of a body read.
@@ -103,7 +103,8 @@ fn fetch(args: &Args, env: &Env) -> Result<Done, Done> {
         ));
     }
     let bytes = body.len() as u64;
-    let mut done = Done::ok(super::cap(out, MAX_RESULT_BYTES), bytes);
+    // The registry caps the result (`MAX_RESULT_BYTES`), as for every tool.
+    let mut done = Done::ok(out, bytes);
     done.is_error = status >= 400;
     Ok(done)
 }
