@@ -29,7 +29,7 @@ fn slow_tree(home: &Home) -> FakeServer {
 
 /// Runs `axe <args>` with stdout and stderr on a pseudo-terminal and
 /// returns everything the terminal received; None when `script` is missing.
-fn under_pty(
+pub(crate) fn under_pty(
     home: &Home,
     server: &FakeServer,
     args: &[&str],

@@ -5,8 +5,7 @@
 //! running calls in the live progress view (design §2.9, §7.4, §10).
 
 use crate::common::*;
-
-use std::process::Command;
+use crate::progress::under_pty;
 
 use serde_json::{Value, json};
 
@@ -381,42 +380,6 @@ fn agents_show_lists_tools_and_the_sandbox_settings_the_file_sets() {
     assert!(!text.contains("Tools:"), "{text}");
 }
 
-/// Runs `axe <args>` with stderr and stdout on a pseudo-terminal (util-linux
-/// `script`): what the terminal received; None when `script` is missing.
-fn under_pty(home: &Home, server: &FakeServer, args: &[&str]) -> Option<String> {
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    let mut line = format!("exec {}", quote(env!("CARGO_BIN_EXE_axe")));
-    for a in args {
-        line.push(' ');
-        line.push_str(&quote(a));
-    }
-    let mut cmd = Command::new("script");
-    cmd.args(["-qec", &line, "/dev/null"])
-        .env("XDG_CONFIG_HOME", home.dir.path())
-        .env("HOME", home.dir.path())
-        .env("AXE_OPENAI_BASE_URL", &server.url)
-        .env("OPENAI_API_KEY", OPENAI_KEY)
-        .env("TERM", "xterm-256color")
-        .env("NO_COLOR", "1")
-        .env_remove("COLUMNS")
-        .env_remove("LINES")
-        .current_dir(home.dir.path())
-        .stdin(std::process::Stdio::null());
-    for var in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"] {
-        cmd.env_remove(var);
-    }
-    match cmd.output() {
-        Ok(out) => {
-            assert_eq!(out.status.code(), Some(0), "{out:?}");
-            Some(String::from_utf8_lossy(&out.stdout).into_owned())
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: util-linux `script` is needed for a pseudo-terminal: {e}");
-            None
-        }
-    }
-}
-
 #[test]
 fn progress_shows_a_running_tool_call_under_its_agent() {
     let home = Home::new();
@@ -439,7 +402,7 @@ fn progress_shows_a_running_tool_call_under_its_agent() {
         };
         Reply::Json(200, body)
     });
-    let Some(screen) = under_pty(&home, &server, &["run", "lead"]) else {
+    let Some(screen) = under_pty(&home, &server, &["run", "lead"], &[("NO_COLOR", "1")]) else {
         return;
     };
     // A frame: the agent, and under it the command it runs, with its time.
