@@ -214,6 +214,9 @@ fn known_keys(table: &str) -> &'static [&'static str] {
     match table {
         "" => tomlfile::fields::<GlobalConfig>(),
         "retry" => tomlfile::fields::<RetrySettings>(),
+        t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
+            tomlfile::fields::<crate::mcp::config::SandboxFile>()
+        }
         t if t.starts_with("mcp_servers") => tomlfile::fields::<crate::mcp::ServerFile>(),
         t if t.starts_with("providers.") => tomlfile::fields::<ProviderSettings>(),
         _ => &[],

@@ -21,6 +21,9 @@ pub fn parse<T: DeserializeOwned>(
     let warnings = ignored
         .into_iter()
         .map(|path| {
+            // A table read through a hand-written `Deserialize` (a value
+            // that is a name or a table) shows as a `?` segment.
+            let path = path.replace(".?.", ".");
             let (table, key) = path.rsplit_once('.').unwrap_or(("", &path));
             let prefix = if table.is_empty() {
                 String::new()

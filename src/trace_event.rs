@@ -90,6 +90,10 @@ pub enum TraceEvent<'a> {
         error: &'a Error,
         request: Option<FailedRequest<'a>>,
     },
+    /// `mcp`: an MCP server of the run said something beside its answers
+    /// (its stderr, a log message) or axe noticed something about it
+    /// (design §11.4).
+    Mcp { note: &'a crate::mcp::rpc::Note<'a> },
     /// `run_end`: the agent run ended after `took`; `totals` (the tree's
     /// tokens) for the top-level run.
     RunEnd {
@@ -156,6 +160,7 @@ impl TraceEvent<'_> {
             TraceEvent::ToolResult { .. } => "tool_result",
             TraceEvent::Tool { .. } => "tool",
             TraceEvent::Error { .. } => "error",
+            TraceEvent::Mcp { .. } => "mcp",
             TraceEvent::RunEnd { .. } => "run_end",
         }
     }
@@ -237,6 +242,11 @@ impl TraceEvent<'_> {
                 "bytes": bytes,
                 "exit": exit,
                 "error": error.map(|e| crate::text::one_line(e).chars().take(300).collect::<String>()),
+            }),
+            TraceEvent::Mcp { note } => json!({
+                "server": note.server,
+                "kind": note.kind,
+                "text": note.text,
             }),
             TraceEvent::Error { error, request } => error_fields(error, request.as_ref()),
             TraceEvent::RunEnd { took, end, totals } => run_end(*took, end, totals.as_ref()),

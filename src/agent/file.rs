@@ -55,11 +55,32 @@ pub(super) struct AgentFile {
 /// One entry of an agent's `mcp_servers`: the name of one of config.toml's
 /// servers, or a whole `[[mcp_servers]]` table (as the Go original's agent
 /// files have them).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub(super) enum McpEntry {
     Name(String),
-    Table(crate::mcp::ServerFile),
+    Table(Box<crate::mcp::ServerFile>),
+}
+
+impl<'de> Deserialize<'de> for McpEntry {
+    /// A name or a table, the table read in place (an untagged enum would
+    /// buffer it, and its unknown keys would pass without a warning).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<McpEntry, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = McpEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a server's name or a [[mcp_servers]] table")
+            }
+            fn visit_str<E>(self, name: &str) -> Result<McpEntry, E> {
+                Ok(McpEntry::Name(name.to_string()))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<McpEntry, M::Error> {
+                let d = serde::de::value::MapAccessDeserializer::new(m);
+                crate::mcp::ServerFile::deserialize(d).map(|t| McpEntry::Table(Box::new(t)))
+            }
+        }
+        d.deserialize_any(Entry)
+    }
 }
 
 /// `[output]` as written: the schema inline (any TOML value, turned into
@@ -108,6 +129,10 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
         "budget" => fields::<BudgetFile>(),
         "output" => fields::<OutputFile>(),
         "sandbox" => fields::<super::tools::SandboxFile>(),
+        t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
+            fields::<crate::mcp::config::SandboxFile>()
+        }
+        t if t.starts_with("mcp_servers.") => fields::<crate::mcp::ServerFile>(),
         _ => &[],
     }
 }

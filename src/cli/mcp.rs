@@ -64,7 +64,7 @@ fn list(agent: Option<&str>) -> Result<(), Error> {
             [
                 l.config.name.clone(),
                 t.kind().into(),
-                t.summary(),
+                l.config.summary(),
                 format!("({})", l.place),
             ]
         })
@@ -106,7 +106,7 @@ fn tools(cmd: &McpTools) -> Result<(), Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
     // The server's own stderr and notices are not this command's output.
-    let log: crate::mcp::rpc::Log = Arc::new(|_| {});
+    let log: crate::mcp::rpc::Log = Arc::new(|_: &crate::mcp::rpc::Note| {});
     let server = crate::mcp::Server::start(&config, &cwd, log, deadline.at)
         .map_err(|e| Error::config(format!("MCP server \"{}\": {e}", config.name)))?;
     let server = Arc::new(server);

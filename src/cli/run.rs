@@ -20,6 +20,7 @@ use crate::resolve::{self, Overrides, UserInput};
 use crate::run::{self, Ctx};
 use crate::stderr::{self, Verbose};
 use crate::stdin;
+use crate::trace_event::TraceEvent;
 
 /// Runs the agent and prints its answer.
 pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
@@ -53,11 +54,12 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         return print_stdout(&report::dry_run(&resolved, &input, cmd.timeout));
     }
     let config_dir = paths::config_dir()?;
-    let ledger = open_ledger(cmd.trace, cmd.trace_bodies, &deadline)?;
+    let ledger = Arc::new(open_ledger(cmd.trace, cmd.trace_bodies, &deadline)?);
     let file_budget = &resolved.agent.config.budget;
     let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
     let max_turns = cmd.max_turns.or(file_budget.max_turns);
-    let mcp = mcp_servers(&global, &cwd, &verbose)?;
+    let place = Place::root(&cmd.agent);
+    let mcp = mcp_servers(&global, &cwd, &verbose, &ledger, &place)?;
     let ctx = Ctx {
         global: &global,
         config_dir: &config_dir,
@@ -67,8 +69,8 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         deadline,
         verbose,
         retries: cmd.retries,
-        ledger: Arc::new(ledger),
-        place: Place::root(&cmd.agent),
+        ledger,
+        place,
         budgets: budgets(max_tokens, max_turns),
         snapshot: Arc::default(),
         mcp,
@@ -111,16 +113,22 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     }
 }
 
-/// The run's MCP servers: config.toml's checked, none started yet. Their
-/// log lines and stderr go to `--verbose`.
-pub(super) fn mcp_servers(
+/// The run's MCP servers: config.toml's checked, none started yet. What
+/// they say beside their answers (stderr, log messages) goes to `--verbose`
+/// and to the trace, as the top-level agent's.
+fn mcp_servers(
     global: &crate::config::GlobalConfig,
     cwd: &Path,
     verbose: &Verbose,
+    ledger: &Arc<Ledger>,
+    place: &Place,
 ) -> Result<Arc<crate::mcp::Servers>, Error> {
     let configs = crate::mcp::config::validate_all(global.mcp_servers.clone())?;
-    let verbose = verbose.clone();
-    let log: crate::mcp::rpc::Log = Arc::new(move |line: &str| verbose.line(line));
+    let (verbose, ledger, place) = (verbose.clone(), ledger.clone(), place.clone());
+    let log: crate::mcp::rpc::Log = Arc::new(move |note: &crate::mcp::rpc::Note| {
+        verbose.line(&note.verbose_line());
+        ledger.event(&place, 0, TraceEvent::Mcp { note });
+    });
     Ok(Arc::new(crate::mcp::Servers::new(
         configs,
         cwd.to_path_buf(),

@@ -110,6 +110,10 @@ impl Server {
                     || cwd.to_path_buf(),
                     |d| crate::paths::resolve_against(cwd, d),
                 );
+                let confinement = match &config.sandbox {
+                    Some(sb) => Some(confine(sb, &dir)?),
+                    None => None,
+                };
                 Conn::Stdio(stdio::Stdio::start(stdio::Spawn {
                     name: &config.name,
                     command,
@@ -117,6 +121,7 @@ impl Server {
                     env: stdio::environment(&vars),
                     cwd: &dir,
                     log: log.clone(),
+                    confinement,
                 })?)
             }
             Transport::Http { url, headers } => {
@@ -326,6 +331,34 @@ fn content_text(item: &Value) -> String {
         ),
         other => format!("[{other} content, not shown]"),
     }
+}
+
+/// The sandbox a stdio server with `sandbox` runs in: `run_command`'s
+/// rules (design §10.3), its directory as the workdir. Landlock is required:
+/// a server the file asks to confine never runs unconfined.
+fn confine(
+    sb: &super::config::ServerSandbox,
+    dir: &std::path::Path,
+) -> Result<crate::sandbox::Confinement, String> {
+    use crate::sandbox::{Mode, Policy};
+    let abi = crate::sandbox::landlock_abi();
+    if abi == 0 {
+        return Err("sandbox = true needs Landlock, which this kernel does not offer".into());
+    }
+    let expand = |list: &[String]| {
+        list.iter()
+            .map(|p| crate::paths::resolve_against(dir, p))
+            .collect::<Vec<_>>()
+    };
+    let policy = Policy {
+        workdir: dir.to_path_buf(),
+        read: expand(&sb.read),
+        write: expand(&sb.write),
+        network: sb.network,
+        env: Vec::new(),
+        mode: Mode::Landlock(abi),
+    };
+    crate::sandbox::Confinement::new(&policy)
 }
 
 #[cfg(test)]

@@ -28,6 +28,32 @@ pub struct ServerFile {
     pub headers: BTreeMap<String, String>,
     /// Seconds one `tools/call` may take (the run's deadline when unset).
     pub timeout: Option<i64>,
+    /// `sandbox = true`, or a `[mcp_servers.sandbox]` table: a stdio server
+    /// runs confined as `run_command`'s commands are.
+    pub sandbox: Option<SandboxEntry>,
+}
+
+/// `sandbox` as written: a switch, or what the server may touch beyond
+/// its directory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SandboxEntry {
+    On(bool),
+    Table(SandboxFile),
+}
+
+/// `[mcp_servers.sandbox]`: the agent file's `[sandbox]` keys that make
+/// sense for a server.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct SandboxFile {
+    /// Extra paths readable (and executable): the server's own files.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Extra paths readable and writable.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// TCP allowed.
+    #[serde(default)]
+    pub network: bool,
 }
 
 /// How axe talks to a server.
@@ -55,6 +81,18 @@ pub struct ServerConfig {
     pub name: String,
     pub transport: Transport,
     pub timeout: Option<Duration>,
+    /// A stdio server confined by the kernel (design §11.4); paths as
+    /// written, resolved against the server's directory when it starts.
+    pub sandbox: Option<ServerSandbox>,
+}
+
+/// What a sandboxed server may touch beyond its directory, the system's
+/// directories and a private temporary directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerSandbox {
+    pub read: Vec<String>,
+    pub write: Vec<String>,
+    pub network: bool,
 }
 
 impl Transport {
@@ -99,6 +137,30 @@ impl Transport {
                 s
             }
         }
+    }
+}
+
+impl ServerConfig {
+    /// [`Transport::summary`], and whether (and how) it is sandboxed.
+    pub fn summary(&self) -> String {
+        let mut s = self.transport.summary();
+        if let Some(sb) = &self.sandbox {
+            let mut parts = Vec::new();
+            if !sb.read.is_empty() {
+                parts.push(format!("read {}", sb.read.join(", ")));
+            }
+            if !sb.write.is_empty() {
+                parts.push(format!("write {}", sb.write.join(", ")));
+            }
+            if sb.network {
+                parts.push("network".to_string());
+            }
+            match parts.is_empty() {
+                true => s.push_str(" [sandboxed]"),
+                false => s.push_str(&format!(" [sandboxed: {}]", parts.join("; "))),
+            }
+        }
+        s
     }
 }
 
@@ -193,11 +255,52 @@ impl ServerFile {
                 )));
             }
         };
+        let sandbox = match self.sandbox {
+            None | Some(SandboxEntry::On(false)) => None,
+            Some(SandboxEntry::On(true)) => Some(ServerSandbox::default()),
+            Some(SandboxEntry::Table(t)) => Some(ServerSandbox {
+                read: t.read,
+                write: t.write,
+                network: t.network,
+            }),
+        };
+        if sandbox.is_some() && !matches!(transport, Transport::Stdio { .. }) {
+            return Err(Error::config(format!(
+                "{at}.sandbox: only a stdio server can be sandboxed (a streamable-http server runs elsewhere)"
+            )));
+        }
         Ok(ServerConfig {
             name: self.name,
             transport,
             timeout,
+            sandbox,
         })
+    }
+}
+
+impl<'de> Deserialize<'de> for SandboxEntry {
+    /// `true`/`false` or a table, read in place (not buffered, as an
+    /// untagged enum would be) so that an unknown key in the table is
+    /// still warned about.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SandboxEntry, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = SandboxEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false or a table")
+            }
+            fn visit_bool<E>(self, on: bool) -> Result<SandboxEntry, E> {
+                Ok(SandboxEntry::On(on))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                m: M,
+            ) -> Result<SandboxEntry, M::Error> {
+                let d = serde::de::value::MapAccessDeserializer::new(m);
+                SandboxFile::deserialize(d).map(SandboxEntry::Table)
+            }
+        }
+        d.deserialize_any(Entry)
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::client::Server;
 use super::config::ServerConfig;
-use super::rpc::Log;
+use super::rpc::{Log, Note};
 use super::{AgentMcp, ServerRef};
 
 /// The servers a run may start, and those it has.
@@ -48,7 +48,7 @@ pub struct Bound {
 
 impl Default for Servers {
     fn default() -> Servers {
-        Servers::new(Vec::new(), PathBuf::from("."), Arc::new(|_| {}))
+        Servers::new(Vec::new(), PathBuf::from("."), Arc::new(|_: &Note| {}))
     }
 }
 
@@ -111,17 +111,25 @@ impl Servers {
         };
         cell.get_or_init(|| {
             let started = Instant::now();
-            (self.log)(&format!("[mcp] starting \"{}\"", config.name));
+            (self.log)(&Note {
+                server: &config.name,
+                kind: "starting",
+                text: &format!("{} {}", config.transport.kind(), config.summary()),
+            });
             let server = Server::start(config, &self.cwd, self.log.clone(), deadline)
                 .map_err(|e| format!("MCP server \"{}\": {e}", config.name))?;
-            (self.log)(&format!(
-                "[mcp] \"{}\" ready: {}, protocol {}, {} tool(s), {} ms",
-                config.name,
+            let ready = format!(
+                "{}, protocol {}, {} tool(s), {} ms",
                 server.info,
                 server.version,
                 server.tools.len(),
                 crate::deadline::millis(started.elapsed())
-            ));
+            );
+            (self.log)(&Note {
+                server: &config.name,
+                kind: "ready",
+                text: &ready,
+            });
             Ok(Arc::new(server))
         })
         .clone()

@@ -11,8 +11,26 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-/// Where a server's log lines and stderr go (`--verbose`).
-pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+/// Where what a server says beside its answers goes (`--verbose` and the
+/// trace): its log messages, its stderr, and what axe noticed about it.
+pub type Log = Arc<dyn Fn(&Note) + Send + Sync>;
+
+/// One thing a server said or axe noticed about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Note<'a> {
+    pub server: &'a str,
+    /// `starting`, `ready`, `stderr`, `log <level>`, or `dropped`.
+    pub kind: &'a str,
+    /// One line.
+    pub text: &'a str,
+}
+
+impl Note<'_> {
+    /// The note as `--verbose` prints it: `[mcp] "git" stderr: ...`.
+    pub fn verbose_line(&self) -> String {
+        format!("[mcp] \"{}\" {}: {}", self.server, self.kind, self.text)
+    }
+}
 
 /// What a request ended with, when it did not end with a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,16 +173,21 @@ pub fn handle(msg: &Value, pending: &Pending, log: &Log, server: &str) -> Option
             };
             let delivered = id.as_u64().is_some_and(|n| pending.answer(n, answer));
             if !delivered {
-                log(&format!(
-                    "[mcp] {server}: a response to no request waiting (id {id}) was dropped"
-                ));
+                let text = format!("a response to no request waiting (id {id})");
+                log(&Note {
+                    server,
+                    kind: "dropped",
+                    text: &text,
+                });
             }
             None
         }
         (None, None) => {
-            log(&format!(
-                "[mcp] {server}: a message with neither method nor id was dropped"
-            ));
+            log(&Note {
+                server,
+                kind: "dropped",
+                text: "a message with neither method nor id",
+            });
             None
         }
     }
@@ -195,10 +218,11 @@ fn notified(method: &str, params: Option<&Value>, log: &Log, server: &str) {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    log(&format!(
-        "[mcp] {server} log {level}: {}",
-        crate::text::one_line(&data)
-    ));
+    log(&Note {
+        server,
+        kind: &format!("log {level}"),
+        text: &crate::text::one_line(&data),
+    });
 }
 
 /// The messages of one line: a message, or each of a batch. `Err` when it

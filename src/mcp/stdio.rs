@@ -33,6 +33,9 @@ pub struct Stdio {
     pending: Arc<Pending>,
     child: Mutex<Option<Child>>,
     pid: i32,
+    /// The sandbox it runs in, kept (with its temporary directory) while it
+    /// lives.
+    _confinement: Option<crate::sandbox::Confinement>,
 }
 
 /// The server's stdin, `None` once closed.
@@ -47,6 +50,8 @@ pub struct Spawn<'a> {
     pub env: Vec<(String, String)>,
     pub cwd: &'a Path,
     pub log: Log,
+    /// Run it in the sandbox (design §11.4).
+    pub confinement: Option<crate::sandbox::Confinement>,
 }
 
 impl Stdio {
@@ -59,8 +64,17 @@ impl Stdio {
             .envs(s.env.iter().map(|(k, v)| (k, v)))
             .stdin(Piped::piped())
             .stdout(Piped::piped())
-            .stderr(Piped::piped())
-            .process_group(0);
+            .stderr(Piped::piped());
+        match &s.confinement {
+            // A session of its own (its own group), as a command's.
+            Some(c) => {
+                cmd.env("TMPDIR", c.tmp());
+                c.apply(&mut cmd);
+            }
+            None => {
+                cmd.process_group(0);
+            }
+        }
         let mut child = orphans::spawn_kept(|| cmd.spawn())
             .map_err(|e| format!("cannot start {:?}: {e}", s.command))?;
         let pid = i32::try_from(child.id()).unwrap_or(0);
@@ -83,6 +97,7 @@ impl Stdio {
             pending: pending.clone(),
             child: Mutex::new(Some(child)),
             pid,
+            _confinement: s.confinement,
         };
         let (name, log) = (s.name.to_string(), s.log.clone());
         let reader = std::thread::Builder::new()
@@ -326,7 +341,11 @@ fn read_stderr(stderr: impl Read, log: &Log, name: &str) {
         let text = String::from_utf8_lossy(&line);
         let text = crate::text::one_line(text.trim_end());
         if !text.is_empty() {
-            log(&format!("[mcp] {name} stderr: {text}"));
+            log(&rpc::Note {
+                server: name,
+                kind: "stderr",
+                text: &text,
+            });
         }
     }
 }

@@ -118,7 +118,7 @@ pub(super) fn mcp_section(mcp: &AgentMcp) -> String {
                 "{}: {} {} (the agent file)",
                 c.name,
                 c.transport.kind(),
-                c.transport.summary()
+                c.summary()
             ),
         };
         s.push_str(&format!(

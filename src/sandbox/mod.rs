@@ -10,6 +10,7 @@ pub mod orphans;
 pub mod process;
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -63,29 +64,66 @@ pub fn landlock_abi() -> i32 {
     *ABI.get_or_init(landlock::abi)
 }
 
+/// A policy made ready to apply: its Landlock ruleset (none when the
+/// sandbox is off) and the private temporary directory (`TMPDIR`), removed
+/// when this is dropped. A command keeps one while it runs; an MCP server
+/// (design §11.4) as long as it lives.
+#[derive(Debug)]
+pub struct Confinement {
+    ruleset: Option<OwnedFd>,
+    tmp: TempDir,
+}
+
+impl Confinement {
+    /// Builds the ruleset for `policy`, the workdir and a new private
+    /// temporary directory writable.
+    pub fn new(policy: &Policy) -> Result<Confinement, String> {
+        let tmp = TempDir::new().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let ruleset = match policy.mode {
+            Mode::Landlock(abi) => {
+                let mut write = vec![policy.workdir.clone(), tmp.0.clone()];
+                write.extend(policy.write.iter().cloned());
+                let grants = landlock::Grants {
+                    write,
+                    read: policy.read.clone(),
+                    network: policy.network,
+                };
+                Some(landlock::ruleset(&grants, abi)?)
+            }
+            Mode::Off => None,
+        };
+        Ok(Confinement { ruleset, tmp })
+    }
+
+    /// The private temporary directory.
+    pub fn tmp(&self) -> &Path {
+        &self.tmp.0
+    }
+
+    /// Makes `cmd` start confined: a session of its own, no privileges to
+    /// gain, killed with axe, then the ruleset (design §10.3).
+    pub fn apply(&self, cmd: &mut std::process::Command) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let ruleset = self.ruleset.as_ref().map(AsRawFd::as_raw_fd);
+        // SAFETY: the closure runs in the child between fork and exec and
+        // makes only async-signal-safe system calls: no allocation, no locks.
+        unsafe {
+            cmd.pre_exec(move || process::confine(ruleset));
+        }
+    }
+}
+
 /// Runs `req.script` with `sh -c` under `req.policy`. The command gets a
 /// private temporary directory (`TMPDIR`), removed when it returns.
 pub fn run(req: &Request) -> Result<Finished, String> {
     let policy = req.policy;
-    let tmp = TempDir::new().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-    let ruleset = match policy.mode {
-        Mode::Landlock(abi) => {
-            let mut write = vec![policy.workdir.clone(), tmp.0.clone()];
-            write.extend(policy.write.iter().cloned());
-            let grants = landlock::Grants {
-                write,
-                read: policy.read.clone(),
-                network: policy.network,
-            };
-            Some(landlock::ruleset(&grants, abi)?)
-        }
-        Mode::Off => None,
-    };
+    let confinement = Confinement::new(policy)?;
     let spec = process::Spec {
         script: req.script,
         workdir: &policy.workdir,
-        env: environment(&policy.env, &tmp.0),
-        ruleset: ruleset.as_ref(),
+        env: environment(&policy.env, confinement.tmp()),
+        confinement: &confinement,
         deadline: req.deadline,
         max_output: req.max_output,
     };
@@ -125,6 +163,7 @@ pub fn looks_secret(name: &str) -> bool {
 }
 
 /// A private directory (0700) removed with everything in it on drop.
+#[derive(Debug)]
 struct TempDir(PathBuf);
 
 impl TempDir {

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,8 +25,8 @@ pub struct Spec<'a> {
     pub workdir: &'a Path,
     /// The whole environment the command gets.
     pub env: Vec<(OsString, OsString)>,
-    /// A Landlock ruleset to apply, or none (the sandbox is off).
-    pub ruleset: Option<&'a OwnedFd>,
+    /// What confines it.
+    pub confinement: &'a super::Confinement,
     pub deadline: Instant,
     /// Bytes of output kept: half from the start, half from the end.
     pub max_output: usize,
@@ -66,12 +66,7 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
         .stdin(Stdio::null())
         .stdout(Stdio::from(write_end))
         .stderr(Stdio::from(err_end));
-    let ruleset = spec.ruleset.map(AsRawFd::as_raw_fd);
-    // SAFETY: the closure runs in the child between fork and exec and
-    // makes only async-signal-safe system calls: no allocation, no locks.
-    unsafe {
-        cmd.pre_exec(move || confine(ruleset));
-    }
+    spec.confinement.apply(&mut cmd);
     let mut child = cmd.spawn()?;
     // The write ends are the child's now: drop ours, or EOF never comes.
     drop(cmd);
@@ -94,7 +89,7 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
 
 /// In the child: a session of its own, no privileges to gain, no core
 /// dump, killed if axe dies, then Landlock.
-fn confine(ruleset: Option<i32>) -> io::Result<()> {
+pub(super) fn confine(ruleset: Option<i32>) -> io::Result<()> {
     // SAFETY: plain system calls on values, async-signal-safe.
     unsafe {
         if libc::setsid() < 0 {

@@ -53,7 +53,7 @@
 //! | §3.6, §3.10, §7.3, §7.5 | a tree's usage, budgets, result limit, concurrency cap | `budgets.rs` |
 //! | §7.4 | the live progress view | `progress.rs` |
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
-//! | ch. 11 | MCP servers: the client against the reference servers, and through the binary | `mcp/client.rs`, `mcp/run.rs` |
+//! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs` |
 //! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |
 //!

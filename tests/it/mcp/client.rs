@@ -21,7 +21,8 @@ fn start(name: &str, command: &str, args: &[&str], timeout: Option<i64>) -> Serv
     }
     .validate("test")
     .expect("valid server");
-    let log: axe::mcp::rpc::Log = Arc::new(|l| eprintln!("{l}"));
+    let log: axe::mcp::rpc::Log =
+        Arc::new(|l: &axe::mcp::rpc::Note| eprintln!("{}", l.verbose_line()));
     let deadline = Instant::now() + Duration::from_secs(60);
     Server::start(&config, Path::new("."), log, deadline).expect("the server starts")
 }
@@ -306,7 +307,8 @@ fn streamable_http_lists_calls_in_parallel_and_ends_its_session() {
     }
     .validate("test")
     .unwrap();
-    let log: axe::mcp::rpc::Log = Arc::new(|l| eprintln!("{l}"));
+    let log: axe::mcp::rpc::Log =
+        Arc::new(|l: &axe::mcp::rpc::Note| eprintln!("{}", l.verbose_line()));
     let server = Arc::new(Server::start(&config, Path::new("."), log, soon()).expect("starts"));
     assert!(server.tools.iter().any(|t| t.name == "echo"));
     let started = Instant::now();

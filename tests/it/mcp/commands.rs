@@ -144,3 +144,37 @@ fn dry_run_names_the_agents_mcp_servers_and_starts_none() {
         "a server was started"
     );
 }
+
+#[test]
+fn a_typo_inside_an_agent_files_mcp_server_table_is_warned_about() {
+    let home = Home::new();
+    home.agent(
+        "u",
+        "name = \"u\"\nmodel = \"anthropic/claude-x\"\n\
+         [[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nagrs = []\n\n\
+         [[mcp_servers]]\nname = \"b\"\ncommand = \"y\"\n\
+         [mcp_servers.sandbox]\nreed = [\"/srv\"]\nwrite = [\"/tmp/w\"]\n",
+    );
+    let out = home
+        .axe()
+        .args(["run", "u", "--dry-run", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("unknown key \"mcp_servers.0.agrs\" (did you mean \"mcp_servers.0.args\"?)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "unknown key \"mcp_servers.1.sandbox.reed\" (did you mean \"mcp_servers.1.sandbox.read\"?)"
+        ),
+        "{err}"
+    );
+    assert!(
+        stdout(&out).contains("b: stdio y [sandboxed: write /tmp/w] (the agent file)"),
+        "{}",
+        stdout(&out)
+    );
+}

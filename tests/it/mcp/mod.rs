@@ -40,4 +40,5 @@ pub fn alive(pid: i32) -> bool {
 
 mod client;
 mod commands;
+mod files;
 mod run;
