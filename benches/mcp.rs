@@ -14,6 +14,11 @@
 //!   overlapped, and the difference is what the fan-out adds. The same 64
 //!   written as raw lines at once by the bench (interleaved) show how much
 //!   of that the script itself takes (Python starts a thread per call).
+//! - starting a server does not delay the first model request when the
+//!   top-level agent does not use it: the release binary, run as a user
+//!   would against a fake OpenAI provider, answers with a server that takes
+//!   a second to start configured for its sub-agent only, and without it;
+//!   the difference of the medians is the delay.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -22,7 +27,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axe::mcp::{Server, ServerFile};
+use common::{FakeServer, Home, openai_text};
 use serde_json::json;
+
+// The test harness (tests/common) serves the integration tests; the bench
+// uses its fake provider and temporary homes.
+#[allow(dead_code, unused_imports)]
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 /// Repetitions of the round trip; the median is reported.
 const RUNS: usize = 1000;
@@ -89,6 +101,7 @@ fn main() {
     let mut rows = Vec::new();
     rows.push(round_trip_overhead(&server, &mut raw));
     rows.extend(parallel_calls(&server, &mut raw));
+    rows.push(start_delay(&script));
     println!("{:<58} {:>10} {:>10}", "figure", "ms", "target");
     for (name, value, target) in rows {
         let mark = if value <= target { "ok" } else { "MISSED" };
@@ -108,7 +121,8 @@ fn start(script: &str, dir: &Path) -> Option<Server> {
     }
     .validate("bench")
     .ok()?;
-    let log: axe::mcp::rpc::Log = Arc::new(|l| eprintln!("{l}"));
+    let log: axe::mcp::rpc::Log =
+        Arc::new(|l: &axe::mcp::rpc::Note| eprintln!("{}", l.verbose_line()));
     let deadline = Instant::now() + Duration::from_secs(30);
     match Server::start(&config, dir, log, deadline) {
         Ok(s) => Some(s),
@@ -252,6 +266,55 @@ fn parallel_calls(server: &Server, raw: &mut Raw) -> Vec<(&'static str, f64, f64
             5.0,
         ),
     ]
+}
+
+/// Runs of one agent with and without a slow-starting server for its
+/// sub-agent.
+const START_RUNS: usize = 10;
+
+fn start_delay(script: &str) -> (&'static str, f64, f64) {
+    let provider = FakeServer::json(200, &openai_text("hello", 1, 1));
+    let home = |server: bool| {
+        let home = Home::new();
+        if server {
+            home.config(&format!(
+                "[[mcp_servers]]\nname = \"slow\"\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\n",
+                format!("sleep 1; exec python3 {script}")
+            ));
+        }
+        home.named_agent("top", "openai/m", "sub_agents = [\"helper\"]\n");
+        home.named_agent("helper", "openai/m", "mcp_servers = [\"slow\"]\n");
+        home
+    };
+    let (with, without) = (home(true), home(false));
+    let run = |home: &Home| {
+        let started = Instant::now();
+        let out = home
+            .axe()
+            .env("OPENAI_API_KEY", "sk-bench")
+            .env("AXE_OPENAI_BASE_URL", &provider.url)
+            .args(["run", "top", "-p", "hi"])
+            .output()
+            .expect("run axe");
+        assert!(out.status.success(), "{out:?}");
+        started.elapsed()
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..START_RUNS {
+        a.push(run(&with));
+        b.push(run(&without));
+    }
+    let (a, b) = (median(a), median(b));
+    println!(
+        "a run whose sub-agent's server takes 1 s to start: {:.2} ms; with no server: {:.2} ms (medians of {START_RUNS})",
+        ms(a),
+        ms(b)
+    );
+    (
+        "first answer: delay from a server the top level does not use",
+        ms(a) - ms(b),
+        1.0,
+    )
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
