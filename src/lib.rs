@@ -30,7 +30,7 @@ mod graph;
 mod interrupt;
 pub mod ledger;
 pub mod mcp;
-mod paths;
+pub mod paths;
 mod pool;
 mod progress;
 pub mod provider;

@@ -9,21 +9,68 @@ pub fn config_dir() -> Result<PathBuf, Error> {
     xdg_dir("XDG_CONFIG_HOME", ".config")
 }
 
-/// `<config>/agents`.
-pub fn agents_dir() -> Result<PathBuf, Error> {
-    Ok(config_dir()?.join("agents"))
-}
+/// Where agent files are looked for, in order (design §3.16): the first
+/// directory that has `<name>.toml` holds the agent. The last is always the
+/// config directory's `agents`, where new files are made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentDirs(Vec<PathBuf>);
 
-/// `<config>/agents/<name>.toml`, after checking that `name` is a name.
-pub fn agent_file(name: &str) -> Result<PathBuf, Error> {
-    agent_file_in(&config_dir()?, name)
-}
+/// `axe/agents` beside the work: searched from the current directory.
+pub const LOCAL_AGENTS: &str = "axe/agents";
 
-/// `<config_dir>/agents/<name>.toml`, after checking that `name` is a name
-/// (design D9): nothing is touched for a name that is not one.
-pub fn agent_file_in(config_dir: &Path, name: &str) -> Result<PathBuf, Error> {
-    check_agent_name(name)?;
-    Ok(config_dir.join("agents").join(format!("{name}.toml")))
+impl AgentDirs {
+    /// `--agents-dir` when given (it must be a directory), then
+    /// `./axe/agents` (when it is one), then `<config>/agents`.
+    pub fn search(flag: Option<&str>) -> Result<AgentDirs, Error> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
+        let mut dirs = Vec::new();
+        if let Some(flag) = flag {
+            let dir = resolve_against(&cwd, flag);
+            if !dir.is_dir() {
+                return Err(Error::config(format!(
+                    "--agents-dir {flag}: not a directory"
+                )));
+            }
+            dirs.push(dir);
+        }
+        let local = cwd.join(LOCAL_AGENTS);
+        if local.is_dir() {
+            dirs.push(local);
+        }
+        dirs.push(config_dir()?.join("agents"));
+        Ok(AgentDirs(dirs))
+    }
+
+    /// `<config_dir>/agents` alone.
+    pub fn only(config_dir: &Path) -> AgentDirs {
+        AgentDirs(vec![config_dir.join("agents")])
+    }
+
+    /// The directories, in search order.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.0
+    }
+
+    /// The config directory's `agents`, where `agents init` writes.
+    pub fn home(&self) -> &Path {
+        self.0.last().map_or(Path::new("agents"), PathBuf::as_path)
+    }
+
+    /// The file of agent `name`: `<dir>/<name>.toml` in the first directory
+    /// that has one, else where it would be in [`AgentDirs::home`]. The name
+    /// is checked first (design D9): nothing is touched for a name that is
+    /// not one, in any directory.
+    pub fn file(&self, name: &str) -> Result<PathBuf, Error> {
+        check_agent_name(name)?;
+        let file = format!("{name}.toml");
+        Ok(self
+            .0
+            .iter()
+            .map(|d| d.join(&file))
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+            .unwrap_or_else(|| self.home().join(&file)))
+    }
 }
 
 /// `<config>/config.toml`.

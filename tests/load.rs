@@ -88,9 +88,10 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
     )
     .unwrap();
     let global = global(&server);
+    let dirs = axe::paths::AgentDirs::only(dir.path());
     let ctx = Ctx {
         global: &global,
-        config_dir: dir.path(),
+        agents: &dirs,
         cwd: dir.path(),
         depth: 0,
         max_depth: 3,

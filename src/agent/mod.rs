@@ -15,6 +15,7 @@ pub use tools::{SandboxConfig, ToolsConfig};
 
 use crate::config::RetrySettings;
 use crate::error::Error;
+use crate::paths::AgentDirs;
 use crate::{paths, read, tomlfile};
 
 /// Nesting limit for sub-agents when `max_depth` is 0 or absent.
@@ -163,15 +164,11 @@ impl Agent {
     }
 }
 
-/// Loads the agent `name` from the agents directory.
-pub fn load(name: &str) -> Result<Agent, Error> {
-    load_in(&paths::config_dir()?, name)
-}
-
-/// Loads the agent `name` from `<config_dir>/agents/`. The name is checked
-/// (design D9) before any file is touched. Warnings name the file.
-pub fn load_in(config_dir: &Path, name: &str) -> Result<Agent, Error> {
-    let path = paths::agent_file_in(config_dir, name)?;
+/// Loads the agent `name` from the first directory of `dirs` that has its
+/// file. The name is checked (design D9) before any file is touched.
+/// Warnings name the file.
+pub fn load(dirs: &AgentDirs, name: &str) -> Result<Agent, Error> {
+    let path = dirs.file(name)?;
     let text = match read::config_text(&path) {
         Ok(t) => t,
         Err(read::Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -211,38 +208,44 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
     })
 }
 
-/// The ids of every `*.toml` file in the agents directory, sorted, and a
-/// warning for each file whose name is not an agent name.
-pub fn list_ids() -> Result<(Vec<String>, Vec<String>), Error> {
-    let dir = paths::agents_dir()?;
-    let entries = match fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
-        Err(e) => {
-            return Err(Error::Unreadable {
-                path: dir,
-                why: e.to_string(),
-            });
-        }
-    };
-    let mut ids = Vec::new();
+/// An agent's id and the file that holds it.
+pub type Found = (String, PathBuf);
+
+/// Every agent on the search path, sorted by id, each with the file that
+/// holds it (the first directory's, when several have one), and a warning
+/// for each file whose name is not an agent name.
+pub fn list(dirs: &AgentDirs) -> Result<(Vec<Found>, Vec<String>), Error> {
+    let mut found: Vec<Found> = Vec::new();
     let mut warnings = Vec::new();
-    for entry in entries.filter_map(Result::ok) {
-        let p = entry.path();
-        if !(p.extension().is_some_and(|x| x == "toml") && p.is_file()) {
-            continue;
-        }
-        let Some(id) = p.file_stem().and_then(|s| s.to_str()) else {
-            continue;
+    for dir in dirs.dirs() {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(Error::Unreadable {
+                    path: dir.clone(),
+                    why: e.to_string(),
+                });
+            }
         };
-        match paths::check_agent_name(id) {
-            Ok(()) => ids.push(id.to_string()),
-            Err(e) => warnings.push(format!("skipping {}/{id}.toml: {e}", dir.display())),
+        for entry in entries.filter_map(Result::ok) {
+            let p = entry.path();
+            if !(p.extension().is_some_and(|x| x == "toml") && p.is_file()) {
+                continue;
+            }
+            let Some(id) = p.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            match paths::check_agent_name(id) {
+                Ok(()) if found.iter().any(|(f, _)| f == id) => {}
+                Ok(()) => found.push((id.to_string(), p.clone())),
+                Err(e) => warnings.push(format!("skipping {}/{id}.toml: {e}", dir.display())),
+            }
         }
     }
-    ids.sort();
+    found.sort();
     warnings.sort();
-    Ok((ids, warnings))
+    Ok((found, warnings))
 }
 
 #[cfg(test)]
@@ -264,13 +267,13 @@ mod tests {
         fs::create_dir_all(dir.join("agents").join("folder.toml")).unwrap();
         fs::write(dir.join("agents").join("broken.toml"), "name = \n").unwrap();
         assert!(
-            matches!(load_in(&dir, "ghost"), Err(Error::AgentNotFound { name }) if name == "ghost")
+            matches!(load(&AgentDirs::only(&dir), "ghost"), Err(Error::AgentNotFound { name }) if name == "ghost")
         );
         assert!(matches!(
-            load_in(&dir, "../ghost"),
+            load(&AgentDirs::only(&dir), "../ghost"),
             Err(Error::InvalidAgentName { .. })
         ));
-        match load_in(&dir, "folder") {
+        match load(&AgentDirs::only(&dir), "folder") {
             Err(Error::Unreadable { path, why }) => {
                 assert!(path.ends_with("agents/folder.toml"), "{}", path.display());
                 assert_eq!(why, "not a regular file");
@@ -278,7 +281,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            load_in(&dir, "broken"),
+            load(&AgentDirs::only(&dir), "broken"),
             Err(Error::InvalidAgentFile { .. })
         ));
         fs::remove_dir_all(&dir).unwrap();
@@ -382,8 +385,8 @@ mod tests {
             "name = \"deep\"\nmodel = \"openai/gpt-4o\"\n[sub_agents_config]\nmax_depth = 6\n",
         )
         .unwrap();
-        let loaded = load_in(&dir, "lead");
-        let deep = load_in(&dir, "deep");
+        let loaded = load(&AgentDirs::only(&dir), "lead");
+        let deep = load(&AgentDirs::only(&dir), "deep");
         let _ = fs::remove_dir_all(&dir);
 
         let a = loaded.unwrap();

@@ -6,59 +6,96 @@ use crate::agent;
 use crate::error::Error;
 use crate::graph;
 use crate::interrupt;
-use crate::paths;
+use crate::paths::{self, AgentDirs};
 use crate::redact::redact;
 use crate::stderr;
 use crate::text::one_line;
 use crate::write::{Created, create_new};
+use std::path::{Path, PathBuf};
 
 /// Runs the `agents` subcommand.
 pub(super) fn main(sub: AgentsSub) -> Result<(), Error> {
     match sub {
-        AgentsSub::List(_) => list(),
-        AgentsSub::Show(s) => show(&s.agent),
-        AgentsSub::Init(i) => init(&i.agent),
-        AgentsSub::Edit(e) => edit(&e.agent),
-        AgentsSub::Check(c) => check(c.agent.as_deref()),
-        AgentsSub::Tree(t) => tree(&t.agent),
+        AgentsSub::List(l) => list(&dirs(l.agents_dir)?),
+        AgentsSub::Show(s) => show(&dirs(s.agents_dir)?, &s.agent),
+        AgentsSub::Init(i) => {
+            let flagged = i.agents_dir.is_some();
+            init(&dirs(i.agents_dir)?, flagged, &i.agent)
+        }
+        AgentsSub::Edit(e) => edit(&dirs(e.agents_dir)?, &e.agent),
+        AgentsSub::Check(c) => check(&dirs(c.agents_dir)?, c.agent.as_deref()),
+        AgentsSub::Tree(t) => tree(&dirs(t.agents_dir)?, &t.agent),
     }
 }
 
-/// The agents in the agents directory, each file that is not one warned of.
-fn agent_ids() -> Result<Vec<String>, Error> {
-    let (ids, warnings) = agent::list_ids()?;
+fn dirs(flag: Option<String>) -> Result<AgentDirs, Error> {
+    AgentDirs::search(flag.as_deref())
+}
+
+/// The agents on the search path with their files, each file that is not
+/// one warned of.
+fn agents(dirs: &AgentDirs) -> Result<Vec<(String, PathBuf)>, Error> {
+    let (found, warnings) = agent::list(dirs)?;
     for w in &warnings {
         stderr::warn(w);
     }
-    Ok(ids)
+    Ok(found)
 }
 
-/// `axe agents list`: "name - description", one line each, sorted.
-fn list() -> Result<(), Error> {
+/// `axe agents list`: "name - description", one line each, sorted; an
+/// agent found outside the config directory says where, `(in DIR)`.
+fn list(dirs: &AgentDirs) -> Result<(), Error> {
     let mut out = String::new();
-    for id in agent_ids()? {
-        match agent::load(&id) {
-            Ok(a) if a.config.description.trim().is_empty() => out.push_str(&format!("{id}\n")),
-            Ok(a) => out.push_str(&format!("{id} - {}\n", one_line(&a.config.description))),
-            Err(e) => stderr::warn(&format!("skipping agent {id}: {e}")),
+    for (id, path) in agents(dirs)? {
+        let line = match agent::load(dirs, &id) {
+            Ok(a) if a.config.description.trim().is_empty() => id,
+            Ok(a) => format!("{id} - {}", one_line(&a.config.description)),
+            Err(e) => {
+                stderr::warn(&format!("skipping agent {id}: {e}"));
+                continue;
+            }
+        };
+        out.push_str(&line);
+        match path.parent().filter(|d| *d != dirs.home()) {
+            Some(dir) => out.push_str(&format!("  (in {})\n", shown(dir))),
+            None => out.push('\n'),
         }
     }
     print_stdout(&out)
 }
 
+/// A directory as `agents list` shows it: relative to the current one when
+/// beneath it (`./axe/agents`).
+fn shown(dir: &Path) -> String {
+    let beneath = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| dir.strip_prefix(cwd).ok().map(Path::to_path_buf));
+    match beneath {
+        Some(rel) => format!("./{}", rel.display()),
+        None => dir.display().to_string(),
+    }
+}
+
 /// `axe agents show <agent>`.
-fn show(name: &str) -> Result<(), Error> {
+fn show(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
     register_global_secrets();
-    let a = load_agent(name)?;
+    let a = load_agent(dirs, name)?;
     print_stdout(&redact(&agent::show(&a)))
 }
 
-/// `axe agents init <agent>`: the scaffold, never over an existing file.
-fn init(name: &str) -> Result<(), Error> {
+/// `axe agents init <agent>`: the scaffold, never over an existing file,
+/// in `--agents-dir` when `flagged`, else in the config directory's agents
+/// (never `./axe/agents` unasked).
+fn init(dirs: &AgentDirs, flagged: bool, name: &str) -> Result<(), Error> {
     // It writes a file: a signal must not leave a temporary one behind
     // (design §6.5).
     interrupt::install();
-    let path = paths::agent_file(name)?;
+    paths::check_agent_name(name)?;
+    let dir = match dirs.dirs().first() {
+        Some(d) if flagged => d.as_path(),
+        _ => dirs.home(),
+    };
+    let path = dir.join(format!("{name}.toml"));
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| {
             Error::config(format!("cannot create directory {}: {e}", dir.display()))
@@ -78,8 +115,8 @@ fn init(name: &str) -> Result<(), Error> {
 }
 
 /// `axe agents edit <agent>`: $VISUAL, else $EDITOR, on the agent file.
-fn edit(name: &str) -> Result<(), Error> {
-    let path = paths::agent_file(name)?;
+fn edit(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
+    let path = dirs.file(name)?;
     if !path.is_file() {
         return Err(Error::AgentNotFound {
             name: name.to_string(),
@@ -106,17 +143,16 @@ fn edit(name: &str) -> Result<(), Error> {
 
 /// `axe agents check [agent]`: the problems and a summary on stdout; exit 2
 /// with a count on stderr when there is any problem.
-fn check(name: Option<&str>) -> Result<(), Error> {
+fn check(dirs: &AgentDirs, name: Option<&str>) -> Result<(), Error> {
     let global = load_global()?;
-    let config_dir = paths::config_dir()?;
     let roots = match name {
         Some(n) => {
             paths::check_agent_name(n)?;
             vec![n.to_string()]
         }
-        None => agent_ids()?,
+        None => agents(dirs)?.into_iter().map(|(id, _)| id).collect(),
     };
-    let graph = graph::load(&config_dir, &roots, u32::MAX);
+    let graph = graph::load(dirs, &roots, u32::MAX);
     for w in &graph.warnings {
         stderr::warn(w);
     }
@@ -134,11 +170,10 @@ fn check(name: Option<&str>) -> Result<(), Error> {
 }
 
 /// `axe agents tree <agent>`: exit 2 only when the root does not load.
-fn tree(name: &str) -> Result<(), Error> {
+fn tree(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
     register_global_secrets();
-    let config_dir = paths::config_dir()?;
     paths::check_agent_name(name)?;
-    let graph = graph::load_tree(&config_dir, name);
+    let graph = graph::load_tree(dirs, name);
     for w in &graph.warnings {
         stderr::warn(w);
     }

@@ -8,7 +8,7 @@ use argh::FromArgs;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 
 #[derive(FromArgs, Debug)]
-/// Run LLM agents defined in TOML files. Agents live in
+/// Run LLM agents defined in TOML files. Agents live in ./axe/agents or
 /// $XDG_CONFIG_HOME/axe/agents/<name>.toml (default ~/.config/axe).
 pub(super) struct Axe {
     /// print the version and exit
@@ -54,6 +54,10 @@ pub(super) struct McpList {
     /// also the servers this agent's file defines
     #[argh(option)]
     pub(super) agent: Option<String>,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -70,6 +74,10 @@ pub(super) struct McpTools {
     /// seconds to start the server and list its tools (default: 30)
     #[argh(option, default = "DEFAULT_MCP_TIMEOUT_SECS")]
     pub(super) timeout: u64,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -125,7 +133,12 @@ pub(super) enum AgentsSub {
 #[derive(FromArgs, Debug)]
 /// List agents: one line each, "name - description", sorted.
 #[argh(subcommand, name = "list")]
-pub(super) struct AgentsList {}
+pub(super) struct AgentsList {
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
+}
 
 #[derive(FromArgs, Debug)]
 /// Show an agent's settings.
@@ -134,6 +147,10 @@ pub(super) struct AgentsShow {
     /// agent name
     #[argh(positional)]
     pub(super) agent: String,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -143,6 +160,10 @@ pub(super) struct AgentsInit {
     /// agent name
     #[argh(positional)]
     pub(super) agent: String,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -152,6 +173,10 @@ pub(super) struct AgentsEdit {
     /// agent name
     #[argh(positional)]
     pub(super) agent: String,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -162,6 +187,10 @@ pub(super) struct AgentsCheck {
     /// agent name (default: every agent)
     #[argh(positional)]
     pub(super) agent: Option<String>,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -171,6 +200,10 @@ pub(super) struct AgentsTree {
     /// agent name
     #[argh(positional)]
     pub(super) agent: String,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -230,4 +263,8 @@ pub(super) struct RunCmd {
     /// warnings on stderr
     #[argh(switch, short = 'q')]
     pub(super) quiet: bool,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }

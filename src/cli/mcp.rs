@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::interrupt;
 use crate::mcp::config::validate_all;
 use crate::mcp::{ServerConfig, ServerRef};
+use crate::paths::AgentDirs;
 use crate::redact::redact;
 use crate::text::one_line;
 
@@ -24,18 +25,18 @@ struct Listed {
 /// Runs the `mcp` subcommand.
 pub(super) fn main(sub: McpSub) -> Result<(), Error> {
     match sub {
-        McpSub::List(l) => list(l.agent.as_deref()),
+        McpSub::List(l) => list(l.agent.as_deref(), l.agents_dir.as_deref()),
         McpSub::Tools(t) => tools(&t),
     }
 }
 
 /// config.toml's servers, after those `agent` defines in its own file
 /// (which win over config.toml's of the same name, as in a run).
-fn servers(agent: Option<&str>) -> Result<Vec<Listed>, Error> {
+fn servers(agent: Option<&str>, agents_dir: Option<&str>) -> Result<Vec<Listed>, Error> {
     let global = load_global()?;
     let mut out = Vec::new();
     if let Some(name) = agent {
-        let a = load_agent(name)?;
+        let a = load_agent(&AgentDirs::search(agents_dir)?, name)?;
         for r in a.config.mcp.servers {
             if let ServerRef::Defined(config) = r {
                 out.push(Listed {
@@ -56,8 +57,8 @@ fn servers(agent: Option<&str>) -> Result<Vec<Listed>, Error> {
 
 /// `axe mcp list`: name, transport, what it runs or reaches, and where it
 /// is defined, aligned; header and `env` values are never shown.
-fn list(agent: Option<&str>) -> Result<(), Error> {
-    let rows: Vec<[String; 4]> = servers(agent)?
+fn list(agent: Option<&str>, agents_dir: Option<&str>) -> Result<(), Error> {
+    let rows: Vec<[String; 4]> = servers(agent, agents_dir)?
         .into_iter()
         .map(|l| {
             let t = &l.config.transport;
@@ -89,7 +90,7 @@ fn tools(cmd: &McpTools) -> Result<(), Error> {
         return Err(Error::general("--timeout must be at least 1 second"));
     }
     let deadline = Deadline::after(cmd.timeout);
-    let config = servers(cmd.agent.as_deref())?
+    let config = servers(cmd.agent.as_deref(), cmd.agents_dir.as_deref())?
         .into_iter()
         .find(|l| l.config.name == cmd.server)
         .map(|l| l.config)

@@ -26,6 +26,7 @@ pub use args::DEFAULT_TIMEOUT_SECS;
 use crate::agent;
 use crate::config::GlobalConfig;
 use crate::error::Error;
+use crate::paths::AgentDirs;
 use crate::stderr;
 use crate::text::one_line;
 use args::{Axe, Command};
@@ -108,9 +109,10 @@ fn register_global_secrets() {
     }
 }
 
-/// The agent `name`, its warnings printed.
-fn load_agent(name: &str) -> Result<agent::Agent, Error> {
-    let a = agent::load(name)?;
+/// The agent `name` from the first directory of `dirs` that has it, its
+/// warnings printed.
+fn load_agent(dirs: &AgentDirs, name: &str) -> Result<agent::Agent, Error> {
+    let a = agent::load(dirs, name)?;
     for w in &a.warnings {
         stderr::warn(w);
     }

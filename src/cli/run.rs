@@ -13,7 +13,7 @@ use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::interrupt;
 use crate::ledger::{Budget, Ledger, Place};
-use crate::paths;
+use crate::paths::AgentDirs;
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::resolve::{self, Overrides, UserInput};
@@ -36,7 +36,8 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     stderr::set_quiet(cmd.quiet);
 
     let global = load_global()?;
-    let agent = load_agent(&cmd.agent)?;
+    let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
+    let agent = load_agent(&dirs, &cmd.agent)?;
     let overrides = Overrides {
         model: cmd.model,
         skill: cmd.skill,
@@ -53,7 +54,6 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     if cmd.dry_run {
         return print_stdout(&report::dry_run(&resolved, &input, cmd.timeout));
     }
-    let config_dir = paths::config_dir()?;
     let ledger = Arc::new(open_ledger(cmd.trace, cmd.trace_bodies, &deadline)?);
     let file_budget = &resolved.agent.config.budget;
     let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
@@ -62,7 +62,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     let mcp = mcp_servers(&global, &cwd, &verbose, &ledger, &place)?;
     let ctx = Ctx {
         global: &global,
-        config_dir: &config_dir,
+        agents: &dirs,
         cwd: &cwd,
         depth: 0,
         max_depth: resolved.agent.config.sub_agents_config.max_depth,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::{self, Agent};
 use crate::config::GlobalConfig;
-use crate::paths;
+use crate::paths::AgentDirs;
 use crate::provider::{Kind, ModelRef};
 use crate::schema;
 use crate::text::one_line;
@@ -93,12 +93,12 @@ impl Report {
     }
 }
 
-/// Loads every agent reachable from `roots` in `<config_dir>/agents/`,
+/// Loads every agent reachable from `roots` on the search path `dirs`,
 /// breadth first, each once. Agents `levels` steps below a root are loaded
 /// but their own sub-agents are not followed (`u32::MAX`: the whole graph).
 /// Never fails: what does not load is a [`Loaded::Missing`] or
 /// [`Loaded::Invalid`].
-pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
+pub fn load(dirs: &AgentDirs, roots: &[String], levels: u32) -> Graph {
     let mut graph = Graph {
         roots: roots.to_vec(),
         ..Graph::default()
@@ -108,7 +108,7 @@ pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
         if graph.nodes.contains_key(&name) {
             continue;
         }
-        let node = load_one(config_dir, &name);
+        let node = load_one(dirs, &name);
         if let Loaded::Agent { agent, .. } = &node {
             graph.warnings.extend(agent.warnings.iter().cloned());
             if level < levels {
@@ -127,18 +127,18 @@ pub fn load(config_dir: &Path, roots: &[String], levels: u32) -> Graph {
 /// Loads what `axe agents tree <root>` shows: the root, and everything down
 /// to one level past the root's effective `max_depth` (the first agents a run
 /// never calls are shown, marked, and not followed).
-pub fn load_tree(config_dir: &Path, root: &str) -> Graph {
-    let levels = match load_one(config_dir, root) {
+pub fn load_tree(dirs: &AgentDirs, root: &str) -> Graph {
+    let levels = match load_one(dirs, root) {
         Loaded::Agent { agent, .. } => agent.config.sub_agents_config.max_depth.saturating_add(1),
         _ => 0,
     };
-    load(config_dir, &[root.to_string()], levels)
+    load(dirs, &[root.to_string()], levels)
 }
 
 /// Loads one agent: missing when there is no file, invalid when the file does
 /// not load (bad TOML, validation, an invalid name).
-pub fn load_one(config_dir: &Path, name: &str) -> Loaded {
-    let path = match paths::agent_file_in(config_dir, name) {
+pub fn load_one(dirs: &AgentDirs, name: &str) -> Loaded {
+    let path = match dirs.file(name) {
         Ok(p) => p,
         Err(e) => {
             return Loaded::Invalid {
@@ -151,7 +151,7 @@ pub fn load_one(config_dir: &Path, name: &str) -> Loaded {
     {
         return Loaded::Missing { path };
     }
-    match agent::load_in(config_dir, name) {
+    match agent::load(dirs, name) {
         Ok(agent) => {
             let model = parse_model(&agent);
             Loaded::Agent {

@@ -41,7 +41,7 @@ pub struct Ctx<'a> {
     /// API keys and base URLs for every provider in the tree.
     pub global: &'a GlobalConfig,
     /// Where sub-agents' files are loaded from (`<config>/agents/<name>.toml`).
-    pub config_dir: &'a Path,
+    pub agents: &'a crate::paths::AgentDirs,
     /// The process's current directory: a sub-agent's workdir when its file
     /// sets none (design D7), and what relative paths resolve against.
     pub cwd: &'a Path,

@@ -116,7 +116,7 @@ pub(crate) fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::
         if allowed[..i].contains(name) {
             continue;
         }
-        let Ok(loaded) = agent::load_in(ctx.config_dir, name) else {
+        let Ok(loaded) = agent::load(ctx.agents, name) else {
             continue;
         };
         let output = loaded.config.output.as_ref();
@@ -241,7 +241,7 @@ fn run_sub_agent(
 #[inline(never)]
 fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Resolved, LoadError> {
     let ctx = caller.ctx;
-    let loaded = agent::load_in(ctx.config_dir, name).map_err(|e| {
+    let loaded = agent::load(ctx.agents, name).map_err(|e| {
         LoadError::Rejected(format!(
             "call_agent error: failed to load agent \"{name}\": {e}"
         ))

@@ -65,13 +65,19 @@ fn openai(server: &FakeServer) -> GlobalConfig {
 struct Setup {
     dir: TempDir,
     global: GlobalConfig,
+    agents: axe::paths::AgentDirs,
 }
 
 impl Setup {
     fn new(global: GlobalConfig) -> Setup {
         let dir = TempDir::new("tool");
         std::fs::create_dir_all(dir.path().join("agents")).unwrap();
-        Setup { dir, global }
+        let agents = axe::paths::AgentDirs::only(dir.path());
+        Setup {
+            dir,
+            global,
+            agents,
+        }
     }
 
     /// OpenAI at `server`.
@@ -94,7 +100,7 @@ impl Setup {
     fn ctx(&self, depth: u32, max_depth: u32, secs: u64) -> Ctx<'_> {
         Ctx {
             global: &self.global,
-            config_dir: self.dir(),
+            agents: &self.agents,
             cwd: self.dir(),
             depth,
             max_depth,

@@ -5,6 +5,7 @@
 //! and messages of everything that fails ([`exit_codes`]). The helpers here
 //! serve them all.
 
+mod agent_dirs;
 mod commands;
 mod dry_run;
 mod exit_codes;
