@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
+use crate::agent::Agent;
 use crate::deadline::Deadline;
+use crate::error::Error;
 use crate::resolve::Resolved;
 
 /// Why an agent could not be loaded (design §3.4 steps 7–10): what its
@@ -24,6 +26,10 @@ pub enum LoadError {
 #[derive(Debug, Default)]
 pub struct Snapshot {
     agents: Mutex<HashMap<String, Slot>>,
+    /// The agent files read so far, parsed: what a parent's tool
+    /// description reads of its sub-agents (their output schemas) and what
+    /// their first call resolves, so that a file is read once per run.
+    files: Mutex<HashMap<String, Arc<Agent>>>,
 }
 
 /// One agent of a [`Snapshot`]. An agent that was never loaded, or whose
@@ -54,6 +60,26 @@ enum Outcome {
 }
 
 impl Snapshot {
+    /// The file of agent `name` as this run read it, else `read`'s result,
+    /// kept when it loads. A file that did not load is read afresh next
+    /// time, as a failed load is (design D20).
+    pub fn file(
+        &self,
+        name: &str,
+        read: impl FnOnce() -> Result<Agent, Error>,
+    ) -> Result<Arc<Agent>, Error> {
+        let files = || self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(agent) = files().get(name) {
+            return Ok(agent.clone());
+        }
+        // Read without the lock: another agent's read never waits for it.
+        let agent = Arc::new(read()?);
+        Ok(files()
+            .entry(name.to_string())
+            .or_insert_with(|| agent.clone())
+            .clone())
+    }
+
     /// The agent `name` as loaded in this run: the loaded agent if there is
     /// one, else the outcome of the load under way, waited for until
     /// `deadline` at most, else `load`'s result. A failure is handed to the

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Caller, argument, error_result};
-use crate::agent;
+use crate::agent::{self, Agent};
 use crate::deadline::{Deadline, millis};
 use crate::error::Error;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
@@ -105,7 +105,8 @@ pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)
 }
 
 /// The output schemas of the agents in `allowed` that have one, in list
-/// order, each once, read from their files for the parent's tool
+/// order, each once, from their files as the run's snapshot has them (read
+/// now if not yet: their first call uses the same), for the parent's tool
 /// description. A file that does not load or a schema that cannot be read
 /// is left out here: the call itself reports it. Out of line, to keep
 /// `run_agent`'s frame (on every waiting sub-agent's stack) small.
@@ -116,7 +117,7 @@ pub(crate) fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::
         if allowed[..i].contains(name) {
             continue;
         }
-        let Ok(loaded) = agent::load(ctx.agents, name) else {
+        let Ok(loaded) = ctx.snapshot.file(name, || agent::load(ctx.agents, name)) else {
             continue;
         };
         let output = loaded.config.output.as_ref();
@@ -241,11 +242,14 @@ fn run_sub_agent(
 #[inline(never)]
 fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Resolved, LoadError> {
     let ctx = caller.ctx;
-    let loaded = agent::load(ctx.agents, name).map_err(|e| {
-        LoadError::Rejected(format!(
-            "call_agent error: failed to load agent \"{name}\": {e}"
-        ))
-    })?;
+    let loaded = ctx
+        .snapshot
+        .file(name, || agent::load(ctx.agents, name))
+        .map_err(|e| {
+            LoadError::Rejected(format!(
+                "call_agent error: failed to load agent \"{name}\": {e}"
+            ))
+        })?;
     for w in &loaded.warnings {
         crate::stderr::warn_once(w);
     }
@@ -260,7 +264,7 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
         caller_model: Some(caller.model.clone()),
         ..Overrides::default()
     };
-    resolve::resolve(loaded, &overrides, ctx.cwd, deadline).map_err(|e| {
+    resolve::resolve(Agent::clone(&loaded), &overrides, ctx.cwd, deadline).map_err(|e| {
         if deadline.passed() {
             LoadError::Failed(format!("timeout after {}s", deadline.secs))
         } else {

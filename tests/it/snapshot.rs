@@ -84,6 +84,35 @@ fn every_call_in_a_run_uses_the_agent_file_as_first_read_and_a_new_run_reads_afr
 }
 
 #[test]
+fn the_file_read_for_the_parents_tool_description_is_the_one_its_call_runs() {
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"w\"]\n");
+    let agents = home.config_dir().join("agents");
+    write_w(&agents, "You are w. First version.");
+    let edit = agents.clone();
+    // The parent's first request was built with w's file read (the tool
+    // description names its sub-agents' schemas); the file changes then,
+    // before w is ever called.
+    let server = FakeServer::route(move |req| {
+        if req.who() == "w" {
+            return Reply::Json(200, openai_text(&req.system_prompt(), 1, 1));
+        }
+        let done = req.tool_result_texts();
+        if done.is_empty() {
+            write_w(&edit, "You are w. Second version.");
+            return Reply::Json(
+                200,
+                openai_tool_calls(&[("call_0", "call_agent", delegate("w", "work"))], 1, 1),
+            );
+        }
+        Reply::Json(200, openai_text(&done.join(" | "), 1, 1))
+    });
+    let out = run_lead(&home, &server);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim_end(), "You are w. First version.");
+}
+
+#[test]
 fn a_sub_agent_that_failed_to_load_is_read_again_at_its_next_call() {
     let home = Home::new();
     home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"w\"]\n");
