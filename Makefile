@@ -78,7 +78,7 @@ demo:
 demo-rates:
 	bash scripts/demo_rates.sh
 
-## e2e: the opt-in end-to-end tests (tests/e2e.rs) against llama.cpp's server
+## e2e: the opt-in end-to-end tests (tests/e2e/) against llama.cpp's server
 ## with the demo's model (OpenAI and Anthropic wires) and aimock (Ollama too),
 ## all in .demo/ (not in `make test`)
 e2e:

@@ -72,7 +72,7 @@ else
     export OPENAI_API_KEY=sk-local-demo-no-key-needed ANTHROPIC_API_KEY=sk-local-demo-no-key-needed
 fi
 
-# The default input is shared with tests/e2e.rs.
+# The default input is shared with tests/e2e/.
 INPUT=${DEMO_INPUT:-$(cat examples/demo/input.txt)}
 
 say "agents: lead -> summarizer, critic on $model (XDG_CONFIG_HOME=.demo/config)"
