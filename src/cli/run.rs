@@ -35,7 +35,10 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     stderr::set_quiet(cmd.quiet);
 
     let global = load_global()?;
-    let agent = load_agent(&cmd.agent)?;
+    let mut agent = load_agent(&cmd.agent)?;
+    if cmd.no_prompt_cache {
+        agent.config.prompt_cache = false;
+    }
     let overrides = Overrides {
         model: cmd.model,
         skill: cmd.skill,
