@@ -212,6 +212,17 @@ impl Format {
         .unwrap_or(0)
     }
 
+    /// Input tokens written to the server's prompt cache.
+    fn cache_writes(self, resp: &Value) -> u64 {
+        let u = &resp["usage"];
+        match self {
+            Format::OpenAi => u["prompt_tokens_details"]["cache_write_tokens"].as_u64(),
+            Format::Anthropic => u["cache_creation_input_tokens"].as_u64(),
+            Format::Ollama => None,
+        }
+        .unwrap_or(0)
+    }
+
     fn stop_reason(self, resp: &Value) -> String {
         let v = match self {
             Format::OpenAi => &resp["choices"][0]["finish_reason"],
@@ -435,19 +446,25 @@ fn assert_report_matches(format: Format, report: &Value, top: &[Exchange]) {
         json!(format.stop_reason(&last_json)),
         "stop_reason"
     );
-    let (mut input, mut output, mut calls, mut cached) = (0, 0, 0, 0);
+    let (mut input, mut output, mut calls, mut cached, mut written) = (0, 0, 0, 0, 0);
     for e in top {
         let r = e.response_json();
         let (i, o) = format.usage(&r);
         input += i;
         output += o;
         cached += format.cache_reads(&r);
+        written += format.cache_writes(&r);
         calls += format.calls(&r).len() as u64;
     }
     assert_eq!(
         report["cache_read_input_tokens"].as_u64(),
         Some(cached),
         "cache reads"
+    );
+    assert_eq!(
+        report["cache_creation_input_tokens"].as_u64(),
+        Some(written),
+        "cache writes"
     );
     assert_eq!(
         (
@@ -651,7 +668,12 @@ fn single_shot(format: Format) {
         _ => {
             assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
             assert_eq!(req.header("x-api-key"), Some(DUMMY_KEY));
-            assert_eq!(body["system"], "You answer in one short sentence.");
+            // One text block, carrying the prompt-cache mark (design §4.10).
+            assert_eq!(
+                body["system"],
+                json!([{"type": "text", "text": "You answer in one short sentence.",
+                        "cache_control": {"type": "ephemeral"}}])
+            );
             assert_eq!(resp["type"], "message");
             assert_eq!(resp["role"], "assistant");
         }

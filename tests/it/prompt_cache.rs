@@ -254,6 +254,17 @@ fn dry_run_says_where_the_marks_go_or_that_none_are_sent() {
         "{}",
         stdout(&off)
     );
+    // A file that turns it off says so in `agents show` too.
+    let home_off = hands("prompt_cache = false\n");
+    let shown = home_off.run(&["agents", "show", "hands"]);
+    assert!(
+        stdout(&shown)
+            .lines()
+            .any(|l| l.starts_with("Prompt Cache:") && l.ends_with(" off")),
+        "{}",
+        stdout(&shown)
+    );
+    assert!(!stdout(&home.run(&["agents", "show", "hands"])).contains("Prompt Cache"));
     // The other wires send nothing for their caches: no section.
     home.plain_agent("o", P::OpenAi.model());
     let other = home.run(&["run", "o", "--dry-run", "-p", "go"]);
