@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::agent::yes_no;
 use crate::deadline::millis;
 use crate::ledger::{self, AgentUsage, Ledger, ToolDetail};
+use crate::provider::Kind;
 use crate::redact::redact;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
@@ -80,7 +81,40 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
             o.max_repairs
         ));
     }
+    if r.model.provider == Kind::Anthropic {
+        s.push_str(&prompt_cache_section(r));
+    }
     redact(&s)
+}
+
+/// The dry run's `--- Prompt Cache ---` section, for an Anthropic agent:
+/// where its requests carry `cache_control` (design §4.10). The other wires
+/// send nothing for their caches, and get no section.
+fn prompt_cache_section(r: &Resolved) -> String {
+    let c = &r.agent.config;
+    if !c.prompt_cache {
+        return "\n--- Prompt Cache ---\nOff: no cache_control is sent \
+                (prompt_cache = false, or --no-prompt-cache)\n"
+            .into();
+    }
+    let mut marked = Vec::new();
+    if !c.sub_agents.is_empty() || r.tools.is_some() || !c.mcp.is_empty() {
+        marked.push("the last tool");
+    }
+    if !r.system_prompt.trim().is_empty() {
+        marked.push("the system prompt");
+    }
+    marked.push("the newest message");
+    let last = marked.pop().unwrap_or_default();
+    let marked = if marked.is_empty() {
+        last.to_string()
+    } else {
+        format!("{} and {last}", marked.join(", "))
+    };
+    format!(
+        "\n--- Prompt Cache ---\nOn: cache_control {{\"type\":\"ephemeral\"}} on {marked}; \
+         from the second turn, on the previous request's last message too\n"
+    )
 }
 
 /// The `--verbose` lines printed before the first request.
@@ -112,6 +146,10 @@ pub fn verbose_footer(v: &Verbose, o: &Outcome, usage: &[AgentUsage]) {
         "Tokens:   {} input, {} output",
         o.input_tokens, o.output_tokens
     ));
+    v.line(&format!(
+        "Cache:    {} read, {} written (of the input)",
+        o.cache_read_input_tokens, o.cache_creation_input_tokens
+    ));
     v.line(&format!("Stop:     {}", o.stop_reason));
     let sub_agents_ran = usage.len() > 1 || usage.iter().any(|u| u.calls > 1);
     if sub_agents_ran {
@@ -125,7 +163,15 @@ pub fn verbose_footer(v: &Verbose, o: &Outcome, usage: &[AgentUsage]) {
 pub fn usage_table(usage: &[AgentUsage]) -> String {
     let mut rows = vec![
         [
-            "agent", "calls", "turns", "input", "output", "time", "errors",
+            "agent",
+            "calls",
+            "turns",
+            "input",
+            "output",
+            "cache_read",
+            "cache_write",
+            "time",
+            "errors",
         ]
         .map(String::from),
     ];
@@ -136,12 +182,13 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
             u.turns.to_string(),
             u.input_tokens.to_string(),
             u.output_tokens.to_string(),
+            u.cache_read_input_tokens.to_string(),
+            u.cache_creation_input_tokens.to_string(),
             format!("{:.1}s", u.duration_ms as f64 / 1000.0),
             u.errors.to_string(),
         ]);
     }
     let totals = ledger::totals(usage);
-    let (input, output) = (totals.input_tokens, totals.output_tokens);
     let sum = |f: fn(&AgentUsage) -> u64| {
         usage
             .iter()
@@ -153,12 +200,14 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
         "total".into(),
         sum(|u| u.calls),
         sum(|u| u.turns),
-        input.to_string(),
-        output.to_string(),
+        totals.input_tokens.to_string(),
+        totals.output_tokens.to_string(),
+        totals.cache_read_input_tokens.to_string(),
+        totals.cache_creation_input_tokens.to_string(),
         String::new(),
         sum(|u| u.errors),
     ]);
-    let mut widths = [0; 7];
+    let mut widths = [0; 9];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -199,10 +248,13 @@ pub struct JsonOutput<'a> {
     pub retry_attempts: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to a prompt cache.
+    pub cache_creation_input_tokens: u64,
     pub run_id: &'a str,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
     pub total_cache_read_input_tokens: u64,
+    pub total_cache_creation_input_tokens: u64,
     pub agents: Vec<AgentReport<'a>>,
 }
 
@@ -244,10 +296,12 @@ pub fn json(
         tool_call_details: ledger.tool_details(root),
         retry_attempts: o.retry_attempts,
         cache_read_input_tokens: o.cache_read_input_tokens,
+        cache_creation_input_tokens: o.cache_creation_input_tokens,
         run_id: &ledger.run_id,
         total_input_tokens: totals.input_tokens,
         total_output_tokens: totals.output_tokens,
         total_cache_read_input_tokens: totals.cache_read_input_tokens,
+        total_cache_creation_input_tokens: totals.cache_creation_input_tokens,
         agents,
     };
     // Serializing plain strings, numbers and JSON values cannot fail.

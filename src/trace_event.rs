@@ -285,6 +285,7 @@ fn response(kind: Kind, model: &str, took: Duration, r: &Response, bodies: bool)
         "input_tokens": r.input_tokens,
         "output_tokens": r.output_tokens,
         "cache_read_input_tokens": r.cache_read_tokens,
+        "cache_creation_input_tokens": r.cache_write_tokens,
         "stop_reason": r.stop_reason,
         "tool_calls": r.tool_calls.len(),
         "retries": r.retries,
@@ -381,6 +382,7 @@ fn run_end(took: Duration, end: &Ending, totals: Option<&Totals>) -> Value {
             f["input_tokens"] = o.input_tokens.into();
             f["output_tokens"] = o.output_tokens.into();
             f["cache_read_input_tokens"] = o.cache_read_input_tokens.into();
+            f["cache_creation_input_tokens"] = o.cache_creation_input_tokens.into();
             f["tool_calls"] = o.tool_calls.into();
             f["stop_reason"] = o.stop_reason.clone().into();
         }
@@ -393,6 +395,7 @@ fn run_end(took: Duration, end: &Ending, totals: Option<&Totals>) -> Value {
         // A run cut short by a signal has always reported these two only.
         if !matches!(end, Ending::Interrupted(_)) {
             f["total_cache_read_input_tokens"] = t.cache_read_input_tokens.into();
+            f["total_cache_creation_input_tokens"] = t.cache_creation_input_tokens.into();
         }
     }
     f
@@ -438,6 +441,7 @@ mod tests {
                 input_tokens: 7,
                 output_tokens: 3,
                 cache_read_input_tokens: 2,
+                cache_creation_input_tokens: 1,
             }),
         };
         let line = event.line("0123456789abcdef", &Place::root("lead"), 2, false);

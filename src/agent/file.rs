@@ -50,6 +50,7 @@ pub(super) struct AgentFile {
     mcp_servers: Vec<McpEntry>,
     #[serde(default)]
     mcp_tools: Vec<String>,
+    prompt_cache: Option<bool>,
 }
 
 /// One entry of an agent's `mcp_servers`: the name of one of config.toml's
@@ -232,6 +233,7 @@ impl AgentFile {
             output,
             tools,
             mcp,
+            prompt_cache: self.prompt_cache.unwrap_or(true),
         })
     }
 }

@@ -79,6 +79,9 @@ pub struct AgentConfig {
     pub tools: ToolsConfig,
     /// `mcp_servers` and `mcp_tools` (design §11.1).
     pub mcp: crate::mcp::AgentMcp,
+    /// `prompt_cache`: whether its requests mark their stable prefix for
+    /// the provider's prompt cache (absent: true; design §4.10).
+    pub prompt_cache: bool,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.

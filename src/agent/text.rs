@@ -34,6 +34,11 @@ model = "provider/model-name"
 # max_file_bytes = 1048576
 # max_prompt_bytes = 8388608
 
+# Anthropic requests mark the tools, the system prompt and the newest
+# messages for the provider's prompt cache, so that each turn of a tool loop
+# reads the turn before from it; false sends no marks.
+# prompt_cache = true
+
 # Agents this agent may delegate to through the call_agent tool.
 # sub_agents = ["helper"]
 
@@ -184,6 +189,9 @@ pub fn show(agent: &Agent) -> String {
     }
     if let Some(n) = c.max_prompt_bytes {
         rows.push(("Max Prompt Bytes", n.to_string()));
+    }
+    if !c.prompt_cache {
+        rows.push(("Prompt Cache", "off".into()));
     }
     if let Some(o) = &c.output {
         let schema = match &o.schema {

@@ -259,6 +259,10 @@ pub(super) struct RunCmd {
     /// max_turns; exit 4 when spent
     #[argh(option)]
     pub(super) max_turns: Option<u64>,
+    /// mark nothing for the provider's prompt cache (the agent's
+    /// prompt_cache = false; its sub-agents keep their own setting)
+    #[argh(switch)]
+    pub(super) no_prompt_cache: bool,
     /// no live progress view (shown when stderr is a terminal) and no
     /// warnings on stderr
     #[argh(switch, short = 'q')]

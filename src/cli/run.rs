@@ -37,7 +37,10 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
 
     let global = load_global()?;
     let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
-    let agent = load_agent(&dirs, &cmd.agent)?;
+    let mut agent = load_agent(&dirs, &cmd.agent)?;
+    if cmd.no_prompt_cache {
+        agent.config.prompt_cache = false;
+    }
     let overrides = Overrides {
         model: cmd.model,
         skill: cmd.skill,

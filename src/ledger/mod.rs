@@ -49,6 +49,8 @@ pub struct AgentUsage {
     pub output_tokens: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to a prompt cache.
+    pub cache_creation_input_tokens: u64,
     /// Wall-clock time of its runs, summed (parallel runs overlap).
     pub duration_ms: u64,
     /// Runs that ended in an error.
@@ -287,13 +289,18 @@ impl Ledger {
         }
     }
 
-    /// A response arrived and billed these tokens (`cache_read` of them
-    /// read from a prompt cache, counted in `input` too).
-    pub fn record_tokens(&self, place: &Place, input: u64, output: u64, cache_read: u64) {
+    /// A response arrived and billed these tokens (the cache reads and
+    /// writes among them counted in its input too).
+    pub fn record_tokens(&self, place: &Place, billed: Totals) {
         self.with_usage(&place.agent, |u| {
-            u.input_tokens = u.input_tokens.saturating_add(input);
-            u.output_tokens = u.output_tokens.saturating_add(output);
-            u.cache_read_input_tokens = u.cache_read_input_tokens.saturating_add(cache_read);
+            u.input_tokens = u.input_tokens.saturating_add(billed.input_tokens);
+            u.output_tokens = u.output_tokens.saturating_add(billed.output_tokens);
+            u.cache_read_input_tokens = u
+                .cache_read_input_tokens
+                .saturating_add(billed.cache_read_input_tokens);
+            u.cache_creation_input_tokens = u
+                .cache_creation_input_tokens
+                .saturating_add(billed.cache_creation_input_tokens);
         });
     }
 
@@ -342,12 +349,15 @@ impl Ledger {
     }
 }
 
-/// The tokens of the whole tree.
+/// Tokens billed: by one response, or summed over the whole tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to a prompt cache.
+    pub cache_creation_input_tokens: u64,
 }
 
 /// The tokens of the whole tree, summed (saturating) over its agents.
@@ -358,6 +368,9 @@ pub fn totals(usage: &[AgentUsage]) -> Totals {
         cache_read_input_tokens: t
             .cache_read_input_tokens
             .saturating_add(u.cache_read_input_tokens),
+        cache_creation_input_tokens: t
+            .cache_creation_input_tokens
+            .saturating_add(u.cache_creation_input_tokens),
     })
 }
 

@@ -3,6 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::anthropic_cache;
 use super::anthropic_schema::for_anthropic;
 use super::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json,
@@ -49,6 +50,9 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
         body["output_config"] = json!({
             "format": {"type": "json_schema", "schema": schema},
         });
+    }
+    if req.prompt_cache {
+        anthropic_cache::mark(&mut body, req);
     }
     body
 }
@@ -123,13 +127,15 @@ pub fn parse(body: &str) -> Result<Response, String> {
     // `input_tokens` is the uncached remainder; cache writes and reads are
     // billed input too (the API's usage definition).
     let cache_read = count(&wire.usage["cache_read_input_tokens"]);
+    let cache_write = count(&wire.usage["cache_creation_input_tokens"]);
     let input = count(&wire.usage["input_tokens"])
-        .saturating_add(count(&wire.usage["cache_creation_input_tokens"]))
+        .saturating_add(cache_write)
         .saturating_add(cache_read);
     let mut resp = Response {
         input_tokens: input,
         output_tokens: count(&wire.usage["output_tokens"]),
         cache_read_tokens: cache_read,
+        cache_write_tokens: cache_write,
         cut: match stop_reason.as_str() {
             "max_tokens" => Some(Cut::OutputLimit),
             "model_context_window_exceeded" => Some(Cut::ContextWindow),

@@ -7,12 +7,14 @@
 //! response body into a [`Response`]. Everything else is here, once: the
 //! shared types (`types`), the HTTP path with its deadlines and size limits
 //! (`http`) and the clients it shares (`client`), retries (`retry`), error
-//! classification (`error`), the helpers the formats share (`wire`) and what
-//! models refuse (`adjust`). The provider knows nothing of where its
+//! classification (`error`), the helpers the formats share (`wire`), what
+//! models refuse (`adjust`), and where Anthropic's prompt-cache marks go
+//! (`anthropic_cache`). The provider knows nothing of where its
 //! settings came from.
 
 pub mod adjust;
 pub mod anthropic;
+pub mod anthropic_cache;
 pub mod anthropic_schema;
 mod client;
 mod error;

@@ -124,6 +124,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
         input_tokens: count(&wire.prompt_eval_count),
         output_tokens: count(&wire.eval_count),
         cache_read_tokens: 0,
+        cache_write_tokens: 0,
         tool_calls,
         retries: 0,
         declined: None,

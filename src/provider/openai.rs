@@ -157,8 +157,10 @@ pub fn parse(body: &str) -> Result<Response, String> {
         stop_reason,
         input_tokens: count(&wire.usage["prompt_tokens"]),
         output_tokens: count(&wire.usage["completion_tokens"]),
-        // Already part of `prompt_tokens`.
+        // Both already part of `prompt_tokens`; writes are reported by
+        // the models that bill them (design §4.10), else absent: 0.
         cache_read_tokens: count(&wire.usage["prompt_tokens_details"]["cached_tokens"]),
+        cache_write_tokens: count(&wire.usage["prompt_tokens_details"]["cache_write_tokens"]),
         tool_calls,
         retries: 0,
         declined: choice

@@ -101,6 +101,10 @@ pub struct Request {
     /// The JSON Schema the answer must match, asked for with each wire's
     /// own mechanism (design D22); None asks for nothing.
     pub output_schema: Option<serde_json::Value>,
+    /// Whether the request marks its stable prefix for the provider's
+    /// prompt cache (Anthropic's `cache_control` breakpoints; the other
+    /// wires cache by themselves and send nothing for it).
+    pub prompt_cache: bool,
 }
 
 /// Whether a request lets the model call its tools.
@@ -148,6 +152,9 @@ pub struct Response {
     pub output_tokens: u64,
     /// Of `input_tokens`, those read from the provider's prompt cache.
     pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the provider's prompt cache
+    /// (Anthropic's `cache_creation_input_tokens`).
+    pub cache_write_tokens: u64,
     /// Empty when the model called no tools.
     pub tool_calls: Vec<ToolCall>,
     /// HTTP requests retried before this answer (design D12).

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::repair::{self, Shaped};
 use super::{Ctx, MAX_TURNS, Outcome};
 use crate::error::Error;
-use crate::ledger;
+use crate::ledger::{self, Totals};
 use crate::provider::{
     Change, ErrorKind, Message, Notice, Provider, Request, Response, ToolCall, ToolResult, adjust,
 };
@@ -73,6 +73,18 @@ impl From<Error> for Failure {
             request: None,
         }
     }
+}
+
+/// What a response says of the prompt cache, for its `--verbose` line:
+/// `, cache: 1200 read, 300 written`, or nothing when it used none.
+fn cache_note(r: &Response) -> String {
+    if r.cache_read_tokens == 0 && r.cache_write_tokens == 0 {
+        return String::new();
+    }
+    format!(
+        ", cache: {} read, {} written",
+        r.cache_read_tokens, r.cache_write_tokens
+    )
 }
 
 /// Runs the conversation that starts with `req`. With `tools`, every
@@ -179,9 +191,10 @@ impl Conversation<'_> {
         ctx.ledger.event(&ctx.place, turn, event);
         if self.looping() {
             ctx.verbose.line(&format!(
-                "[turn {turn}] Received response: {} ({} tool calls)",
+                "[turn {turn}] Received response: {} ({} tool calls{})",
                 response.stop_reason,
-                response.tool_calls.len()
+                response.tool_calls.len(),
+                cache_note(&response)
             ));
         }
         Ok(response)
@@ -232,10 +245,18 @@ impl Conversation<'_> {
         out.cache_read_input_tokens = out
             .cache_read_input_tokens
             .saturating_add(r.cache_read_tokens);
+        out.cache_creation_input_tokens = out
+            .cache_creation_input_tokens
+            .saturating_add(r.cache_write_tokens);
         out.retry_attempts = out.retry_attempts.saturating_add(u64::from(r.retries));
         let (ctx, place) = (self.ctx, &self.ctx.place);
-        ctx.ledger
-            .record_tokens(place, r.input_tokens, r.output_tokens, r.cache_read_tokens);
+        let billed = Totals {
+            input_tokens: r.input_tokens,
+            output_tokens: r.output_tokens,
+            cache_read_input_tokens: r.cache_read_tokens,
+            cache_creation_input_tokens: r.cache_write_tokens,
+        };
+        ctx.ledger.record_tokens(place, billed);
         ledger::spend_tokens(&ctx.budgets, r.input_tokens.saturating_add(r.output_tokens));
     }
 

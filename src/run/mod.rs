@@ -77,6 +77,8 @@ pub struct Outcome {
     pub output_tokens: u64,
     /// Of `input_tokens`, those read from the provider's prompt cache.
     pub cache_read_input_tokens: u64,
+    /// Of `input_tokens`, those written to the provider's prompt cache.
+    pub cache_creation_input_tokens: u64,
     pub turns: u32,
     /// Tool calls executed.
     pub tool_calls: u64,

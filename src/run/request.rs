@@ -55,6 +55,7 @@ pub(super) fn first(
         tool_choice,
         parallel_tool_calls: config.sub_agents_config.parallel,
         output_schema: resolved.output_schema.as_ref().map(|o| o.schema.clone()),
+        prompt_cache: config.prompt_cache,
     };
     (req, offered)
 }

@@ -236,11 +236,15 @@ pub fn ollama_tool_calls(calls: &[Call], input: u64, output: u64) -> String {
 }
 
 impl Recorded {
-    /// The system prompt, in any of the three wire formats.
+    /// The system prompt, in any of the three wire formats (Anthropic's
+    /// a string, or text blocks when it carries a cache mark).
     pub fn system_prompt(&self) -> String {
         let body = self.json();
         if let Some(s) = body["system"].as_str() {
             return s.to_string();
+        }
+        if let Some(blocks) = body["system"].as_array() {
+            return blocks.iter().filter_map(|b| b["text"].as_str()).collect();
         }
         match body["messages"].get(0) {
             Some(m) if m["role"] == "system" => m["content"].as_str().unwrap_or("").to_string(),
@@ -267,14 +271,22 @@ impl Recorded {
             .unwrap_or_default()
     }
 
-    /// The text of the first user message, in any of the three wire formats.
+    /// The text of the first user message, in any of the three wire
+    /// formats (a string, or Anthropic's text blocks when it carries a
+    /// cache mark).
     pub fn first_user_text(&self) -> String {
-        self.messages()
+        let messages = self.messages();
+        let Some(content) = messages
             .iter()
             .find(|m| m["role"] == "user")
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or("")
-            .to_string()
+            .map(|m| &m["content"])
+        else {
+            return String::new();
+        };
+        match content.as_array() {
+            Some(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+            None => content.as_str().unwrap_or("").to_string(),
+        }
     }
 
     /// The `role: tool` messages of an OpenAI or Ollama request, in order.

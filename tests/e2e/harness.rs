@@ -94,19 +94,25 @@ pub(crate) fn assert_report_matches(format: Format, report: &Value, top: &[Excha
         json!(format.stop_reason(&last_json)),
         "stop_reason"
     );
-    let (mut input, mut output, mut calls, mut cached) = (0, 0, 0, 0);
+    let (mut input, mut output, mut calls, mut cached, mut written) = (0, 0, 0, 0, 0);
     for e in top {
         let r = e.response_json();
         let (i, o) = format.usage(&r);
         input += i;
         output += o;
         cached += format.cache_reads(&r);
+        written += format.cache_writes(&r);
         calls += format.calls(&r).len() as u64;
     }
     assert_eq!(
         report["cache_read_input_tokens"].as_u64(),
         Some(cached),
         "cache reads"
+    );
+    assert_eq!(
+        report["cache_creation_input_tokens"].as_u64(),
+        Some(written),
+        "cache writes"
     );
     assert_eq!(
         (

@@ -52,7 +52,12 @@ fn single_shot(format: Format) {
         _ => {
             assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
             assert_eq!(req.header("x-api-key"), Some(DUMMY_KEY));
-            assert_eq!(body["system"], "You answer in one short sentence.");
+            // One text block, carrying the prompt-cache mark (design §4.10).
+            assert_eq!(
+                body["system"],
+                json!([{"type": "text", "text": "You answer in one short sentence.",
+                        "cache_control": {"type": "ephemeral"}}])
+            );
             assert_eq!(resp["type"], "message");
             assert_eq!(resp["role"], "assistant");
         }

@@ -63,6 +63,17 @@ impl Format {
         .unwrap_or(0)
     }
 
+    /// Input tokens written to the server's prompt cache.
+    pub(crate) fn cache_writes(self, resp: &Value) -> u64 {
+        let u = &resp["usage"];
+        match self {
+            Format::OpenAi => u["prompt_tokens_details"]["cache_write_tokens"].as_u64(),
+            Format::Anthropic => u["cache_creation_input_tokens"].as_u64(),
+            Format::Ollama => None,
+        }
+        .unwrap_or(0)
+    }
+
     pub(crate) fn stop_reason(self, resp: &Value) -> String {
         let v = match self {
             Format::OpenAi => &resp["choices"][0]["finish_reason"],

@@ -103,13 +103,21 @@ fn verbose_ends_with_a_usage_table_of_the_tree() {
     assert_eq!(
         cells[0],
         [
-            "agent", "calls", "turns", "input", "output", "time", "errors"
+            "agent",
+            "calls",
+            "turns",
+            "input",
+            "output",
+            "cache_read",
+            "cache_write",
+            "time",
+            "errors"
         ]
     );
     assert_eq!(cells[1][..5], ["lead", "1", "2", "802", "82"]);
     assert_eq!(cells[2][..5], ["mid", "1", "2", "602", "62"]);
     assert_eq!(cells[3][..5], ["leaf", "1", "1", "401", "41"]);
-    assert_eq!(cells[4], ["total", "3", "5", "1805", "185", "0"]);
+    assert_eq!(cells[4], ["total", "3", "5", "1805", "185", "0", "0", "0"]);
 }
 
 // ---------------------------------------------------------------------------

@@ -154,8 +154,11 @@ fn a_paused_turn_is_sent_back_and_the_answer_is_the_whole_turn() {
     assert_eq!(stderr(&b.output), "");
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    // Each continuation carries the paused content exactly as it came.
-    let user = json!({"role": "user", "content": "Which axe?"});
+    // Each continuation carries the paused content exactly as it came; the
+    // prompt-cache mark goes on the user's message, never on those blocks.
+    let user = json!({"role": "user", "content": [
+        {"type": "text", "text": "Which axe?", "cache_control": {"type": "ephemeral"}}
+    ]});
     assert_eq!(
         requests[1].messages(),
         vec![

@@ -196,7 +196,11 @@ fn dry_run_shows_sub_agents_with_their_settings() {
          helper, reviewer\n\
          Max Depth: 3\n\
          Parallel:  yes\n\
-         Timeout:   45s\n",
+         Timeout:   45s\n\
+         \n\
+         --- Prompt Cache ---\n\
+         On: cache_control {{\"type\":\"ephemeral\"}} on the last tool, the system prompt and \
+         the newest message; from the second turn, on the previous request's last message too\n",
         home.dir.path().display()
     );
     assert_eq!(stdout(&out), expected);

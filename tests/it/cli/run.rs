@@ -367,6 +367,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
         keys,
         [
             "agents",
+            "cache_creation_input_tokens",
             "cache_read_input_tokens",
             "content",
             "duration_ms",
@@ -378,6 +379,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "stop_reason",
             "tool_call_details",
             "tool_calls",
+            "total_cache_creation_input_tokens",
             "total_cache_read_input_tokens",
             "total_input_tokens",
             "total_output_tokens",

@@ -177,7 +177,9 @@ fn run_anthropic_parent_delegates_to_two_sub_agents_and_prints_the_final_answer(
         msgs[2],
         json!({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_01", "content": "answer from a", "is_error": false},
-            {"type": "tool_result", "tool_use_id": "toolu_02", "content": "answer from b", "is_error": false},
+            // The newest block carries the prompt-cache mark (design §4.10).
+            {"type": "tool_result", "tool_use_id": "toolu_02", "content": "answer from b", "is_error": false,
+             "cache_control": {"type": "ephemeral"}},
         ]})
     );
     assert!(
@@ -373,7 +375,8 @@ fn run_unknown_tool_is_answered_with_an_error_result() {
     assert_eq!(
         second.anthropic_tool_results(),
         vec![
-            json!({"type": "tool_result", "tool_use_id": "toolu_x", "content": "Unknown tool: \"read_file\"", "is_error": true})
+            json!({"type": "tool_result", "tool_use_id": "toolu_x", "content": "Unknown tool: \"read_file\"", "is_error": true,
+                   "cache_control": {"type": "ephemeral"}})
         ]
     );
 }

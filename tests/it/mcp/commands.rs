@@ -137,7 +137,11 @@ fn dry_run_names_the_agents_mcp_servers_and_starts_none() {
         section,
         "ev: from config.toml; tools listed when it starts (not started in a dry run)\n\
          own: stdio sh -c \"touch started\" (the agent file); tools listed when it starts (not started in a dry run)\n\
-         Only tools: ev__echo\n"
+         Only tools: ev__echo\n\
+         \n\
+         --- Prompt Cache ---\n\
+         On: cache_control {\"type\":\"ephemeral\"} on the last tool and the newest message; \
+         from the second turn, on the previous request's last message too\n"
     );
     assert!(
         !home.dir.path().join("started").exists(),
