@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::provider::{Kind, Provider, RetryPolicy};
+use crate::provider::{Kind, ModelError, ModelRef, Provider, RetryPolicy, presets};
 use crate::write::{Created, create_new};
 use crate::{paths, read, redact, tomlfile};
 
@@ -58,6 +58,17 @@ impl RetrySettings {
 pub struct ProviderSettings {
     pub api_key: Option<String>,
     pub base_url: Option<String>,
+    /// The wire a provider by another name speaks: `openai`, `anthropic`
+    /// or `ollama` (design §4.11).
+    pub kind: Option<String>,
+    /// Headers sent with every request to it (values may hold `${VAR}`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The Go original's OpenRouter attribution keys: `HTTP-Referer`,
+    /// `X-Title` and `X-OpenRouter-Categories`.
+    pub referer: Option<String>,
+    pub title: Option<String>,
+    pub categories: Option<String>,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -65,6 +76,8 @@ impl std::fmt::Debug for ProviderSettings {
         f.debug_struct("ProviderSettings")
             .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
             .field("base_url", &self.base_url.as_deref().map(redact::redact))
+            .field("kind", &self.kind)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -122,8 +135,9 @@ impl GlobalConfig {
                 });
             }
         };
-        let (config, warnings) =
-            GlobalConfig::parse(&text).map_err(|e| Error::InvalidConfigFile {
+        let (config, warnings) = GlobalConfig::parse(&text)
+            .and_then(|(c, w)| c.check().map(|()| (c, w)))
+            .map_err(|e| Error::InvalidConfigFile {
                 path: path.to_path_buf(),
                 why: e,
             })?;
@@ -140,72 +154,154 @@ impl GlobalConfig {
         tomlfile::parse(text, &known_keys)
     }
 
-    /// The API key for `kind`: `<PROVIDER>_API_KEY`, then the file. Empty
-    /// values count as unset. The key is registered for redaction.
-    pub fn api_key(&self, kind: Kind) -> Option<String> {
-        let key = env_nonempty(&format!("{}_API_KEY", kind.name().to_ascii_uppercase())).or_else(
-            || {
-                self.settings(kind)
-                    .and_then(|s| s.api_key.clone())
-                    .filter(|k| !k.trim().is_empty())
-            },
-        )?;
+    /// `s` as a model string, its provider looked up here first (a
+    /// `[providers.<name>]` table's `kind`), then among the wires' own
+    /// names and the presets (design §4.11).
+    pub fn model_ref(&self, s: &str) -> Result<ModelRef, ModelError> {
+        ModelRef::parse_with(s, &|name| self.kind_of(name))
+    }
+
+    /// The wire a `[providers.<name>]` table says `name` speaks.
+    fn kind_of(&self, name: &str) -> Option<Kind> {
+        self.providers
+            .get(name)
+            .and_then(|s| s.kind.as_deref())
+            .and_then(Kind::parse)
+    }
+
+    /// The API key for the provider `name`: its key variable
+    /// (`<NAME>_API_KEY`, or a preset's), then the file. Empty values count
+    /// as unset. The key is registered for redaction.
+    pub fn api_key(&self, name: &str) -> Option<String> {
+        let key = env_nonempty(&presets::key_var(name)).or_else(|| {
+            self.providers
+                .get(name)
+                .and_then(|s| s.api_key.clone())
+                .filter(|k| !k.trim().is_empty())
+        })?;
         redact::register(&key);
         Some(key)
     }
 
-    /// The base URL for `kind`: `AXE_<PROVIDER>_BASE_URL`, then the file, then
-    /// (Ollama) `OLLAMA_HOST`, then the provider's default. No trailing `/`.
-    pub fn base_url(&self, kind: Kind) -> String {
-        let env_name = format!("AXE_{}_BASE_URL", kind.name().to_ascii_uppercase());
+    /// The base URL for the provider `name` on `kind`'s wire:
+    /// `AXE_<NAME>_BASE_URL`, then the file, then (Ollama) `OLLAMA_HOST`,
+    /// then the preset's or the wire's default; none for a provider by
+    /// another name that sets none. No trailing `/`.
+    pub fn base_url(&self, name: &str, kind: Kind) -> Option<String> {
+        let env_name = format!("AXE_{}_BASE_URL", presets::env_name(name));
+        let own = Kind::parse(name) == Some(kind);
         let url = env_nonempty(&env_name)
             .or_else(|| {
-                self.settings(kind)
+                self.providers
+                    .get(name)
                     .and_then(|s| s.base_url.clone())
                     .filter(|u| !u.trim().is_empty())
             })
             .or_else(|| match kind {
-                Kind::Ollama => env_nonempty("OLLAMA_HOST").map(|h| ollama_host_url(&h)),
+                Kind::Ollama if own => env_nonempty("OLLAMA_HOST").map(|h| ollama_host_url(&h)),
                 _ => None,
             })
-            .unwrap_or_else(|| kind.default_base_url().to_string());
-        url.trim().trim_end_matches('/').to_string()
+            .or_else(|| presets::preset(name).map(|p| p.base_url.to_string()))
+            .or_else(|| own.then(|| kind.default_base_url().to_string()))?;
+        Some(url.trim().trim_end_matches('/').to_string())
     }
 
-    /// The provider for `kind` as configured here and by the environment
-    /// (no retries: the caller sets its policy). A missing key is exit 3, a
-    /// base URL that is not http(s) exit 2.
-    pub fn provider(&self, kind: Kind) -> Result<Provider, Error> {
-        let key = self.api_key(kind);
-        if key.is_none() && kind.needs_key() {
-            return Err(Error::MissingKey { provider: kind });
+    /// The provider `m` names, as configured here and by the environment
+    /// (no retries: the caller sets its policy). A missing key is exit 3
+    /// (a provider by another name may have none: a local server), a base
+    /// URL that is not http(s), or none, exit 2.
+    pub fn provider(&self, m: &ModelRef) -> Result<Provider, Error> {
+        let (name, kind) = (m.name.as_str(), m.provider);
+        let key = self.api_key(name);
+        let named = self.kind_of(name).is_some();
+        if key.is_none() && kind.needs_key() && !named {
+            return Err(Error::MissingKey {
+                provider: name.to_string(),
+                var: presets::key_var(name),
+            });
         }
-        let base_url = self.base_url(kind);
+        let Some(base_url) = self.base_url(name, kind) else {
+            return Err(Error::config(format!(
+                "provider \"{name}\" has no base_url: set it in config.toml's \
+                 [providers.{name}] or AXE_{}_BASE_URL",
+                presets::env_name(name)
+            )));
+        };
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(Error::InvalidBaseUrl {
-                provider: kind,
+                provider: name.to_string(),
                 url: base_url,
             });
         }
-        Ok(Provider::new(kind, base_url, key))
+        let headers = self.headers(name)?;
+        Ok(Provider::new(kind, base_url, key)
+            .named(name)
+            .with_headers(headers))
+    }
+
+    /// The extra headers of the provider `name`: its `headers` table
+    /// (`${VAR}` read from the environment), and the Go original's
+    /// OpenRouter keys.
+    fn headers(&self, name: &str) -> Result<Vec<(String, String)>, Error> {
+        let Some(s) = self.providers.get(name) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (k, v) in &s.headers {
+            let v = crate::mcp::config::expand(v)
+                .map_err(|e| Error::config(format!("providers.{name}.headers.{k}: {e}")))?;
+            out.push((k.clone(), v));
+        }
+        let named = [
+            ("HTTP-Referer", &s.referer),
+            ("X-Title", &s.title),
+            ("X-OpenRouter-Categories", &s.categories),
+        ];
+        for (header, value) in named {
+            if let Some(v) = value.as_ref().filter(|v| !v.trim().is_empty()) {
+                out.push((header.to_string(), v.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks what the tables say: a `kind` is one of the wires.
+    fn check(&self) -> Result<(), String> {
+        for (name, s) in &self.providers {
+            if let Some(k) = &s.kind
+                && Kind::parse(k).is_none()
+            {
+                return Err(format!(
+                    "providers.{name}.kind must be \"openai\", \"anthropic\" or \"ollama\", not {k:?}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Registers every key that could be used, so that none is ever printed,
     /// even one belonging to a provider this run does not talk to.
     pub fn register_secrets(&self) {
-        for kind in Kind::ALL {
-            let _ = self.api_key(kind);
-            redact::register_url(&self.base_url(kind));
+        let names = Kind::ALL
+            .iter()
+            .map(|k| k.name())
+            .chain(presets::PRESETS.iter().map(|p| p.name))
+            .chain(self.providers.keys().map(String::as_str));
+        for name in names {
+            let _ = self.api_key(name);
+            let kind = self
+                .kind_of(name)
+                .or_else(|| Kind::parse(name))
+                .unwrap_or(Kind::OpenAi);
+            if let Some(url) = self.base_url(name, kind) {
+                redact::register_url(&url);
+            }
         }
         for s in self.providers.values() {
             if let Some(k) = &s.api_key {
                 redact::register(k);
             }
         }
-    }
-
-    fn settings(&self, kind: Kind) -> Option<&ProviderSettings> {
-        self.providers.get(kind.name())
     }
 }
 
@@ -294,18 +390,18 @@ mod tests {
         )
         .unwrap();
         if std::env::var_os("AXE_ANTHROPIC_BASE_URL").is_none() {
+            let m = ModelRef::parse("anthropic/m").unwrap();
             assert!(matches!(
-                config.provider(Kind::Anthropic),
-                Err(Error::InvalidBaseUrl { provider: Kind::Anthropic, url }) if url == "ftp://h"
+                config.provider(&m),
+                Err(Error::InvalidBaseUrl { provider, url }) if url == "ftp://h" && provider == "anthropic"
             ));
         }
         // The environment's key, where there is one, is not missing.
         if std::env::var_os("OPENAI_API_KEY").is_none() {
+            let m = ModelRef::parse("openai/m").unwrap();
             assert!(matches!(
-                GlobalConfig::default().provider(Kind::OpenAi),
-                Err(Error::MissingKey {
-                    provider: Kind::OpenAi
-                })
+                GlobalConfig::default().provider(&m),
+                Err(Error::MissingKey { provider, var }) if provider == "openai" && var == "OPENAI_API_KEY"
             ));
         }
     }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::ledger::Exceeded;
-use crate::provider::{ErrorKind, Kind, ModelError, ProviderError};
+use crate::provider::{ErrorKind, ModelError, ProviderError};
 
 /// How the process ends: every exit status axe gives, as README.md's "Exit
 /// codes" and design §2.10 list them. [`Code::status`] is the number.
@@ -120,7 +120,7 @@ pub enum Error {
     /// reason (exit 2).
     InvalidGlob { pattern: String, why: String },
     /// A provider's base URL that is not `http://` or `https://` (exit 2).
-    InvalidBaseUrl { provider: Kind, url: String },
+    InvalidBaseUrl { provider: String, url: String },
     /// Any other problem with the config: an agent file's validation, an
     /// output schema, the system prompt over its limit, a directory or file
     /// `init` cannot write, the trace path, the problems `agents check`
@@ -128,7 +128,7 @@ pub enum Error {
     Config(String),
     /// The provider needs an API key and neither the environment nor
     /// config.toml has one (exit 3).
-    MissingKey { provider: Kind },
+    MissingKey { provider: String, var: String },
     /// The run's deadline, `secs` after it started, passed outside a
     /// provider call (exit 3).
     TimedOut { secs: u64, during: During },
@@ -136,7 +136,7 @@ pub enum Error {
     Provider(ProviderError),
     /// The model declined to answer (exit 1); `what` says how, in the
     /// provider's words where it gave some (design §5.2).
-    Declined { provider: Kind, what: String },
+    Declined { provider: String, what: String },
     /// The conversation needed more than its turns, 50 (exit 1).
     TooManyTurns(u32),
     /// A token or turn budget is spent (exit 4).
@@ -224,18 +224,13 @@ impl fmt::Display for Error {
             Error::InvalidGlob { pattern, why } => write!(f, "invalid glob {pattern:?}: {why}"),
             Error::InvalidBaseUrl { provider, url } => write!(
                 f,
-                "invalid base URL for provider \"{}\": {url:?} (expected http:// or https://)",
-                provider.name()
+                "invalid base URL for provider \"{provider}\": {url:?} (expected http:// or https://)"
             ),
-            Error::MissingKey { provider } => {
-                let name = provider.name();
-                write!(
-                    f,
-                    "API key for provider \"{name}\" is not configured (set {}_API_KEY or add it \
-                     to config.toml)",
-                    name.to_ascii_uppercase()
-                )
-            }
+            Error::MissingKey { provider, var } => write!(
+                f,
+                "API key for provider \"{provider}\" is not configured (set {var} or add it to \
+                 config.toml)"
+            ),
             Error::TimedOut { secs, during } => match during {
                 During::ReadingStdin => write!(f, "timeout after {secs}s while reading stdin"),
                 During::ReadingContextFiles => {
@@ -247,7 +242,7 @@ impl fmt::Display for Error {
                 ),
             },
             Error::Provider(e) => e.fmt(f),
-            Error::Declined { provider, what } => write!(f, "{}: {what}", provider.name()),
+            Error::Declined { provider, what } => write!(f, "{provider}: {what}"),
             Error::TooManyTurns(max) => {
                 write!(f, "agent exceeded maximum conversation turns ({max})")
             }
@@ -420,7 +415,7 @@ mod tests {
         each_prints([
             (
                 Error::InvalidBaseUrl {
-                    provider: Kind::OpenAi,
+                    provider: "openai".into(),
                     url: "ftp://h".into(),
                 },
                 "invalid base URL for provider \"openai\": \"ftp://h\" (expected http:// or https://)",
@@ -428,7 +423,8 @@ mod tests {
             ),
             (
                 Error::MissingKey {
-                    provider: Kind::Anthropic,
+                    provider: "anthropic".into(),
+                    var: "ANTHROPIC_API_KEY".into(),
                 },
                 "API key for provider \"anthropic\" is not configured (set ANTHROPIC_API_KEY or add \
                  it to config.toml)",
@@ -460,7 +456,7 @@ mod tests {
             ),
             (
                 Error::Declined {
-                    provider: Kind::OpenAi,
+                    provider: "openai".into(),
                     what: "the model refused to answer: no".into(),
                 },
                 "openai: the model refused to answer: no",

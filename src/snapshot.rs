@@ -223,6 +223,7 @@ mod tests {
         Ok(crate::resolve::resolve(
             agent,
             &crate::resolve::Overrides::default(),
+            &crate::config::GlobalConfig::default(),
             Path::new("."),
             &later(),
         )

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::deadline::millis;
 use crate::error::Error;
 use crate::ledger::{Place, Totals};
-use crate::provider::{Kind, Provider, Request, Response, Retry, ToolCall, ToolResult};
+use crate::provider::{Provider, Request, Response, Retry, ToolCall, ToolResult};
 use crate::redact::redact_fields;
 use crate::run::Outcome;
 
@@ -27,9 +27,10 @@ const MODEL_WORDS: [&str; 3] = ["content", "calls", "arguments"];
 /// One event of a run, as the trace reports it.
 #[derive(Debug)]
 pub enum TraceEvent<'a> {
-    /// `run_start`: an agent run starts on `kind`'s `model`, offered `tools`.
+    /// `run_start`: an agent run starts on `provider`'s `model` (the
+    /// provider by the name its model string gives), offered `tools`.
     RunStart {
-        kind: Kind,
+        provider: &'a str,
         model: &'a str,
         tools: usize,
     },
@@ -41,14 +42,14 @@ pub enum TraceEvent<'a> {
     /// `retry`: a request is sent again, after a failure or without a
     /// parameter the model refused.
     Retry {
-        kind: Kind,
+        provider: &'a str,
         model: &'a str,
         resend: Resend<'a>,
     },
     /// `response`: `response` came back after `took` (with bodies, its text
     /// and calls).
     Response {
-        kind: Kind,
+        provider: &'a str,
         model: &'a str,
         took: Duration,
         response: &'a Response,
@@ -116,7 +117,7 @@ pub enum Resend<'a> {
 /// The request whose failure ended a conversation.
 #[derive(Debug, Clone, Copy)]
 pub struct FailedRequest<'a> {
-    pub kind: Kind,
+    pub provider: &'a str,
     pub model: &'a str,
     /// From sending to the failure, retries included.
     pub took: Duration,
@@ -189,14 +190,18 @@ impl TraceEvent<'_> {
     /// The event's own fields; with `bodies`, the messages too.
     fn fields(&self, bodies: bool) -> Map<String, Value> {
         let mut f = match self {
-            TraceEvent::RunStart { kind, model, tools } => json!({
-                "provider": kind.name(),
+            TraceEvent::RunStart {
+                provider,
+                model,
+                tools,
+            } => json!({
+                "provider": provider,
                 "model": model,
                 "tools": tools,
             }),
             TraceEvent::Request { provider, request } => {
                 let mut f = json!({
-                    "provider": provider.kind.name(),
+                    "provider": provider.name,
                     "model": request.model,
                     "messages": request.messages.len(),
                 });
@@ -206,16 +211,16 @@ impl TraceEvent<'_> {
                 f
             }
             TraceEvent::Retry {
-                kind,
+                provider,
                 model,
                 resend,
-            } => retry(*kind, model, resend),
+            } => retry(provider, model, resend),
             TraceEvent::Response {
-                kind,
+                provider,
                 model,
                 took,
                 response: r,
-            } => response(*kind, model, *took, r, bodies),
+            } => response(provider, model, *took, r, bodies),
             TraceEvent::Repair {
                 repair,
                 of,
@@ -260,7 +265,7 @@ impl TraceEvent<'_> {
 
 /// A `retry` event's fields: a retry's status, reason, attempt and wait;
 /// for a refused parameter, status 400, what was left out and no wait.
-fn retry(kind: Kind, model: &str, resend: &Resend) -> Value {
+fn retry(provider: &str, model: &str, resend: &Resend) -> Value {
     let mut f = match resend {
         Resend::Retry(r) => json!({
             "status": r.status,
@@ -271,15 +276,15 @@ fn retry(kind: Kind, model: &str, resend: &Resend) -> Value {
         }),
         Resend::Adjusted(what) => json!({ "status": 400, "reason": what, "delay_ms": 0 }),
     };
-    f["provider"] = kind.name().into();
+    f["provider"] = provider.into();
     f["model"] = model.into();
     f
 }
 
 /// A `response` event's fields.
-fn response(kind: Kind, model: &str, took: Duration, r: &Response, bodies: bool) -> Value {
+fn response(provider: &str, model: &str, took: Duration, r: &Response, bodies: bool) -> Value {
     let mut f = json!({
-        "provider": kind.name(),
+        "provider": provider,
         "model": model,
         "duration_ms": millis(took),
         "input_tokens": r.input_tokens,
@@ -343,7 +348,7 @@ fn tool_result(
 fn error_fields(error: &Error, request: Option<&FailedRequest>) -> Value {
     let mut f = json!({ "error": error.to_string(), "kind": error_kind(error) });
     if let Some(r) = request {
-        f["provider"] = r.kind.name().into();
+        f["provider"] = r.provider.into();
         f["model"] = r.model.into();
         f["duration_ms"] = millis(r.took).into();
         f["status"] = match error {

@@ -29,6 +29,7 @@ fn global(server: &FakeServer) -> GlobalConfig {
             ProviderSettings {
                 api_key: Some("sk-test-load-0123456789".into()),
                 base_url: Some(server.url.clone()),
+                ..ProviderSettings::default()
             },
         )]
         .into_iter()

@@ -152,7 +152,7 @@ fn check(dirs: &AgentDirs, name: Option<&str>) -> Result<(), Error> {
         }
         None => agents(dirs)?.into_iter().map(|(id, _)| id).collect(),
     };
-    let graph = graph::load(dirs, &roots, u32::MAX);
+    let graph = graph::load(dirs, &global, &roots, u32::MAX);
     for w in &graph.warnings {
         stderr::warn(w);
     }
@@ -173,7 +173,12 @@ fn check(dirs: &AgentDirs, name: Option<&str>) -> Result<(), Error> {
 fn tree(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
     register_global_secrets();
     paths::check_agent_name(name)?;
-    let graph = graph::load_tree(dirs, name);
+    // The tree is drawn whatever config.toml says; its providers' names
+    // come from it when it loads.
+    let global = crate::config::GlobalConfig::load()
+        .map(|(g, _)| g)
+        .unwrap_or_default();
+    let graph = graph::load_tree(dirs, &global, name);
     for w in &graph.warnings {
         stderr::warn(w);
     }

@@ -50,7 +50,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
-    let resolved = resolve::resolve(agent, &overrides, &cwd, &deadline)?;
+    let resolved = resolve::resolve(agent, &overrides, &global, &cwd, &deadline)?;
     let input = user_input(cmd.prompt, &deadline)?;
 
     report::verbose_header(&verbose, &resolved, &input, cmd.timeout);

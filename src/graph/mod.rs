@@ -98,7 +98,7 @@ impl Report {
 /// but their own sub-agents are not followed (`u32::MAX`: the whole graph).
 /// Never fails: what does not load is a [`Loaded::Missing`] or
 /// [`Loaded::Invalid`].
-pub fn load(dirs: &AgentDirs, roots: &[String], levels: u32) -> Graph {
+pub fn load(dirs: &AgentDirs, global: &GlobalConfig, roots: &[String], levels: u32) -> Graph {
     let mut graph = Graph {
         roots: roots.to_vec(),
         ..Graph::default()
@@ -108,7 +108,7 @@ pub fn load(dirs: &AgentDirs, roots: &[String], levels: u32) -> Graph {
         if graph.nodes.contains_key(&name) {
             continue;
         }
-        let node = load_one(dirs, &name);
+        let node = load_one(dirs, global, &name);
         if let Loaded::Agent { agent, .. } = &node {
             graph.warnings.extend(agent.warnings.iter().cloned());
             if level < levels {
@@ -127,17 +127,17 @@ pub fn load(dirs: &AgentDirs, roots: &[String], levels: u32) -> Graph {
 /// Loads what `axe agents tree <root>` shows: the root, and everything down
 /// to one level past the root's effective `max_depth` (the first agents a run
 /// never calls are shown, marked, and not followed).
-pub fn load_tree(dirs: &AgentDirs, root: &str) -> Graph {
-    let levels = match load_one(dirs, root) {
+pub fn load_tree(dirs: &AgentDirs, global: &GlobalConfig, root: &str) -> Graph {
+    let levels = match load_one(dirs, global, root) {
         Loaded::Agent { agent, .. } => agent.config.sub_agents_config.max_depth.saturating_add(1),
         _ => 0,
     };
-    load(dirs, &[root.to_string()], levels)
+    load(dirs, global, &[root.to_string()], levels)
 }
 
 /// Loads one agent: missing when there is no file, invalid when the file does
 /// not load (bad TOML, validation, an invalid name).
-pub fn load_one(dirs: &AgentDirs, name: &str) -> Loaded {
+pub fn load_one(dirs: &AgentDirs, global: &GlobalConfig, name: &str) -> Loaded {
     let path = match dirs.file(name) {
         Ok(p) => p,
         Err(e) => {
@@ -153,7 +153,7 @@ pub fn load_one(dirs: &AgentDirs, name: &str) -> Loaded {
     }
     match agent::load(dirs, name) {
         Ok(agent) => {
-            let model = parse_model(&agent);
+            let model = parse_model(&agent, global);
             Loaded::Agent {
                 agent: Box::new(agent),
                 model,
@@ -181,13 +181,20 @@ pub fn sub_agents(node: &Loaded) -> Vec<&str> {
         .collect()
 }
 
+/// Where the provider `name`'s problems are listed: the three wires in
+/// their order, then the others by name.
+fn provider_order(name: &str) -> (usize, &str) {
+    let wire = Kind::ALL.iter().position(|k| k.name() == name);
+    (wire.unwrap_or(Kind::ALL.len()), name)
+}
+
 /// An agent's own model, parsed; None when it inherits its caller's.
-fn parse_model(agent: &Agent) -> Result<Option<ModelRef>, String> {
+fn parse_model(agent: &Agent, global: &GlobalConfig) -> Result<Option<ModelRef>, String> {
     agent
         .config
         .model
         .as_deref()
-        .map(ModelRef::parse)
+        .map(|m| global.model_ref(m))
         .transpose()
         .map_err(|e| e.to_string())
 }
@@ -198,18 +205,18 @@ fn parse_model(agent: &Agent) -> Result<Option<ModelRef>, String> {
 /// once per provider, naming the agents that use it), then every cycle.
 pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
     let mut problems = Vec::new();
-    let mut users: Vec<(Kind, Vec<&str>)> = Kind::ALL.iter().map(|k| (*k, Vec::new())).collect();
+    // Each provider by name, with the first model string naming it.
+    let mut users: Vec<(&ModelRef, Vec<&str>)> = Vec::new();
     for (name, node) in &graph.nodes {
         match node {
             Loaded::Agent { agent, model } => {
                 match model {
                     // Inherits: runs on its caller's provider, counted there.
                     Ok(None) => {}
-                    Ok(Some(m)) => {
-                        if let Some((_, names)) = users.iter_mut().find(|(k, _)| *k == m.provider) {
-                            names.push(name);
-                        }
-                    }
+                    Ok(Some(m)) => match users.iter_mut().find(|(u, _)| u.name == m.name) {
+                        Some((_, names)) => names.push(name),
+                        None => users.push((m, vec![name])),
+                    },
                     Err(message) => problems.push(format!("{name}: {}", one_line(message))),
                 }
                 // The schema as a run would read it (design D22): one axe
@@ -235,11 +242,9 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
             }
         }
     }
-    for (kind, names) in &users {
-        if names.is_empty() {
-            continue;
-        }
-        if let Err(e) = global.provider(*kind) {
+    users.sort_by(|a, b| provider_order(&a.0.name).cmp(&provider_order(&b.0.name)));
+    for (m, names) in &users {
+        if let Err(e) = global.provider(m) {
             problems.push(format!("{}: {e}", names.join(", ")));
         }
     }
@@ -424,7 +429,7 @@ mod tests {
                 subs.join(", ")
             );
             let agent = agent::parse(name, Path::new("t.toml"), &text).unwrap();
-            let model = parse_model(&agent);
+            let model = parse_model(&agent, &GlobalConfig::default());
             g.nodes.insert(
                 name.to_string(),
                 Loaded::Agent {

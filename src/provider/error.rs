@@ -37,6 +37,9 @@ pub enum ErrorKind {
 #[derive(Debug, Clone)]
 pub struct ProviderError {
     pub provider: Kind,
+    /// The provider's name as the model string gave it (`groq`), which its
+    /// message starts with.
+    pub name: String,
     pub kind: ErrorKind,
     /// HTTP status, when there was a response.
     pub status: Option<u16>,
@@ -55,6 +58,7 @@ impl ProviderError {
         let message = redact::redact(message.as_ref());
         ProviderError {
             provider,
+            name: provider.name().to_string(),
             kind,
             status,
             message,
@@ -65,7 +69,7 @@ impl ProviderError {
 
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.provider.name(), self.message)
+        write!(f, "{}: {}", self.name, self.message)
     }
 }
 

@@ -26,8 +26,14 @@ pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Provider {
     pub kind: Kind,
+    /// The provider's name as the model string gives it (`groq`): what
+    /// its errors and reports say.
+    pub name: String,
     pub base_url: String,
     api_key: Option<String>,
+    /// Headers sent with every request beside the wire's own (config.toml's
+    /// `headers`, OpenRouter's attribution).
+    headers: Vec<(String, String)>,
     /// How failed requests are retried; none unless set.
     pub retry: RetryPolicy,
 }
@@ -36,6 +42,7 @@ impl fmt::Debug for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Provider")
             .field("kind", &self.kind)
+            .field("name", &self.name)
             .field("base_url", &redact::redact(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
             .field("retry", &self.retry)
@@ -82,10 +89,29 @@ impl Provider {
         redact::register_url(&base_url);
         Provider {
             kind,
+            name: kind.name().to_string(),
             base_url,
             api_key,
+            headers: Vec::new(),
             retry: RetryPolicy::NONE,
         }
+    }
+
+    /// The same provider under the name a model string gave it.
+    pub fn named(mut self, name: &str) -> Provider {
+        self.name = name.to_string();
+        self
+    }
+
+    /// The same provider sending `headers` with every request; their
+    /// values are registered as secrets (an attribution header is not one,
+    /// but a token in `headers` is).
+    pub fn with_headers(mut self, headers: Vec<(String, String)>) -> Provider {
+        for (_, v) in &headers {
+            redact::register(v);
+        }
+        self.headers = headers;
+        self
     }
 
     /// The URL requests are sent to.
@@ -123,6 +149,18 @@ impl Provider {
     /// then sent again without it, once per parameter, not counted as a
     /// retry).
     pub fn send_with(
+        &self,
+        req: &Request,
+        deadline: Instant,
+        on_notice: &dyn Fn(&Notice),
+    ) -> Result<Response, ProviderError> {
+        self.send_inner(req, deadline, on_notice).map_err(|mut e| {
+            e.name.clone_from(&self.name);
+            e
+        })
+    }
+
+    fn send_inner(
         &self,
         req: &Request,
         deadline: Instant,
@@ -228,6 +266,9 @@ impl Provider {
             }
             (Kind::OpenAi | Kind::Ollama, None) => {}
         }
+        for (name, value) in &self.headers {
+            call = call.header(name, value);
+        }
         let result = call
             .config()
             .timeout_global(Some(remaining))
@@ -323,14 +364,30 @@ fn closed_before_response(e: &ureq::Error) -> bool {
     }
 }
 
-/// `{base}/v1/{path}`; a base that already ends in `/v1` (as many
-/// OpenAI-compatible servers are documented) is not given a second one.
+/// `{base}/v1/{path}`; a base whose path already has a version segment
+/// (`/v1`, as many OpenAI-compatible servers are documented, or Gemini's
+/// `/v1beta/openai`) is not given a second one.
 fn join_v1(base: &str, path: &str) -> String {
-    if base.ends_with("/v1") {
+    if versioned(base) {
         format!("{base}/{path}")
     } else {
         format!("{base}/v1/{path}")
     }
+}
+
+/// Whether the path of `url` has a segment `v<digits>`, maybe followed by
+/// letters (`v1`, `v1beta`, `v4`).
+fn versioned(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let Some((_, path)) = rest.split_once('/') else {
+        return false;
+    };
+    path.split('/').any(|seg| {
+        seg.strip_prefix('v').is_some_and(|v| {
+            let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && v.bytes().skip(digits).all(|b| b.is_ascii_alphabetic())
+        })
+    })
 }
 
 fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
@@ -401,6 +458,21 @@ mod tests {
         assert_eq!(
             join_v1("http://h:1/v1", "chat/completions"),
             "http://h:1/v1/chat/completions"
+        );
+        assert_eq!(
+            join_v1(
+                "https://generativelanguage.googleapis.com/v1beta/openai",
+                "chat/completions"
+            ),
+            "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions"
+        );
+        assert_eq!(
+            join_v1("https://api.minimax.io/anthropic", "messages"),
+            "https://api.minimax.io/anthropic/v1/messages"
+        );
+        assert_eq!(
+            join_v1("http://vault:1/video", "messages"),
+            "http://vault:1/video/v1/messages"
         );
     }
 }

@@ -21,6 +21,7 @@ mod error;
 mod http;
 pub mod ollama;
 pub mod openai;
+pub mod presets;
 mod retry;
 mod types;
 pub(crate) mod wire;
@@ -75,24 +76,44 @@ impl Kind {
     }
 }
 
-/// A `provider/model` string, split at the first `/`.
+/// A `provider/model` string, split at the first `/`: the provider by the
+/// name written (`groq`) and the wire it speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRef {
+    /// The wire format.
     pub provider: Kind,
+    /// The provider's name as written: a wire's own (`openai`), a preset's
+    /// (`groq`) or a `[providers.<name>]` table's.
+    pub name: String,
     pub model: String,
 }
 
 impl ModelRef {
-    /// Parses `provider/model`.
+    /// Parses `provider/model` for a wire's own name or a preset's (design
+    /// §4.11); config.toml's named providers need
+    /// [`ModelRef::parse_with`].
     pub fn parse(s: &str) -> Result<ModelRef, ModelError> {
-        let (provider, model) = match s.split_once('/') {
+        ModelRef::parse_with(s, &|_| None)
+    }
+
+    /// Parses `provider/model`, asking `configured` first for the wire of
+    /// a provider name (config.toml's `[providers.<name>] kind`), then the
+    /// wires' own names, then the presets.
+    pub fn parse_with(
+        s: &str,
+        configured: &dyn Fn(&str) -> Option<Kind>,
+    ) -> Result<ModelRef, ModelError> {
+        let (name, model) = match s.split_once('/') {
             Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => (p.trim(), m.trim()),
             _ => return Err(ModelError::Malformed(s.to_string())),
         };
-        let provider =
-            Kind::parse(provider).ok_or_else(|| ModelError::Unsupported(provider.to_string()))?;
+        let provider = configured(name)
+            .or_else(|| Kind::parse(name))
+            .or_else(|| presets::preset(name).map(|p| p.kind))
+            .ok_or_else(|| ModelError::Unsupported(name.to_string()))?;
         Ok(ModelRef {
             provider,
+            name: name.to_string(),
             model: model.to_string(),
         })
     }
@@ -100,7 +121,7 @@ impl ModelRef {
 
 impl fmt::Display for ModelRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.provider.name(), self.model)
+        write!(f, "{}/{}", self.name, self.model)
     }
 }
 
@@ -109,7 +130,7 @@ impl fmt::Display for ModelRef {
 pub enum ModelError {
     /// Not `provider/model`.
     Malformed(String),
-    /// A provider axe does not speak.
+    /// A provider axe does not know by that name.
     Unsupported(String),
 }
 
@@ -120,10 +141,15 @@ impl fmt::Display for ModelError {
                 f,
                 "invalid model {s:?}: expected provider/model, e.g. anthropic/claude-sonnet-4-5"
             ),
-            ModelError::Unsupported(p) => write!(
-                f,
-                "unsupported provider \"{p}\": supported providers are anthropic, openai, ollama"
-            ),
+            ModelError::Unsupported(p) => {
+                let presets: Vec<&str> = presets::PRESETS.iter().map(|p| p.name).collect();
+                write!(
+                    f,
+                    "unsupported provider \"{p}\": supported providers are anthropic, openai, \
+                     ollama, {}, or a [providers.{p}] table with kind in config.toml",
+                    presets.join(", ")
+                )
+            }
         }
     }
 }
@@ -139,6 +165,11 @@ mod tests {
             (m.provider, m.model.as_str()),
             (Kind::OpenAi, "meta-llama/Llama-3-8b")
         );
+        let m = ModelRef::parse("groq/llama-3.3-70b").unwrap();
+        assert_eq!((m.provider, m.name.as_str()), (Kind::OpenAi, "groq"));
+        assert_eq!(m.to_string(), "groq/llama-3.3-70b");
+        let vllm = ModelRef::parse_with("vllm/qwen", &|n| (n == "vllm").then_some(Kind::OpenAi));
+        assert_eq!(vllm.map(|m| m.provider), Ok(Kind::OpenAi));
         assert_eq!(
             ModelRef::parse("nope"),
             Err(ModelError::Malformed("nope".into()))
@@ -147,9 +178,8 @@ mod tests {
             ModelRef::parse("/m"),
             Err(ModelError::Malformed("/m".into()))
         );
-        assert_eq!(
-            ModelRef::parse("x/m").unwrap_err().to_string(),
-            "unsupported provider \"x\": supported providers are anthropic, openai, ollama"
-        );
+        assert!(ModelRef::parse("x/m").unwrap_err().to_string().starts_with(
+            "unsupported provider \"x\": supported providers are anthropic, openai, ollama, google,"
+        ),);
     }
 }

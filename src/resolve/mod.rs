@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::agent::Agent;
+use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::paths;
@@ -89,12 +90,14 @@ pub struct Resolved {
     pub tools: Option<Arc<crate::tools::Kit>>,
 }
 
-/// Resolves `agent` with `overrides`; relative paths given on the command line
+/// Resolves `agent` with `overrides`, its provider named as `global` says
+/// (design §4.11); relative paths given on the command line
 /// resolve against `cwd`. Reading the context files stops at the run's
 /// deadline (a `**` glob over a huge tree must not outlive `--timeout`).
 pub fn resolve(
     agent: Agent,
     overrides: &Overrides,
+    global: &GlobalConfig,
     cwd: &Path,
     deadline: &Deadline,
 ) -> Result<Resolved, Error> {
@@ -103,7 +106,7 @@ pub fn resolve(
         &agent.config.model,
         &overrides.caller_model,
     ) {
-        (Some(m), _, _) | (None, Some(m), _) => ModelRef::parse(m)?,
+        (Some(m), _, _) | (None, Some(m), _) => global.model_ref(m)?,
         (None, None, Some(caller)) => caller.clone(),
         (None, None, None) => {
             return Err(Error::NoModel);

@@ -183,7 +183,7 @@ impl Conversation<'_> {
                 }
             })?;
         let event = TraceEvent::Response {
-            kind: self.provider.kind,
+            provider: &self.provider.name,
             model: &req.model,
             took: sent.elapsed(),
             response: &response,
@@ -228,7 +228,7 @@ impl Conversation<'_> {
         };
         self.ctx.verbose.line(&format!("[retry] {line}"));
         let retry = TraceEvent::Retry {
-            kind: self.provider.kind,
+            provider: &self.provider.name,
             model,
             resend,
         };
@@ -266,7 +266,7 @@ impl Conversation<'_> {
         // Step 4: a refusal ends the run (design §5.2); a paused turn goes
         // back as it came (design §5.5).
         if let Some(what) = response.declined {
-            let provider = self.provider.kind;
+            let provider = self.provider.name.clone();
             return Err(Error::Declined { provider, what }.into());
         }
         if let Some(blocks) = response.paused.take()
@@ -363,7 +363,7 @@ impl Conversation<'_> {
     #[inline(never)]
     fn fail(&self, failure: Failure) -> Error {
         let request = failure.request.map(|took| FailedRequest {
-            kind: self.provider.kind,
+            provider: &self.provider.name,
             model: &self.req.model,
             took,
         });

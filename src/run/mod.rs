@@ -183,7 +183,7 @@ fn mcp_tools(resolved: &Resolved, ctx: &Ctx) -> Result<Vec<crate::mcp::Bound>, E
 fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
     ctx.ledger.record_start(&ctx.place);
     let start = TraceEvent::RunStart {
-        kind: provider.kind,
+        provider: &provider.name,
         model,
         tools: offered,
     };

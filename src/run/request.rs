@@ -16,7 +16,7 @@ use crate::tool;
 /// The provider `resolved` runs on, retrying as `--retries`, then the
 /// agent's `[retry]`, then config.toml's say. A missing key is the error.
 pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error> {
-    let mut provider = ctx.global.provider(resolved.model.provider)?;
+    let mut provider = ctx.global.provider(&resolved.model)?;
     let mut retry = resolved
         .agent
         .config

@@ -253,7 +253,12 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
     for w in &loaded.warnings {
         crate::stderr::warn_once(w);
     }
-    if let Some(Err(e)) = loaded.config.model.as_deref().map(ModelRef::parse) {
+    if let Some(Err(e)) = loaded
+        .config
+        .model
+        .as_deref()
+        .map(|m| ctx.global.model_ref(m))
+    {
         return Err(LoadError::Rejected(format!(
             "call_agent error: invalid model for agent \"{name}\": {e}"
         )));
@@ -264,7 +269,14 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
         caller_model: Some(caller.model.clone()),
         ..Overrides::default()
     };
-    resolve::resolve(Agent::clone(&loaded), &overrides, ctx.cwd, deadline).map_err(|e| {
+    resolve::resolve(
+        Agent::clone(&loaded),
+        &overrides,
+        ctx.global,
+        ctx.cwd,
+        deadline,
+    )
+    .map_err(|e| {
         if deadline.passed() {
             LoadError::Failed(format!("timeout after {}s", deadline.secs))
         } else {

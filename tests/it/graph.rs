@@ -7,8 +7,9 @@ use crate::common::*;
 
 use std::path::PathBuf;
 
-const UNSUPPORTED_MISTRAL: &str =
-    "unsupported provider \"mistral\": supported providers are anthropic, openai, ollama";
+const UNSUPPORTED_MISTREL: &str = "unsupported provider \"mistrel\": supported providers are \
+    anthropic, openai, ollama, google, gemini, openrouter, groq, deepseek, mistral, together, xai, \
+    minimax, or a [providers.mistrel] table with kind in config.toml";
 
 /// Writes the agent `name` with `model` and `sub_agents`, then `extra`.
 fn agent(home: &Home, name: &str, model: &str, subs: &[&str], extra: &str) -> PathBuf {
@@ -84,7 +85,7 @@ fn check_reports_no_problems_for_a_clean_graph_and_exits_0() {
     let home = Home::new();
     readme_graph(&home);
     // Not reachable from lead: not checked.
-    agent(&home, "stray", "mistral/large", &["nowhere"], "");
+    agent(&home, "stray", "mistrel/large", &["nowhere"], "");
     let out = run_with_keys(&home, &["agents", "check", "lead"]);
     assert_clean(&out, "4 agents checked, no problems\n");
 }
@@ -161,14 +162,14 @@ fn check_reports_invalid_sub_agent_files_with_the_loaders_message() {
 fn check_reports_an_unsupported_provider_and_a_bad_model_string() {
     let home = Home::new();
     agent(&home, "lead", "ollama/llama3", &["odd", "bare"], "");
-    agent(&home, "odd", "mistral/large", &[], "");
+    agent(&home, "odd", "mistrel/large", &[], "");
     agent(&home, "bare", "gpt-4o", &[], "");
     let out = home.run(&["agents", "check", "lead"]);
     assert_problems(
         &out,
         &format!(
             "bare: invalid model \"gpt-4o\": expected provider/model, e.g. anthropic/claude-sonnet-4-5\n\
-             odd: {UNSUPPORTED_MISTRAL}\n\
+             odd: {UNSUPPORTED_MISTREL}\n\
              3 agents checked, 2 problems\n"
         ),
         "2 problems in the delegation graph of lead",
@@ -325,14 +326,14 @@ fn check_without_a_name_checks_every_agent() {
     let home = Home::new();
     agent(&home, "lead", "ollama/llama3", &["helper", "ghost"], "");
     agent(&home, "helper", "ollama/llama3", &[], "");
-    agent(&home, "loner", "mistral/large", &[], "");
+    agent(&home, "loner", "mistrel/large", &[], "");
     agent(&home, "loop", "ollama/llama3", &["loop"], "");
     let out = home.run(&["agents", "check"]);
     assert_problems(
         &out,
         &format!(
             "lead: sub-agent \"ghost\" not found ({})\n\
-             loner: {UNSUPPORTED_MISTRAL}\n\
+             loner: {UNSUPPORTED_MISTREL}\n\
              cycle: loop -> loop\n\
              4 agents checked, 3 problems\n",
             agent_path(&home, "ghost")
@@ -473,7 +474,7 @@ fn tree_marks_missing_and_invalid_sub_agents_and_exits_0() {
         "",
     );
     home.agent("nomodel", "name = \"nomodel\"\n");
-    agent(&home, "odd", "mistral/large", &[], "");
+    agent(&home, "odd", "mistrel/large", &[], "");
     let out = home.run(&["agents", "tree", "lead"]);
     assert_clean(
         &out,
@@ -481,7 +482,7 @@ fn tree_marks_missing_and_invalid_sub_agents_and_exits_0() {
             "lead (ollama/llama3, max_depth 3, parallel)\n\
              ├── ghost [missing]\n\
              ├── nomodel (inherits ollama/llama3)\n\
-             └── odd (mistral/large) [invalid model: {UNSUPPORTED_MISTRAL}]\n"
+             └── odd (mistrel/large) [invalid model: {UNSUPPORTED_MISTREL}]\n"
         ),
     );
 }

@@ -41,7 +41,9 @@ fn run_with_an_unsupported_provider_exits_1() {
     assert_fails(
         &out,
         1,
-        "unsupported provider \"x\": supported providers are anthropic, openai, ollama",
+        "unsupported provider \"x\": supported providers are anthropic, openai, ollama, google, \
+         gemini, openrouter, groq, deepseek, mistral, together, xai, minimax, or a \
+         [providers.x] table with kind in config.toml",
     );
 }
 

@@ -1,0 +1,133 @@
+//! Providers known by name beyond the three wires' own (design §4.11): each
+//! speaks one of the wire formats at its own base URL, with its own key
+//! variable, so that `groq/llama-3.3-70b` needs no config.toml at all.
+//! `[providers.<name>]` tables with `kind` add more, and may override any
+//! of these.
+
+use super::Kind;
+
+/// A provider axe knows by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub base_url: &'static str,
+    /// The environment variable its key is read from.
+    pub key_var: &'static str,
+}
+
+/// The presets, checked against each vendor's documentation of its
+/// OpenAI- or Anthropic-compatible endpoint. `google` is the Go original's
+/// name for Gemini (with its key variable, `GEMINI_API_KEY`), `gemini` the
+/// same endpoint under the name users look for.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "google",
+        kind: Kind::OpenAi,
+        base_url: "https://generativelanguage.googleapis.com/v1beta/openai",
+        key_var: "GEMINI_API_KEY",
+    },
+    Preset {
+        name: "gemini",
+        kind: Kind::OpenAi,
+        base_url: "https://generativelanguage.googleapis.com/v1beta/openai",
+        key_var: "GEMINI_API_KEY",
+    },
+    Preset {
+        name: "openrouter",
+        kind: Kind::OpenAi,
+        base_url: "https://openrouter.ai/api/v1",
+        key_var: "OPENROUTER_API_KEY",
+    },
+    Preset {
+        name: "groq",
+        kind: Kind::OpenAi,
+        base_url: "https://api.groq.com/openai/v1",
+        key_var: "GROQ_API_KEY",
+    },
+    Preset {
+        name: "deepseek",
+        kind: Kind::OpenAi,
+        base_url: "https://api.deepseek.com/v1",
+        key_var: "DEEPSEEK_API_KEY",
+    },
+    Preset {
+        name: "mistral",
+        kind: Kind::OpenAi,
+        base_url: "https://api.mistral.ai/v1",
+        key_var: "MISTRAL_API_KEY",
+    },
+    Preset {
+        name: "together",
+        kind: Kind::OpenAi,
+        base_url: "https://api.together.xyz/v1",
+        key_var: "TOGETHER_API_KEY",
+    },
+    Preset {
+        name: "xai",
+        kind: Kind::OpenAi,
+        base_url: "https://api.x.ai/v1",
+        key_var: "XAI_API_KEY",
+    },
+    Preset {
+        name: "minimax",
+        kind: Kind::Anthropic,
+        base_url: "https://api.minimax.io/anthropic",
+        key_var: "MINIMAX_API_KEY",
+    },
+];
+
+/// The preset named `name`.
+pub fn preset(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}
+
+/// The environment variable a provider's key is read from: the preset's,
+/// else `<NAME>_API_KEY` (upper case, `-` and `.` as `_`).
+pub fn key_var(name: &str) -> String {
+    match preset(name) {
+        Some(p) => p.key_var.to_string(),
+        None => format!("{}_API_KEY", env_name(name)),
+    }
+}
+
+/// `name` as it appears in an environment variable's name.
+pub fn env_name(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '-' | '.' => '_',
+            c => c.to_ascii_uppercase(),
+        })
+        .collect()
+}
+
+/// Whether `name` may name a provider: what a `[providers.<name>]` table
+/// and an environment variable can both carry.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_is_a_valid_name_and_none_is_a_wire() {
+        for p in PRESETS {
+            assert!(valid_name(p.name), "{}", p.name);
+            assert!(Kind::parse(p.name).is_none(), "{}", p.name);
+            assert!(p.base_url.starts_with("https://"), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn key_variables_come_from_the_preset_else_the_name() {
+        assert_eq!(key_var("google"), "GEMINI_API_KEY");
+        assert_eq!(key_var("groq"), "GROQ_API_KEY");
+        assert_eq!(key_var("my-vllm.local"), "MY_VLLM_LOCAL_API_KEY");
+    }
+}
