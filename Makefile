@@ -37,7 +37,7 @@ bench:
 	$(CARGO) bench --bench tools
 	$(CARGO) bench --bench mcp
 
-## fuzz: every fuzzer in tests/fuzz.rs (response bodies, TOML files, retry
+## fuzz: every fuzzer in tests/fuzz.rs (response bodies, streams, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a
 ## million), release build; AXE_FUZZ_SEED=n explores elsewhere. Several
 ## minutes; not part of `make test`

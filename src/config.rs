@@ -58,6 +58,8 @@ impl RetrySettings {
 pub struct ProviderSettings {
     pub api_key: Option<String>,
     pub base_url: Option<String>,
+    /// Seconds a streamed answer may send nothing (design §4.10).
+    pub idle_timeout: Option<u64>,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -65,6 +67,7 @@ impl std::fmt::Debug for ProviderSettings {
         f.debug_struct("ProviderSettings")
             .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
             .field("base_url", &self.base_url.as_deref().map(redact::redact))
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -84,6 +87,7 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 # [providers.openai]
 # api_key = "sk-..."
 # base_url = "https://api.openai.com"     # or any OpenAI-compatible server
+# idle_timeout = 120     # seconds a streamed answer may send nothing
 
 # [providers.ollama]
 # base_url = "http://localhost:11434"
@@ -174,7 +178,7 @@ impl GlobalConfig {
 
     /// The provider for `kind` as configured here and by the environment
     /// (no retries: the caller sets its policy). A missing key is exit 3, a
-    /// base URL that is not http(s) exit 2.
+    /// base URL that is not http(s) or an idle limit of 0 exit 2.
     pub fn provider(&self, kind: Kind) -> Result<Provider, Error> {
         let key = self.api_key(kind);
         if key.is_none() && kind.needs_key() {
@@ -187,7 +191,18 @@ impl GlobalConfig {
                 url: base_url,
             });
         }
-        Ok(Provider::new(kind, base_url, key))
+        let mut provider = Provider::new(kind, base_url, key);
+        match self.settings(kind).and_then(|s| s.idle_timeout) {
+            Some(0) => {
+                return Err(Error::config(format!(
+                    "providers.{}.idle_timeout must be at least 1 second",
+                    kind.name()
+                )));
+            }
+            Some(secs) => provider.idle = Duration::from_secs(secs),
+            None => {}
+        }
+        Ok(provider)
     }
 
     /// Registers every key that could be used, so that none is ever printed,

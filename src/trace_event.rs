@@ -279,6 +279,10 @@ fn response(kind: Kind, model: &str, took: Duration, r: &Response, bodies: bool)
         "tool_calls": r.tool_calls.len(),
         "retries": r.retries,
     });
+    // Only a streamed answer has one (design §4.10).
+    if let Some(first) = r.first_token {
+        f["first_token_ms"] = millis(first).into();
+    }
     if bodies {
         f["content"] = r.content.clone().into();
         f["calls"] = r

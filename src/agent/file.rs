@@ -50,6 +50,8 @@ pub(super) struct AgentFile {
     mcp_servers: Vec<McpEntry>,
     #[serde(default)]
     mcp_tools: Vec<String>,
+    #[serde(default)]
+    stream: bool,
 }
 
 /// One entry of an agent's `mcp_servers`: the name of one of config.toml's
@@ -207,6 +209,7 @@ impl AgentFile {
             output,
             tools,
             mcp,
+            stream: self.stream,
         })
     }
 }

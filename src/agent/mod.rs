@@ -78,6 +78,9 @@ pub struct AgentConfig {
     pub tools: ToolsConfig,
     /// `mcp_servers` and `mcp_tools` (design §11.1).
     pub mcp: crate::mcp::AgentMcp,
+    /// `stream`: answers are streamed, and at top level printed as they
+    /// come (design §4.10).
+    pub stream: bool,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.

@@ -34,6 +34,10 @@ model = "provider/model-name"
 # max_file_bytes = 1048576
 # max_prompt_bytes = 8388608
 
+# Stream answers: the text is printed as it comes (as axe run --stream),
+# and every request of the tree asks for a stream.
+# stream = true
+
 # Agents this agent may delegate to through the call_agent tool.
 # sub_agents = ["helper"]
 
@@ -177,6 +181,9 @@ pub fn show(agent: &Agent) -> String {
         if let Some(n) = sac.max_result_chars {
             rows.push(("Max Result Chars", n.to_string()));
         }
+    }
+    if c.stream {
+        rows.push(("Stream", "yes".into()));
     }
     rows.extend(tool_rows(&c.tools));
     if let Some(n) = c.max_file_bytes {

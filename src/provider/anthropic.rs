@@ -50,6 +50,9 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             "format": {"type": "json_schema", "schema": schema},
         });
     }
+    if req.stream {
+        body["stream"] = json!(true);
+    }
     body
 }
 

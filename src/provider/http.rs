@@ -1,8 +1,12 @@
 //! The one HTTP path: a provider endpoint with its credentials, sending a
 //! request with the time left before the deadline, retrying what may be
 //! retried, and turning every answer into a response or a classified error.
+//! A streamed answer is read as it comes (design §4.10), its text handed
+//! out piece by piece, with an idle limit between any two reads.
 
+use std::cell::Cell;
 use std::fmt;
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -10,15 +14,21 @@ use serde_json::Value;
 use super::adjust::{self, Change, Quirks};
 use super::client::client;
 use super::error::{
-    ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
+    ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, stream_error,
+    transport_error,
 };
 use super::retry::{RetryPolicy, retry_hint, retryable_status, should_retry_hint};
+use super::stream::{Decoder, StreamError};
 use super::{Kind, Request, Response, anthropic, ollama, openai};
 use crate::redact;
 use crate::text::one_line;
 
 /// The largest response body axe reads; a larger one is refused, not read.
 pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+
+/// How long a streamed answer may send nothing before it is given up
+/// (design §4.10); `idle_timeout` in config.toml changes it.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
 
 /// A provider endpoint with its credentials. Cheap to build; the HTTP
 /// connection pool behind it is shared by every call in the process. Its
@@ -30,6 +40,8 @@ pub struct Provider {
     api_key: Option<String>,
     /// How failed requests are retried; none unless set.
     pub retry: RetryPolicy,
+    /// The longest a streamed answer may send nothing.
+    pub idle: Duration,
 }
 
 impl fmt::Debug for Provider {
@@ -39,6 +51,7 @@ impl fmt::Debug for Provider {
             .field("base_url", &redact::redact(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
             .field("retry", &self.retry)
+            .field("idle", &self.idle)
             .finish()
     }
 }
@@ -85,6 +98,7 @@ impl Provider {
             base_url,
             api_key,
             retry: RetryPolicy::NONE,
+            idle: DEFAULT_IDLE,
         }
     }
 
@@ -115,30 +129,46 @@ impl Provider {
     /// retrying as [`Provider::retry`] says; a wait that would pass the
     /// deadline is not started, and the last error is returned instead.
     pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
-        self.send_with(req, deadline, &|_| {})
+        self.send_with(req, deadline, &|_| {}, None)
     }
 
     /// [`Provider::send`], telling `on_notice` about each retry before its
     /// wait, and about each parameter the model refused (the request is
     /// then sent again without it, once per parameter, not counted as a
-    /// retry).
+    /// retry). A streamed answer's text is handed to `on_text` as it comes
+    /// (the whole text at once when the server did not stream); once some
+    /// was, a failure of that request is final: what was handed out cannot
+    /// be taken back (design §4.10).
     pub fn send_with(
         &self,
         req: &Request,
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
+        on_text: Option<&dyn Fn(&str)>,
     ) -> Result<Response, ProviderError> {
         let mut quirks = adjust::known(self.kind, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
         let mut retries = 0;
+        let handed_out = Cell::new(false);
+        let hand_out = |text: &str| {
+            if let Some(on_text) = on_text {
+                handed_out.set(true);
+                on_text(text);
+            }
+        };
         loop {
-            let failed = match self.attempt(&body, deadline) {
+            let failed = match self.attempt(&body, deadline, req.stream, &hand_out) {
                 Ok(mut resp) => {
                     resp.retries = retries;
                     return Ok(resp);
                 }
                 Err(failed) => failed,
             };
+            if handed_out.get() {
+                let mut error = failed.error;
+                error.retries = retries;
+                return Err(error);
+            }
             if let Some(status) = failed.error.status
                 && let Some(change) =
                     adjust::refused(self.kind, status, &failed.detail, req, quirks)
@@ -202,8 +232,15 @@ impl Provider {
         })
     }
 
-    /// One HTTP request and its classified outcome.
-    fn attempt(&self, body: &[u8], deadline: Instant) -> Result<Response, Attempt> {
+    /// One HTTP request and its classified outcome; a streamed answer's
+    /// text goes to `on_text` as it comes.
+    fn attempt(
+        &self,
+        body: &[u8],
+        deadline: Instant,
+        stream: bool,
+        on_text: &dyn Fn(&str),
+    ) -> Result<Response, Attempt> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             return Err(Attempt::failed(self.error(
@@ -213,10 +250,15 @@ impl Provider {
             )));
         }
         let url = self.endpoint();
+        let accept = match (stream, self.kind) {
+            (false, _) => "application/json",
+            (true, Kind::Ollama) => "application/x-ndjson",
+            (true, _) => "text/event-stream",
+        };
         let mut call = client(self.kind)
             .post(&url)
             .header("content-type", "application/json")
-            .header("accept", "application/json");
+            .header("accept", accept);
         match (self.kind, &self.api_key) {
             (Kind::Anthropic, key) => {
                 call = call
@@ -228,13 +270,21 @@ impl Provider {
             }
             (Kind::OpenAi | Kind::Ollama, None) => {}
         }
+        let sent = Instant::now();
+        // A stream may take as long as the deadline allows, but not go
+        // quiet for longer than the idle limit (the wait for the head too).
+        let idle = stream.then_some(self.idle);
         let result = call
             .config()
             .timeout_global(Some(remaining))
+            .timeout_per_read(idle)
             .build()
             .send(body);
         let mut resp = match result {
             Ok(resp) => resp,
+            Err(ureq::Error::Timeout(ureq::Timeout::PerRead)) => {
+                return Err(self.idle_failure());
+            }
             // Nothing came back: a refused or dropped connection may be retried.
             Err(e) => {
                 let retryable = closed_before_response(&e);
@@ -260,6 +310,13 @@ impl Provider {
                 should_retry_hint(header(&resp, "x-should-retry").as_deref()),
             )
         };
+        let streamed = stream
+            && (200..300).contains(&status)
+            && !header(&resp, "content-type")
+                .is_some_and(|t| t.trim_start().starts_with("application/json"));
+        if streamed {
+            return self.read_stream(resp.body_mut(), sent, on_text, &url);
+        }
         let bytes = match read_body(resp.body_mut()) {
             Ok(bytes) => bytes,
             // A 2xx whose body cannot be read is the body's failure; any other
@@ -294,13 +351,101 @@ impl Provider {
             Kind::OpenAi => openai::parse(&text),
             Kind::Ollama => ollama::parse(&text),
         };
-        parsed.map_err(|detail| {
+        let resp = parsed.map_err(|detail| {
             Attempt::failed(self.error(
                 ErrorKind::InvalidResponse,
                 Some(status),
                 format!("invalid response: {detail}"),
             ))
-        })
+        })?;
+        // A server that answered a stream whole: its text at once.
+        if stream && !resp.content.is_empty() {
+            on_text(&resp.content);
+        }
+        Ok(resp)
+    }
+
+    /// A streamed answer read as it comes, each piece of its text handed to
+    /// `on_text`; `sent` is when the request went, for the time to the
+    /// first token.
+    fn read_stream(
+        &self,
+        body: &mut ureq::Body,
+        sent: Instant,
+        on_text: &dyn Fn(&str),
+        url: &str,
+    ) -> Result<Response, Attempt> {
+        let mut reader = body.with_config().limit(MAX_BODY_BYTES).reader();
+        let mut decoder = Decoder::new(self.kind);
+        let mut first_token = None;
+        // On the heap: a waiting sub-agent's frame stays small (design §3.15).
+        let mut buf = vec![0; 8 * 1024];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.read_failure(ureq::Error::from(e), url)),
+            };
+            let delta = decoder
+                .feed(&buf[..n], &mut |t| on_text(t))
+                .map_err(|e| self.stream_failure(e))?;
+            if delta && first_token.is_none() {
+                first_token = Some(sent.elapsed());
+            }
+        }
+        let mut resp = decoder.finish().map_err(|e| self.stream_failure(e))?;
+        resp.first_token = first_token;
+        Ok(resp)
+    }
+
+    /// A stream that could not be read to its end: silent past the idle
+    /// limit, or cut. Either may be retried, as long as nothing was handed
+    /// out; the deadline is not.
+    fn read_failure(&self, e: ureq::Error, url: &str) -> Attempt {
+        if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
+            return self.idle_failure();
+        }
+        let retryable = closed_before_response(&e);
+        let mut failed = Attempt::failed(transport_error(self.kind, &self.base_url, e, url));
+        failed.retryable = retryable;
+        failed
+    }
+
+    fn idle_failure(&self) -> Attempt {
+        let mut error = self.error(
+            ErrorKind::Timeout,
+            None,
+            format!(
+                "the stream sent nothing for {}s (the idle limit)",
+                self.idle.as_secs_f64()
+            ),
+        );
+        error.idle = true;
+        let mut failed = Attempt::failed(error);
+        failed.retryable = true;
+        failed
+    }
+
+    /// A stream that is not one, or the provider's error event in it.
+    fn stream_failure(&self, e: StreamError) -> Attempt {
+        match e {
+            StreamError::Invalid(detail) => Attempt::failed(self.error(
+                ErrorKind::InvalidResponse,
+                None,
+                format!("invalid response: {detail}"),
+            )),
+            StreamError::Failed(detail) => {
+                let (error, retryable) = stream_error(self.kind, &detail);
+                Attempt {
+                    error,
+                    detail: Box::new(detail),
+                    retry_after: None,
+                    should_retry: None,
+                    retryable,
+                }
+            }
+        }
     }
 }
 
@@ -371,7 +516,9 @@ impl Attempt {
     }
 
     fn may_retry(&self) -> bool {
-        if self.error.kind == ErrorKind::Timeout {
+        // The deadline's timeout leaves no time to try again; a stream that
+        // went quiet may be tried again within it.
+        if self.error.kind == ErrorKind::Timeout && !self.error.idle {
             return false;
         }
         self.should_retry.unwrap_or(self.retryable)

@@ -7,9 +7,9 @@
 //! response body into a [`Response`]. Everything else is here, once: the
 //! shared types (`types`), the HTTP path with its deadlines and size limits
 //! (`http`) and the clients it shares (`client`), retries (`retry`), error
-//! classification (`error`), the helpers the formats share (`wire`) and what
-//! models refuse (`adjust`). The provider knows nothing of where its
-//! settings came from.
+//! classification (`error`), the helpers the formats share (`wire`), what
+//! models refuse (`adjust`) and streamed answers (`stream`). The provider
+//! knows nothing of where its settings came from.
 
 pub mod adjust;
 pub mod anthropic;
@@ -20,6 +20,7 @@ mod http;
 pub mod ollama;
 pub mod openai;
 mod retry;
+pub mod stream;
 mod types;
 pub(crate) mod wire;
 

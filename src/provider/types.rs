@@ -101,6 +101,8 @@ pub struct Request {
     /// The JSON Schema the answer must match, asked for with each wire's
     /// own mechanism (design D22); None asks for nothing.
     pub output_schema: Option<serde_json::Value>,
+    /// Whether the answer is asked for as a stream of events (design §4.10).
+    pub stream: bool,
 }
 
 /// Whether a request lets the model call its tools.
@@ -161,6 +163,9 @@ pub struct Response {
     /// server-side tool): the content blocks to send back as they came so
     /// that the model goes on. `content` is the text so far.
     pub paused: Option<Value>,
+    /// For a streamed answer: the time from sending the request to its
+    /// first content or tool-call delta (design §4.10).
+    pub first_token: Option<std::time::Duration>,
 }
 
 /// Why an answer ended before the model finished it.

@@ -55,6 +55,9 @@ pub(super) fn first(
         tool_choice,
         parallel_tool_calls: config.sub_agents_config.parallel,
         output_schema: resolved.output_schema.as_ref().map(|o| o.schema.clone()),
+        // A sub-agent streams when its tree does (a proxy cuts its idle
+        // connections too), or when its own file asks.
+        stream: ctx.stream.on || config.stream,
     };
     (req, offered)
 }
