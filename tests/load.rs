@@ -29,6 +29,7 @@ fn global(server: &FakeServer) -> GlobalConfig {
             ProviderSettings {
                 api_key: Some("sk-test-load-0123456789".into()),
                 base_url: Some(server.url.clone()),
+                idle_timeout: None,
             },
         )]
         .into_iter()
@@ -104,6 +105,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         budgets: Vec::new(),
         snapshot: Default::default(),
         mcp: Default::default(),
+        stream: Default::default(),
         retries: None,
     };
     let allowed = vec!["w".to_string()];

@@ -38,6 +38,7 @@
 //! | §4.3, §4.6, §6.1, §6.7 | what a well-behaved server never sends: absurd headers and counts, credentials in URLs | `odd_servers.rs` |
 //! | §4.5, ch. 5 | refusals, cut-off answers and calls, parameters a model refuses | `answers_not_whole.rs` |
 //! | §4.6 | token counts as each API bills them, cache reads | `token_counts.rs` |
+//! | §4.10 | streamed answers: printed as they come, a tool loop, `--json` and schemas, hostile streams | `stream/mod.rs`, `stream/hostile.rs` |
 //! | §3.8, §5.5 | turns axe does not run itself: an OpenAI `custom` call, Anthropic's `pause_turn` | `odd_turns.rs` |
 //! | D22 | output schemas: asked, checked, repaired | `output_schema.rs` |
 //! | §4.9 | the schema Anthropic is sent | `output_schema_anthropic.rs` |
@@ -93,6 +94,7 @@ mod providers;
 mod retries;
 mod secrets;
 mod snapshot;
+mod stream;
 mod token_counts;
 mod tool_reports;
 mod trace;

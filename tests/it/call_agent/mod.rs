@@ -37,6 +37,7 @@ fn global(providers: &[(&str, Option<&str>, &str)]) -> GlobalConfig {
                     ProviderSettings {
                         api_key: key.map(str::to_string),
                         base_url: Some(url.to_string()),
+                        idle_timeout: None,
                     },
                 )
             })
@@ -109,6 +110,7 @@ impl Setup {
             budgets: Vec::new(),
             snapshot: Default::default(),
             mcp: Default::default(),
+            stream: Default::default(),
         }
     }
 }
