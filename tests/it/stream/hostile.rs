@@ -232,3 +232,17 @@ fn one_enormous_event_is_refused_not_read_whole() {
         );
     }
 }
+
+#[test]
+fn an_idle_limit_of_zero_is_a_config_error() {
+    let p = P::Ollama;
+    let server = FakeServer::start(vec![p.streamed(&p.stream_text(&["unused"], 5, 2))]);
+    let home = home_on(p, "[providers.ollama]\nidle_timeout = 0\n");
+    let b = run(&home, p, &server, &[]);
+    assert_eq!(code(&b.output), 2, "{}", stderr(&b.output));
+    assert_eq!(
+        axe_lines(&b),
+        vec!["axe: providers.ollama.idle_timeout must be at least 1 second".to_string()]
+    );
+    assert!(server.requests().is_empty());
+}
