@@ -6,7 +6,6 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -14,11 +13,9 @@ use serde_json::Value;
 use super::adjust::{self, Change, Quirks};
 use super::client::client;
 use super::error::{
-    ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, stream_error,
-    transport_error,
+    ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
 };
 use super::retry::{RetryPolicy, retry_hint, retryable_status, should_retry_hint};
-use super::stream::{Decoder, StreamError};
 use super::{Kind, Request, Response, anthropic, ollama, openai};
 use crate::redact;
 use crate::text::one_line;
@@ -213,7 +210,7 @@ impl Provider {
         }
     }
 
-    fn error(
+    pub(super) fn error(
         &self,
         kind: ErrorKind,
         status: Option<u16>,
@@ -364,94 +361,11 @@ impl Provider {
         }
         Ok(resp)
     }
-
-    /// A streamed answer read as it comes, each piece of its text handed to
-    /// `on_text`; `sent` is when the request went, for the time to the
-    /// first token.
-    fn read_stream(
-        &self,
-        body: &mut ureq::Body,
-        sent: Instant,
-        on_text: &dyn Fn(&str),
-        url: &str,
-    ) -> Result<Response, Attempt> {
-        let mut reader = body.with_config().limit(MAX_BODY_BYTES).reader();
-        let mut decoder = Decoder::new(self.kind);
-        let mut first_token = None;
-        // On the heap: a waiting sub-agent's frame stays small (design §3.15).
-        let mut buf = vec![0; 8 * 1024];
-        loop {
-            let n = match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.read_failure(ureq::Error::from(e), url)),
-            };
-            let delta = decoder
-                .feed(&buf[..n], &mut |t| on_text(t))
-                .map_err(|e| self.stream_failure(e))?;
-            if delta && first_token.is_none() {
-                first_token = Some(sent.elapsed());
-            }
-        }
-        let mut resp = decoder.finish().map_err(|e| self.stream_failure(e))?;
-        resp.first_token = first_token;
-        Ok(resp)
-    }
-
-    /// A stream that could not be read to its end: silent past the idle
-    /// limit, or cut. Either may be retried, as long as nothing was handed
-    /// out; the deadline is not.
-    fn read_failure(&self, e: ureq::Error, url: &str) -> Attempt {
-        if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
-            return self.idle_failure();
-        }
-        let retryable = closed_before_response(&e);
-        let mut failed = Attempt::failed(transport_error(self.kind, &self.base_url, e, url));
-        failed.retryable = retryable;
-        failed
-    }
-
-    fn idle_failure(&self) -> Attempt {
-        let mut error = self.error(
-            ErrorKind::Timeout,
-            None,
-            format!(
-                "the stream sent nothing for {}s (the idle limit)",
-                self.idle.as_secs_f64()
-            ),
-        );
-        error.idle = true;
-        let mut failed = Attempt::failed(error);
-        failed.retryable = true;
-        failed
-    }
-
-    /// A stream that is not one, or the provider's error event in it.
-    fn stream_failure(&self, e: StreamError) -> Attempt {
-        match e {
-            StreamError::Invalid(detail) => Attempt::failed(self.error(
-                ErrorKind::InvalidResponse,
-                None,
-                format!("invalid response: {detail}"),
-            )),
-            StreamError::Failed(detail) => {
-                let (error, retryable) = stream_error(self.kind, &detail);
-                Attempt {
-                    error,
-                    detail: Box::new(detail),
-                    retry_after: None,
-                    should_retry: None,
-                    retryable,
-                }
-            }
-        }
-    }
 }
 
 /// Whether a transport error happened before any response: the connection
 /// was refused, reset or closed. (A deadline timeout is not one of these.)
-fn closed_before_response(e: &ureq::Error) -> bool {
+pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
     use std::io::ErrorKind as Io;
     match e {
         ureq::Error::ConnectionFailed => true,
@@ -491,21 +405,21 @@ fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
 }
 
 /// A failed attempt and what the server said about trying again.
-struct Attempt {
-    error: ProviderError,
+pub(super) struct Attempt {
+    pub(super) error: ProviderError,
     /// The error body's message, type and parameter, when there was one
     /// (boxed: failures are rare, and the result stays small).
-    detail: Box<ErrorDetail>,
+    pub(super) detail: Box<ErrorDetail>,
     /// `Retry-After` (seconds or an HTTP date), or `retry-after-ms`.
-    retry_after: Option<Duration>,
+    pub(super) retry_after: Option<Duration>,
     /// Anthropic's `x-should-retry`, which overrides the status.
-    should_retry: Option<bool>,
+    pub(super) should_retry: Option<bool>,
     /// Whether the failure is of a retryable kind (design D12).
-    retryable: bool,
+    pub(super) retryable: bool,
 }
 
 impl Attempt {
-    fn failed(error: ProviderError) -> Attempt {
+    pub(super) fn failed(error: ProviderError) -> Attempt {
         Attempt {
             error,
             detail: Box::default(),

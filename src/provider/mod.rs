@@ -6,10 +6,11 @@
 //! path, the JSON body for a [`Request`], and the parsing of a successful
 //! response body into a [`Response`]. Everything else is here, once: the
 //! shared types (`types`), the HTTP path with its deadlines and size limits
-//! (`http`) and the clients it shares (`client`), retries (`retry`), error
-//! classification (`error`), the helpers the formats share (`wire`), what
-//! models refuse (`adjust`) and streamed answers (`stream`). The provider
-//! knows nothing of where its settings came from.
+//! (`http`, its streamed side in `streamed`) and the clients it shares
+//! (`client`), retries (`retry`), error classification (`error`), the
+//! helpers the formats share (`wire`), what models refuse (`adjust`) and
+//! streamed answers decoded (`stream`). The provider knows nothing of where
+//! its settings came from.
 
 pub mod adjust;
 pub mod anthropic;
@@ -21,6 +22,7 @@ pub mod ollama;
 pub mod openai;
 mod retry;
 pub mod stream;
+mod streamed;
 mod types;
 pub(crate) mod wire;
 

@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use super::streams::{Step, stream};
+
 /// One request the fake provider received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -70,33 +72,6 @@ pub enum Reply {
     /// spaces, then `tail` (so the whole body, read to the end, would be
     /// `tail` as valid JSON). Stops quietly when the client hangs up.
     Huge { bytes: u64, tail: String },
-}
-
-/// One step of a [`Reply::Stream`].
-#[derive(Debug, Clone)]
-pub enum Step {
-    /// These bytes, one chunk per `piece` bytes (1: a byte per write).
-    Bytes { bytes: Vec<u8>, piece: usize },
-    /// Nothing sent for a while.
-    Sleep(Duration),
-    /// Nothing sent until the file exists (at most 20 s): the test says
-    /// when the stream goes on.
-    WaitFor(std::path::PathBuf),
-    /// These bytes (a keep-alive) every 100 ms, until the client hangs up
-    /// (at most a minute): a stream that never ends.
-    Forever(String),
-    /// The connection closed where the stream is, with no last chunk.
-    Cut,
-}
-
-impl Step {
-    /// `text` in chunks of `piece` bytes.
-    pub fn bytes(text: &str, piece: usize) -> Step {
-        Step::Bytes {
-            bytes: text.as_bytes().to_vec(),
-            piece,
-        }
-    }
 }
 
 /// A fake provider on 127.0.0.1. Every connection is served on its own
@@ -435,59 +410,6 @@ fn answer(out: &mut std::net::TcpStream, reply: Reply) -> bool {
         }
     };
     written && out.flush().is_ok()
-}
-
-/// A chunked 200 answer, step by step; false when the connection is to
-/// be closed.
-fn stream(out: &mut std::net::TcpStream, content_type: &str, steps: &[Step]) -> bool {
-    use std::io::Write;
-    let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n"
-    );
-    if out.write_all(head.as_bytes()).is_err() {
-        return false;
-    }
-    let chunk = |out: &mut std::net::TcpStream, bytes: &[u8]| {
-        let mut c = format!("{:x}\r\n", bytes.len()).into_bytes();
-        c.extend_from_slice(bytes);
-        c.extend_from_slice(b"\r\n");
-        out.write_all(&c).and_then(|()| out.flush()).is_ok()
-    };
-    for step in steps {
-        match step {
-            Step::Bytes { bytes, piece } => {
-                for part in bytes.chunks((*piece).max(1)) {
-                    if !chunk(out, part) {
-                        return false;
-                    }
-                }
-            }
-            Step::Sleep(d) => thread::sleep(*d),
-            Step::WaitFor(path) => {
-                let until = std::time::Instant::now() + Duration::from_secs(20);
-                while !path.exists() && std::time::Instant::now() < until {
-                    thread::sleep(Duration::from_millis(10));
-                }
-            }
-            Step::Forever(keep_alive) => {
-                let until = std::time::Instant::now() + Duration::from_secs(60);
-                while std::time::Instant::now() < until {
-                    if !chunk(out, keep_alive.as_bytes()) {
-                        return false;
-                    }
-                    thread::sleep(Duration::from_millis(100));
-                }
-                return false;
-            }
-            Step::Cut => {
-                let _ = out.shutdown(std::net::Shutdown::Both);
-                return false;
-            }
-        }
-    }
-    out.write_all(b"0\r\n\r\n")
-        .and_then(|()| out.flush())
-        .is_ok()
 }
 
 /// One response in one write (so no delayed-ACK stall between head and body).
