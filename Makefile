@@ -39,7 +39,7 @@ bench:
 	$(CARGO) bench --bench mcp
 	$(CARGO) bench --bench prompt_cache
 
-## fuzz: every fuzzer in tests/fuzz.rs (response bodies, TOML files, retry
+## fuzz: every fuzzer in tests/fuzz.rs (response bodies, streams, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a
 ## million), release build; AXE_FUZZ_SEED=n explores elsewhere. Several
 ## minutes; not part of `make test`

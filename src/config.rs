@@ -59,7 +59,7 @@ pub struct ProviderSettings {
     pub api_key: Option<String>,
     pub base_url: Option<String>,
     /// The wire a provider by another name speaks: `openai`, `anthropic`
-    /// or `ollama` (design §4.11).
+    /// or `ollama` (design §4.12).
     pub kind: Option<String>,
     /// Headers sent with every request to it (values may hold `${VAR}`).
     #[serde(default)]
@@ -69,6 +69,8 @@ pub struct ProviderSettings {
     pub referer: Option<String>,
     pub title: Option<String>,
     pub categories: Option<String>,
+    /// Seconds a streamed answer may send nothing (design §4.11).
+    pub idle_timeout: Option<u64>,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -78,6 +80,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("base_url", &self.base_url.as_deref().map(redact::redact))
             .field("kind", &self.kind)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -97,6 +100,7 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 # [providers.openai]
 # api_key = "sk-..."
 # base_url = "https://api.openai.com"     # or any OpenAI-compatible server
+# idle_timeout = 120     # seconds a streamed answer may send nothing
 
 # [providers.ollama]
 # base_url = "http://localhost:11434"
@@ -156,7 +160,7 @@ impl GlobalConfig {
 
     /// `s` as a model string, its provider looked up here first (a
     /// `[providers.<name>]` table's `kind`), then among the wires' own
-    /// names and the presets (design §4.11).
+    /// names and the presets (design §4.12).
     pub fn model_ref(&self, s: &str) -> Result<ModelRef, ModelError> {
         ModelRef::parse_with(s, &|name| self.kind_of(name))
     }
@@ -209,7 +213,7 @@ impl GlobalConfig {
     /// The provider `m` names, as configured here and by the environment
     /// (no retries: the caller sets its policy). A missing key is exit 3
     /// (a provider by another name may have none: a local server), a base
-    /// URL that is not http(s), or none, exit 2.
+    /// URL that is not http(s), or none, or an idle limit of 0, exit 2.
     pub fn provider(&self, m: &ModelRef) -> Result<Provider, Error> {
         let (name, kind) = (m.name.as_str(), m.provider);
         let key = self.api_key(name);
@@ -234,9 +238,19 @@ impl GlobalConfig {
             });
         }
         let headers = self.headers(name)?;
-        Ok(Provider::new(kind, base_url, key)
+        let mut provider = Provider::new(kind, base_url, key)
             .named(name)
-            .with_headers(headers))
+            .with_headers(headers);
+        match self.providers.get(name).and_then(|s| s.idle_timeout) {
+            Some(0) => {
+                return Err(Error::config(format!(
+                    "providers.{name}.idle_timeout must be at least 1 second"
+                )));
+            }
+            Some(secs) => provider.idle = Duration::from_secs(secs),
+            None => {}
+        }
+        Ok(provider)
     }
 
     /// The extra headers of the provider `name`: its `headers` table

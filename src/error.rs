@@ -144,6 +144,10 @@ pub enum Error {
     /// The answer did not match the output schema after `repairs` repair
     /// turns; `first` is the first thing wrong with the last one (exit 5).
     Output { repairs: u32, first: String },
+    /// A run that failed after some of its streamed text was printed: the
+    /// failure, said with a note that stdout holds partial output (exit as
+    /// the failure's, design §4.11).
+    Partial(Box<Error>),
 }
 
 impl Error {
@@ -158,6 +162,7 @@ impl Error {
     /// The exit code this error ends the process with.
     pub fn exit_code(&self) -> Code {
         match self {
+            Error::Partial(e) => e.exit_code(),
             Error::AgentNotFound { .. }
             | Error::InvalidAgentName { .. }
             | Error::Unreadable { .. }
@@ -252,6 +257,7 @@ impl fmt::Display for Error {
                 f,
                 "output does not match the schema after {repairs} repairs: {first}"
             ),
+            Error::Partial(e) => write!(f, "{e} (the output on stdout is partial)"),
         }
     }
 }

@@ -45,6 +45,7 @@ pub mod schema;
 mod snapshot;
 pub mod stderr;
 mod stdin;
+mod stdout;
 mod text;
 mod tomlfile;
 pub mod tool;

@@ -1,5 +1,6 @@
-//! A bounded output queue written by a thread of its own: what stderr and
-//! a trace on a pipe or terminal go through, so that an output nobody reads
+//! A bounded output queue written by a thread of its own: what stderr, a
+//! streamed answer on stdout and a trace on a pipe or terminal go through,
+//! so that an output nobody reads
 //! (a full pipe, a stopped terminal) never blocks a run: a sub-agent keeps
 //! its deadline however its output is doing (design §6.4, §7.2). Lines are
 //! queued whole and written whole; those that do not fit are counted,
@@ -32,6 +33,8 @@ pub enum Piece {
 /// Where a queue writes.
 pub enum Dest {
     Stderr,
+    /// A streamed answer (design §4.11): queued whole, never dropped.
+    Stdout,
     /// The trace, opened on a pipe, a terminal or another character device.
     Trace(File),
 }
@@ -48,8 +51,10 @@ struct State {
     writing: bool,
     /// Writes completed, for [`Queue::flush`] to see that the output moves.
     written: u64,
-    /// A write failed and the output was given up (the trace only).
+    /// A write failed and the output was given up (the trace and stdout).
     failed: bool,
+    /// Why stdout was given up, unless its reader went away.
+    error: Option<String>,
     /// Lines of the progress view on screen.
     frame_lines: usize,
     /// The view was ended: frames that come later are not drawn.
@@ -80,6 +85,7 @@ impl Queue {
                 writing: false,
                 written: 0,
                 failed: false,
+                error: None,
                 frame_lines: 0,
                 view_ended: false,
             }),
@@ -178,6 +184,12 @@ impl Queue {
         self.lock().failed
     }
 
+    /// Why a write failed, when it did for another reason than a reader
+    /// that went away (`axe ... | head -1` is not an error).
+    pub fn error(&self) -> Option<String> {
+        self.lock().error.clone()
+    }
+
     /// The writer thread: takes everything queued, writes it in one write.
     fn write_forever(&self) {
         let mut state = self.lock();
@@ -223,6 +235,8 @@ impl Queue {
             Dest::Trace(_) => crate::stderr::warn(&format!(
                 "{dropped} trace line(s) were dropped: the trace was not being read"
             )),
+            // Nothing queued for stdout is droppable.
+            Dest::Stdout => {}
         }
     }
 
@@ -231,6 +245,10 @@ impl Queue {
             Dest::Stderr => {
                 let mut err = std::io::stderr().lock();
                 err.write_all(bytes).and_then(|()| err.flush())
+            }
+            Dest::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
             }
             Dest::Trace(file) => {
                 let mut file: &File = file;
@@ -241,13 +259,22 @@ impl Queue {
 
     /// Counts a write and wakes whoever flushes. A failed write to stderr
     /// is let be (there is nowhere to say so); a failed trace write stops
-    /// the trace with one warning, and the run goes on.
+    /// the trace with one warning, and the run goes on; a failed stdout
+    /// write stops stdout, and the error is kept for the end of the run.
     fn after_write<'a>(
         &self,
         mut state: MutexGuard<'a, State>,
         result: std::io::Result<()>,
     ) -> MutexGuard<'a, State> {
         state.written = state.written.wrapping_add(1);
+        if let (Err(e), Dest::Stdout) = (&result, &self.dest) {
+            state.failed = true;
+            state.queue.clear();
+            state.queued_bytes = 0;
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                state.error = Some(e.to_string());
+            }
+        }
         if let (Err(e), Dest::Trace(_)) = (result, &self.dest) {
             state.failed = true;
             state.queue.clear();

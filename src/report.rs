@@ -34,6 +34,10 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
     s.push_str(&format!("Workdir:  {}\n", r.workdir.display()));
     s.push_str(&format!("Timeout:  {timeout_secs}s\n"));
     s.push_str(&format!("Params:   {}\n", params_line(r)));
+    // Only when it streams: without, the report is as design §2.9 gives it.
+    if r.agent.config.stream {
+        s.push_str("Stream:   yes\n");
+    }
     s.push_str(&format!("\n--- System Prompt ---\n{}\n", r.system_prompt));
     s.push_str(&format!(
         "\n--- Skill ---\n{}\n",

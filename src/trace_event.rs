@@ -295,6 +295,10 @@ fn response(provider: &str, model: &str, took: Duration, r: &Response, bodies: b
         "tool_calls": r.tool_calls.len(),
         "retries": r.retries,
     });
+    // Only a streamed answer has one (design §4.11).
+    if let Some(first) = r.first_token {
+        f["first_token_ms"] = millis(first).into();
+    }
     if bodies {
         f["content"] = r.content.clone().into();
         f["calls"] = r

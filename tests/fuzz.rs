@@ -1,5 +1,7 @@
 //! Seeded mutation fuzzing, bounded so that it runs in `cargo test`: the
-//! three providers' response parsers, the error-body reader, the agent and
+//! three providers' response parsers and stream decoders (which must also
+//! decode a stream cut anywhere as they decode it whole), the error-body
+//! reader, the agent and
 //! config TOML loaders, the retry-hint header parsers, and whole HTTP
 //! responses (mutated heads and bodies, served by a loopback server to the
 //! real provider path) get thousands of mutants of real inputs (the
@@ -29,6 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use axe::provider::stream::Decoder;
 use axe::provider::{
     Kind, Message, Provider, Request, RetryPolicy, anthropic, error_detail, http_date, ollama,
     openai, retry_hint, should_retry_hint,
@@ -350,6 +353,105 @@ fn fuzz_ollama_response_parser_never_panics() {
     fuzz("ollama::parse", &seeds, |s| {
         let _ = ollama::parse(s);
     });
+}
+
+/// The streams of `fixtures/streams/` whose names start with `prefix`.
+fn streams(prefix: &str) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/streams");
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no {prefix} streams");
+    out
+}
+
+/// Fragments that make streams interesting.
+const STREAM_TOKENS: &[&str] = &[
+    "\n",
+    "\r",
+    "\r\n",
+    "\n\n",
+    "data:",
+    "data: ",
+    "event: ",
+    ": ping\n",
+    "[DONE]",
+    "{",
+    "}",
+    "\"",
+    "\"index\":",
+    "\"done\":true",
+    "\"type\":\"error\"",
+    "\"error\":",
+    "é",
+    "✓",
+    "\"message_stop\"",
+    "\"partial_json\":",
+    "\"arguments\":",
+    "\"tool_calls\":",
+];
+
+/// A stream fed to `kind`'s decoder in `chunks`: the text it handed out,
+/// and what it made of the stream.
+fn decode(kind: Kind, chunks: &[&[u8]]) -> (String, String) {
+    let mut d = Decoder::new(kind);
+    let mut text = String::new();
+    for c in chunks {
+        if let Err(e) = d.feed(c, &mut |t| text.push_str(t)) {
+            return (text, format!("{e:?}"));
+        }
+    }
+    (text, format!("{:?}", d.finish()))
+}
+
+/// Never a panic, and the same answer (or the same error) and the same
+/// text whether the stream comes whole or cut at three points drawn from
+/// the input itself (so that a failure reproduces from it).
+fn stream_target(kind: Kind, s: &str) {
+    let b = s.as_bytes();
+    let whole = decode(kind, &[b]);
+    let mut h = b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+        (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut cuts = [0usize; 3];
+    for c in &mut cuts {
+        h = h.rotate_left(17).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        *c = (h % (b.len() as u64 + 1)) as usize;
+    }
+    cuts.sort_unstable();
+    let split = decode(
+        kind,
+        &[
+            &b[..cuts[0]],
+            &b[cuts[0]..cuts[1]],
+            &b[cuts[1]..cuts[2]],
+            &b[cuts[2]..],
+        ],
+    );
+    assert_eq!(split, whole, "cut at {cuts:?}");
+}
+
+#[test]
+fn fuzz_stream_decoders_never_panic_and_any_split_decodes_as_the_whole() {
+    for (kind, prefix) in [
+        (Kind::OpenAi, "openai_"),
+        (Kind::Anthropic, "anthropic_"),
+        (Kind::Ollama, "ollama_"),
+    ] {
+        let seeds = streams(prefix);
+        let default = seeds.len() * (MUTANTS + EXTRAS);
+        fuzz_with(
+            &format!("stream::Decoder ({})", kind.name()),
+            &seeds,
+            STREAM_TOKENS,
+            default,
+            |s| stream_target(kind, s),
+        );
+    }
 }
 
 #[test]

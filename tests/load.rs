@@ -106,6 +106,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         budgets: Vec::new(),
         snapshot: Default::default(),
         mcp: Default::default(),
+        stream: Default::default(),
         retries: None,
     };
     let allowed = vec!["w".to_string()];

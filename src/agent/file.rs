@@ -51,6 +51,8 @@ pub(super) struct AgentFile {
     #[serde(default)]
     mcp_tools: Vec<String>,
     prompt_cache: Option<bool>,
+    #[serde(default)]
+    stream: bool,
 }
 
 /// One entry of an agent's `mcp_servers`: the name of one of config.toml's
@@ -234,6 +236,7 @@ impl AgentFile {
             tools,
             mcp,
             prompt_cache: self.prompt_cache.unwrap_or(true),
+            stream: self.stream,
         })
     }
 }

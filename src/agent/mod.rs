@@ -82,6 +82,9 @@ pub struct AgentConfig {
     /// `prompt_cache`: whether its requests mark their stable prefix for
     /// the provider's prompt cache (absent: true; design §4.10).
     pub prompt_cache: bool,
+    /// `stream`: answers are streamed, and at top level printed as they
+    /// come (design §4.11).
+    pub stream: bool,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.

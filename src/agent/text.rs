@@ -38,6 +38,9 @@ model = "provider/model-name"
 # messages for the provider's prompt cache, so that each turn of a tool loop
 # reads the turn before from it; false sends no marks.
 # prompt_cache = true
+# Stream answers: the text is printed as it comes (as axe run --stream),
+# and every request of the tree asks for a stream.
+# stream = true
 
 # Agents this agent may delegate to through the call_agent tool.
 # sub_agents = ["helper"]
@@ -182,6 +185,9 @@ pub fn show(agent: &Agent) -> String {
         if let Some(n) = sac.max_result_chars {
             rows.push(("Max Result Chars", n.to_string()));
         }
+    }
+    if c.stream {
+        rows.push(("Stream", "yes".into()));
     }
     rows.extend(tool_rows(&c.tools));
     if let Some(n) = c.max_file_bytes {

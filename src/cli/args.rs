@@ -238,6 +238,10 @@ pub(super) struct RunCmd {
     /// print one JSON object to stdout instead of the answer
     #[argh(switch)]
     pub(super) json: bool,
+    /// stream the answer: print its text as it comes (with --json or an
+    /// output schema, streamed but printed at the end)
+    #[argh(switch)]
+    pub(super) stream: bool,
     /// the user message (beats stdin)
     #[argh(option, short = 'p')]
     pub(super) prompt: Option<String>,

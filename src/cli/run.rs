@@ -17,7 +17,7 @@ use crate::paths::AgentDirs;
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::resolve::{self, Overrides, UserInput};
-use crate::run::{self, Ctx};
+use crate::run::{self, Ctx, Streaming};
 use crate::stderr::{self, Verbose};
 use crate::stdin;
 use crate::trace_event::TraceEvent;
@@ -41,6 +41,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     if cmd.no_prompt_cache {
         agent.config.prompt_cache = false;
     }
+    agent.config.stream |= cmd.stream;
     let overrides = Overrides {
         model: cmd.model,
         skill: cmd.skill,
@@ -77,6 +78,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         budgets: budgets(max_tokens, max_turns),
         snapshot: Arc::default(),
         mcp,
+        stream: streaming(&resolved, cmd.json),
     };
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
@@ -88,11 +90,17 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         let mcp = ctx.mcp.clone();
         interrupt::on_signal(move |_| mcp.stop_all())
     };
-    let progress = progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
-        .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
+    // Text streamed to a terminal would be drawn over by the view, which
+    // erases the lines above it on the same screen: the text is the view.
+    let progress = (progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
+        && !(ctx.stream.print && std::io::stdout().is_terminal()))
+    .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
     let outcome = run::run_agent(&resolved, input.text(), &ctx);
     // Erases the view before anything else is printed.
     drop(progress);
+    if ctx.stream.print {
+        return streamed_end(outcome, &ctx, started);
+    }
     let mut outcome = outcome?;
     outcome.duration = started.elapsed();
     if let Some(what) = outcome.incomplete() {
@@ -114,6 +122,41 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
         }
         print_stdout(&text)
     }
+}
+
+/// How the run streams: every request when the agent (or `--stream`) asks;
+/// the answer printed as it comes unless it must be whole first (`--json`,
+/// an output schema).
+fn streaming(resolved: &resolve::Resolved, json: bool) -> Streaming {
+    let on = resolved.agent.config.stream;
+    Streaming {
+        on,
+        print: on && !json && resolved.output_schema.is_none(),
+    }
+}
+
+/// The end of a run whose answer was printed as it came: the text ended
+/// with a newline and written, the warnings and `--verbose` footer as for
+/// any run; a failure after some text was printed says that stdout holds
+/// partial output (design §4.11).
+fn streamed_end(
+    outcome: Result<run::Outcome, Error>,
+    ctx: &Ctx,
+    started: Instant,
+) -> Result<(), Error> {
+    let written = crate::stdout::finish(ctx.deadline.at);
+    let mut outcome = match outcome {
+        Ok(o) => o,
+        Err(e) if crate::stdout::printed() => return Err(Error::Partial(Box::new(e))),
+        Err(e) => return Err(e),
+    };
+    outcome.duration = started.elapsed();
+    if let Some(what) = outcome.incomplete() {
+        stderr::warn(&what);
+    }
+    let usage = ctx.ledger.usage();
+    report::verbose_footer(&ctx.verbose, &outcome, &usage);
+    written
 }
 
 /// The run's MCP servers: config.toml's checked, none started yet. What

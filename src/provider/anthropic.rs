@@ -51,6 +51,9 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             "format": {"type": "json_schema", "schema": schema},
         });
     }
+    if req.stream {
+        body["stream"] = json!(true);
+    }
     if req.prompt_cache {
         anthropic_cache::mark(&mut body, req);
     }

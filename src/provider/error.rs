@@ -46,6 +46,9 @@ pub struct ProviderError {
     pub message: String,
     /// HTTP requests retried before giving up (design D12).
     pub retries: u32,
+    /// A streamed answer that sent nothing for its idle limit: a timeout
+    /// that is not the deadline's (design §4.11).
+    pub idle: bool,
 }
 
 impl ProviderError {
@@ -63,6 +66,7 @@ impl ProviderError {
             status,
             message,
             retries: 0,
+            idle: false,
         }
     }
 }
@@ -188,6 +192,30 @@ pub(super) fn status_error(
         msg.push_str(&detail.message);
     }
     ProviderError::new(provider, kind, Some(status), msg)
+}
+
+/// Classifies an error event in the middle of a streamed answer (its HTTP
+/// status was 2xx): by the error's type, as the status that type comes
+/// with would be, and whether it may be retried as that status would.
+/// A type axe does not know is a server error.
+pub(super) fn stream_error(provider: Kind, detail: &ErrorDetail) -> (ProviderError, bool) {
+    let (kind, what, retryable) = match detail.error_type.as_deref().unwrap_or("") {
+        "overloaded_error" => (ErrorKind::Overloaded, "overloaded", true),
+        "rate_limit_error" | "rate_limit_exceeded" => (ErrorKind::RateLimit, "rate limited", true),
+        "authentication_error" | "permission_error" => {
+            (ErrorKind::Auth, "authentication failed", false)
+        }
+        "invalid_request_error" | "not_found_error" | "request_too_large" => {
+            (ErrorKind::BadRequest, "bad request", false)
+        }
+        _ => (ErrorKind::Server, "server error", true),
+    };
+    let mut msg = format!("{what} (an error event in the stream)");
+    if !detail.message.is_empty() {
+        msg.push_str(": ");
+        msg.push_str(&detail.message);
+    }
+    (ProviderError::new(provider, kind, None, msg), retryable)
 }
 
 /// Classifies a request that got no usable response; `base_url` and `url`

@@ -1,7 +1,10 @@
 //! The one HTTP path: a provider endpoint with its credentials, sending a
 //! request with the time left before the deadline, retrying what may be
 //! retried, and turning every answer into a response or a classified error.
+//! A streamed answer is read as it comes (design §4.11), its text handed
+//! out piece by piece, with an idle limit between any two reads.
 
+use std::cell::Cell;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -20,6 +23,10 @@ use crate::text::one_line;
 /// The largest response body axe reads; a larger one is refused, not read.
 pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
 
+/// How long a streamed answer may send nothing before it is given up
+/// (design §4.11); `idle_timeout` in config.toml changes it.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
+
 /// A provider endpoint with its credentials. Cheap to build; the HTTP
 /// connection pool behind it is shared by every call in the process. Its
 /// `Debug` shows no key.
@@ -36,6 +43,8 @@ pub struct Provider {
     headers: Vec<(String, String)>,
     /// How failed requests are retried; none unless set.
     pub retry: RetryPolicy,
+    /// The longest a streamed answer may send nothing.
+    pub idle: Duration,
 }
 
 impl fmt::Debug for Provider {
@@ -46,6 +55,7 @@ impl fmt::Debug for Provider {
             .field("base_url", &redact::redact(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
             .field("retry", &self.retry)
+            .field("idle", &self.idle)
             .finish()
     }
 }
@@ -94,6 +104,7 @@ impl Provider {
             api_key,
             headers: Vec::new(),
             retry: RetryPolicy::NONE,
+            idle: DEFAULT_IDLE,
         }
     }
 
@@ -141,23 +152,28 @@ impl Provider {
     /// retrying as [`Provider::retry`] says; a wait that would pass the
     /// deadline is not started, and the last error is returned instead.
     pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
-        self.send_with(req, deadline, &|_| {})
+        self.send_with(req, deadline, &|_| {}, None)
     }
 
     /// [`Provider::send`], telling `on_notice` about each retry before its
     /// wait, and about each parameter the model refused (the request is
     /// then sent again without it, once per parameter, not counted as a
-    /// retry).
+    /// retry). A streamed answer's text is handed to `on_text` as it comes
+    /// (the whole text at once when the server did not stream); once some
+    /// was, a failure of that request is final: what was handed out cannot
+    /// be taken back (design §4.11).
     pub fn send_with(
         &self,
         req: &Request,
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
+        on_text: Option<&dyn Fn(&str)>,
     ) -> Result<Response, ProviderError> {
-        self.send_inner(req, deadline, on_notice).map_err(|mut e| {
-            e.name.clone_from(&self.name);
-            e
-        })
+        self.send_inner(req, deadline, on_notice, on_text)
+            .map_err(|mut e| {
+                e.name.clone_from(&self.name);
+                e
+            })
     }
 
     fn send_inner(
@@ -165,18 +181,31 @@ impl Provider {
         req: &Request,
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
+        on_text: Option<&dyn Fn(&str)>,
     ) -> Result<Response, ProviderError> {
         let mut quirks = adjust::known(self.kind, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
         let mut retries = 0;
+        let handed_out = Cell::new(false);
+        let hand_out = |text: &str| {
+            if let Some(on_text) = on_text {
+                handed_out.set(true);
+                on_text(text);
+            }
+        };
         loop {
-            let failed = match self.attempt(&body, deadline) {
+            let failed = match self.attempt(&body, deadline, req.stream, &hand_out) {
                 Ok(mut resp) => {
                     resp.retries = retries;
                     return Ok(resp);
                 }
                 Err(failed) => failed,
             };
+            if handed_out.get() {
+                let mut error = failed.error;
+                error.retries = retries;
+                return Err(error);
+            }
             if let Some(status) = failed.error.status
                 && let Some(change) =
                     adjust::refused(self.kind, status, &failed.detail, req, quirks)
@@ -221,7 +250,7 @@ impl Provider {
         }
     }
 
-    fn error(
+    pub(super) fn error(
         &self,
         kind: ErrorKind,
         status: Option<u16>,
@@ -240,8 +269,15 @@ impl Provider {
         })
     }
 
-    /// One HTTP request and its classified outcome.
-    fn attempt(&self, body: &[u8], deadline: Instant) -> Result<Response, Attempt> {
+    /// One HTTP request and its classified outcome; a streamed answer's
+    /// text goes to `on_text` as it comes.
+    fn attempt(
+        &self,
+        body: &[u8],
+        deadline: Instant,
+        stream: bool,
+        on_text: &dyn Fn(&str),
+    ) -> Result<Response, Attempt> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             return Err(Attempt::failed(self.error(
@@ -251,10 +287,15 @@ impl Provider {
             )));
         }
         let url = self.endpoint();
+        let accept = match (stream, self.kind) {
+            (false, _) => "application/json",
+            (true, Kind::Ollama) => "application/x-ndjson",
+            (true, _) => "text/event-stream",
+        };
         let mut call = client(self.kind)
             .post(&url)
             .header("content-type", "application/json")
-            .header("accept", "application/json");
+            .header("accept", accept);
         match (self.kind, &self.api_key) {
             (Kind::Anthropic, key) => {
                 call = call
@@ -269,13 +310,21 @@ impl Provider {
         for (name, value) in &self.headers {
             call = call.header(name, value);
         }
+        let sent = Instant::now();
+        // A stream may take as long as the deadline allows, but not go
+        // quiet for longer than the idle limit (the wait for the head too).
+        let idle = stream.then_some(self.idle);
         let result = call
             .config()
             .timeout_global(Some(remaining))
+            .timeout_per_read(idle)
             .build()
             .send(body);
         let mut resp = match result {
             Ok(resp) => resp,
+            Err(ureq::Error::Timeout(ureq::Timeout::PerRead)) => {
+                return Err(self.idle_failure());
+            }
             // Nothing came back: a refused or dropped connection may be retried.
             Err(e) => {
                 let retryable = closed_before_response(&e);
@@ -301,6 +350,13 @@ impl Provider {
                 should_retry_hint(header(&resp, "x-should-retry").as_deref()),
             )
         };
+        let streamed = stream
+            && (200..300).contains(&status)
+            && !header(&resp, "content-type")
+                .is_some_and(|t| t.trim_start().starts_with("application/json"));
+        if streamed {
+            return self.read_stream(resp.body_mut(), sent, on_text, &url);
+        }
         let bytes = match read_body(resp.body_mut()) {
             Ok(bytes) => bytes,
             // A 2xx whose body cannot be read is the body's failure; any other
@@ -335,19 +391,24 @@ impl Provider {
             Kind::OpenAi => openai::parse(&text),
             Kind::Ollama => ollama::parse(&text),
         };
-        parsed.map_err(|detail| {
+        let resp = parsed.map_err(|detail| {
             Attempt::failed(self.error(
                 ErrorKind::InvalidResponse,
                 Some(status),
                 format!("invalid response: {detail}"),
             ))
-        })
+        })?;
+        // A server that answered a stream whole: its text at once.
+        if stream && !resp.content.is_empty() {
+            on_text(&resp.content);
+        }
+        Ok(resp)
     }
 }
 
 /// Whether a transport error happened before any response: the connection
 /// was refused, reset or closed. (A deadline timeout is not one of these.)
-fn closed_before_response(e: &ureq::Error) -> bool {
+pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
     use std::io::ErrorKind as Io;
     match e {
         ureq::Error::ConnectionFailed => true,
@@ -403,21 +464,21 @@ fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
 }
 
 /// A failed attempt and what the server said about trying again.
-struct Attempt {
-    error: ProviderError,
+pub(super) struct Attempt {
+    pub(super) error: ProviderError,
     /// The error body's message, type and parameter, when there was one
     /// (boxed: failures are rare, and the result stays small).
-    detail: Box<ErrorDetail>,
+    pub(super) detail: Box<ErrorDetail>,
     /// `Retry-After` (seconds or an HTTP date), or `retry-after-ms`.
-    retry_after: Option<Duration>,
+    pub(super) retry_after: Option<Duration>,
     /// Anthropic's `x-should-retry`, which overrides the status.
-    should_retry: Option<bool>,
+    pub(super) should_retry: Option<bool>,
     /// Whether the failure is of a retryable kind (design D12).
-    retryable: bool,
+    pub(super) retryable: bool,
 }
 
 impl Attempt {
-    fn failed(error: ProviderError) -> Attempt {
+    pub(super) fn failed(error: ProviderError) -> Attempt {
         Attempt {
             error,
             detail: Box::default(),
@@ -428,7 +489,9 @@ impl Attempt {
     }
 
     fn may_retry(&self) -> bool {
-        if self.error.kind == ErrorKind::Timeout {
+        // The deadline's timeout leaves no time to try again; a stream that
+        // went quiet may be tried again within it.
+        if self.error.kind == ErrorKind::Timeout && !self.error.idle {
             return false;
         }
         self.should_retry.unwrap_or(self.retryable)

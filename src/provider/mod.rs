@@ -6,11 +6,12 @@
 //! path, the JSON body for a [`Request`], and the parsing of a successful
 //! response body into a [`Response`]. Everything else is here, once: the
 //! shared types (`types`), the HTTP path with its deadlines and size limits
-//! (`http`) and the clients it shares (`client`), retries (`retry`), error
-//! classification (`error`), the helpers the formats share (`wire`), what
-//! models refuse (`adjust`), and where Anthropic's prompt-cache marks go
-//! (`anthropic_cache`). The provider knows nothing of where its
-//! settings came from.
+//! (`http`, its streamed side in `streamed`) and the clients it shares
+//! (`client`), retries (`retry`), error classification (`error`), the
+//! helpers the formats share (`wire`), what models refuse (`adjust`),
+//! streamed answers decoded (`stream`), where Anthropic's prompt-cache
+//! marks go (`anthropic_cache`) and the providers known by name
+//! (`presets`). The provider knows nothing of where its settings came from.
 
 pub mod adjust;
 pub mod anthropic;
@@ -23,6 +24,8 @@ pub mod ollama;
 pub mod openai;
 pub mod presets;
 mod retry;
+pub mod stream;
+mod streamed;
 mod types;
 pub(crate) mod wire;
 
@@ -90,7 +93,7 @@ pub struct ModelRef {
 
 impl ModelRef {
     /// Parses `provider/model` for a wire's own name or a preset's (design
-    /// §4.11); config.toml's named providers need
+    /// §4.12); config.toml's named providers need
     /// [`ModelRef::parse_with`].
     pub fn parse(s: &str) -> Result<ModelRef, ModelError> {
         ModelRef::parse_with(s, &|_| None)

@@ -1,4 +1,4 @@
-//! The Ollama chat wire format (`POST /api/chat`, `stream: false`).
+//! The Ollama chat wire format (`POST /api/chat`).
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ pub fn body(req: &Request) -> Value {
     for m in &req.messages {
         push_message(&mut messages, m);
     }
-    let mut body = json!({"model": req.model, "messages": messages, "stream": false});
+    let mut body = json!({"model": req.model, "messages": messages, "stream": req.stream});
     let mut options = serde_json::Map::new();
     if let Some(t) = req.temperature {
         options.insert("temperature".into(), number(t));
@@ -129,5 +129,6 @@ pub fn parse(body: &str) -> Result<Response, String> {
         retries: 0,
         declined: None,
         paused: None,
+        first_token: None,
     })
 }

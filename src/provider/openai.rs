@@ -57,6 +57,11 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             "json_schema": {"name": "answer", "schema": schema},
         });
     }
+    if req.stream {
+        body["stream"] = json!(true);
+        // The usage comes in one last chunk, which only this asks for.
+        body["stream_options"] = json!({"include_usage": true});
+    }
     body
 }
 
@@ -171,6 +176,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             .map(|r| format!("the model refused to answer: {r}")),
         cut,
         paused: None,
+        first_token: None,
     })
 }
 

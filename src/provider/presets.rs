@@ -1,4 +1,4 @@
-//! Providers known by name beyond the three wires' own (design §4.11): each
+//! Providers known by name beyond the three wires' own (design §4.12): each
 //! speaks one of the wire formats at its own base URL, with its own key
 //! variable, so that `groq/llama-3.3-70b` needs no config.toml at all.
 //! `[providers.<name>]` tables with `kind` add more, and may override any

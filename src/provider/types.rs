@@ -105,6 +105,8 @@ pub struct Request {
     /// prompt cache (Anthropic's `cache_control` breakpoints; the other
     /// wires cache by themselves and send nothing for it).
     pub prompt_cache: bool,
+    /// Whether the answer is asked for as a stream of events (design §4.11).
+    pub stream: bool,
 }
 
 /// Whether a request lets the model call its tools.
@@ -168,6 +170,9 @@ pub struct Response {
     /// server-side tool): the content blocks to send back as they came so
     /// that the model goes on. `content` is the text so far.
     pub paused: Option<Value>,
+    /// For a streamed answer: the time from sending the request to its
+    /// first content or tool-call delta (design §4.11).
+    pub first_token: Option<std::time::Duration>,
 }
 
 /// Why an answer ended before the model finished it.

@@ -91,7 +91,7 @@ pub struct Resolved {
 }
 
 /// Resolves `agent` with `overrides`, its provider named as `global` says
-/// (design §4.11); relative paths given on the command line
+/// (design §4.12); relative paths given on the command line
 /// resolve against `cwd`. Reading the context files stops at the run's
 /// deadline (a `**` glob over a huge tree must not outlive `--timeout`).
 pub fn resolve(

@@ -12,6 +12,7 @@
 //! that their locals do not sit in every waiting thread's frame (design
 //! §3.15).
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -170,11 +171,18 @@ impl Conversation<'_> {
         ctx.ledger.event(&ctx.place, turn, request);
         let sent = Instant::now();
         let on_notice = |notice: &Notice| self.notice(turn, notice);
+        // The top-level answer's text goes to stdout as it comes; a new
+        // turn's text starts on a line of its own, a paused turn's goes on
+        // where it was (design §4.11).
+        let new_line = Cell::new(!matches!(req.messages.last(), Some(Message::Paused(_))));
+        let print = |text: &str| crate::stdout::text(text, new_line.replace(false));
+        let on_text: Option<&dyn Fn(&str)> = if ctx.stream.print { Some(&print) } else { None };
         let response = self
             .provider
-            .send_with(req, ctx.deadline.at, &on_notice)
+            .send_with(req, ctx.deadline.at, &on_notice, on_text)
             .map_err(|mut e| {
-                if e.kind == ErrorKind::Timeout {
+                // An idle stream's own message says what happened.
+                if e.kind == ErrorKind::Timeout && !e.idle {
                     e.message = format!("timeout after {}s", ctx.deadline.secs);
                 }
                 Failure {
@@ -189,6 +197,12 @@ impl Conversation<'_> {
             response: &response,
         };
         ctx.ledger.event(&ctx.place, turn, event);
+        if let Some(first) = response.first_token {
+            ctx.verbose.line(&format!(
+                "[turn {turn}] First token after {} ms",
+                first.as_millis()
+            ));
+        }
         if self.looping() {
             ctx.verbose.line(&format!(
                 "[turn {turn}] Received response: {} ({} tool calls{})",

@@ -65,6 +65,19 @@ pub struct Ctx<'a> {
     pub snapshot: Arc<Snapshot>,
     /// The run's MCP servers, started on first need (design §11.4).
     pub mcp: Arc<crate::mcp::Servers>,
+    /// Whether answers are streamed, and this agent's printed (design §4.11).
+    pub stream: Streaming,
+}
+
+/// How a tree's answers are streamed (design §4.11).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Streaming {
+    /// Every request of the tree asks for a stream: `--stream`, or the
+    /// top-level agent's `stream = true`.
+    pub on: bool,
+    /// This agent's text goes to stdout as it comes: the top-level agent,
+    /// without `--json` and without an output schema.
+    pub print: bool,
 }
 
 /// The result of a finished conversation.

@@ -56,6 +56,9 @@ pub(super) fn first(
         parallel_tool_calls: config.sub_agents_config.parallel,
         output_schema: resolved.output_schema.as_ref().map(|o| o.schema.clone()),
         prompt_cache: config.prompt_cache,
+        // A sub-agent streams when its tree does (a proxy cuts its idle
+        // connections too), or when its own file asks.
+        stream: ctx.stream.on || config.stream,
     };
     (req, offered)
 }

@@ -228,6 +228,11 @@ fn run_sub_agent(
         deadline,
         verbose: ctx.verbose.nested(name, ctx.depth + 1),
         place: ctx.place.child(name, seq),
+        // A sub-agent's answer is its caller's tool result, never printed.
+        stream: crate::run::Streaming {
+            print: false,
+            ..ctx.stream
+        },
         ..ctx.clone()
     };
     run::run_agent(&resolved, message, &sub_ctx)

@@ -1,14 +1,16 @@
 //! The test harness: what the integration tests (tests/it), the standalone
 //! test crates and the bench share. A fake provider on loopback
-//! ([`server`]), the providers' documented answers ([`wire`]) and a fake of
-//! Anthropic's prompt cache that bills them ([`cache`]), a temporary
-//! config home for running the real binary ([`home`]) and for the built-in
-//! tools ([`tools`]), and one check run on many cells at once ([`cells`]).
+//! ([`server`]), the providers' documented answers ([`wire`]), streamed
+//! answers ([`streams`]) and a fake of Anthropic's prompt cache that bills
+//! them ([`cache`]), a temporary config home for running the real binary
+//! ([`home`]) and for the built-in tools ([`tools`]), and one check run on
+//! many cells at once ([`cells`]).
 
 mod cache;
 mod cells;
 mod home;
 mod server;
+mod streams;
 mod tools;
 mod wire;
 
@@ -16,5 +18,6 @@ pub use cache::*;
 pub use cells::*;
 pub use home::*;
 pub use server::*;
+pub use streams::*;
 pub use tools::*;
 pub use wire::*;

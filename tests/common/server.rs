@@ -16,6 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use super::streams::{Step, stream};
+
 /// One request the fake provider received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -59,6 +61,13 @@ pub enum Reply {
     /// `partial_body`, then `partial_body`, then close the connection: a
     /// server that dies in the middle of its answer.
     CloseMidBody { status: u16, partial_body: String },
+    /// A 200 answer of `content_type` whose body is sent in chunks
+    /// (`transfer-encoding: chunked`, each chunk one write), step by step:
+    /// a streamed answer, and every way one goes wrong.
+    Stream {
+        content_type: String,
+        steps: Vec<Step>,
+    },
     /// A 200 JSON answer of `bytes` bytes in all, streamed in pieces:
     /// spaces, then `tail` (so the whole body, read to the end, would be
     /// `tail` as valid JSON). Stops quietly when the client hangs up.
@@ -376,6 +385,10 @@ fn answer(out: &mut std::net::TcpStream, reply: Reply) -> bool {
             let _ = out.shutdown(std::net::Shutdown::Both);
             false
         }
+        Reply::Stream {
+            content_type,
+            steps,
+        } => return stream(out, &content_type, &steps),
         Reply::Huge { bytes, tail } => {
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {bytes}\r\n\r\n"

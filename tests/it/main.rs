@@ -39,6 +39,7 @@
 //! | §4.5, ch. 5 | refusals, cut-off answers and calls, parameters a model refuses | `answers_not_whole.rs` |
 //! | §4.6 | token counts as each API bills them, cache reads | `token_counts.rs` |
 //! | §4.10 | prompt caching: Anthropic's marks, the switch, cache writes and reads reported | `prompt_cache.rs` |
+//! | §4.11 | streamed answers: printed as they come, a tool loop, `--json` and schemas, hostile streams | `stream/mod.rs`, `stream/hostile.rs` |
 //! | §3.8, §5.5 | turns axe does not run itself: an OpenAI `custom` call, Anthropic's `pause_turn` | `odd_turns.rs` |
 //! | D22 | output schemas: asked, checked, repaired | `output_schema.rs` |
 //! | §4.9 | the schema Anthropic is sent | `output_schema_anthropic.rs` |
@@ -95,6 +96,7 @@ mod providers;
 mod retries;
 mod secrets;
 mod snapshot;
+mod stream;
 mod token_counts;
 mod tool_reports;
 mod trace;

@@ -1,7 +1,7 @@
 //! The live progress view, through the real binary: drawn under a
 //! pseudo-terminal (made by util-linux `script`), erased before the answer,
-//! uncolored with `NO_COLOR`, and absent with `--quiet`, `--json`, or when
-//! stderr is a pipe.
+//! uncolored with `NO_COLOR`, and absent with `--quiet`, `--json`, when
+//! stderr is a pipe, or when a streamed answer goes to the same terminal.
 
 use crate::common::*;
 
@@ -287,6 +287,20 @@ fn progress_is_not_drawn_with_quiet_or_json() {
         assert!(!screen.contains('\x1b'), "{flag}: {screen:?}");
         assert!(screen.contains("all done"), "{flag}: {screen:?}");
     }
+}
+
+#[test]
+fn progress_is_not_drawn_over_an_answer_streamed_to_the_terminal() {
+    let home = Home::new();
+    let server = slow_tree(&home);
+    let Some(screen) = under_pty(&home, &server, &["run", "lead", "--stream"], &[]) else {
+        return;
+    };
+    // The view would erase lines of the answer on the same screen: the
+    // streamed text is the only sign of progress there (design §4.11).
+    assert!(!screen.contains("depth 0"), "{screen:?}");
+    assert!(!screen.contains('\x1b'), "{screen:?}");
+    assert!(screen.contains("all done"), "{screen:?}");
 }
 
 #[test]

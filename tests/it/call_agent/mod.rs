@@ -116,6 +116,7 @@ impl Setup {
             budgets: Vec::new(),
             snapshot: Default::default(),
             mcp: Default::default(),
+            stream: Default::default(),
         }
     }
 }

@@ -1,0 +1,206 @@
+//! An Anthropic Messages stream assembled: `message_start` (the message
+//! with its first usage), each content block from `content_block_start`
+//! and its `content_block_delta`s (`text_delta`, `input_json_delta`'s
+//! partial JSON, `thinking_delta`, `signature_delta`, `citations_delta`),
+//! `message_delta` (stop reason, stop details, the usage so far, which
+//! replaces what came before), and `message_stop`, the end. `ping` and
+//! event types not listed are let be; an `error` event is the provider's
+//! failure.
+
+use serde_json::{Value, json};
+
+use super::{Piece, StreamError, failed, json, parse_whole, text};
+use crate::provider::{Response, anthropic};
+
+/// What the stream has said so far.
+#[derive(Debug, Default)]
+pub(super) struct Assembly {
+    /// `message_start` came.
+    started: bool,
+    /// The content blocks, in the order they began.
+    blocks: Vec<Block>,
+    stop_reason: Value,
+    stop_details: Value,
+    /// The usage: `message_start`'s, each field replaced by what a
+    /// `message_delta` says later.
+    usage: serde_json::Map<String, Value>,
+    /// `message_stop` came: the stream is whole.
+    stopped: bool,
+}
+
+/// One content block: as it began, and its deltas so far.
+#[derive(Debug)]
+struct Block {
+    index: u64,
+    start: Value,
+    /// `text_delta`s (for a text block) or `thinking_delta`s.
+    text: String,
+    /// `input_json_delta`s: the input's JSON text in pieces.
+    json: String,
+    signature: String,
+    citations: Vec<Value>,
+}
+
+impl Assembly {
+    /// One event; the name on its `event:` line says what its data's `type`
+    /// says, which is read.
+    pub(super) fn event(&mut self, name: &str, data: &str) -> Result<Piece, StreamError> {
+        if self.stopped {
+            return Ok(Piece::default());
+        }
+        let event = json(data)?;
+        let kind = event["type"].as_str().unwrap_or(name);
+        match kind {
+            "error" => return Err(failed(data)),
+            "message_start" => {
+                self.started = true;
+                self.merge_usage(&event["message"]["usage"]);
+            }
+            "content_block_start" => return Ok(self.block_start(&event)),
+            "content_block_delta" => return Ok(self.block_delta(&event)),
+            "message_delta" => {
+                let delta = &event["delta"];
+                if !delta["stop_reason"].is_null() {
+                    self.stop_reason = delta["stop_reason"].clone();
+                }
+                for details in [&delta["stop_details"], &event["stop_details"]] {
+                    if !details.is_null() {
+                        self.stop_details = details.clone();
+                    }
+                }
+                self.merge_usage(&event["usage"]);
+            }
+            "message_stop" => self.stopped = true,
+            _ => {}
+        }
+        Ok(Piece::default())
+    }
+
+    fn merge_usage(&mut self, usage: &Value) {
+        if let Some(fields) = usage.as_object() {
+            for (k, v) in fields {
+                if !v.is_null() {
+                    self.usage.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+
+    fn block_start(&mut self, event: &Value) -> Piece {
+        let start = event["content_block"].clone();
+        let index = event["index"].as_u64().unwrap_or(u64::MAX);
+        let first = text(&start["text"]).to_string();
+        let is_text = start["type"] == "text";
+        self.blocks.retain(|b| b.index != index);
+        self.blocks.push(Block {
+            index,
+            start,
+            text: String::new(),
+            json: String::new(),
+            signature: String::new(),
+            citations: Vec::new(),
+        });
+        // A tool call's name is its first token; a text block's first is
+        // its first text.
+        Piece {
+            delta: !is_text || !first.is_empty(),
+            text: is_text.then_some(first),
+        }
+    }
+
+    fn block_delta(&mut self, event: &Value) -> Piece {
+        let index = event["index"].as_u64().unwrap_or(u64::MAX);
+        let Some(block) = self.blocks.iter_mut().find(|b| b.index == index) else {
+            // A delta for a block that never began: nothing to add it to.
+            return Piece::default();
+        };
+        let delta = &event["delta"];
+        let mut piece = Piece::default();
+        let part = match delta["type"].as_str().unwrap_or("") {
+            "text_delta" => {
+                let t = text(&delta["text"]);
+                block.text.push_str(t);
+                if block.start["type"] == "text" {
+                    piece.text = Some(t.to_string());
+                }
+                t
+            }
+            "input_json_delta" => {
+                let t = text(&delta["partial_json"]);
+                block.json.push_str(t);
+                t
+            }
+            "thinking_delta" => {
+                let t = text(&delta["thinking"]);
+                block.text.push_str(t);
+                t
+            }
+            "signature_delta" => {
+                block.signature.push_str(text(&delta["signature"]));
+                ""
+            }
+            "citations_delta" => {
+                block.citations.push(delta["citation"].clone());
+                ""
+            }
+            _ => "",
+        };
+        piece.delta = !part.is_empty();
+        piece
+    }
+
+    /// The answer, read as the same answer sent whole would be.
+    pub(super) fn finish(mut self) -> Result<Response, StreamError> {
+        if !self.started || !self.stopped {
+            return Err(StreamError::Invalid(
+                "the stream ended before message_stop".into(),
+            ));
+        }
+        self.blocks.sort_by_key(|b| b.index);
+        let content: Vec<Value> = self.blocks.into_iter().map(Block::whole).collect();
+        let whole = json!({
+            "content": content,
+            "stop_reason": self.stop_reason,
+            "stop_details": self.stop_details,
+            "usage": Value::Object(self.usage),
+        });
+        parse_whole(&whole, anthropic::parse)
+    }
+}
+
+impl Block {
+    /// The block as a non-streamed answer carries it: a tool's input is the
+    /// object its pieces make (kept as text when they make none: a call cut
+    /// off at the output limit, which is not run, design §5.4).
+    fn whole(self) -> Value {
+        let mut block = self.start;
+        if !block.is_object() {
+            return block;
+        }
+        let kind = block["type"].as_str().unwrap_or("").to_string();
+        match kind.as_str() {
+            "text" => {
+                let mut t = text(&block["text"]).to_string();
+                t.push_str(&self.text);
+                block["text"] = json!(t);
+                if !self.citations.is_empty() {
+                    block["citations"] = json!(self.citations);
+                }
+            }
+            "thinking" => {
+                let mut t = text(&block["thinking"]).to_string();
+                t.push_str(&self.text);
+                block["thinking"] = json!(t);
+                if !self.signature.is_empty() {
+                    block["signature"] = json!(self.signature);
+                }
+            }
+            _ if !self.json.is_empty() => {
+                block["input"] =
+                    serde_json::from_str::<Value>(&self.json).unwrap_or(Value::String(self.json));
+            }
+            _ => {}
+        }
+        block
+    }
+}

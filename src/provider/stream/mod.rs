@@ -1,0 +1,203 @@
+//! Streamed answers (design §4.11): a [`Decoder`] is fed the body of a
+//! streamed response in whatever chunks the network gives, frames it
+//! (server-sent events for Anthropic and OpenAI, `sse.rs`; one JSON object
+//! per line for Ollama, here), hands each piece of answer text to the
+//! caller as it comes, and assembles the rest — tool calls from their
+//! deltas, the stop reason, the usage that comes last — into the very
+//! shape of a non-streamed answer, which that wire's own parser then reads.
+//! So a streamed answer means what the same answer sent whole would mean:
+//! refusals, cut-off answers and paused turns included (design ch. 5).
+//! Each wire's assembly is in its own file.
+//!
+//! The stream is untrusted: one line or event over [`MAX_EVENT_BYTES`], or
+//! a stream over [`MAX_BODY_BYTES`], is an error; so is a stream that ends
+//! before its wire's last event. An error event is the provider's failure.
+
+mod anthropic;
+mod ollama;
+mod openai;
+pub mod sse;
+
+use serde_json::Value;
+
+use super::{ErrorDetail, Kind, MAX_BODY_BYTES, Response, error_detail};
+
+/// The most bytes one line or one event of a stream may have.
+pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why a stream gave no answer.
+#[derive(Debug, PartialEq)]
+pub enum StreamError {
+    /// Not a stream of the wire's shape, or one that ended too soon: an
+    /// invalid response (design §4.8).
+    Invalid(String),
+    /// The provider's own error event, in the middle of the stream.
+    Failed(ErrorDetail),
+}
+
+/// A stream being read: its framing and its wire's assembly.
+#[derive(Debug)]
+pub struct Decoder {
+    framing: Framing,
+    wire: Wire,
+    /// Bytes fed so far.
+    read: u64,
+}
+
+#[derive(Debug)]
+enum Framing {
+    Sse(sse::Sse),
+    /// Newline-delimited JSON: the line being read.
+    Lines(Vec<u8>),
+}
+
+#[derive(Debug)]
+enum Wire {
+    OpenAi(openai::Assembly),
+    Anthropic(anthropic::Assembly),
+    Ollama(ollama::Assembly),
+}
+
+/// What an assembly reads from one event or line: the text to print, and
+/// whether a content or tool-call delta came (for the time to first token).
+#[derive(Debug, Default)]
+struct Piece {
+    text: Option<String>,
+    delta: bool,
+}
+
+impl Decoder {
+    /// A decoder for `kind`'s streamed answer.
+    pub fn new(kind: Kind) -> Decoder {
+        let (framing, wire) = match kind {
+            Kind::OpenAi => (
+                Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
+                Wire::OpenAi(openai::Assembly::default()),
+            ),
+            Kind::Anthropic => (
+                Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
+                Wire::Anthropic(anthropic::Assembly::default()),
+            ),
+            Kind::Ollama => (
+                Framing::Lines(Vec::new()),
+                Wire::Ollama(ollama::Assembly::default()),
+            ),
+        };
+        Decoder {
+            framing,
+            wire,
+            read: 0,
+        }
+    }
+
+    /// Reads the next `bytes` of the stream: each piece of answer text is
+    /// handed to `on_text` as it completes. True when a content or
+    /// tool-call delta was among them.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, StreamError> {
+        self.read = self
+            .read
+            .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
+        if self.read > MAX_BODY_BYTES {
+            return Err(StreamError::Invalid(format!(
+                "stream larger than {} MiB",
+                MAX_BODY_BYTES >> 20
+            )));
+        }
+        let mut delta = false;
+        let wire = &mut self.wire;
+        let mut take = |event: &str, data: &str| -> Result<(), StreamError> {
+            let piece = wire.event(event, data)?;
+            delta |= piece.delta;
+            if let Some(text) = piece.text.filter(|t| !t.is_empty()) {
+                on_text(&text);
+            }
+            Ok(())
+        };
+        let too_long = || {
+            StreamError::Invalid(format!(
+                "a stream event larger than {} MiB",
+                MAX_EVENT_BYTES >> 20
+            ))
+        };
+        match &mut self.framing {
+            Framing::Sse(sse) => sse.feed(bytes, &mut |e| take(&e.name, &e.data), too_long)?,
+            Framing::Lines(line) => {
+                for part in bytes.split_inclusive(|&b| b == b'\n') {
+                    if line.len().saturating_add(part.len()) > MAX_EVENT_BYTES {
+                        return Err(too_long());
+                    }
+                    line.extend_from_slice(part);
+                    if line.ends_with(b"\n") {
+                        let text = String::from_utf8_lossy(line).into_owned();
+                        line.clear();
+                        take("line", text.trim())?;
+                    }
+                }
+            }
+        }
+        Ok(delta)
+    }
+
+    /// The answer, once the stream has ended: an error when it ended before
+    /// its wire's last event.
+    pub fn finish(mut self) -> Result<Response, StreamError> {
+        // A last line without its newline is still a line.
+        if let Framing::Lines(line) = &mut self.framing
+            && !line.is_empty()
+        {
+            let text = String::from_utf8_lossy(line).into_owned();
+            self.wire.event("line", text.trim())?;
+        }
+        match self.wire {
+            Wire::OpenAi(a) => a.finish(),
+            Wire::Anthropic(a) => a.finish(),
+            Wire::Ollama(a) => a.finish(),
+        }
+    }
+}
+
+impl Wire {
+    fn event(&mut self, name: &str, data: &str) -> Result<Piece, StreamError> {
+        match self {
+            Wire::OpenAi(a) => a.event(data),
+            Wire::Anthropic(a) => a.event(name, data),
+            Wire::Ollama(a) => a.line(data),
+        }
+    }
+}
+
+/// `data` as JSON; anything else is an invalid stream.
+fn json(data: &str) -> Result<Value, StreamError> {
+    serde_json::from_str(data).map_err(|e| {
+        StreamError::Invalid(format!(
+            "a stream event is not JSON ({e}): {}",
+            crate::text::clip(data, 80, "…")
+        ))
+    })
+}
+
+/// An error event (or line) as the provider's failure.
+fn failed(data: &str) -> StreamError {
+    StreamError::Failed(error_detail(data))
+}
+
+/// The assembled answer, read by the wire's own parser: the non-streamed
+/// answer's meaning, whatever came in pieces.
+fn parse_whole(
+    whole: &Value,
+    parse: fn(&str) -> Result<Response, String>,
+) -> Result<Response, StreamError> {
+    parse(&whole.to_string()).map_err(StreamError::Invalid)
+}
+
+/// A string field, empty when it is not a string.
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests;

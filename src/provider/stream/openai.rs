@@ -1,0 +1,170 @@
+//! An OpenAI Chat Completions stream assembled: `chat.completion.chunk`
+//! events whose first choice's `delta` carries content, refusal and tool
+//! call fragments (each call by its `index`: id, type and name in its first
+//! fragment, argument text in pieces, several calls interleaved), the
+//! `finish_reason` near the end, the `usage` chunk (with no choices) that
+//! `stream_options.include_usage` asks for, and `[DONE]`. An `error` object
+//! in a chunk is the provider's failure.
+
+use serde_json::{Value, json};
+
+use super::{Piece, StreamError, failed, json, parse_whole, text};
+use crate::provider::{Response, openai};
+
+/// What the stream has said so far.
+#[derive(Debug, Default)]
+pub(super) struct Assembly {
+    /// A chunk with a choice came.
+    chose: bool,
+    content: String,
+    refusal: String,
+    /// Tool calls by their `index`, in the order they began.
+    calls: Vec<Call>,
+    finish_reason: Value,
+    usage: Value,
+    /// `[DONE]` came: the stream is whole.
+    done: bool,
+}
+
+/// One tool call's fragments.
+#[derive(Debug)]
+struct Call {
+    index: u64,
+    id: String,
+    /// `function`, or another type (kept whole as the wire sends it).
+    kind: String,
+    name: String,
+    /// The argument text (a `custom` call's `input`), byte for byte.
+    arguments: String,
+}
+
+impl Assembly {
+    /// One event's data.
+    pub(super) fn event(&mut self, data: &str) -> Result<Piece, StreamError> {
+        if self.done {
+            return Ok(Piece::default());
+        }
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(Piece::default());
+        }
+        let chunk = json(data)?;
+        if !chunk["error"].is_null() {
+            return Err(failed(data));
+        }
+        if chunk["usage"].is_object() {
+            self.usage = chunk["usage"].clone();
+        }
+        let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) else {
+            return Ok(Piece::default());
+        };
+        self.chose = true;
+        if let Some(reason) = choice.get("finish_reason").filter(|r| !r.is_null()) {
+            self.finish_reason = reason.clone();
+        }
+        let delta = &choice["delta"];
+        let mut piece = Piece::default();
+        if let Some(t) = delta["content"].as_str() {
+            self.content.push_str(t);
+            piece.text = Some(t.to_string());
+            piece.delta = !t.is_empty();
+        }
+        if let Some(r) = delta["refusal"].as_str() {
+            self.refusal.push_str(r);
+            piece.delta |= !r.is_empty();
+        }
+        if let Some(calls) = delta["tool_calls"].as_array() {
+            for (i, c) in calls.iter().enumerate() {
+                self.call_delta(i, c);
+                piece.delta = true;
+            }
+        }
+        Ok(piece)
+    }
+
+    /// A fragment of the call at its `index` (its position in the list
+    /// when a server leaves the index out).
+    fn call_delta(&mut self, position: usize, c: &Value) {
+        let index = c["index"]
+            .as_u64()
+            .unwrap_or(u64::try_from(position).unwrap_or(u64::MAX));
+        let at = match self.calls.iter().position(|call| call.index == index) {
+            Some(at) => at,
+            None => {
+                self.calls.push(Call {
+                    index,
+                    id: String::new(),
+                    kind: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[at];
+        let first = |field: &mut String, v: &Value| {
+            if field.is_empty() {
+                field.push_str(text(v));
+            }
+        };
+        first(&mut call.id, &c["id"]);
+        first(&mut call.kind, &c["type"]);
+        let kind = if call.kind.is_empty() {
+            "function"
+        } else {
+            call.kind.as_str()
+        };
+        let (name, part) = if kind == "function" {
+            (&c["function"]["name"], &c["function"]["arguments"])
+        } else {
+            (&c[kind]["name"], &c[kind]["input"])
+        };
+        let (name, part) = (text(name).to_string(), text(part).to_string());
+        first(&mut call.name, &Value::String(name));
+        call.arguments.push_str(&part);
+    }
+
+    /// The answer, read as the same answer sent whole would be.
+    pub(super) fn finish(mut self) -> Result<Response, StreamError> {
+        if !self.done {
+            return Err(StreamError::Invalid(
+                "the stream ended before [DONE]".into(),
+            ));
+        }
+        self.calls.sort_by_key(|c| c.index);
+        let choices = if self.chose {
+            let mut message = json!({"content": self.content});
+            if !self.refusal.is_empty() {
+                message["refusal"] = json!(self.refusal);
+            }
+            if !self.calls.is_empty() {
+                message["tool_calls"] = self.calls.iter().map(Call::whole).collect();
+            }
+            json!([{"message": message, "finish_reason": self.finish_reason}])
+        } else {
+            json!([])
+        };
+        parse_whole(
+            &json!({"choices": choices, "usage": self.usage}),
+            openai::parse,
+        )
+    }
+}
+
+impl Call {
+    /// The call as a non-streamed answer carries it.
+    fn whole(&self) -> Value {
+        let mut call = json!({"id": self.id});
+        match self.kind.as_str() {
+            "" | "function" => {
+                call["type"] = json!("function");
+                call["function"] = json!({"name": self.name, "arguments": self.arguments});
+            }
+            kind => {
+                call["type"] = json!(kind);
+                call[kind] = json!({"name": self.name, "input": self.arguments});
+            }
+        }
+        call
+    }
+}

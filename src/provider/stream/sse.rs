@@ -1,0 +1,208 @@
+//! Server-sent events framing (the WHATWG `text/event-stream` format), fed
+//! arbitrary byte chunks: lines end in CRLF, LF or CR (a CRLF split across
+//! two chunks is one line end), `:` lines are comments, `data:` lines are
+//! joined with newlines, `event:` names the event, other fields are
+//! ignored, and a blank line dispatches the event. Bytes are kept until
+//! their line is whole, so a chunk may end anywhere, inside a UTF-8
+//! character or inside a field name. A line or an event over the limit is
+//! an error, never a growing buffer (design §4.11).
+
+/// One event: its name (`message` when none was given) and its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub name: String,
+    pub data: String,
+}
+
+/// The decoder's state between chunks.
+#[derive(Debug)]
+pub struct Sse {
+    /// The line being read (without its end).
+    line: Vec<u8>,
+    /// The last byte seen was a CR: an LF right after it ends nothing.
+    after_cr: bool,
+    /// The event being read: its data lines joined, and its name.
+    data: Vec<u8>,
+    has_data: bool,
+    name: String,
+    /// The most bytes a line, or an event's data, may have.
+    limit: usize,
+}
+
+impl Sse {
+    pub fn new(limit: usize) -> Sse {
+        Sse {
+            line: Vec::new(),
+            after_cr: false,
+            data: Vec::new(),
+            has_data: false,
+            name: String::new(),
+            limit,
+        }
+    }
+
+    /// Reads `bytes`, handing each event completed to `on_event`; the
+    /// first error (the limit, or `on_event`'s) ends the stream.
+    pub fn feed<E>(
+        &mut self,
+        bytes: &[u8],
+        on_event: &mut dyn FnMut(Event) -> Result<(), E>,
+        too_long: impl Fn() -> E,
+    ) -> Result<(), E> {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if rest[0] == b'\n' {
+                    rest = &rest[1..];
+                    continue;
+                }
+            }
+            match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+                None => {
+                    if self.line.len().saturating_add(rest.len()) > self.limit {
+                        return Err(too_long());
+                    }
+                    self.line.extend_from_slice(rest);
+                    return Ok(());
+                }
+                Some(end) => {
+                    if self.line.len().saturating_add(end) > self.limit {
+                        return Err(too_long());
+                    }
+                    self.line.extend_from_slice(&rest[..end]);
+                    self.after_cr = rest[end] == b'\r';
+                    rest = &rest[end + 1..];
+                    let line = std::mem::take(&mut self.line);
+                    if let Some(event) = self.take_line(&line, &too_long)? {
+                        on_event(event)?;
+                    }
+                    // The buffer is used again for the next line.
+                    self.line = line;
+                    self.line.clear();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One whole line: a field added to the event, or (blank) the event.
+    fn take_line<E>(&mut self, line: &[u8], too_long: &impl Fn() -> E) -> Result<Option<Event>, E> {
+        if line.is_empty() {
+            return Ok(self.dispatch());
+        }
+        if line[0] == b':' {
+            return Ok(None);
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let value = &line[i + 1..];
+                (&line[..i], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                let grown = self
+                    .data
+                    .len()
+                    .saturating_add(value.len())
+                    .saturating_add(1);
+                if grown > self.limit {
+                    return Err(too_long());
+                }
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+            b"event" => self.name = String::from_utf8_lossy(value).into_owned(),
+            // `id`, `retry` and unknown fields mean nothing here.
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// The event read so far, if it has data; the state is reset either way.
+    fn dispatch(&mut self) -> Option<Event> {
+        let name = std::mem::take(&mut self.name);
+        if !std::mem::take(&mut self.has_data) {
+            return None;
+        }
+        let data = String::from_utf8_lossy(&self.data).into_owned();
+        self.data.clear();
+        Some(Event {
+            name: if name.is_empty() {
+                "message".into()
+            } else {
+                name
+            },
+            data,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(chunks: &[&[u8]], limit: usize) -> Result<Vec<Event>, &'static str> {
+        let mut sse = Sse::new(limit);
+        let mut out = Vec::new();
+        for c in chunks {
+            sse.feed(
+                c,
+                &mut |e| {
+                    out.push(e);
+                    Ok(())
+                },
+                || "too long",
+            )?;
+        }
+        Ok(out)
+    }
+
+    fn ev(name: &str, data: &str) -> Event {
+        Event {
+            name: name.into(),
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn every_line_end_comments_names_and_multi_line_data_are_read() {
+        let text = b": keep-alive\r\nevent: ping\r\ndata: {}\r\n\r\ndata: a\rdata:b\r\rid: 7\nretry: 10\ndata: \xc3\xa9\n\nevent: lone\n\n";
+        let want = vec![ev("ping", "{}"), ev("message", "a\nb"), ev("message", "é")];
+        assert_eq!(events(&[text], 1024).unwrap(), want);
+    }
+
+    #[test]
+    fn a_stream_split_at_any_byte_gives_the_same_events() {
+        let text: &[u8] =
+            "event: x\r\ndata: {\"t\":\"héllo ✓\"}\r\n\r\n: c\r\ndata: [DONE]\r\n\r\n".as_bytes();
+        let whole = events(&[text], 1024).unwrap();
+        assert_eq!(whole.len(), 2);
+        for i in 0..=text.len() {
+            for j in i..=text.len() {
+                let split = events(&[&text[..i], &text[i..j], &text[j..]], 1024).unwrap();
+                assert_eq!(split, whole, "split at {i} and {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_or_an_event_over_the_limit_is_an_error() {
+        assert_eq!(events(&[&[b'x'; 65]], 64), Err("too long"));
+        assert_eq!(events(&[&[b'x'; 40], &[b'x'; 40]], 64), Err("too long"));
+        let many = "data: 0123456789\n".repeat(10);
+        assert_eq!(events(&[many.as_bytes()], 64), Err("too long"));
+        assert!(events(&[b"data: 0123456789\n\n"], 64).is_ok());
+    }
+
+    #[test]
+    fn an_event_not_ended_by_a_blank_line_is_not_dispatched() {
+        assert_eq!(events(&[b"data: half"], 64).unwrap(), vec![]);
+        assert_eq!(events(&[b"data: half\n"], 64).unwrap(), vec![]);
+    }
+}

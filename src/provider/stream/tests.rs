@@ -1,0 +1,222 @@
+//! The decoders on each wire's documented streams (`fixtures/streams/`, which
+//! the fuzzer mutates too): split at every byte they give what they give
+//! whole, and what the same answer sent whole gives.
+
+use super::*;
+use crate::provider::{Cut, anthropic, ollama, openai};
+
+/// Feeds `chunks` in order; the text handed out, and the answer.
+fn run(kind: Kind, chunks: &[&[u8]]) -> (String, Result<Response, StreamError>) {
+    let mut d = Decoder::new(kind);
+    let mut printed = String::new();
+    for c in chunks {
+        if let Err(e) = d.feed(c, &mut |t| printed.push_str(t)) {
+            return (printed, Err(e));
+        }
+    }
+    (printed, d.finish())
+}
+
+fn whole(kind: Kind, s: &str) -> (String, Result<Response, StreamError>) {
+    run(kind, &[s.as_bytes()])
+}
+
+/// Every split of `s` in two (and one byte at a time) gives the whole's answer.
+fn same_at_every_split(kind: Kind, s: &str) -> Response {
+    let (text, want) = whole(kind, s);
+    let want = want.expect("the whole stream is an answer");
+    let b = s.as_bytes();
+    for i in 0..=b.len() {
+        let (t, got) = run(kind, &[&b[..i], &b[i..]]);
+        assert_eq!(got.as_ref(), Ok(&want), "split at {i}");
+        assert_eq!(t, text, "split at {i}");
+    }
+    let bytes: Vec<&[u8]> = b.chunks(1).collect();
+    assert_eq!(run(kind, &bytes).1, Ok(want.clone()));
+    want
+}
+
+const OPENAI_TEXT: &str = include_str!("../../../fixtures/streams/openai_text.sse");
+
+#[test]
+fn an_openai_text_stream_prints_its_text_and_reads_its_usage_last() {
+    let r = same_at_every_split(Kind::OpenAi, OPENAI_TEXT);
+    assert_eq!(whole(Kind::OpenAi, OPENAI_TEXT).0, "Héllo wörld ✓");
+    assert_eq!(r.content, "Héllo wörld ✓");
+    assert_eq!(
+        (r.input_tokens, r.output_tokens, r.cache_read_tokens),
+        (12, 5, 4)
+    );
+    assert_eq!(r.stop_reason, "stop");
+    let sent_whole = openai::parse(r#"{"choices":[{"message":{"content":"Héllo wörld ✓"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}"#).unwrap();
+    assert_eq!(r, sent_whole);
+}
+
+const OPENAI_TWO_CALLS: &str = include_str!("../../../fixtures/streams/openai_two_calls.sse");
+
+#[test]
+fn openai_call_fragments_interleaved_are_assembled_with_their_text_byte_for_byte() {
+    let r = same_at_every_split(Kind::OpenAi, OPENAI_TWO_CALLS);
+    assert_eq!(r.tool_calls.len(), 2);
+    let (a, b) = (&r.tool_calls[0], &r.tool_calls[1]);
+    assert_eq!((a.id.as_str(), b.id.as_str()), ("call_a", "call_b"));
+    assert_eq!(
+        a.wire_arguments,
+        serde_json::json!("{\"agent\": \"a\", \"task\": \"x\"}")
+    );
+    assert_eq!(
+        b.wire_arguments,
+        serde_json::json!("{\"agent\":\"b\",\"task\":\"y\"}")
+    );
+    assert_eq!(a.arguments["task"], "x");
+    assert_eq!(b.arguments["agent"], "b");
+    assert_eq!(r.stop_reason, "tool_calls");
+    assert_eq!((r.input_tokens, r.output_tokens), (30, 20));
+}
+
+#[test]
+fn openai_refusals_cut_answers_errors_and_short_streams_mean_what_they_mean_whole() {
+    let refusal = "data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I can't\"},\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\" help.\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let r = whole(Kind::OpenAi, refusal).1.unwrap();
+    assert_eq!(
+        r.declined.as_deref(),
+        Some("the model refused to answer: I can't help.")
+    );
+    let cut = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"abc\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+    assert_eq!(
+        whole(Kind::OpenAi, cut).1.unwrap().cut,
+        Some(Cut::OutputLimit)
+    );
+    let error = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ab\"}}]}\n\ndata: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n";
+    let (printed, got) = whole(Kind::OpenAi, error);
+    assert_eq!(printed, "ab");
+    match got {
+        Err(StreamError::Failed(d)) => {
+            assert_eq!(d.message, "The server had an error");
+            assert_eq!(d.error_type.as_deref(), Some("server_error"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let (_, short) = whole(Kind::OpenAi, &OPENAI_TEXT.replace("data: [DONE]\n\n", ""));
+    assert_eq!(
+        short,
+        Err(StreamError::Invalid(
+            "the stream ended before [DONE]".into()
+        ))
+    );
+    let (_, garbage) = whole(Kind::OpenAi, "data: {nope\n\n");
+    assert!(
+        matches!(garbage, Err(StreamError::Invalid(_))),
+        "{garbage:?}"
+    );
+}
+
+const ANTHROPIC_TOOL: &str = include_str!("../../../fixtures/streams/anthropic_text_and_tool.sse");
+
+#[test]
+fn an_anthropic_stream_with_text_and_a_tool_call_is_the_message_sent_whole() {
+    let r = same_at_every_split(Kind::Anthropic, ANTHROPIC_TOOL);
+    assert_eq!(whole(Kind::Anthropic, ANTHROPIC_TOOL).0, "Let me ask ✓");
+    let sent_whole = anthropic::parse(r#"{"content":[{"type":"text","text":"Let me ask ✓"},{"type":"tool_use","id":"toolu_1","name":"call_agent","input":{"agent":"helper","task":3}}],"stop_reason":"tool_use","usage":{"input_tokens":25,"cache_creation_input_tokens":7,"cache_read_input_tokens":100,"output_tokens":42}}"#).unwrap();
+    assert_eq!(r, sent_whole);
+    assert_eq!(
+        r.tool_calls[0].wire_arguments,
+        serde_json::json!({"agent": "helper", "task": 3})
+    );
+    assert_eq!(
+        (r.input_tokens, r.output_tokens, r.cache_read_tokens),
+        (132, 42, 100)
+    );
+}
+
+#[test]
+fn anthropic_error_events_refusals_and_short_streams_mean_what_they_mean_whole() {
+    let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Sure\"}}\n\n";
+    let overloaded = format!(
+        "{start}event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}\n\n"
+    );
+    let (printed, got) = whole(Kind::Anthropic, &overloaded);
+    assert_eq!(printed, "Sure");
+    match got {
+        Err(StreamError::Failed(d)) => {
+            assert_eq!(d.error_type.as_deref(), Some("overloaded_error"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let refused = format!(
+        "{start}event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"refusal\"}},\"usage\":{{\"output_tokens\":2}}}}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+    );
+    let r = whole(Kind::Anthropic, &refused).1.unwrap();
+    assert_eq!(
+        r.declined.as_deref(),
+        Some("the model refused to answer (stop_reason \"refusal\")")
+    );
+    let (_, short) = whole(Kind::Anthropic, start);
+    assert_eq!(
+        short,
+        Err(StreamError::Invalid(
+            "the stream ended before message_stop".into()
+        ))
+    );
+}
+
+const OLLAMA: &str = include_str!("../../../fixtures/streams/ollama_text_and_tool.ndjson");
+
+#[test]
+fn an_ollama_stream_is_the_answer_sent_whole() {
+    let r = same_at_every_split(Kind::Ollama, OLLAMA);
+    assert_eq!(whole(Kind::Ollama, OLLAMA).0, "Bonjour ✓");
+    let sent_whole = ollama::parse(r#"{"message":{"role":"assistant","content":"Bonjour ✓","tool_calls":[{"function":{"name":"read_file","arguments":{"path":"a.txt"}}}]},"done":true,"done_reason":"stop","prompt_eval_count":26,"eval_count":8}"#).unwrap();
+    assert_eq!(r, sent_whole);
+    // The last line needs no newline.
+    assert!(whole(Kind::Ollama, OLLAMA.trim_end()).1.is_ok());
+    let short = OLLAMA.lines().take(2).collect::<Vec<_>>().join("\n");
+    assert!(matches!(
+        whole(Kind::Ollama, &short).1,
+        Err(StreamError::Invalid(_))
+    ));
+    let error = "{\"message\":{\"content\":\"a\"},\"done\":false}\n{\"error\":\"model runner has unexpectedly stopped\"}\n";
+    match whole(Kind::Ollama, error).1 {
+        Err(StreamError::Failed(d)) => {
+            assert_eq!(d.message, "model runner has unexpectedly stopped");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn one_enormous_event_or_line_is_an_error_not_a_growing_buffer() {
+    for kind in Kind::ALL {
+        let mut d = Decoder::new(kind);
+        let piece = vec![b'x'; 1 << 20];
+        let mut failed = None;
+        for _ in 0..5 {
+            if let Err(e) = d.feed(&piece, &mut |_| {}) {
+                failed = Some(e);
+                break;
+            }
+        }
+        assert!(
+            matches!(&failed, Some(StreamError::Invalid(m)) if m.contains("larger than 4 MiB")),
+            "{kind:?}: {failed:?}"
+        );
+    }
+}
+
+#[test]
+fn a_stream_over_the_body_limit_is_an_error_however_small_its_events() {
+    let mut d = Decoder::new(Kind::OpenAi);
+    let comments = ": keep-alive\n\n".repeat(64 * 1024);
+    let mut fed = 0u64;
+    let failed = loop {
+        match d.feed(comments.as_bytes(), &mut |_| {}) {
+            Ok(_) => fed += comments.len() as u64,
+            Err(e) => break e,
+        }
+        assert!(fed <= MAX_BODY_BYTES, "fed {fed} bytes");
+    };
+    assert_eq!(
+        failed,
+        StreamError::Invalid("stream larger than 32 MiB".into())
+    );
+}

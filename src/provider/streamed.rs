@@ -1,0 +1,98 @@
+//! The streamed side of the HTTP path (design §4.11): a 2xx streamed body
+//! read as it comes through the wire's decoder, its text handed out piece
+//! by piece, the time to its first token kept, and each way it fails
+//! (silent past the idle limit, cut, not a stream, an error event) made
+//! the failed attempt the retry rules of `http.rs` judge.
+
+use std::io::Read;
+use std::time::Instant;
+
+use super::error::{ErrorKind, stream_error, transport_error};
+use super::http::{Attempt, closed_before_response};
+use super::stream::{Decoder, StreamError};
+use super::{MAX_BODY_BYTES, Provider, Response};
+
+impl Provider {
+    /// A streamed answer read as it comes, each piece of its text handed to
+    /// `on_text`; `sent` is when the request went, for the time to the
+    /// first token.
+    pub(super) fn read_stream(
+        &self,
+        body: &mut ureq::Body,
+        sent: Instant,
+        on_text: &dyn Fn(&str),
+        url: &str,
+    ) -> Result<Response, Attempt> {
+        let mut reader = body.with_config().limit(MAX_BODY_BYTES).reader();
+        let mut decoder = Decoder::new(self.kind);
+        let mut first_token = None;
+        // On the heap: a waiting sub-agent's frame stays small (design §3.15).
+        let mut buf = vec![0; 8 * 1024];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.read_failure(ureq::Error::from(e), url)),
+            };
+            let delta = decoder
+                .feed(&buf[..n], &mut |t| on_text(t))
+                .map_err(|e| self.stream_failure(e))?;
+            if delta && first_token.is_none() {
+                first_token = Some(sent.elapsed());
+            }
+        }
+        let mut resp = decoder.finish().map_err(|e| self.stream_failure(e))?;
+        resp.first_token = first_token;
+        Ok(resp)
+    }
+
+    /// A stream that could not be read to its end: silent past the idle
+    /// limit, or cut. Either may be retried, as long as nothing was handed
+    /// out; the deadline is not.
+    fn read_failure(&self, e: ureq::Error, url: &str) -> Attempt {
+        if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
+            return self.idle_failure();
+        }
+        let retryable = closed_before_response(&e);
+        let mut failed = Attempt::failed(transport_error(self.kind, &self.base_url, e, url));
+        failed.retryable = retryable;
+        failed
+    }
+
+    pub(super) fn idle_failure(&self) -> Attempt {
+        let mut error = self.error(
+            ErrorKind::Timeout,
+            None,
+            format!(
+                "the stream sent nothing for {}s (the idle limit)",
+                self.idle.as_secs_f64()
+            ),
+        );
+        error.idle = true;
+        let mut failed = Attempt::failed(error);
+        failed.retryable = true;
+        failed
+    }
+
+    /// A stream that is not one, or the provider's error event in it.
+    fn stream_failure(&self, e: StreamError) -> Attempt {
+        match e {
+            StreamError::Invalid(detail) => Attempt::failed(self.error(
+                ErrorKind::InvalidResponse,
+                None,
+                format!("invalid response: {detail}"),
+            )),
+            StreamError::Failed(detail) => {
+                let (error, retryable) = stream_error(self.kind, &detail);
+                Attempt {
+                    error,
+                    detail: Box::new(detail),
+                    retry_after: None,
+                    should_retry: None,
+                    retryable,
+                }
+            }
+        }
+    }
+}
