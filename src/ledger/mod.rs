@@ -490,7 +490,7 @@ mod tests {
             name: "read_file".into(),
             ..Default::default()
         };
-        let d = ToolDetail::new(&call, &output, false, 1, Duration::ZERO);
+        let d = ToolDetail::new(&call, &output, false, 1, 0, Duration::ZERO);
         assert!(!d.output.contains("sk-led"), "{}", &d.output[4080..]);
         assert!(d.output.contains("[cut: "));
     }

@@ -13,7 +13,7 @@ use crate::deadline::millis;
 /// The ledger's record of built-in tool calls.
 #[derive(Debug, Default)]
 pub(super) struct ToolLog {
-    /// Ended, in the order they ended.
+    /// Ended, in the order they ended (sorted when read).
     details: Mutex<Vec<ToolDetail>>,
     running: Mutex<Vec<RunningTool>>,
     next: AtomicU64,
@@ -36,6 +36,9 @@ pub struct ToolDetail {
     pub output: String,
     pub is_error: bool,
     pub turn: u32,
+    /// Its place among its response's calls.
+    #[serde(skip)]
+    pub index: usize,
     pub duration_ms: u64,
 }
 
@@ -48,6 +51,7 @@ impl ToolDetail {
         output: &str,
         is_error: bool,
         turn: u32,
+        index: usize,
         took: Duration,
     ) -> ToolDetail {
         let input = serde_json::to_value(&call.arguments).unwrap_or_default();
@@ -62,6 +66,7 @@ impl ToolDetail {
             output: crate::text::cap(crate::redact::redact(output), DETAIL_OUTPUT_BYTES),
             is_error,
             turn,
+            index,
             duration_ms: millis(took),
         }
     }
@@ -136,29 +141,40 @@ impl Ledger {
         details.push(detail);
     }
 
-    /// The built-in tool calls the agent at `path` made, in the order they
-    /// ended.
+    /// The built-in tool calls the agent at `path` made, in the order the
+    /// model made them (calls of one response end in any order).
     pub fn tool_details(&self, path: &str) -> Vec<ToolDetail> {
         let details = self
             .tools
             .details
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        details.iter().filter(|d| d.path == path).cloned().collect()
+        let mut mine: Vec<ToolDetail> =
+            details.iter().filter(|d| d.path == path).cloned().collect();
+        mine.sort_by_key(|d| (d.turn, d.index));
+        mine
     }
 
     /// The built-in tool calls made by every run of the agent named
-    /// `agent`, in the order they ended.
+    /// `agent`: each run's in the order the model made them, the runs in
+    /// the order their calls ended.
     pub fn agent_tool_details(&self, agent: &str) -> Vec<ToolDetail> {
         let details = self
             .tools
             .details
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        details
+        let mut theirs: Vec<ToolDetail> = details
             .iter()
             .filter(|d| d.agent == agent)
             .cloned()
-            .collect()
+            .collect();
+        // Stable: the runs keep their order, each run's calls sorted.
+        let first: Vec<String> = theirs.iter().map(|d| d.path.clone()).collect();
+        theirs.sort_by_key(|d| {
+            let run = first.iter().position(|p| *p == d.path).unwrap_or(0);
+            (run, d.turn, d.index)
+        });
+        theirs
     }
 }

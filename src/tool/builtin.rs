@@ -16,7 +16,7 @@ use crate::trace_event::TraceEvent;
 const SUMMARY_CHARS: usize = 80;
 
 /// Runs `call`, whose tool the caller listed.
-pub(super) fn run(call: &ToolCall, caller: &Caller) -> ToolResult {
+pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult {
     let ctx = caller.ctx;
     let Some(kit) = caller.tools else {
         return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
@@ -51,7 +51,7 @@ pub(super) fn run(call: &ToolCall, caller: &Caller) -> ToolResult {
     ctx.ledger.event(&ctx.place, caller.turn, event);
     ctx.ledger.record_tool(
         &ctx.place,
-        ToolDetail::new(call, &done.text, done.is_error, caller.turn, took),
+        ToolDetail::new(call, &done.text, done.is_error, caller.turn, index, took),
     );
     ToolResult {
         call_id: call.id.clone(),

@@ -12,7 +12,7 @@ use crate::provider::{ToolCall, ToolResult, wire};
 use crate::trace_event::TraceEvent;
 
 /// Runs `call`, whose tool is among the caller's MCP tools.
-pub(super) fn run(call: &ToolCall, caller: &Caller) -> ToolResult {
+pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult {
     let ctx = caller.ctx;
     let Some(bound) = caller.mcp.iter().find(|b| b.wire == call.name) else {
         return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
@@ -42,7 +42,7 @@ pub(super) fn run(call: &ToolCall, caller: &Caller) -> ToolResult {
     ctx.ledger.event(&ctx.place, caller.turn, event);
     ctx.ledger.record_tool(
         &ctx.place,
-        ToolDetail::new(call, &done.text, done.is_error, caller.turn, took),
+        ToolDetail::new(call, &done.text, done.is_error, caller.turn, index, took),
     );
     ToolResult {
         call_id: call.id.clone(),

@@ -72,7 +72,7 @@ pub fn run_calls(calls: &[ToolCall], caller: &Caller) -> Vec<ToolResult> {
         calls,
         caller.parallel,
         threads,
-        |i, call| run_numbered(call, caller, seqs.get(i).copied().unwrap_or(0)),
+        |i, call| run_numbered(call, i, caller, seqs.get(i).copied().unwrap_or(0)),
         panicked,
     )
 }
@@ -97,13 +97,13 @@ fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
 
 /// Runs `call`, numbered `seq`, between its `tool_call` and `tool_result`
 /// trace events.
-fn run_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
+fn run_numbered(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> ToolResult {
     let ctx = caller.ctx;
     let agent_called = argument(call, "agent");
     let event = TraceEvent::ToolCall { call, agent_called };
     ctx.ledger.event(&ctx.place, caller.turn, event);
     let started = Instant::now();
-    let result = dispatch(call, caller, seq);
+    let result = dispatch(call, index, caller, seq);
     let event = TraceEvent::ToolResult {
         call,
         agent_called,
@@ -114,13 +114,18 @@ fn run_numbered(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     result
 }
 
-/// Runs `call` by its tool's name (design §3.8).
-fn dispatch(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
+/// Runs `call`, the `index`-th of its response, by its tool's name
+/// (design §3.8).
+fn dispatch(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> ToolResult {
     match (&call.foreign, call.name.as_str()) {
         (Some(raw), _) => error_result(call, foreign_call(&call.name, raw)),
         (None, CALL_AGENT) => call_agent::run(call, caller, seq),
-        (None, name) if caller.tools.is_some_and(|k| k.has(name)) => builtin::run(call, caller),
-        (None, name) if caller.mcp.iter().any(|b| b.wire == name) => mcp_call::run(call, caller),
+        (None, name) if caller.tools.is_some_and(|k| k.has(name)) => {
+            builtin::run(call, index, caller)
+        }
+        (None, name) if caller.mcp.iter().any(|b| b.wire == name) => {
+            mcp_call::run(call, index, caller)
+        }
         (None, _) => error_result(call, format!("Unknown tool: \"{}\"", call.name)),
     }
 }

@@ -426,3 +426,60 @@ fn progress_shows_a_running_tool_call_under_its_agent() {
     let last_erase = screen.rfind("\x1b[J").unwrap();
     assert_eq!(screen[last_erase + 3..].trim_end(), "slept", "{screen:?}");
 }
+
+#[test]
+fn json_lists_the_calls_of_one_response_in_the_order_the_model_made_them() {
+    // The first call is slow (a page served after 400 ms), the second
+    // fast: they end in the other order.
+    let page = FakeServer::route(|_| {
+        Reply::Delay(
+            std::time::Duration::from_millis(400),
+            Box::new(Reply::Raw {
+                status: 200,
+                content_type: "text/plain".into(),
+                headers: vec![],
+                body: "slow page".into(),
+            }),
+        )
+    });
+    let home = Home::new();
+    let work = workdir();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        &format!(
+            "workdir = \"{}\"\ntools = [\"url_fetch\", \"read_file\"]\n\
+             allowed_hosts = [\"127.0.0.1\"]\n[sandbox]\nprivate_networks = true\n",
+            work.path().display()
+        ),
+    );
+    let url = format!("{}/page", page.url);
+    let server = FakeServer::route(move |req| {
+        if req.has_tool_results() {
+            return Reply::Json(200, openai_text("done", 10, 5));
+        }
+        Reply::Json(
+            200,
+            openai_tool_calls(
+                &[
+                    ("c1", "url_fetch", json!({"url": url})),
+                    ("c2", "read_file", json!({"path": "notes.txt"})),
+                ],
+                10,
+                5,
+            ),
+        )
+    });
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
+        &["run", "lead", "--json", "-p", "go"],
+    );
+    let v = json_of(&out);
+    let names: Vec<&str> = v["tool_call_details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["url_fetch", "read_file"], "{v}");
+}
