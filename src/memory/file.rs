@@ -1,13 +1,17 @@
-//! The memory file on disk (design §12.3): opened without blocking and
-//! only if regular, locked with `flock` for a bounded time, read from its
-//! tail within a bound, and appended to in one write that is undone if it
-//! fails.
+//! The memory file on disk (design §12.3, §12.5): opened without blocking
+//! and only if regular, locked with `flock` for a bounded time, read from
+//! its tail within a bound, appended to in one write that is undone if it
+//! fails, and trimmed by writing a temporary file that replaces it.
+//!
+//! `axe gc` replaces the file by renaming another over it, so a process
+//! that waited for the lock may hold the old one: after locking, the open
+//! file is checked to still be the one at the path, and opened again if not.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::entries;
@@ -20,6 +24,9 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 /// How often a held lock is tried again while waiting.
 const LOCK_POLL: Duration = Duration::from_millis(5);
 
+/// The most `axe gc` reads of a memory file to trim it.
+pub const TRIM_READ_LIMIT: u64 = 64 << 20;
+
 /// How many times a file replaced under us is opened again.
 const REOPENS: u32 = 5;
 
@@ -30,6 +37,15 @@ pub struct Tail {
     pub size: u64,
     /// Only the tail was read.
     pub cut: bool,
+}
+
+/// What a trim did.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Trimmed {
+    pub removed: usize,
+    pub kept: usize,
+    /// Where the removed entries were appended; None when none were.
+    pub backup: Option<PathBuf>,
 }
 
 /// Reads at most `limit` bytes of the memory file `path` under a shared
@@ -79,6 +95,66 @@ pub fn append(path: &Path, entry: &str) -> io::Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// Keeps the last `keep` entries of the memory file `path` (`keep` > 0).
+/// Under its exclusive lock: what goes is appended to `<file>.bak` and
+/// synced, then the rest is written to a temporary file in the same
+/// directory (the file's mode), synced, and renamed over the file, and the
+/// directory is synced. Whatever fails, the memory file is whole: the old
+/// one or the new one. A symbolic link is followed, and its target trimmed.
+pub fn trim(path: &Path, keep: usize) -> io::Result<Trimmed> {
+    let path = fs::canonicalize(path)?;
+    let mut file = open_locked(&path, false, libc::LOCK_EX)?;
+    #[cfg(debug_assertions)]
+    debug_hold();
+    let meta = file.metadata()?;
+    if meta.len() > TRIM_READ_LIMIT {
+        return Err(io::Error::other(format!(
+            "it is {} bytes, over the {} MiB axe gc reads; trim it by hand",
+            meta.len(),
+            TRIM_READ_LIMIT >> 20
+        )));
+    }
+    let mut bytes = Vec::new();
+    (&mut file).take(TRIM_READ_LIMIT).read_to_end(&mut bytes)?;
+    let starts = entries::starts(&bytes);
+    if starts.len() <= keep {
+        return Ok(Trimmed {
+            removed: 0,
+            kept: starts.len(),
+            backup: None,
+        });
+    }
+    let cut = starts[starts.len() - keep];
+    let backup = backup_path(&path);
+    append_synced(&backup, &bytes[..cut], meta.permissions().mode() & 0o7777)?;
+    replace(&path, &bytes[cut..], meta.permissions())?;
+    Ok(Trimmed {
+        removed: starts.len() - keep,
+        kept: keep,
+        backup: Some(backup),
+    })
+}
+
+/// A test hook, compiled into debug builds only: `AXE_DEBUG_TRIM_HOLD_MS`
+/// holds the lock this long before trimming, so that a test can have runs
+/// wait for it and find the file replaced.
+#[cfg(debug_assertions)]
+fn debug_hold() {
+    if let Some(ms) = std::env::var("AXE_DEBUG_TRIM_HOLD_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
+/// `<file>.bak`: where `axe gc` keeps what it removed, oldest first.
+pub fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".bak");
+    path.with_file_name(name)
 }
 
 /// Opens `path` (created when `create`) without blocking and locks it with
@@ -158,4 +234,64 @@ fn last_byte(file: &mut File, size: u64) -> io::Result<u8> {
     file.seek(SeekFrom::Start(size - 1))?;
     file.read_exact(&mut byte)?;
     Ok(byte[0])
+}
+
+/// Appends `bytes` to `path` (created with `mode`), on a line of their
+/// own, and syncs it.
+fn append_synced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .read(true)
+        .mode(mode)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let size = file.metadata()?.len();
+    let mut text = Vec::with_capacity(bytes.len() + 1);
+    if size > 0 && last_byte(&mut file, size)? != b'\n' {
+        text.push(b'\n');
+    }
+    text.extend_from_slice(bytes);
+    if let Err(e) = file.write_all(&text).and_then(|()| file.sync_all()) {
+        let _ = file.set_len(size);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Replaces `path` with `bytes` (mode `perms`): a temporary file beside
+/// it, synced, renamed over it, the directory synced.
+fn replace(path: &Path, bytes: &[u8], perms: fs::Permissions) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.gc-{}.tmp", std::process::id()));
+    // A signal while it exists removes it (design §6.5).
+    let _temp = crate::interrupt::TempFile::new(&tmp);
+    let _ = fs::remove_file(&tmp);
+    let written = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.set_permissions(perms)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    // Best effort, as for every file axe writes (design §6.6).
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }

@@ -4,14 +4,18 @@
 //! [`load`] reads its newest entries for the system prompt when the agent
 //! is resolved; [`remember`] appends one entry when a run of it succeeds,
 //! for the top-level agent and every sub-agent alike (both go through
-//! `run::run_agent`). The entry format is in `entries`, the file's locking
-//! and bounds in `file`.
+//! `run::run_agent`). [`read_log`] and [`trim`] are `axe gc`'s. The entry
+//! format is in `entries`, the file's locking, bounds and atomic trim in
+//! `file`.
 
 mod entries;
 mod file;
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+pub use file::{TRIM_READ_LIMIT, Trimmed, backup_path};
 
 use crate::agent::MemoryConfig;
 use crate::error::Error;
@@ -42,6 +46,17 @@ pub struct Memory {
     /// How many entries were read (all of the file's unless it is over
     /// [`READ_LIMIT`]).
     pub total: usize,
+}
+
+/// What `axe gc` read of a memory file.
+#[derive(Debug)]
+pub struct Log {
+    /// Entries in the file.
+    pub entries: usize,
+    /// The newest entries within [`READ_LIMIT`]: what is sent to the model.
+    pub send: String,
+    /// How many entries `send` holds.
+    pub sent: usize,
 }
 
 impl Memory {
@@ -177,6 +192,43 @@ pub fn remember(memory: &Memory, task: &str, result: &str) {
             memory.path.display()
         ));
     }
+}
+
+/// What `axe gc` analyses: the whole memory file (at most
+/// [`TRIM_READ_LIMIT`]), and the newest entries within [`READ_LIMIT`] to
+/// send. A missing file is `Ok(None)`.
+pub fn read_log(path: &Path) -> io::Result<Option<Log>> {
+    let Some(tail) = file::read_tail(path, TRIM_READ_LIMIT)? else {
+        return Ok(None);
+    };
+    if tail.cut {
+        return Err(io::Error::other(format!(
+            "it is {} bytes, over the {} MiB axe gc reads; trim it by hand",
+            tail.size,
+            TRIM_READ_LIMIT >> 20
+        )));
+    }
+    let bytes = &tail.bytes;
+    let starts = entries::starts(bytes);
+    let floor = bytes
+        .len()
+        .saturating_sub(usize::try_from(READ_LIMIT).unwrap_or(usize::MAX));
+    let first = starts.iter().position(|&s| s >= floor);
+    let (from, sent) = match first {
+        Some(i) if floor > 0 => (starts[i], starts.len() - i),
+        _ => (0, starts.len()),
+    };
+    Ok(Some(Log {
+        send: String::from_utf8_lossy(&bytes[from..]).into_owned(),
+        entries: starts.len(),
+        sent,
+    }))
+}
+
+/// Keeps the last `keep` entries of the memory file at `path` (see
+/// `file::trim`).
+pub fn trim(path: &Path, keep: u64) -> io::Result<Trimmed> {
+    file::trim(path, usize::try_from(keep).unwrap_or(usize::MAX))
 }
 
 /// A warning about the memory file of `m`: `memory file <path> <what>`.

@@ -57,6 +57,7 @@
 //! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |
 //! | §12.1–§12.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
+//! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -78,6 +79,7 @@ mod call_agent;
 mod cli;
 mod delegation;
 mod full_disk;
+mod gc;
 mod graph;
 mod machine;
 mod mcp;

@@ -1,10 +1,12 @@
 //! The memory file itself (design §12.3, §12.4): concurrent runs of one
-//! agent lose and tear no entry; a huge
+//! agent, and `axe gc` trimming among them, lose and tear no entry; a huge
 //! file is read from its tail within a bound; a corrupt one is warned about
 //! and never fails a run; reaching `max_entries` warns once, naming
 //! `axe gc`.
 
+use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use super::{assert_ok, remembering, whole_entries};
 use crate::common::*;
@@ -48,6 +50,80 @@ fn eight_concurrent_runs_of_one_agent_leave_eight_whole_entries() {
             "torn entry for {task}"
         );
     }
+}
+
+#[test]
+fn runs_that_append_while_gc_trims_lose_no_entry() {
+    let home = Home::new();
+    home.named_agent(
+        "busy",
+        "openai/gpt-4o",
+        "[memory]\nenabled = true\nlast_n = 5\n",
+    );
+    home.memory("busy", &go_entries(40));
+    // Runs answer at once; gc's analysis (its system prompt is its own)
+    // takes 100 ms, then gc holds the lock 500 ms before it trims: runs
+    // append before it, wait for it (and then find the file replaced), and
+    // append after it.
+    let server = FakeServer::route(|req| {
+        if req.system_prompt().starts_with("You are busy.") {
+            let task = req.first_user_text();
+            Reply::Json(200, openai_text(&format!("did {task}"), 3, 2))
+        } else {
+            Reply::Delay(
+                Duration::from_millis(100),
+                Box::new(Reply::Json(200, openai_text("patterns", 3, 2))),
+            )
+        }
+    });
+    let gc = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .env("AXE_DEBUG_TRIM_HOLD_MS", "500")
+        .args(["gc", "busy"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs: Vec<_> = (0..12)
+        .map(|i| {
+            std::thread::sleep(Duration::from_millis(50));
+            home.axe_on(&[(P::OpenAi, &server)])
+                .args(["run", "busy", "-p", &format!("r{i}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in runs {
+        assert_ok(&r.wait_with_output().unwrap());
+    }
+    let gc = gc.wait_with_output().unwrap();
+    assert_ok(&gc);
+    assert!(stdout(&gc).contains("entries kept."), "{}", stdout(&gc));
+    let kept = home.memory_text("busy");
+    let backup = std::fs::read_to_string(backup_of(&home.memory_path("busy"))).unwrap();
+    // Every entry is in one of the two files, whole, exactly once.
+    let mut tasks: Vec<String> = whole_entries(&backup)
+        .into_iter()
+        .chain(whole_entries(&kept))
+        .map(|e| e.1)
+        .collect();
+    assert!(whole_entries(&kept).len() >= 5);
+    tasks.sort();
+    let mut want: Vec<String> = (1..=40)
+        .map(|i| format!("task{i}"))
+        .chain((0..12).map(|i| format!("r{i}")))
+        .collect();
+    want.sort();
+    assert_eq!(tasks, want);
+}
+
+/// `<file>.bak`.
+fn backup_of(path: &Path) -> std::path::PathBuf {
+    let mut name = path.file_name().unwrap().to_os_string();
+    name.push(".bak");
+    path.with_file_name(name)
 }
 
 #[test]

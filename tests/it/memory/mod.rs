@@ -1,6 +1,6 @@
 //! Memory through the binary (design ch. 12): the entries a run appends
-//! and the next run loads ([`entries`]), and the file under concurrent runs
-//! and damage ([`files`]). The helpers here serve both.
+//! and the next run loads ([`entries`]), and the file under concurrent runs,
+//! `axe gc` and damage ([`files`]). The helpers here serve both.
 
 mod entries;
 mod files;
