@@ -205,8 +205,8 @@ impl AgentFile {
                 }
             },
         };
-        let memory = self.memory.map(MemoryFile::validate).transpose()?;
         let output = self.output.map(OutputFile::validate).transpose()?;
+        let memory = self.memory.map(MemoryFile::validate).transpose()?;
         let tools = super::tools::validate(self.tools, self.allowed_hosts, self.sandbox)?;
         let mcp = super::tools::validate_mcp(self.mcp_servers, self.mcp_tools)?;
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
