@@ -127,6 +127,31 @@ fn the_last_n_entries_end_the_system_prompt_and_0_loads_the_whole_file() {
 }
 
 #[test]
+fn entries_that_do_not_fit_max_prompt_bytes_drop_the_oldest_first() {
+    let home = Home::new();
+    // "You are f." is 10 bytes, the section's heading 16, an entry 60:
+    // 200 bytes hold the newest two.
+    remembering(&home, "f", "last_n = 0\n");
+    let file = home.config_dir().join("agents/f.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("max_prompt_bytes = 200\n{text}")).unwrap();
+    home.memory("f", &go_entries(5));
+    let server = FakeServer::json(200, &openai_text("ok", 3, 2));
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "f"]);
+    assert_ok(&out);
+    let sent = server.only_request().system_prompt();
+    assert_eq!(
+        sent,
+        format!("You are f.{MEMORY_SECTION}{}", go_entries_from(4, 5))
+    );
+    assert!(
+        stderr(&out).contains("2 of its 5 entries fit within max_prompt_bytes"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn a_file_the_go_original_wrote_is_read_as_is_and_appended_to() {
     let home = Home::new();
     let data = TempDir::new("xdg-data");
