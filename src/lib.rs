@@ -4,7 +4,7 @@
 //! and runs the command (one file each), the user message read from `stdin`;
 //! [`agent`] loads the agent file and [`config`] the global config;
 //! `resolve` turns them into a model, a workdir, context files and a system
-//! prompt; [`provider`] speaks the three wire formats; [`run`] is the
+//! prompt, with the agent's `memory` of its past runs; [`provider`] speaks the three wire formats; [`run`] is the
 //! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path, the calls of one response at
 //! once through `pool`, each sub-agent loaded once per run (`snapshot`).
@@ -30,6 +30,7 @@ mod graph;
 mod interrupt;
 pub mod ledger;
 pub mod mcp;
+mod memory;
 pub mod paths;
 mod pool;
 mod progress;

@@ -6,7 +6,13 @@ use crate::error::Error;
 
 /// `$XDG_CONFIG_HOME/axe`, else `~/.config/axe`.
 pub fn config_dir() -> Result<PathBuf, Error> {
-    xdg_dir("XDG_CONFIG_HOME", ".config")
+    xdg_dir("XDG_CONFIG_HOME", ".config", "config")
+}
+
+/// `$XDG_DATA_HOME/axe`, else `~/.local/share/axe`: where memory files live
+/// (design §12.1).
+pub fn data_dir() -> Result<PathBuf, Error> {
+    xdg_dir("XDG_DATA_HOME", ".local/share", "data")
 }
 
 /// Where agent files are looked for, in order (design §3.16): the first
@@ -122,7 +128,7 @@ fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn xdg_dir(var: &str, fallback: &str) -> Result<PathBuf, Error> {
+fn xdg_dir(var: &str, fallback: &str, what: &str) -> Result<PathBuf, Error> {
     if let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()) {
         let dir = PathBuf::from(dir);
         // The XDG spec says relative values are invalid and must be ignored.
@@ -133,7 +139,7 @@ fn xdg_dir(var: &str, fallback: &str) -> Result<PathBuf, Error> {
     match home_dir() {
         Some(home) => Ok(home.join(fallback).join("axe")),
         None => Err(Error::config(format!(
-            "cannot find the config directory: neither ${var} nor $HOME is set"
+            "cannot find the {what} directory: neither ${var} nor $HOME is set"
         ))),
     }
 }

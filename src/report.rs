@@ -55,6 +55,9 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
         UserInput::Default => "(none)",
     };
     s.push_str(&format!("\n--- Stdin ---\n{stdin}\n"));
+    if let Some(m) = &r.memory {
+        s.push_str(&memory_section(m));
+    }
     let c = &r.agent.config;
     s.push_str("\n--- Sub-Agents ---\n");
     if c.sub_agents.is_empty() {
@@ -121,6 +124,23 @@ fn prompt_cache_section(r: &Resolved) -> String {
     )
 }
 
+/// The dry run's `--- Memory ---`: the file, how many entries, and the
+/// entries the system prompt ends with (design §12.2).
+fn memory_section(m: &crate::memory::Memory) -> String {
+    let entries = if m.loaded.is_empty() {
+        "(none)"
+    } else {
+        m.loaded.trim_end()
+    };
+    format!(
+        "\n--- Memory ---\n{}: {} of {} entries loaded (last_n = {})\n{entries}\n",
+        m.path.display(),
+        m.count,
+        m.total,
+        m.config.last_n
+    )
+}
+
 /// The `--verbose` lines printed before the first request.
 pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs: u64) {
     v.line(&format!("Model:    {}", r.model));
@@ -138,6 +158,13 @@ pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs
         "Stdin:    {}",
         yes_no(matches!(input, UserInput::Stdin(_)))
     ));
+    if let Some(m) = &r.memory {
+        v.line(&format!(
+            "Memory:   {} entries loaded from {}",
+            m.count,
+            m.path.display()
+        ));
+    }
     v.line(&format!("Timeout:  {timeout_secs}s"));
     v.line(&format!("Params:   {}", params_line(r)));
 }

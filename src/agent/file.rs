@@ -6,8 +6,8 @@
 use serde::Deserialize;
 
 use super::{
-    AgentConfig, Budget, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REPAIRS, MAX_DEPTH_LIMIT,
-    MAX_REPAIRS_LIMIT, OutputConfig, Params, SchemaSource, SubAgentsConfig,
+    AgentConfig, Budget, DEFAULT_LAST_N, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REPAIRS, MAX_DEPTH_LIMIT,
+    MAX_REPAIRS_LIMIT, MemoryConfig, OutputConfig, Params, SchemaSource, SubAgentsConfig,
 };
 use crate::config::RetrySettings;
 use crate::error::Error;
@@ -53,6 +53,7 @@ pub(super) struct AgentFile {
     prompt_cache: Option<bool>,
     #[serde(default)]
     stream: bool,
+    memory: Option<MemoryFile>,
 }
 
 /// One entry of an agent's `mcp_servers`: the name of one of config.toml's
@@ -114,6 +115,16 @@ pub(super) struct ParamsFile {
     max_tokens: Option<i64>,
 }
 
+/// `[memory]` as written (the Go original's keys).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct MemoryFile {
+    #[serde(default)]
+    enabled: bool,
+    path: Option<String>,
+    last_n: Option<i64>,
+    max_entries: Option<i64>,
+}
+
 /// `[budget]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(super) struct BudgetFile {
@@ -130,6 +141,7 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
         "params" => fields::<ParamsFile>(),
         "retry" => fields::<RetrySettings>(),
         "budget" => fields::<BudgetFile>(),
+        "memory" => fields::<MemoryFile>(),
         "output" => fields::<OutputFile>(),
         "sandbox" => fields::<super::tools::SandboxFile>(),
         t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
@@ -197,6 +209,7 @@ impl AgentFile {
             },
         };
         let output = self.output.map(OutputFile::validate).transpose()?;
+        let memory = self.memory.map(MemoryFile::validate).transpose()?;
         let tools = super::tools::validate(self.tools, self.allowed_hosts, self.sandbox)?;
         let mcp = super::tools::validate_mcp(self.mcp_servers, self.mcp_tools)?;
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
@@ -237,6 +250,25 @@ impl AgentFile {
             mcp,
             prompt_cache: self.prompt_cache.unwrap_or(true),
             stream: self.stream,
+            memory,
+        })
+    }
+}
+
+impl MemoryFile {
+    /// Neither count negative (the Go original's messages); `last_n`
+    /// absent is [`DEFAULT_LAST_N`], `max_entries` absent is no limit.
+    fn validate(self) -> Result<MemoryConfig, Error> {
+        let count = |key: &str, value: Option<i64>, default: u64| match value {
+            None => Ok(default),
+            Some(n) => u64::try_from(n)
+                .map_err(|_| Error::config(format!("memory.{key} must be non-negative"))),
+        };
+        Ok(MemoryConfig {
+            enabled: self.enabled,
+            path: self.path.filter(|p| !p.trim().is_empty()),
+            last_n: count("last_n", self.last_n, DEFAULT_LAST_N)?,
+            max_entries: count("max_entries", self.max_entries, 0)?,
         })
     }
 }

@@ -38,6 +38,9 @@ pub const DEFAULT_MAX_REPAIRS: u32 = 2;
 /// The most `max_repairs` may be (each repair is a turn of the 50).
 pub const MAX_REPAIRS_LIMIT: i64 = 10;
 
+/// `[memory] last_n` when absent: the entries loaded into the system prompt.
+pub const DEFAULT_LAST_N: u64 = 10;
+
 /// A loaded agent.
 #[derive(Debug, Clone)]
 pub struct Agent {
@@ -85,6 +88,21 @@ pub struct AgentConfig {
     /// `stream`: answers are streamed, and at top level printed as they
     /// come (design §4.11).
     pub stream: bool,
+    /// `[memory]` (design §12.1); None when the file has no such table.
+    pub memory: Option<MemoryConfig>,
+}
+
+/// `[memory]`, validated: the Go original's keys and meanings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryConfig {
+    pub enabled: bool,
+    /// The memory file, as written (never blank); None means the default,
+    /// `$XDG_DATA_HOME/axe/memory/<agent>.md`.
+    pub path: Option<String>,
+    /// Entries loaded into the system prompt, the newest; 0 means all.
+    pub last_n: u64,
+    /// At or over this many entries a run warns to run `axe gc`; 0: never.
+    pub max_entries: u64,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.

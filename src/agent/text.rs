@@ -115,6 +115,17 @@ model = "provider/model-name"
 # schema_file = "schemas/verdict.json"
 # max_repairs = 2
 
+# Memory of past runs: after each run that succeeds, its task and answer
+# (cut at 1000 characters; stdin is never stored) are appended to
+# ~/.local/share/axe/memory/<agent>.md, or path; the last last_n entries
+# (0: all) end the system prompt. At max_entries a run warns to run
+# `axe gc <agent>`, which finds patterns and trims the file.
+# [memory]
+# enabled = false
+# path = ""
+# last_n = 10
+# max_entries = 100
+
 # Retries of one HTTP request on 429/5xx/refused connections (over the
 # [retry] of config.toml; `axe run --retries N` wins over both).
 # [retry]
@@ -207,6 +218,7 @@ pub fn show(agent: &Agent) -> String {
         rows.push(("Output Schema", schema));
         rows.push(("Max Repairs", o.max_repairs.to_string()));
     }
+    rows.extend(memory_rows(agent));
     if let Some(n) = c.budget.max_tokens {
         rows.push(("Budget Tokens", n.to_string()));
     }
@@ -259,6 +271,37 @@ fn tool_rows(t: &super::ToolsConfig) -> Vec<(&'static str, String)> {
     .collect()
 }
 
+/// The `[memory]` rows of `show`, when the file has that table: whether it
+/// is on and, when it is, its file (as a run in this directory finds it)
+/// and counts.
+fn memory_rows(agent: &Agent) -> Vec<(&'static str, String)> {
+    let Some(m) = &agent.config.memory else {
+        return Vec::new();
+    };
+    if !m.enabled {
+        return vec![("Memory", "off".into())];
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let file = match crate::memory::file_path(&agent.id, m, &cwd) {
+        Ok(p) => p.display().to_string(),
+        Err(e) => e.to_string(),
+    };
+    let mut rows = vec![
+        ("Memory", format!("on, {file}")),
+        (
+            "Memory Last N",
+            match m.last_n {
+                0 => "0 (all entries)".to_string(),
+                n => n.to_string(),
+            },
+        ),
+    ];
+    if m.max_entries > 0 {
+        rows.push(("Memory Max Entries", m.max_entries.to_string()));
+    }
+    rows
+}
+
 pub fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }
@@ -290,6 +333,7 @@ mod tests {
             "budget",
             "output",
             "sandbox",
+            "memory",
         ]
         .into_iter()
         .flat_map(super::super::file::known_keys)

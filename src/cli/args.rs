@@ -25,7 +25,35 @@ pub(super) enum Command {
     Agents(AgentsCmd),
     Config(ConfigCmd),
     Mcp(McpCmd),
+    Gc(GcCmd),
     Version(VersionCmd),
+}
+
+#[derive(FromArgs, Debug)]
+/// Send an agent's memory to a model that finds patterns in it, print its
+/// report, then trim the memory file to its last entries (last_n, else
+/// max_entries); what is removed is appended to <file>.bak.
+#[argh(subcommand, name = "gc")]
+pub(super) struct GcCmd {
+    /// agent name (or --all)
+    #[argh(positional)]
+    pub(super) agent: Option<String>,
+    /// every agent whose memory is enabled
+    #[argh(switch)]
+    pub(super) all: bool,
+    /// show what would be sent and trimmed; send nothing, change nothing
+    #[argh(switch)]
+    pub(super) dry_run: bool,
+    /// the model to analyse with (provider/model), over the agent's
+    #[argh(option)]
+    pub(super) model: Option<String>,
+    /// seconds for each agent's request (default: 120)
+    #[argh(option, default = "DEFAULT_TIMEOUT_SECS")]
+    pub(super) timeout: u64,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }
 
 /// Default `axe mcp tools --timeout`, seconds.

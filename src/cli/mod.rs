@@ -1,6 +1,6 @@
 //! The command line: [`main`] parses the arguments (their types are in
 //! `args`) and hands them to the command, one file per command: `run`,
-//! `agents`, `config`, `mcp`, `version`. What the commands share is here: writing
+//! `agents`, `config`, `mcp`, `gc`, `version`. What the commands share is here: writing
 //! stdout, loading config.toml and an agent with their warnings.
 //!
 //! Signals: a command that writes files or runs agents calls
@@ -13,6 +13,7 @@
 mod agents;
 mod args;
 mod config;
+mod gc;
 mod mcp;
 mod run;
 mod version;
@@ -53,6 +54,7 @@ pub fn main() -> Result<(), Error> {
         Some(Command::Config(c)) => config::main(c.command),
         Some(Command::Agents(a)) => agents::main(a.command),
         Some(Command::Mcp(m)) => mcp::main(m.command),
+        Some(Command::Gc(g)) => gc::main(g),
         Some(Command::Run(r)) => run::main(r),
     };
     // A signal being handled ends the process with its own status.

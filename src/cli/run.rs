@@ -95,7 +95,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     let progress = (progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
         && !(ctx.stream.print && std::io::stdout().is_terminal()))
     .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
-    let outcome = run::run_agent(&resolved, input.text(), &ctx);
+    let outcome = run::run_agent(&resolved, input.text(), &input.task(), &ctx);
     // Erases the view before anything else is printed.
     drop(progress);
     if ctx.stream.print {

@@ -1,6 +1,7 @@
 //! Resolution: from an agent file and a run's overrides to what is sent —
-//! the model, the workdir, the context files, the skill and the system
-//! prompt, assembled byte for byte as design §2.6–§2.8 say. The context
+//! the model, the workdir, the context files, the skill, the memory and
+//! the system prompt, assembled byte for byte as design §2.6–§2.8 and
+//! §12.2 say. The context
 //! files' globs are walked and read in `files`.
 
 mod files;
@@ -13,6 +14,7 @@ use crate::agent::Agent;
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
+use crate::memory::{self, Memory};
 use crate::paths;
 use crate::provider::ModelRef;
 use crate::read::{self, Unreadable};
@@ -35,6 +37,16 @@ impl UserInput {
         match self {
             UserInput::Prompt(t) | UserInput::Stdin(t) => t,
             UserInput::Default => DEFAULT_USER_MESSAGE,
+        }
+    }
+
+    /// What the agent's memory records as the task (design §12.2): the
+    /// prompt, or the default message; stdin is not stored (it may be
+    /// large, or private), only how much of it there was.
+    pub fn task(&self) -> String {
+        match self {
+            UserInput::Stdin(t) => format!("(stdin, {} bytes, not stored)", t.len()),
+            other => other.text().to_string(),
         }
     }
 }
@@ -88,6 +100,10 @@ pub struct Resolved {
     /// The built-in tools it listed, with its workdir opened and its
     /// sandbox policy (design §10); none when it lists no tool.
     pub tools: Option<Arc<crate::tools::Kit>>,
+    /// Its memory, when `[memory]` enables it: the entries at the end of
+    /// the system prompt, and the file a successful run appends to (design
+    /// ch. 12).
+    pub memory: Option<Memory>,
 }
 
 /// Resolves `agent` with `overrides`, its provider named as `global` says
@@ -125,14 +141,17 @@ pub fn resolve(
     let (files, mut skipped) =
         collect_files(&workdir, &agent.config.files, max_file_bytes, deadline)?;
     let base = agent.config.system_prompt.as_deref().unwrap_or("");
-    let (files, over) = within_prompt_limit(
-        system_prompt(base, skill.as_deref(), &[]).len(),
-        files,
-        agent.config.prompt_limit(),
-    )?;
+    let head = system_prompt(base, skill.as_deref(), &[]).len();
+    let limit = agent.config.prompt_limit();
+    let memory = memory_within(&agent, cwd, head, limit);
+    let memory_len = memory.as_ref().map_or(0, |m| m.section().len());
+    let (files, over) = within_prompt_limit(head + memory_len, files, limit)?;
     skipped.extend(over);
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    let system_prompt = system_prompt(base, skill.as_deref(), &files);
+    let mut system_prompt = system_prompt(base, skill.as_deref(), &files);
+    if let Some(m) = &memory {
+        system_prompt.push_str(&m.section());
+    }
     let tools = crate::tools::kit(&agent.config.tools, &workdir)?.map(Arc::new);
     Ok(Resolved {
         agent,
@@ -145,7 +164,19 @@ pub fn resolve(
         system_prompt,
         output_schema,
         tools,
+        memory,
     })
+}
+
+/// The agent's memory (design §12.2), its entries cut to what fits in the
+/// system prompt after the prompt and skill (`head` bytes); the context
+/// files get what is left.
+fn memory_within(agent: &Agent, cwd: &Path, head: usize, limit: u64) -> Option<Memory> {
+    let mut memory = memory::load(&agent.id, agent.config.memory.as_ref(), cwd)?;
+    if let Some(room) = u64::try_from(head).ok().and_then(|h| limit.checked_sub(h)) {
+        memory.fit(room);
+    }
+    Some(memory)
 }
 
 /// `system_prompt`, then the skill, then the context files, with the

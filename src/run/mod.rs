@@ -122,7 +122,10 @@ impl Outcome {
 }
 
 /// Runs the agent `resolved` on the user message `message`: the same path
-/// for the top-level run and for every sub-agent. The `call_agent` tool is
+/// for the top-level run and for every sub-agent. When it succeeds and the
+/// agent has memory, `task` and the answer are appended to its memory file
+/// (design §12.3): `task` is the message, except that a top-level message
+/// read from stdin is not stored. The `call_agent` tool is
 /// injected when the agent has `sub_agents` and `ctx.depth < ctx.max_depth`
 /// (design §3.2); its calls run as the agent's `[sub_agents_config]` says.
 /// At the depth limit such an agent gets no tool, and a call its model makes
@@ -132,7 +135,12 @@ impl Outcome {
 /// The run is reported to `ctx.ledger` (`run_start`, `run_end` and what
 /// [`converse`] reports), and an agent with a `[budget]` bounds its own
 /// subtree with it, under any budget of its ancestors.
-pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcome, Error> {
+pub fn run_agent(
+    resolved: &Resolved,
+    message: &str,
+    task: &str,
+    ctx: &Ctx,
+) -> Result<Outcome, Error> {
     #[cfg(debug_assertions)]
     inject_panic(&resolved.agent.id);
     let config = &resolved.agent.config;
@@ -171,7 +179,17 @@ pub fn run_agent(resolved: &Resolved, message: &str, ctx: &Ctx) -> Result<Outcom
     let output = resolved.output_schema.as_deref();
     let result = converse(&provider, req, ctx, tools, output);
     report_end(ctx, started.elapsed(), &result);
+    remember(resolved, task, &result);
     result
+}
+
+/// The entry of a run that succeeded, for an agent with memory. Out of
+/// line, as [`report_start`] is.
+#[inline(never)]
+fn remember(resolved: &Resolved, task: &str, result: &Result<Outcome, Error>) {
+    if let (Some(memory), Ok(outcome)) = (&resolved.memory, result) {
+        crate::memory::remember(memory, task, &outcome.content);
+    }
 }
 
 /// The MCP tools the agent is offered, its servers started if they are not

@@ -235,7 +235,8 @@ fn run_sub_agent(
         },
         ..ctx.clone()
     };
-    run::run_agent(&resolved, message, &sub_ctx)
+    // Its memory records the whole message as its task (design §12.2).
+    run::run_agent(&resolved, message, message, &sub_ctx)
         .map_err(|err| SubAgentError::Failed(failure_text(&err)))
 }
 

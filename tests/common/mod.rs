@@ -3,12 +3,14 @@
 //! ([`server`]), the providers' documented answers ([`wire`]), streamed
 //! answers ([`streams`]) and a fake of Anthropic's prompt cache that bills
 //! them ([`cache`]), a temporary config home for running the real binary
-//! ([`home`]) and for the built-in tools ([`tools`]), and one check run on
-//! many cells at once ([`cells`]).
+//! ([`home`]) and for the built-in tools ([`tools`]), memory files as the
+//! Go original writes them ([`memory`]), and one check run on many cells at
+//! once ([`cells`]).
 
 mod cache;
 mod cells;
 mod home;
+mod memory;
 mod server;
 mod streams;
 mod tools;
@@ -17,6 +19,7 @@ mod wire;
 pub use cache::*;
 pub use cells::*;
 pub use home::*;
+pub use memory::*;
 pub use server::*;
 pub use streams::*;
 pub use tools::*;

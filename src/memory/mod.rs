@@ -1,0 +1,237 @@
+//! Memory (design ch. 12): what an agent with `[memory] enabled = true`
+//! did in its past runs, kept in a markdown file of its own in the Go
+//! original's format, so that a file the original wrote is read as is.
+//! [`load`] reads its newest entries for the system prompt when the agent
+//! is resolved; [`remember`] appends one entry when a run of it succeeds,
+//! for the top-level agent and every sub-agent alike (both go through
+//! `run::run_agent`). [`read_log`] and [`trim`] are `axe gc`'s. The entry
+//! format is in `entries`, the file's locking, bounds and atomic trim in
+//! `file`.
+
+mod entries;
+mod file;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+pub use file::{TRIM_READ_LIMIT, Trimmed, backup_path};
+
+use crate::agent::MemoryConfig;
+use crate::error::Error;
+use crate::paths;
+use crate::stderr;
+
+/// The most of a memory file a run reads (its tail): the entries loaded
+/// into the system prompt come from these bytes, and `axe gc` sends no
+/// more than this to its model.
+pub const READ_LIMIT: u64 = 1 << 20;
+
+/// What comes before the entries in the system prompt: the Go original's
+/// separator and heading, byte for byte.
+pub const SECTION: &str = "\n\n---\n\n## Memory\n\n";
+
+/// An agent's memory as one run sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    /// The agent's name (its file's stem), for warnings.
+    pub agent: String,
+    pub path: PathBuf,
+    pub config: MemoryConfig,
+    /// The entries that go into the system prompt, as written; empty when
+    /// there are none.
+    pub loaded: String,
+    /// How many entries `loaded` holds.
+    pub count: usize,
+    /// How many entries were read (all of the file's unless it is over
+    /// [`READ_LIMIT`]).
+    pub total: usize,
+}
+
+/// What `axe gc` read of a memory file.
+#[derive(Debug)]
+pub struct Log {
+    /// Entries in the file.
+    pub entries: usize,
+    /// The newest entries within [`READ_LIMIT`]: what is sent to the model.
+    pub send: String,
+    /// How many entries `send` holds.
+    pub sent: usize,
+}
+
+impl Memory {
+    /// The memory section of the system prompt; empty without entries.
+    pub fn section(&self) -> String {
+        if self.loaded.is_empty() {
+            String::new()
+        } else {
+            format!("{SECTION}{}", self.loaded)
+        }
+    }
+
+    /// Drops the oldest loaded entries until the section is at most `max`
+    /// bytes; says so when it drops any.
+    pub fn fit(&mut self, max: u64) {
+        let size = |m: &Memory| u64::try_from(m.section().len()).unwrap_or(u64::MAX);
+        if size(self) <= max {
+            return;
+        }
+        let before = self.count;
+        // The newest entries that fit; the oldest (and anything before
+        // them) go first.
+        let len = self.loaded.len();
+        let fits =
+            |from: usize| u64::try_from(SECTION.len() + (len - from)).is_ok_and(|n| n <= max);
+        let cut = entries::starts(self.loaded.as_bytes())
+            .into_iter()
+            .find(|&at| fits(at))
+            .unwrap_or(len);
+        self.loaded.replace_range(..cut, "");
+        self.count = entries::starts(self.loaded.as_bytes()).len();
+        stderr::warn_once(&format!(
+            "memory of \"{}\": {} of its {before} entries fit within max_prompt_bytes ({max} bytes left after the prompt and skill)",
+            self.agent, self.count
+        ));
+    }
+}
+
+/// Where the memory file of agent `id` is: `path` as written (`~`
+/// expanded, a relative one against the current directory `cwd`, as the Go
+/// original takes it), else `$XDG_DATA_HOME/axe/memory/<id>.md`.
+pub fn file_path(id: &str, config: &MemoryConfig, cwd: &Path) -> Result<PathBuf, Error> {
+    match &config.path {
+        Some(p) => Ok(paths::resolve_against(cwd, p)),
+        None => Ok(paths::data_dir()?.join("memory").join(format!("{id}.md"))),
+    }
+}
+
+/// The memory of agent `id` for a run: None unless `[memory]` enables it.
+/// Nothing here fails a run: a file that cannot be found or read, is not
+/// text, or is too large is warned about, and the run goes on with what
+/// could be read (design §12.4). At or over `max_entries`, one warning
+/// names `axe gc`.
+pub fn load(id: &str, config: Option<&MemoryConfig>, cwd: &Path) -> Option<Memory> {
+    let config = config.filter(|c| c.enabled)?;
+    let path = match file_path(id, config, cwd) {
+        Ok(p) => p,
+        Err(e) => {
+            stderr::warn_once(&format!("failed to load memory for \"{id}\": {e}"));
+            return None;
+        }
+    };
+    let mut memory = Memory {
+        agent: id.to_string(),
+        path,
+        config: config.clone(),
+        loaded: String::new(),
+        count: 0,
+        total: 0,
+    };
+    let tail = match file::read_tail(&memory.path, READ_LIMIT) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Some(memory),
+        Err(e) => {
+            warn(
+                &memory,
+                &format!("cannot be read ({e}); this run goes on without it"),
+            );
+            return Some(memory);
+        }
+    };
+    if tail.bytes.contains(&0) {
+        warn(
+            &memory,
+            "holds NUL bytes, so it is not text; it is not loaded",
+        );
+        return Some(memory);
+    }
+    let text = match String::from_utf8(tail.bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            warn(
+                &memory,
+                "is not valid UTF-8; its invalid bytes are replaced in the prompt",
+            );
+            String::from_utf8_lossy(e.as_bytes()).into_owned()
+        }
+    };
+    let (at, count) = entries::last(text.as_bytes(), config.last_n);
+    memory.total = entries::starts(text.as_bytes()).len();
+    memory.loaded = text[at..].to_string();
+    memory.count = count;
+    if tail.cut {
+        warn(
+            &memory,
+            &format!(
+                "is {} bytes; only its last {} MiB ({} entries) is read; run 'axe gc {id}' to trim it",
+                tail.size,
+                READ_LIMIT >> 20,
+                memory.total
+            ),
+        );
+    } else if config.max_entries > 0
+        && u64::try_from(memory.total).unwrap_or(u64::MAX) >= config.max_entries
+    {
+        stderr::warn_once(&format!(
+            "agent \"{id}\" memory has {} entries (max_entries: {}); run 'axe gc {id}' to trim it",
+            memory.total, config.max_entries
+        ));
+    }
+    Some(memory)
+}
+
+/// Appends the entry of a run that succeeded: `task` (never stdin, design
+/// §12.2) and the answer `result`, with every key redacted, as in the
+/// trace (design §6.7). A failure is a warning: the run itself succeeded.
+pub fn remember(memory: &Memory, task: &str, result: &str) {
+    let entry = crate::redact::redact(&entries::format(SystemTime::now(), task, result));
+    if let Err(e) = file::append(&memory.path, &entry) {
+        stderr::warn_once(&format!(
+            "failed to save memory for \"{}\" to {}: {e}",
+            memory.agent,
+            memory.path.display()
+        ));
+    }
+}
+
+/// What `axe gc` analyses: the whole memory file (at most
+/// [`TRIM_READ_LIMIT`]), and the newest entries within [`READ_LIMIT`] to
+/// send. A missing file is `Ok(None)`.
+pub fn read_log(path: &Path) -> io::Result<Option<Log>> {
+    let Some(tail) = file::read_tail(path, TRIM_READ_LIMIT)? else {
+        return Ok(None);
+    };
+    if tail.cut {
+        return Err(io::Error::other(format!(
+            "it is {} bytes, over the {} MiB axe gc reads; trim it by hand",
+            tail.size,
+            TRIM_READ_LIMIT >> 20
+        )));
+    }
+    let bytes = &tail.bytes;
+    let starts = entries::starts(bytes);
+    let floor = bytes
+        .len()
+        .saturating_sub(usize::try_from(READ_LIMIT).unwrap_or(usize::MAX));
+    let first = starts.iter().position(|&s| s >= floor);
+    let (from, sent) = match first {
+        Some(i) if floor > 0 => (starts[i], starts.len() - i),
+        _ => (0, starts.len()),
+    };
+    Ok(Some(Log {
+        send: String::from_utf8_lossy(&bytes[from..]).into_owned(),
+        entries: starts.len(),
+        sent,
+    }))
+}
+
+/// Keeps the last `keep` entries of the memory file at `path` (see
+/// `file::trim`).
+pub fn trim(path: &Path, keep: u64) -> io::Result<Trimmed> {
+    file::trim(path, usize::try_from(keep).unwrap_or(usize::MAX))
+}
+
+/// A warning about the memory file of `m`: `memory file <path> <what>`.
+fn warn(m: &Memory, what: &str) {
+    stderr::warn_once(&format!("memory file {} {what}", m.path.display()));
+}
