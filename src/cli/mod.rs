@@ -1,6 +1,6 @@
 //! The command line: [`main`] parses the arguments (their types are in
 //! `args`) and hands them to the command, one file per command: `run`,
-//! `agents`, `config`, `mcp`, `version`. What the commands share is here: writing
+//! `agents`, `config`, `mcp`, `runs`, `version`. What the commands share is here: writing
 //! stdout, loading config.toml and an agent with their warnings.
 //!
 //! Signals: a command that writes files or runs agents calls
@@ -15,6 +15,7 @@ mod args;
 mod config;
 mod mcp;
 mod run;
+mod runs;
 mod version;
 
 use std::io::Write;
@@ -54,6 +55,7 @@ pub fn main() -> Result<(), Error> {
         Some(Command::Agents(a)) => agents::main(a.command),
         Some(Command::Mcp(m)) => mcp::main(m.command),
         Some(Command::Run(r)) => run::main(r),
+        Some(Command::Runs(r)) => runs::main(r),
     };
     // A signal being handled ends the process with its own status.
     crate::interrupt::wait_if_ending();

@@ -56,6 +56,7 @@
 //! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs` |
 //! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |
+//! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -91,6 +92,7 @@ mod progress;
 mod provider_faults;
 mod providers;
 mod retries;
+mod run_log;
 mod secrets;
 mod snapshot;
 mod token_counts;
