@@ -58,12 +58,17 @@ pub(super) enum RunsSub {
 }
 
 #[derive(FromArgs, Debug)]
-/// Print one run's record and its answer.
+/// Print one run's record and its answer; with --chrome, write its trace
+/// as Chrome trace-event JSON (Perfetto, chrome://tracing) instead.
 #[argh(subcommand, name = "show")]
 pub(super) struct RunsShow {
     /// the run id, or a prefix of it that no other run has
     #[argh(positional)]
     pub(super) id: String,
+    /// write the run's trace as Chrome trace-event JSON to FILE ("-":
+    /// stdout); needs a run made with --trace
+    #[argh(option)]
+    pub(super) chrome: Option<String>,
 }
 
 /// Default `axe mcp tools --timeout`, seconds.

@@ -2,9 +2,14 @@
 //! FILE]`: the run log read back (design §7.7), newest first; one run's
 //! record and answer; one run's trace as Chrome trace-event JSON.
 
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
 use super::args::{RunsCmd, RunsSub};
 use super::{print_stdout, register_global_secrets};
 use crate::error::Error;
+use crate::interrupt;
 use crate::redact::redact;
 use crate::run_log::{self, Record};
 use crate::stderr;
@@ -15,9 +20,12 @@ const ANSWER_COLUMN: usize = 80;
 
 /// Runs the `runs` command.
 pub(super) fn main(cmd: RunsCmd) -> Result<(), Error> {
+    // `--chrome` writes a file: a signal must not leave a temporary one
+    // behind (design §6.5).
+    interrupt::install();
     register_global_secrets();
     match cmd.command {
-        Some(RunsSub::Show(s)) => show(&s.id),
+        Some(RunsSub::Show(s)) => show(&s.id, s.chrome.as_deref()),
         None => list(cmd.agent.as_deref(), cmd.n, cmd.json),
     }
 }
@@ -168,8 +176,11 @@ fn find(prefix: &str) -> Result<Record, Error> {
 
 /// `axe runs show ID`: the record, labelled, then the answer; with
 /// `--chrome`, the picture of its trace instead.
-fn show(prefix: &str) -> Result<(), Error> {
+fn show(prefix: &str, chrome: Option<&str>) -> Result<(), Error> {
     let r = find(prefix)?;
+    if let Some(out) = chrome {
+        return write_chrome(&r, out);
+    }
     let none = || "-".to_string();
     let mut text = String::new();
     let mut label = |name: &str, value: String| {
@@ -202,4 +213,57 @@ fn show(prefix: &str) -> Result<(), Error> {
         }
     }
     print_stdout(&redact(&text))
+}
+
+/// `--chrome FILE`: the run's trace lines as Chrome trace-event JSON,
+/// written to `out` at once (or to stdout for `-`).
+fn write_chrome(r: &Record, out: &str) -> Result<(), Error> {
+    let Some(trace) = &r.trace else {
+        return Err(Error::config(format!(
+            "run {} has no trace to draw: it ran without --trace (run with --trace FILE \
+             or AXE_TRACE=FILE to keep one)",
+            r.run_id
+        )));
+    };
+    let file = File::open(trace)
+        .map_err(|e| Error::config(format!("cannot read the trace file {trace}: {e}")))?;
+    let picture = run_log::chrome::picture(BufReader::new(file), &r.run_id)
+        .map_err(|e| Error::config(format!("{trace}: {e}")))?;
+    if out == "-" {
+        return print_stdout(&picture.json);
+    }
+    let path = crate::paths::resolve_against(Path::new("."), out);
+    replace(&path, picture.json.as_bytes())
+        .map_err(|e| Error::config(format!("cannot write {out}: {e}")))?;
+    print_stdout(&format!(
+        "{out}: {} slices on {} tracks (open it in https://ui.perfetto.dev or chrome://tracing)\n",
+        picture.slices, picture.tracks
+    ))
+}
+
+/// Writes `contents` to `path` through a temporary file beside it, renamed
+/// over it: a reader sees the old file or the whole new one.
+fn replace(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path.file_name().map_or_else(
+        || "chrome.json".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    // A signal while it exists removes it (and ends the process).
+    let _temp = interrupt::TempFile::new(&tmp);
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

@@ -2,7 +2,8 @@
 //! appended to `$XDG_STATE_HOME/axe/runs.jsonl`, and read back by `axe
 //! runs`. This file owns the record, the `[run_log]` settings and the file:
 //! whole lines under a lock, rotation past a size, reading both files back.
-//! What a run fills in as it goes is `pending.rs`'s.
+//! What a run fills in as it goes is `pending.rs`'s; the Chrome trace-event
+//! picture of a run is `chrome.rs`'s.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
+pub mod chrome;
 mod pending;
 
 pub use pending::RunLog;

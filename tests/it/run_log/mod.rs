@@ -4,6 +4,7 @@
 //! and `axe runs show` reading it back (`listing.rs`); a run's trace drawn
 //! as Chrome trace-event JSON (`chrome.rs`).
 
+mod chrome;
 mod file;
 mod listing;
 mod records;
