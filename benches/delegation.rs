@@ -618,8 +618,8 @@ fn static_noop() -> Result<PathBuf, String> {
 
 /// A single-shot agent against an instant answer, and its `--dry-run`: the
 /// mean cost of a run over a static no-op's ([`Floor`]), the two taking
-/// turns, and a single run's peak RSS. The details give the absolute
-/// times, and `/bin/true`'s beside them.
+/// turns, a single run's peak RSS, and what the run log adds to a run.
+/// The details give the absolute times, and `/bin/true`'s beside them.
 fn per_run_rows(bins: &[Bin], rows: &mut Vec<Row>) {
     let home = home_with(&[("solo", "")]);
     let server = FakeServer::json(200, &openai_text("hello", 1, 1));
@@ -636,7 +636,26 @@ fn per_run_rows(bins: &[Bin], rows: &mut Vec<Row>) {
         "<= 1.0",
     );
     let mut rss = Row::new("peak RSS, single run", "MiB", "<= 3.9");
+    // The run log (design §7.7) is on in the rows above; this one is what
+    // it adds: the same run with it and with --no-log, taking turns.
+    let mut log = Row::new("run log's cost, single run (over --no-log)", "ms", "<= 1.0");
     for bin in bins {
+        let on = || axe_at(bin, &home, &server, &["run", "solo"]);
+        let off = || axe_at(bin, &home, &server, &["run", "solo", "--no-log"]);
+        match attempt(|| spawn_loop(&[&on, &off])) {
+            Some(t) => log.push(
+                Some(ms(t[0].mean) - ms(t[1].mean)),
+                format!(
+                    "{RUNS} runs each, taking turns: log on mean {:.2} ms, min {:.2} ms; \
+                     --no-log mean {:.2} ms, min {:.2} ms",
+                    ms(t[0].mean),
+                    ms(t[0].min),
+                    ms(t[1].mean),
+                    ms(t[1].min)
+                ),
+            ),
+            None => log.push(None, "failed (a binary without --no-log?)".into()),
+        }
         for (row, args) in [
             (&mut single, &["run", "solo"][..]),
             (&mut dry, &["run", "solo", "--dry-run"][..]),
@@ -677,7 +696,7 @@ fn per_run_rows(bins: &[Bin], rows: &mut Vec<Row>) {
             None => rss.push(None, "failed".into()),
         }
     }
-    rows.extend([single, dry, rss]);
+    rows.extend([single, dry, rss, log]);
 }
 
 /// An 11-request parent conversation delegating once per turn, 10 times,

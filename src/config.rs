@@ -25,6 +25,9 @@ pub struct GlobalConfig {
     /// `[[mcp_servers]]`: the MCP servers agents may list by name (design §11.1).
     #[serde(default)]
     pub mcp_servers: Vec<crate::mcp::ServerFile>,
+    /// `[run_log]`: the record each `axe run` appends (design §7.7).
+    #[serde(default)]
+    pub run_log: crate::run_log::Settings,
 }
 
 /// A `[retry]` table, in `config.toml` or an agent file: each key that is
@@ -113,6 +116,13 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 # max_retries = 2
 # initial_delay_ms = 500
 # max_delay_ms = 30000
+
+# The run log: one JSON line per `axe run` in $XDG_STATE_HOME/axe/runs.jsonl
+# (default ~/.local/state/axe), listed by `axe runs`. Rotated to
+# runs.jsonl.1 past max_bytes. `axe run --no-log` skips one run.
+# [run_log]
+# enabled = true
+# max_bytes = 10485760
 "#;
 
 /// The sample skill written by `axe config init`.
@@ -324,6 +334,7 @@ fn known_keys(table: &str) -> &'static [&'static str] {
     match table {
         "" => tomlfile::fields::<GlobalConfig>(),
         "retry" => tomlfile::fields::<RetrySettings>(),
+        "run_log" => tomlfile::fields::<crate::run_log::Settings>(),
         t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
             tomlfile::fields::<crate::mcp::config::SandboxFile>()
         }

@@ -11,7 +11,7 @@
 //! background job's SIGINT, `nohup`) stays ignored.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 #[cfg(unix)]
@@ -26,6 +26,16 @@ static TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 /// Set once a signal is being handled: the process is ending with it.
 static ENDING: AtomicBool = AtomicBool::new(false);
+/// The exit status of the signal being handled, set before [`ENDING`].
+static STATUS: AtomicU8 = AtomicU8::new(0);
+
+/// The exit status the process is ending with, once a signal is being
+/// handled (the run log records it, design §7.7).
+pub fn ending_status() -> Option<u8> {
+    ENDING
+        .load(Ordering::SeqCst)
+        .then(|| STATUS.load(Ordering::SeqCst))
+}
 
 /// When a signal is being handled, waits for its handler to end the process
 /// (with the signal's exit status) instead of going on: an answer that
@@ -132,6 +142,7 @@ fn end(sig: libc::c_int) -> ! {
         libc::SIGHUP => ("hung up", Code::HungUp),
         _ => ("terminated", Code::Terminated),
     };
+    STATUS.store(code.status(), Ordering::SeqCst);
     ENDING.store(true, Ordering::SeqCst);
     // The progress view first: nothing below is drawn over it.
     crate::stderr::end_view();

@@ -41,6 +41,7 @@ pub mod redact;
 mod report;
 mod resolve;
 pub mod run;
+mod run_log;
 pub mod sandbox;
 pub mod schema;
 mod snapshot;

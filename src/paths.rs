@@ -79,6 +79,11 @@ impl AgentDirs {
     }
 }
 
+/// `$XDG_STATE_HOME/axe`, else `~/.local/state/axe`: the run log's.
+pub fn state_dir() -> Result<PathBuf, Error> {
+    xdg_dir("XDG_STATE_HOME", ".local/state", "state")
+}
+
 /// `<config>/config.toml`.
 pub fn config_file() -> Result<PathBuf, Error> {
     Ok(config_dir()?.join("config.toml"))

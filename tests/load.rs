@@ -36,6 +36,7 @@ fn global(server: &FakeServer) -> GlobalConfig {
         .collect(),
         retry: RetrySettings::default(),
         mcp_servers: Vec::new(),
+        ..GlobalConfig::default()
     }
 }
 

@@ -27,6 +27,49 @@ pub(super) enum Command {
     Mcp(McpCmd),
     Gc(GcCmd),
     Version(VersionCmd),
+    Runs(RunsCmd),
+}
+
+/// Default `axe runs -n`.
+pub const DEFAULT_RUNS_SHOWN: usize = 20;
+
+#[derive(FromArgs, Debug)]
+/// List past runs from the run log, newest first: id, start (UTC), agent,
+/// exit status, duration, tokens, the answer's first line. `axe runs show
+/// ID` prints one run.
+#[argh(subcommand, name = "runs")]
+pub(super) struct RunsCmd {
+    /// only the runs of this agent
+    #[argh(positional)]
+    pub(super) agent: Option<String>,
+    /// how many runs to list (default: 20; 0 for all)
+    #[argh(option, short = 'n', default = "DEFAULT_RUNS_SHOWN")]
+    pub(super) n: usize,
+    /// print the records as one JSON array
+    #[argh(switch)]
+    pub(super) json: bool,
+    #[argh(subcommand)]
+    pub(super) command: Option<RunsSub>,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub(super) enum RunsSub {
+    Show(RunsShow),
+}
+
+#[derive(FromArgs, Debug)]
+/// Print one run's record and its answer; with --chrome, write its trace
+/// as Chrome trace-event JSON (Perfetto, chrome://tracing) instead.
+#[argh(subcommand, name = "show")]
+pub(super) struct RunsShow {
+    /// the run id, or a prefix of it that no other run has
+    #[argh(positional)]
+    pub(super) id: String,
+    /// write the run's trace as Chrome trace-event JSON to FILE ("-":
+    /// stdout); needs a run made with --trace
+    #[argh(option)]
+    pub(super) chrome: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -299,6 +342,9 @@ pub(super) struct RunCmd {
     /// warnings on stderr
     #[argh(switch, short = 'q')]
     pub(super) quiet: bool,
+    /// leave no record of this run in the run log (see axe runs)
+    #[argh(switch)]
+    pub(super) no_log: bool,
     /// look for agent files in DIR first (then ./axe/agents, then the
     /// config directory's agents/)
     #[argh(option)]

@@ -1,6 +1,6 @@
 //! The command line: [`main`] parses the arguments (their types are in
 //! `args`) and hands them to the command, one file per command: `run`,
-//! `agents`, `config`, `mcp`, `gc`, `version`. What the commands share is here: writing
+//! `agents`, `config`, `mcp`, `gc`, `runs`, `version`. What the commands share is here: writing
 //! stdout, loading config.toml and an agent with their warnings.
 //!
 //! Signals: a command that writes files or runs agents calls
@@ -16,6 +16,7 @@ mod config;
 mod gc;
 mod mcp;
 mod run;
+mod runs;
 mod version;
 
 use std::io::Write;
@@ -56,6 +57,7 @@ pub fn main() -> Result<(), Error> {
         Some(Command::Mcp(m)) => mcp::main(m.command),
         Some(Command::Gc(g)) => gc::main(g),
         Some(Command::Run(r)) => run::main(r),
+        Some(Command::Runs(r)) => runs::main(r),
     };
     // A signal being handled ends the process with its own status.
     crate::interrupt::wait_if_ending();

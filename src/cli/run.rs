@@ -18,15 +18,25 @@ use crate::progress::{self, Progress};
 use crate::report;
 use crate::resolve::{self, Overrides, UserInput};
 use crate::run::{self, Ctx, Streaming};
+use crate::run_log::RunLog;
 use crate::stderr::{self, Verbose};
 use crate::stdin;
 use crate::trace_event::TraceEvent;
 
-/// Runs the agent and prints its answer.
+/// Runs the agent and prints its answer, and records the run in the run
+/// log with the status the process exits with (design §7.7).
 pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     // It runs agents and writes a trace: a signal ends them cleanly
     // (design §6.5).
     interrupt::install();
+    let log = RunLog::start(&cmd.agent, !cmd.no_log && !cmd.dry_run);
+    let result = run(cmd, &log);
+    log.finish(&result);
+    result
+}
+
+/// The run itself, telling `log` what it learns.
+fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     if cmd.timeout == 0 {
         return Err(Error::general("--timeout must be at least 1 second"));
     }
@@ -36,6 +46,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     stderr::set_quiet(cmd.quiet);
 
     let global = load_global()?;
+    log.settings(global.run_log);
     let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
     let mut agent = load_agent(&dirs, &cmd.agent)?;
     if cmd.no_prompt_cache {
@@ -52,13 +63,16 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
     let resolved = resolve::resolve(agent, &overrides, &global, &cwd, &deadline)?;
+    log.model(&resolved.model.to_string());
     let input = user_input(cmd.prompt, &deadline)?;
 
     report::verbose_header(&verbose, &resolved, &input, cmd.timeout);
     if cmd.dry_run {
         return print_stdout(&report::dry_run(&resolved, &input, cmd.timeout));
     }
-    let ledger = Arc::new(open_ledger(cmd.trace, cmd.trace_bodies, &deadline)?);
+    let trace = trace_path(cmd.trace);
+    let ledger = Arc::new(open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?);
+    log.ledger(&ledger, trace.as_deref(), &cwd);
     let file_budget = &resolved.agent.config.budget;
     let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
     let max_turns = cmd.max_turns.or(file_budget.max_turns);
@@ -106,6 +120,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     if let Some(what) = outcome.incomplete() {
         stderr::warn(&what);
     }
+    log.answer(&outcome.content);
     let usage = ctx.ledger.usage();
     report::verbose_footer(&ctx.verbose, &outcome, &usage);
 
@@ -204,15 +219,18 @@ fn user_input(prompt: Option<String>, deadline: &Deadline) -> Result<UserInput, 
     })
 }
 
-/// The run's ledger, with a trace to `--trace`, else to `AXE_TRACE` (a
-/// blank one is none).
-fn open_ledger(trace: Option<String>, bodies: bool, deadline: &Deadline) -> Result<Ledger, Error> {
-    let trace = trace.filter(|t| !t.trim().is_empty()).or_else(|| {
+/// The trace file: `--trace`, else `AXE_TRACE` (a blank one is none).
+fn trace_path(flag: Option<String>) -> Option<String> {
+    flag.filter(|t| !t.trim().is_empty()).or_else(|| {
         std::env::var("AXE_TRACE")
             .ok()
             .filter(|t| !t.trim().is_empty())
-    });
-    match &trace {
+    })
+}
+
+/// The run's ledger, with a trace to `trace` when there is one.
+fn open_ledger(trace: Option<&str>, bodies: bool, deadline: &Deadline) -> Result<Ledger, Error> {
+    match trace {
         Some(path) => Ledger::with_trace(Path::new(path), bodies, deadline)
             .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}"))),
         None => Ok(Ledger::new()),

@@ -95,6 +95,8 @@ pub struct Ledger {
     running: Mutex<Vec<Running>>,
     /// Built-in tool calls: those running, and those ended.
     tools: tools::ToolLog,
+    /// Tool calls started by every agent of the tree (the run log's count).
+    tool_calls: AtomicU64,
 }
 
 impl Budget {
@@ -231,6 +233,9 @@ impl Ledger {
     /// one whole line ([`TraceEvent::line`]), so that lines from parallel
     /// sub-agents never interleave. Nothing is built when nothing is traced.
     pub(crate) fn event(&self, place: &Place, turn: u32, event: TraceEvent) {
+        if let TraceEvent::ToolCall { .. } = event {
+            self.tool_calls.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(trace) = self.trace.as_ref().filter(|t| t.working()) {
             trace.write(event.line(&self.run_id, place, turn, self.bodies));
         }
@@ -315,6 +320,11 @@ impl Ledger {
         if let Some(i) = running.iter().position(|r| r.place == *place) {
             running.remove(i);
         }
+    }
+
+    /// Tool calls started so far by every agent of the tree.
+    pub fn tool_calls(&self) -> u64 {
+        self.tool_calls.load(Ordering::Relaxed)
     }
 
     /// Usage per agent, in order of first run.

@@ -75,6 +75,24 @@ impl Home {
         self.dir.path().join("axe")
     }
 
+    /// Where the run log is: `$XDG_STATE_HOME/axe`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state/axe")
+    }
+
+    /// Every line of the run log (`runs.jsonl`), each parsed as JSON; none
+    /// when there is no log.
+    pub fn run_log(&self) -> Vec<serde_json::Value> {
+        let path = self.state_dir().join("runs.jsonl");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Vec::new();
+        };
+        assert!(text.ends_with('\n'), "whole lines only: {text}");
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+
     /// Writes `<config>/agents/<name>.toml`.
     pub fn agent(&self, name: &str, toml: &str) -> PathBuf {
         let p = self
@@ -119,6 +137,8 @@ impl Home {
         let mut c = Command::new(program);
         c.env("XDG_CONFIG_HOME", self.dir.path())
             .env("HOME", self.dir.path())
+            // The run log goes to the temp home, never the developer's.
+            .env("XDG_STATE_HOME", self.dir.path().join("state"))
             .env_remove("XDG_DATA_HOME")
             .current_dir(self.dir.path())
             .stdin(Stdio::null());

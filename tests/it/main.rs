@@ -58,6 +58,7 @@
 //! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs` |
 //! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |
+//! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
 //! | §12.1–§12.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
 //! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //!
@@ -98,6 +99,7 @@ mod prompt_cache;
 mod provider_faults;
 mod providers;
 mod retries;
+mod run_log;
 mod secrets;
 mod snapshot;
 mod stream;

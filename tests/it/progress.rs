@@ -61,6 +61,7 @@ fn shell_under_pty(
     cmd.args(["-qec", &line, "/dev/null"])
         .env("XDG_CONFIG_HOME", home.dir.path())
         .env("HOME", home.dir.path())
+        .env("XDG_STATE_HOME", home.dir.path().join("state"))
         .env("AXE_OPENAI_BASE_URL", &server.url)
         .env("OPENAI_API_KEY", OPENAI_KEY)
         .env("TERM", "xterm-256color")

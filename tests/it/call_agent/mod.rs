@@ -49,6 +49,7 @@ fn global(providers: &[(&str, Option<&str>, &str)]) -> GlobalConfig {
             max_delay_ms: Some(5),
         },
         mcp_servers: Vec::new(),
+        ..GlobalConfig::default()
     }
 }
 
