@@ -18,7 +18,12 @@ impl Deadline {
     /// `secs` from now; a timeout too large for the clock is a deadline
     /// that never comes.
     pub fn after(secs: u64) -> Deadline {
-        let now = Instant::now();
+        Deadline::since(Instant::now(), secs)
+    }
+
+    /// `secs` after `start` (a time in the past: the command's start).
+    pub fn since(start: Instant, secs: u64) -> Deadline {
+        let now = start;
         let at = now
             .checked_add(Duration::from_secs(secs))
             .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))

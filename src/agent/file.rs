@@ -39,6 +39,7 @@ pub(super) struct AgentFile {
     budget: BudgetFile,
     max_file_bytes: Option<i64>,
     max_prompt_bytes: Option<i64>,
+    timeout: Option<i64>,
     output: Option<OutputFile>,
     #[serde(default)]
     tools: Vec<String>,
@@ -187,6 +188,7 @@ impl AgentFile {
         let budget_turns = positive("budget.max_turns", self.budget.max_turns)?;
         let max_file_bytes = positive("max_file_bytes", self.max_file_bytes)?;
         let max_prompt_bytes = positive("max_prompt_bytes", self.max_prompt_bytes)?;
+        let timeout = positive("timeout", self.timeout)?;
         for name in &self.sub_agents {
             paths::check_agent_name(name).map_err(|e| Error::config(format!("sub_agents: {e}")))?;
         }
@@ -245,6 +247,7 @@ impl AgentFile {
             },
             max_file_bytes,
             max_prompt_bytes,
+            timeout,
             output,
             tools,
             mcp,

@@ -76,6 +76,10 @@ pub struct AgentConfig {
     pub max_file_bytes: Option<u64>,
     /// As written; [`AgentConfig::prompt_limit`] applies the default.
     pub max_prompt_bytes: Option<u64>,
+    /// `timeout`: seconds for a run it starts, when `--timeout` gives none
+    /// (the Go original's key; a sub-agent's calls are bounded by its
+    /// caller's `[sub_agents_config] timeout` instead).
+    pub timeout: Option<u64>,
     /// `[output]`: the output schema the answer must match (design D22).
     pub output: Option<OutputConfig>,
     /// `tools`, `allowed_hosts`, `[sandbox]` (design §10).

@@ -34,6 +34,9 @@ model = "provider/model-name"
 # max_file_bytes = 1048576
 # max_prompt_bytes = 8388608
 
+# Seconds for a run of this agent when --timeout gives none (default 120).
+# timeout = 300
+
 # Anthropic requests mark the tools, the system prompt and the newest
 # messages for the provider's prompt cache, so that each turn of a tool loop
 # reads the turn before from it; false sends no marks.
@@ -203,6 +206,9 @@ pub fn show(agent: &Agent) -> String {
     rows.extend(tool_rows(&c.tools));
     if let Some(n) = c.max_file_bytes {
         rows.push(("Max File Bytes", n.to_string()));
+    }
+    if let Some(n) = c.timeout {
+        rows.push(("Timeout", format!("{n}s")));
     }
     if let Some(n) = c.max_prompt_bytes {
         rows.push(("Max Prompt Bytes", n.to_string()));

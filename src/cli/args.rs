@@ -297,9 +297,10 @@ pub(super) struct RunCmd {
     /// working directory override (default: the agent's, else the current one)
     #[argh(option)]
     pub(super) workdir: Option<String>,
-    /// seconds for the whole run, sub-agents included (default: 120)
-    #[argh(option, default = "DEFAULT_TIMEOUT_SECS")]
-    pub(super) timeout: u64,
+    /// seconds for the whole run, sub-agents included (default: 120, or
+    /// the agent file's timeout)
+    #[argh(option)]
+    pub(super) timeout: Option<u64>,
     /// print what would be sent, send nothing (no API key needed)
     #[argh(switch)]
     pub(super) dry_run: bool,

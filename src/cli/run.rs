@@ -37,11 +37,10 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
 
 /// The run itself, telling `log` what it learns.
 fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
-    if cmd.timeout == 0 {
+    if cmd.timeout == Some(0) {
         return Err(Error::general("--timeout must be at least 1 second"));
     }
     let started = Instant::now();
-    let deadline = Deadline::after(cmd.timeout);
     let verbose = Verbose::new(cmd.verbose);
     stderr::set_quiet(cmd.quiet);
 
@@ -53,6 +52,12 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         agent.config.prompt_cache = false;
     }
     agent.config.stream |= cmd.stream;
+    // The flag, else the file's own, from when the command started.
+    let timeout = cmd
+        .timeout
+        .or(agent.config.timeout)
+        .unwrap_or(super::DEFAULT_TIMEOUT_SECS);
+    let deadline = Deadline::since(started, timeout);
     let overrides = Overrides {
         model: cmd.model,
         skill: cmd.skill,
@@ -66,9 +71,9 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     log.model(&resolved.model.to_string());
     let input = user_input(cmd.prompt, &deadline)?;
 
-    report::verbose_header(&verbose, &resolved, &input, cmd.timeout);
+    report::verbose_header(&verbose, &resolved, &input, timeout);
     if cmd.dry_run {
-        return print_stdout(&report::dry_run(&resolved, &input, cmd.timeout));
+        return print_stdout(&report::dry_run(&resolved, &input, timeout));
     }
     let trace = trace_path(cmd.trace);
     let ledger = Arc::new(open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?);

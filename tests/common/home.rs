@@ -150,6 +150,15 @@ impl Home {
             "AXE_OPENAI_BASE_URL",
             "AXE_OLLAMA_BASE_URL",
             "OLLAMA_HOST",
+            // The presets' key variables (design §4.12).
+            "GEMINI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "GROQ_API_KEY",
+            "DEEPSEEK_API_KEY",
+            "MISTRAL_API_KEY",
+            "TOGETHER_API_KEY",
+            "XAI_API_KEY",
+            "MINIMAX_API_KEY",
             "VISUAL",
             "EDITOR",
             // ureq honours proxy variables: loopback traffic must not go there.

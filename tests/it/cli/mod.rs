@@ -9,6 +9,7 @@ mod agent_dirs;
 mod commands;
 mod dry_run;
 mod exit_codes;
+mod named_providers;
 mod run;
 
 use crate::common::*;
