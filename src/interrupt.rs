@@ -160,6 +160,7 @@ fn end(sig: libc::c_int) -> ! {
     {
         let _ = std::fs::remove_file(path);
     }
+    crate::stdout::drain();
     crate::stderr::error_line(format!("axe: {why}\n"));
     crate::stderr::flush(crate::stderr::PATIENCE);
     std::process::exit(i32::from(code.status()))

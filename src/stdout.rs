@@ -43,6 +43,15 @@ pub fn text(text: &str, new_turn: bool) {
     STDOUT.push(Piece::Lines(piece), false);
 }
 
+/// At a signal, before the process exits: what was queued is written, a
+/// second at most (a reader that already has part of the answer gets the
+/// rest axe received; the exit status still says it was interrupted).
+pub fn drain() {
+    if printed() {
+        STDOUT.flush(Duration::from_secs(1));
+    }
+}
+
 /// Whether any text was queued for stdout.
 pub fn printed() -> bool {
     PRINTED.lock().unwrap_or_else(PoisonError::into_inner).any

@@ -246,3 +246,45 @@ fn an_idle_limit_of_zero_is_a_config_error() {
     );
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn ctrl_c_during_a_stream_writes_out_the_text_already_received() {
+    // 200 KB of text, more than a pipe holds, then a stream that never
+    // ends; the test reads stdout, slowly, only once the signal is sent, so
+    // most of the text is still queued in axe when it arrives.
+    let p = P::OpenAi;
+    let text = "x".repeat(200_000);
+    let body = p.stream_text(&[&text], 5, 2);
+    let at = body.find(&text).unwrap() + text.len();
+    let after = at + body[at..].find("\n\n").unwrap() + 2;
+    let server = FakeServer::start(vec![p.stream_steps(vec![
+        Step::bytes(&body[..after], 65_536),
+        Step::Forever(": keep-alive\n\n".into()),
+    ])]);
+    let home = home_on(p, "");
+    let mut child = home
+        .axe_on(&[(p, &server)])
+        .args(["run", "solo", "--stream", "-p", "hi", "--timeout", "30"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    // A slow reader: 8 KiB every 10 ms, 250 ms for the whole text.
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    let stdout = child.stdout.as_mut().unwrap();
+    loop {
+        match std::io::Read::read(stdout, &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let out = String::from_utf8_lossy(&out);
+    assert_eq!(out.trim_end().len(), text.len(), "text lost at the signal");
+}
