@@ -37,6 +37,7 @@ bench:
 	$(CARGO) bench --bench delegation
 	$(CARGO) bench --bench tools
 	$(CARGO) bench --bench mcp
+	$(CARGO) bench --bench stream
 	$(CARGO) bench --bench prompt_cache
 
 ## fuzz: every fuzzer in tests/fuzz.rs (response bodies, streams, TOML files, retry

@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 /// line that comes to an empty queue is taken whatever its size).
 const MAX_QUEUED_BYTES: usize = 1 << 20;
 
+/// The most bytes of a piece written on the caller's thread rather than
+/// queued: a terminal that polls writable has room for this many.
+const DIRECT_BYTES: usize = 256;
+
 /// What is waiting to be written.
 pub enum Piece {
     /// Whole lines: the progress view is erased first.
@@ -124,6 +128,14 @@ impl Queue {
         if state.view_ended && matches!(piece, Piece::Frame(_)) {
             return;
         }
+        if let Some(text) = self.writable_now(&state, &piece) {
+            // Nothing waits and stdout takes a small piece at once: written
+            // here, without waking the writer thread for each token of a
+            // stream (design §4.11).
+            let result = self.write_out(text.as_bytes());
+            drop(self.after_write(state, result));
+            return;
+        }
         let size = match &piece {
             Piece::Lines(t) | Piece::Frame(t) => t.len(),
             Piece::Erase => 0,
@@ -146,6 +158,27 @@ impl Queue {
         state.queued_bytes = state.queued_bytes.saturating_add(size);
         state.queue.push_back(piece);
         self.work.notify_one();
+    }
+
+    /// `piece`'s text when it may be written on the caller's thread now:
+    /// stdout, nothing queued or being written, a piece of at most
+    /// [`DIRECT_BYTES`], and stdout ready to take it without blocking (a
+    /// pipe or terminal with room, a file).
+    fn writable_now<'p>(&self, state: &State, piece: &'p Piece) -> Option<&'p str> {
+        let (Dest::Stdout, Piece::Lines(text)) = (&self.dest, piece) else {
+            return None;
+        };
+        if text.len() > DIRECT_BYTES || !state.queue.is_empty() || state.writing {
+            return None;
+        }
+        let mut fd = libc::pollfd {
+            fd: libc::STDOUT_FILENO,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one pollfd of ours, a zero timeout: it never blocks.
+        let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+        (ready == 1 && fd.revents & libc::POLLOUT != 0).then_some(text.as_str())
     }
 
     /// Erases the progress view for good: frames queued later are not drawn.

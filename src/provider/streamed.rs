@@ -5,12 +5,17 @@
 //! the failed attempt the retry rules of `http.rs` judge.
 
 use std::io::Read;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::error::{ErrorKind, stream_error, transport_error};
 use super::http::{Attempt, closed_before_response};
 use super::stream::{Decoder, StreamError};
 use super::{MAX_BODY_BYTES, Provider, Response};
+
+/// How long a stream's reader waits after a delta before reading on: a
+/// frame at 60 Hz, too short to see, long enough to take a dozen tokens at
+/// once (measured in `make bench`'s stream figures, design §4.11).
+const PACE: Duration = Duration::from_millis(16);
 
 impl Provider {
     /// A streamed answer read as it comes, each piece of its text handed to
@@ -35,11 +40,24 @@ impl Provider {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(self.read_failure(ureq::Error::from(e), url)),
             };
+            // What one read brought is handed out at once: one write to
+            // stdout for a dozen tokens, not one each.
+            let mut text = String::new();
             let delta = decoder
-                .feed(&buf[..n], &mut |t| on_text(t))
+                .feed(&buf[..n], &mut |t| text.push_str(t))
                 .map_err(|e| self.stream_failure(e))?;
+            if !text.is_empty() {
+                on_text(&text);
+            }
             if delta && first_token.is_none() {
                 first_token = Some(sent.elapsed());
+            }
+            // Tokens come a millisecond or so apart: waking for each costs
+            // a thread switch (the most of a stream's CPU). After a delta
+            // the next read waits a little, and takes what came meanwhile
+            // in one read, unless the stream is over.
+            if delta && !decoder.ended() {
+                std::thread::sleep(PACE);
             }
         }
         let mut resp = decoder.finish().map_err(|e| self.stream_failure(e))?;

@@ -42,6 +42,11 @@ struct Block {
 }
 
 impl Assembly {
+    /// The stream's last event (`message_stop`) came.
+    pub(super) fn ended(&self) -> bool {
+        self.stopped
+    }
+
     /// One event; the name on its `event:` line says what its data's `type`
     /// says, which is read.
     pub(super) fn event(&mut self, name: &str, data: &str) -> Result<Piece, StreamError> {

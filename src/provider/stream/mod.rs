@@ -142,6 +142,15 @@ impl Decoder {
         Ok(delta)
     }
 
+    /// Whether the wire's last event came: nothing more is to be waited for.
+    pub fn ended(&self) -> bool {
+        match &self.wire {
+            Wire::OpenAi(a) => a.ended(),
+            Wire::Anthropic(a) => a.ended(),
+            Wire::Ollama(a) => a.ended(),
+        }
+    }
+
     /// The answer, once the stream has ended: an error when it ended before
     /// its wire's last event.
     pub fn finish(mut self) -> Result<Response, StreamError> {

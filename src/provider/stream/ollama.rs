@@ -19,6 +19,11 @@ pub(super) struct Assembly {
 }
 
 impl Assembly {
+    /// The stream's last object (`done: true`) came.
+    pub(super) fn ended(&self) -> bool {
+        self.last.is_some()
+    }
+
     /// One line (blank lines are let be).
     pub(super) fn line(&mut self, line: &str) -> Result<Piece, StreamError> {
         if line.is_empty() || self.last.is_some() {

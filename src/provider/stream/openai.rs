@@ -39,6 +39,11 @@ struct Call {
 }
 
 impl Assembly {
+    /// The stream's last event (`[DONE]`) came.
+    pub(super) fn ended(&self) -> bool {
+        self.done
+    }
+
     /// One event's data.
     pub(super) fn event(&mut self, data: &str) -> Result<Piece, StreamError> {
         if self.done {

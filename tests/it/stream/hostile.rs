@@ -83,8 +83,17 @@ fn an_error_event_after_text_was_printed_is_final_and_says_the_output_is_partial
         ),
     ];
     for (p, body, said) in cases {
+        // The error comes a moment after the text, in a read of its own:
+        // text that came in the same read as the error would not have been
+        // printed, and the request would be retried.
+        let error_at = body.rfind("data: ").unwrap();
+        let error_at = body[..error_at].rfind("event: error").unwrap_or(error_at);
         let server = FakeServer::start(vec![
-            p.streamed(&body),
+            p.stream_steps(vec![
+                Step::bytes(&body[..error_at], 4096),
+                Step::Sleep(Duration::from_millis(100)),
+                Step::bytes(&body[error_at..], 4096),
+            ]),
             p.streamed(&p.stream_text(&["never"], 5, 2)),
         ]);
         let home = home_on(p, "");
@@ -287,4 +296,21 @@ fn ctrl_c_during_a_stream_writes_out_the_text_already_received() {
     assert_eq!(status.code(), Some(130));
     let out = String::from_utf8_lossy(&out);
     assert_eq!(out.trim_end().len(), text.len(), "text lost at the signal");
+}
+
+#[test]
+fn text_that_comes_in_one_read_with_an_error_is_not_printed_and_the_request_is_retried() {
+    // The text and the error event in one write: axe hands out a read's
+    // text when the read is decoded, so nothing was printed yet.
+    let p = P::Anthropic;
+    let body = anthropic_error_stream(&["Half an"], "overloaded_error", "Overloaded");
+    let server = FakeServer::start(vec![
+        p.stream_steps(vec![Step::bytes(&body, body.len())]),
+        p.streamed(&p.stream_text(&["Whole."], 5, 2)),
+    ]);
+    let home = home_on(p, "");
+    let b = run(&home, p, &server, &[]);
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    assert_eq!(stdout(&b.output), "Whole.\n");
+    assert_eq!(server.requests().len(), 2);
 }

@@ -1,0 +1,251 @@
+//! `make bench`, the streaming part: the release binary run as a user
+//! would (`axe run solo --stream`) against a provider on 127.0.0.1 that
+//! drips a 2,000-token answer on the OpenAI wire, one server-sent event per
+//! token and 1 ms between them. Three figures, each beside its target,
+//! never failing on a time:
+//!
+//! - the first token on stdout: from the moment the server wrote its event
+//!   (flushed, with `TCP_NODELAY`) to the moment this process read the
+//!   first byte from axe's stdout pipe, both on this process's clock;
+//! - axe's CPU (user + system, from `wait4`) for the streamed run, beside
+//!   the same answer sent whole without `--stream`: the difference is what
+//!   decoding and printing the stream costs;
+//! - peak RSS of the streamed run beside the whole one.
+
+#[allow(dead_code, unused_imports)]
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Home, OPENAI_KEY};
+use serde_json::json;
+
+/// Tokens in the answer, and the time between two of them.
+const TOKENS: usize = 2000;
+const GAP: Duration = Duration::from_millis(1);
+/// Runs of each kind; medians are reported.
+const RUNS: usize = 5;
+
+/// What the drip server noticed about one request.
+#[derive(Default)]
+struct Sent {
+    /// When the first token's event was written.
+    first: Option<Instant>,
+}
+
+fn main() {
+    println!("stream bench: {TOKENS} tokens, one every {GAP:?}, {RUNS} runs each");
+    let home = Home::new();
+    home.named_agent("solo", "openai/m", "");
+    let (mut gaps, mut cpu_stream, mut cpu_whole) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut rss_stream, mut rss_whole) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let (gap, cpu, rss) = streamed(&home);
+        gaps.push(gap);
+        cpu_stream.push(cpu);
+        rss_stream.push(rss);
+        let (cpu, rss) = whole(&home);
+        cpu_whole.push(cpu);
+        rss_whole.push(rss);
+    }
+    let (gap, cs, cw) = (median(gaps), median(cpu_stream), median(cpu_whole));
+    let (rs, rw) = (median(rss_stream), median(rss_whole));
+    println!(
+        "streamed run: CPU {:.2} ms, peak RSS {:.2} MiB; the same answer whole: CPU {:.2} ms, peak RSS {:.2} MiB",
+        ms(cs),
+        mib(rs),
+        ms(cw),
+        mib(rw)
+    );
+    println!("{:<52} {:>10} {:>8}", "figure", "value", "target");
+    row(
+        "first token: server wrote it -> stdout read it (ms)",
+        ms(gap),
+        1.0,
+    );
+    row(
+        "CPU for the whole stream, over the answer whole (ms)",
+        ms(cs.saturating_sub(cw)),
+        2.0,
+    );
+    row(
+        "peak RSS, streamed over whole (MiB)",
+        mib(rs) - mib(rw),
+        0.0,
+    );
+}
+
+fn row(name: &str, value: f64, target: f64) {
+    let mark = if value <= target { "ok" } else { "MISSED" };
+    println!("{name:<52} {value:>10.3} {target:>8} {mark}");
+}
+
+/// One streamed run: the first token's way to stdout, CPU, peak RSS.
+fn streamed(home: &Home) -> (Duration, Duration, u64) {
+    let sent = Arc::new(Mutex::new(Sent::default()));
+    let url = serve(true, sent.clone());
+    let mut child = start(home, &url, &["--stream"]);
+    let mut out = child.stdout.take().expect("stdout");
+    let mut byte = [0u8; 1];
+    let n = out.read(&mut byte).expect("read stdout");
+    let read_at = Instant::now();
+    assert_eq!(n, 1, "no output");
+    let mut rest = Vec::new();
+    out.read_to_end(&mut rest).expect("read stdout");
+    assert_eq!(
+        rest.len() + 1,
+        TOKENS * 2 + 1,
+        "the whole answer and a newline"
+    );
+    let (cpu, rss) = reap(child);
+    let first = sent.lock().unwrap().first.expect("the server sent a token");
+    (read_at.saturating_duration_since(first), cpu, rss)
+}
+
+/// The same answer sent whole: CPU and peak RSS.
+fn whole(home: &Home) -> (Duration, u64) {
+    let url = serve(false, Arc::default());
+    let mut child = start(home, &url, &[]);
+    let mut out = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_end(&mut out)
+        .expect("read stdout");
+    assert_eq!(out.len(), TOKENS * 2 + 1);
+    reap(child)
+}
+
+fn start(home: &Home, url: &str, extra: &[&str]) -> Child {
+    home.axe()
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .env("AXE_OPENAI_BASE_URL", url)
+        .args(["run", "solo", "-p", "hi", "--no-log", "--quiet"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start axe")
+}
+
+/// Waits for `child`: its CPU (user + system) and peak RSS in bytes.
+fn reap(child: Child) -> (Duration, u64) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    let mut status = 0;
+    // SAFETY: wait4 on our own child, into a zeroed rusage of the right size.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::wait4(pid, &mut status, 0, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    (
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+        (usage.ru_maxrss as u64) * 1024,
+    )
+}
+
+/// A one-request OpenAI server: the answer dripped as events (`stream`),
+/// or whole as JSON. Returns its base URL.
+fn serve(stream: bool, sent: Arc<Mutex<Sent>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let Ok((conn, _)) = listener.accept() else {
+            return;
+        };
+        let _ = conn.set_nodelay(true);
+        let mut reader = BufReader::new(conn.try_clone().expect("clone"));
+        read_request(&mut reader);
+        let mut conn = conn;
+        if stream {
+            drip(&mut conn, &sent);
+        } else {
+            let body = json!({
+                "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "x ".repeat(TOKENS)}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": TOKENS, "total_tokens": TOKENS + 5}
+            })
+            .to_string();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// Reads the request head and its body (content-length).
+fn read_request(reader: &mut BufReader<TcpStream>) {
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0u8; len];
+    let _ = reader.read_exact(&mut body);
+}
+
+/// The stream: a chunked response of one event per token, then the usage
+/// and `[DONE]`.
+fn drip(conn: &mut TcpStream, sent: &Mutex<Sent>) {
+    let _ = write!(
+        conn,
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    );
+    let chunk = |conn: &mut TcpStream, data: &str| {
+        let _ = write!(conn, "{:x}\r\n{data}\r\n", data.len());
+        let _ = conn.flush();
+    };
+    let event = |delta: serde_json::Value, finish: serde_json::Value| {
+        let c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    chunk(
+        conn,
+        &event(json!({"role": "assistant", "content": ""}), json!(null)),
+    );
+    for i in 0..TOKENS {
+        chunk(conn, &event(json!({"content": "x "}), json!(null)));
+        if i == 0 {
+            sent.lock().unwrap().first = Some(Instant::now());
+        }
+        std::thread::sleep(GAP);
+    }
+    chunk(conn, &event(json!({}), json!("stop")));
+    let usage = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": TOKENS, "total_tokens": TOKENS + 5}});
+    chunk(conn, &format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    let _ = write!(conn, "0\r\n\r\n");
+    let _ = conn.flush();
+}
+
+fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
