@@ -34,6 +34,7 @@ mod harness;
 mod llama;
 mod mcp;
 mod proxy;
+mod stream;
 mod tools;
 mod wire;
 

@@ -51,9 +51,14 @@ impl Proxy {
                     out = out.header(k.as_str(), v.as_str());
                 }
             }
-            let (status, body) = match out.send(req.body.as_bytes()) {
+            let (status, content_type, body) = match out.send(req.body.as_bytes()) {
                 Ok(mut resp) => (
                     resp.status().as_u16(),
+                    resp.headers()
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("application/json")
+                        .to_string(),
                     resp.body_mut()
                         .with_config()
                         .limit(64 << 20)
@@ -62,6 +67,7 @@ impl Proxy {
                 ),
                 Err(e) => (
                     502,
+                    "application/json".to_string(),
                     json!({"error": {"message": format!("proxy: upstream failed: {e}")}})
                         .to_string(),
                 ),
@@ -72,7 +78,14 @@ impl Proxy {
                 response: body.clone(),
                 millis: started.elapsed().as_millis(),
             });
-            Reply::Json(status, body)
+            // A streamed answer goes on as the server's own type (whole:
+            // the proxy reads it to its end first).
+            Reply::Raw {
+                status,
+                content_type,
+                body,
+                headers: Vec::new(),
+            }
         });
         Proxy { server, log }
     }
