@@ -38,6 +38,8 @@ pub struct RetrySettings {
     pub max_retries: Option<u32>,
     pub initial_delay_ms: Option<u64>,
     pub max_delay_ms: Option<u64>,
+    /// `exponential` (the default), `linear` or `fixed`.
+    pub backoff: Option<crate::provider::Backoff>,
 }
 
 impl RetrySettings {
@@ -51,6 +53,7 @@ impl RetrySettings {
             max_delay: self
                 .max_delay_ms
                 .map_or(base.max_delay, Duration::from_millis),
+            backoff: self.backoff.unwrap_or(base.backoff),
         }
     }
 }
@@ -116,6 +119,7 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 # max_retries = 2
 # initial_delay_ms = 500
 # max_delay_ms = 30000
+# backoff = "exponential"   # or "linear", "fixed"
 
 # The run log: one JSON line per `axe run` in $XDG_STATE_HOME/axe/runs.jsonl
 # (default ~/.local/state/axe), listed by `axe runs`. Rotated to

@@ -1311,6 +1311,7 @@ fn http_worker(
             max_retries: 1,
             initial_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(2),
+            ..RetryPolicy::default()
         };
         p
     });

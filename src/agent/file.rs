@@ -184,8 +184,14 @@ impl AgentFile {
         let max_parallel = positive("sub_agents_config.max_parallel", sac.max_parallel)?;
         let max_result_chars =
             positive("sub_agents_config.max_result_chars", sac.max_result_chars)?;
-        let budget_tokens = positive("budget.max_tokens", self.budget.max_tokens)?;
-        let budget_turns = positive("budget.max_turns", self.budget.max_turns)?;
+        // 0 is no budget, as in the Go original (its scaffold has
+        // `max_tokens = 0`); only a negative count is refused.
+        let unbounded_at_0 = |key: &str, value: Option<i64>| match value {
+            Some(n) if n < 0 => Err(Error::config(format!("{key} must be non-negative"))),
+            _ => Ok(value.and_then(|n| u64::try_from(n).ok()).filter(|&n| n > 0)),
+        };
+        let budget_tokens = unbounded_at_0("budget.max_tokens", self.budget.max_tokens)?;
+        let budget_turns = unbounded_at_0("budget.max_turns", self.budget.max_turns)?;
         let max_file_bytes = positive("max_file_bytes", self.max_file_bytes)?;
         let max_prompt_bytes = positive("max_prompt_bytes", self.max_prompt_bytes)?;
         let timeout = positive("timeout", self.timeout)?;
@@ -199,11 +205,12 @@ impl AgentFile {
                 "params.temperature must be a non-negative number",
             ));
         }
+        // 0 is not sent, as in the Go original.
         let max_tokens = match self.params.max_tokens {
-            None => None,
+            None | Some(0) => None,
             Some(n) => match u32::try_from(n) {
-                Ok(n) if n > 0 => Some(n),
-                _ => {
+                Ok(n) => Some(n),
+                Err(_) => {
                     return Err(Error::config(
                         "params.max_tokens must be a positive integer",
                     ));

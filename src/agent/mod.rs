@@ -492,14 +492,24 @@ mod tests {
         for (table, key) in [
             ("sub_agents_config", "max_parallel"),
             ("sub_agents_config", "max_result_chars"),
-            ("budget", "max_tokens"),
-            ("budget", "max_turns"),
         ] {
             assert_eq!(
                 validation_error(&with(&format!("[{table}]\n{key} = 0\n"))),
                 format!("{table}.{key} must be a positive integer")
             );
         }
+        // The Go original's 0: no budget, and a max_tokens not sent.
+        let zero = parsed(&with(
+            "[budget]\nmax_tokens = 0\nmax_turns = 0\n[params]\nmax_tokens = 0\n",
+        ))
+        .unwrap();
+        assert_eq!(zero.config.budget.max_tokens, None);
+        assert_eq!(zero.config.budget.max_turns, None);
+        assert_eq!(zero.config.params.max_tokens, None);
+        assert_eq!(
+            validation_error(&with("[budget]\nmax_tokens = -1\n")),
+            "budget.max_tokens must be non-negative"
+        );
     }
 
     #[test]

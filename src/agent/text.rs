@@ -49,7 +49,7 @@ model = "provider/model-name"
 # sub_agents = ["helper"]
 
 # Built-in tools: read_file, list_directory, search_files, write_file,
-# edit_file, run_command, url_fetch. Files stay beneath the workdir (the
+# edit_file, run_command, url_fetch, web_search. Files stay beneath the workdir (the
 # kernel resolves every path); run_command runs sh -c under Landlock. A
 # sub-agent gets only the tools its own file lists.
 # tools = ["read_file", "search_files"]
@@ -135,6 +135,7 @@ model = "provider/model-name"
 # max_retries = 2
 # initial_delay_ms = 500
 # max_delay_ms = 30000
+# backoff = "exponential"   # or "linear", "fixed"
 "#;
 
 /// The file `axe agents init <name>` writes: required keys set, every

@@ -37,7 +37,8 @@ pub use error::{
 };
 pub use http::{MAX_BODY_BYTES, Notice, Provider, Retry};
 pub use retry::{
-    RETRYABLE_STATUSES, RetryPolicy, http_date, retry_hint, retryable_status, should_retry_hint,
+    Backoff, RETRYABLE_STATUSES, RetryPolicy, http_date, retry_hint, retryable_status,
+    should_retry_hint,
 };
 pub use types::*;
 pub(crate) use wire::*;

@@ -22,6 +22,21 @@ pub struct RetryPolicy {
     /// The first backoff ceiling; each retry doubles it, up to `max_delay`.
     pub initial_delay: Duration,
     pub max_delay: Duration,
+    pub backoff: Backoff,
+}
+
+/// How the wait grows from one retry to the next (`[retry] backoff`, the Go
+/// original's key and values).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backoff {
+    /// A random wait up to `initial_delay * 2^retry` ("full jitter").
+    #[default]
+    Exponential,
+    /// `initial_delay * (retry + 1)`.
+    Linear,
+    /// `initial_delay` every time.
+    Fixed,
 }
 
 impl Default for RetryPolicy {
@@ -30,6 +45,7 @@ impl Default for RetryPolicy {
             max_retries: 2,
             initial_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
+            backoff: Backoff::Exponential,
         }
     }
 }
@@ -40,11 +56,23 @@ impl RetryPolicy {
         max_retries: 0,
         initial_delay: Duration::ZERO,
         max_delay: Duration::ZERO,
+        backoff: Backoff::Exponential,
     };
 
-    /// The wait before retry number `retry` (0-based): "full jitter", a
-    /// uniformly random duration up to `min(max_delay, initial_delay * 2^retry)`.
+    /// The wait before retry number `retry` (0-based), never over
+    /// `max_delay`: exponential is "full jitter", a uniformly random
+    /// duration up to `initial_delay * 2^retry`; linear and fixed are exact.
     pub fn backoff(&self, retry: u32) -> Duration {
+        match self.backoff {
+            Backoff::Exponential => {}
+            Backoff::Linear => {
+                return self
+                    .initial_delay
+                    .saturating_mul(retry.saturating_add(1))
+                    .min(self.max_delay);
+            }
+            Backoff::Fixed => return self.initial_delay.min(self.max_delay),
+        }
         let ceiling = self
             .initial_delay
             .saturating_mul(2u32.saturating_pow(retry.min(31)))
@@ -136,5 +164,26 @@ mod tests {
         }
         // Anthropic's `overloaded_error` under a status of its own.
         assert!(retryable_status(400, ErrorKind::Overloaded));
+    }
+
+    #[test]
+    fn linear_and_fixed_backoff_wait_as_the_go_original_does() {
+        let policy = |backoff| RetryPolicy {
+            max_retries: 5,
+            initial_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(250),
+            backoff,
+        };
+        let linear: Vec<u128> = (0..4)
+            .map(|r| policy(Backoff::Linear).backoff(r).as_millis())
+            .collect();
+        assert_eq!(linear, [100, 200, 250, 250]);
+        let fixed: Vec<u128> = (0..3)
+            .map(|r| policy(Backoff::Fixed).backoff(r).as_millis())
+            .collect();
+        assert_eq!(fixed, [100, 100, 100]);
+        for r in 0..6 {
+            assert!(policy(Backoff::Exponential).backoff(r) <= Duration::from_millis(250));
+        }
     }
 }

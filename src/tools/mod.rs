@@ -13,6 +13,7 @@ mod read_file;
 mod run_command;
 mod search_files;
 pub mod url_fetch;
+mod web_search;
 mod write_file;
 
 use std::collections::BTreeMap;
@@ -117,6 +118,11 @@ const BUILTINS: &[Builtin] = &[
         name: "url_fetch",
         define: url_fetch::define,
         run: url_fetch::run,
+    },
+    Builtin {
+        name: "web_search",
+        define: web_search::define,
+        run: web_search::run,
     },
 ];
 

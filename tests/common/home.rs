@@ -159,6 +159,9 @@ impl Home {
             "TOGETHER_API_KEY",
             "XAI_API_KEY",
             "MINIMAX_API_KEY",
+            // web_search's (the Go original's Tavily tool).
+            "TAVILY_API_KEY",
+            "AXE_TAVILY_BASE_URL",
             "VISUAL",
             "EDITOR",
             // ureq honours proxy variables: loopback traffic must not go there.

@@ -57,6 +57,7 @@
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
 //! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs` |
 //! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
+//! | §10.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
 //! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |
 //! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
 //! | §12.1–§12.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
@@ -109,3 +110,4 @@ mod trace;
 mod trace_golden;
 mod trace_streams;
 mod tree_fake;
+mod web_search;

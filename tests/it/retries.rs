@@ -16,6 +16,7 @@ fn quick() -> RetryPolicy {
         max_retries: 2,
         initial_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(5),
+        ..RetryPolicy::default()
     }
 }
 

@@ -47,6 +47,7 @@ fn global(providers: &[(&str, Option<&str>, &str)]) -> GlobalConfig {
             max_retries: None,
             initial_delay_ms: Some(1),
             max_delay_ms: Some(5),
+            ..RetrySettings::default()
         },
         mcp_servers: Vec::new(),
         ..GlobalConfig::default()
