@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 
 use super::config::{ServerConfig, Transport};
 use super::rpc::{Failure, Log};
-use super::{http, stdio};
+use super::{http, sse, stdio};
 
 /// The revisions of the protocol axe speaks, newest first: it asks for the
 /// first and takes any of them in answer.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// The most pages of `tools/list` read (a server that pages forever).
 const MAX_PAGES: usize = 100;
@@ -47,6 +47,7 @@ pub struct Server {
 pub enum Conn {
     Stdio(stdio::Stdio),
     Http(Box<http::Http>),
+    Sse(Box<sse::Sse>),
 }
 
 /// The text of a call's result, and whether it is an error.
@@ -67,6 +68,7 @@ impl Conn {
         match self {
             Conn::Stdio(s) => s.request(method, params, deadline, cancel),
             Conn::Http(h) => h.request(method, params, deadline, cancel),
+            Conn::Sse(h) => h.request(method, params, deadline, cancel),
         }
     }
 
@@ -74,6 +76,7 @@ impl Conn {
         match self {
             Conn::Stdio(s) => s.notify(method, params),
             Conn::Http(h) => h.notify(method, params),
+            Conn::Sse(h) => h.notify(method, params),
         }
     }
 
@@ -81,6 +84,7 @@ impl Conn {
         match self {
             Conn::Stdio(s) => s.stop(),
             Conn::Http(h) => h.stop(),
+            Conn::Sse(h) => h.stop(),
         }
     }
 }
@@ -135,6 +139,19 @@ impl Server {
                     hs,
                     log.clone(),
                 )))
+            }
+            Transport::Sse { url, headers } => {
+                let mut hs = Vec::new();
+                for (k, v) in headers {
+                    hs.push((k.clone(), super::config::expand(v)?));
+                }
+                Conn::Sse(Box::new(sse::Sse::start(
+                    &config.name,
+                    url,
+                    hs,
+                    log.clone(),
+                    deadline,
+                )?))
             }
         };
         let mut server = Server {
@@ -260,7 +277,7 @@ impl Server {
     pub fn pid(&self) -> Option<i32> {
         match &self.conn {
             Conn::Stdio(s) => Some(s.pid()),
-            Conn::Http(_) => None,
+            Conn::Http(_) | Conn::Sse(_) => None,
         }
     }
 

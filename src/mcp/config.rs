@@ -73,6 +73,13 @@ pub enum Transport {
         /// As written: `${VAR}` is expanded when the server starts.
         headers: BTreeMap<String, String>,
     },
+    /// The older HTTP+SSE transport: an event stream at `url`, messages
+    /// POSTed where it says (the Go original's `transport = "sse"`).
+    Sse {
+        url: String,
+        /// As written: `${VAR}` is expanded when the server starts.
+        headers: BTreeMap<String, String>,
+    },
 }
 
 /// A validated server definition.
@@ -101,6 +108,7 @@ impl Transport {
         match self {
             Transport::Stdio { .. } => "stdio",
             Transport::Http { .. } => "streamable-http",
+            Transport::Sse { .. } => "sse",
         }
     }
 
@@ -128,7 +136,7 @@ impl Transport {
                 }
                 s
             }
-            Transport::Http { url, headers } => {
+            Transport::Http { url, headers } | Transport::Sse { url, headers } => {
                 let mut s = url.clone();
                 if !headers.is_empty() {
                     let names: Vec<&str> = headers.keys().map(String::as_str).collect();
@@ -219,30 +227,26 @@ impl ServerFile {
                     cwd: self.cwd,
                 }
             }
-            "streamable-http" | "http" => {
+            kind @ ("streamable-http" | "http" | "sse") => {
                 let url = self
                     .url
                     .filter(|u| !u.trim().is_empty())
-                    .ok_or_else(|| Error::config(format!("{at}: streamable-http needs a url")))?;
+                    .ok_or_else(|| Error::config(format!("{at}: {kind} needs a url")))?;
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(Error::config(format!(
                         "{at}.url must start with http:// or https://"
                     )));
                 }
-                Transport::Http {
-                    url,
-                    headers: self.headers,
+                let headers = self.headers;
+                if kind == "sse" {
+                    Transport::Sse { url, headers }
+                } else {
+                    Transport::Http { url, headers }
                 }
-            }
-            "sse" => {
-                return Err(Error::config(format!(
-                    "{at}: the old sse transport is not supported; servers that speak it \
-                     mostly also speak streamable-http (transport = \"streamable-http\")"
-                )));
             }
             other => {
                 return Err(Error::config(format!(
-                    "{at}.transport must be one of: stdio, streamable-http (not {other:?})"
+                    "{at}.transport must be one of: stdio, streamable-http, sse (not {other:?})"
                 )));
             }
         };
@@ -405,6 +409,16 @@ mod tests {
         let f = ServerFile {
             name: "t".into(),
             transport: Some("sse".into()),
+            url: Some("http://h".into()),
+            ..ServerFile::default()
+        };
+        assert!(matches!(
+            f.validate("m").map(|s| s.transport),
+            Ok(Transport::Sse { .. })
+        ));
+        let f = ServerFile {
+            name: "t".into(),
+            transport: Some("websocket".into()),
             url: Some("http://h".into()),
             ..ServerFile::default()
         };

@@ -9,6 +9,7 @@ pub mod config;
 mod http;
 pub mod registry;
 pub mod rpc;
+mod sse;
 mod stdio;
 
 pub use client::{McpTool, Outcome, Server};

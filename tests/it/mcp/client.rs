@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{alive, everything, time_server};
+use super::{Served, alive, everything, served, time_server};
 use axe::mcp::{Server, ServerFile};
 use serde_json::json;
 
@@ -255,44 +255,8 @@ fn garbage_and_a_line_over_the_cap_fail_the_call_clearly() {
     assert_eq!(out.text, "fine", "{out:?}");
 }
 
-/// server-everything serving streamable HTTP on a free loopback port,
-/// killed on drop.
-struct HttpEverything {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for HttpEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn http_everything() -> Option<HttpEverything> {
-    let js = everything()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = std::process::Command::new("node")
-        .arg(&js)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "server-everything did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some(HttpEverything {
-        child,
-        url: format!("http://127.0.0.1:{port}/mcp"),
-    })
+fn http_everything() -> Option<Served> {
+    served("streamableHttp", "/mcp")
 }
 
 #[test]

@@ -28,6 +28,49 @@ fn found(path: PathBuf, what: &str) -> Option<PathBuf> {
     }
 }
 
+/// server-everything serving `mode` (`streamableHttp`, `sse`) on a free
+/// loopback port, its URL ending in `path`; killed on drop.
+pub struct Served {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn served(mode: &str, path: &str) -> Option<Served> {
+    let js = everything()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("node")
+        .arg(&js)
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < until,
+            "server-everything did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(Served {
+        child,
+        url: format!("http://127.0.0.1:{port}{path}"),
+    })
+}
+
 /// Whether process `pid` still exists (a zombie counts as gone).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -41,4 +84,5 @@ pub fn alive(pid: i32) -> bool {
 mod client;
 mod commands;
 mod files;
+mod legacy_sse;
 mod run;

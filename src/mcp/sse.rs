@@ -1,0 +1,324 @@
+//! The older HTTP+SSE transport (protocol 2024-11-05), which the Go
+//! original's agent files name as `transport = "sse"` (design §11.2): a GET
+//! opens a stream of server-sent events whose first, `endpoint`, says where
+//! to POST; every message axe sends is a POST there, and every message the
+//! server sends (responses, its requests, logs) comes as a `message` event
+//! on the stream. One reader thread per connection reads the stream and
+//! hands each response to the caller waiting on its id, as stdio's does.
+
+use std::io::BufReader;
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::rpc::{self, Failure, Log, Pending};
+use super::stdio::{Line, MAX_LINE, read_line};
+
+/// A server on the older SSE transport.
+pub struct Sse {
+    name: String,
+    /// Where messages are POSTed: the `endpoint` event's URL.
+    post_url: String,
+    headers: Vec<(String, String)>,
+    pending: Arc<Pending>,
+    agent: ureq::Agent,
+    /// The stream's reader, told to end at [`Sse::stop`].
+    stopped: Arc<Mutex<bool>>,
+}
+
+/// What the reader thread needs to answer the server.
+struct Poster {
+    name: String,
+    post_url: Arc<Mutex<Option<String>>>,
+    headers: Vec<(String, String)>,
+    agent: ureq::Agent,
+}
+
+impl Sse {
+    /// Opens the event stream at `url` and waits, until `deadline`, for the
+    /// endpoint to POST to.
+    pub fn start(
+        name: &str,
+        url: &str,
+        headers: Vec<(String, String)>,
+        log: Log,
+        deadline: Instant,
+    ) -> Result<Sse, String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut get = agent.get(url).header("accept", "text/event-stream");
+        for (k, v) in &headers {
+            get = get.header(k, v);
+        }
+        // The head within the deadline; the stream then lives for the run.
+        let resp = get
+            .config()
+            .timeout_recv_response(Some(left))
+            .timeout_connect(Some(left))
+            .build()
+            .call()
+            .map_err(|e| format!("cannot reach it: {}", crate::redact::redact(&e.to_string())))?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(format!("its event stream answered HTTP {status}"));
+        }
+        let pending = Arc::new(Pending::default());
+        let stopped = Arc::new(Mutex::new(false));
+        let endpoint = Arc::new(Mutex::new(None));
+        let (tx, rx) = mpsc::sync_channel(1);
+        let poster = Poster {
+            name: name.to_string(),
+            post_url: endpoint.clone(),
+            headers: headers.clone(),
+            agent: agent.clone(),
+        };
+        let reader = Reader {
+            base: url.to_string(),
+            pending: pending.clone(),
+            stopped: stopped.clone(),
+            log,
+            poster,
+            endpoint: Some(tx),
+        };
+        std::thread::Builder::new()
+            .name(format!("mcp-{name}"))
+            .spawn(move || reader.read(resp))
+            .map_err(|e| format!("cannot start a thread to read it: {e}"))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let post_url = rx
+            .recv_timeout(left)
+            .map_err(|_| "its event stream sent no endpoint before the deadline".to_string())?;
+        Ok(Sse {
+            name: name.to_string(),
+            post_url,
+            headers,
+            pending,
+            agent,
+            stopped,
+        })
+    }
+
+    /// Sends a request and waits for its answer on the stream until
+    /// `deadline`; one still running then gets `notifications/cancelled`
+    /// when `cancel`.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+        cancel: bool,
+    ) -> Result<Value, Failure> {
+        let waiter = self.pending.open()?;
+        if let Err(e) = self.post(&rpc::request(waiter.id, method, &params), deadline) {
+            self.pending.close(waiter.id);
+            return Err(e);
+        }
+        match waiter.wait(deadline) {
+            Err(Failure::Timeout) => {
+                self.pending.close(waiter.id);
+                if cancel {
+                    let params = json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
+                    let _ = self.notify("notifications/cancelled", &params);
+                }
+                Err(Failure::Timeout)
+            }
+            other => other,
+        }
+    }
+
+    /// Sends a notification (a few seconds at most).
+    pub fn notify(&self, method: &str, params: &Value) -> Result<(), Failure> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        self.post(&rpc::notification(method, params), deadline)
+    }
+
+    /// Later requests fail; the reader ends at the stream's next event or
+    /// when the server closes it (a blocking read cannot be interrupted).
+    pub fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.pending
+            .break_with(&format!("the MCP server \"{}\" was stopped", self.name));
+    }
+
+    fn post(&self, body: &str, deadline: Instant) -> Result<(), Failure> {
+        post(
+            &self.agent,
+            &self.name,
+            &self.post_url,
+            &self.headers,
+            body,
+            deadline,
+        )
+    }
+}
+
+/// POSTs one message to `url`; any 2xx (the spec's 202) is taken.
+fn post(
+    agent: &ureq::Agent,
+    name: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: &str,
+    deadline: Instant,
+) -> Result<(), Failure> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(Failure::Timeout);
+    }
+    let mut call = agent.post(url).header("content-type", "application/json");
+    for (k, v) in headers {
+        call = call.header(k, v);
+    }
+    let resp = call
+        .config()
+        .timeout_global(Some(left))
+        .build()
+        .send(body.as_bytes())
+        .map_err(|e| match e {
+            ureq::Error::Timeout(_) => Failure::Timeout,
+            e => Failure::Broken(format!(
+                "cannot reach the MCP server \"{name}\": {}",
+                crate::redact::redact(&e.to_string())
+            )),
+        })?;
+    let status = resp.status().as_u16();
+    if (200..300).contains(&status) {
+        Ok(())
+    } else {
+        Err(Failure::Broken(format!(
+            "MCP server \"{name}\": HTTP {status}"
+        )))
+    }
+}
+
+/// The reader thread's state.
+struct Reader {
+    /// The stream's URL, which a relative endpoint resolves against.
+    base: String,
+    pending: Arc<Pending>,
+    stopped: Arc<Mutex<bool>>,
+    log: Log,
+    poster: Poster,
+    /// Told the endpoint once, then dropped.
+    endpoint: Option<SyncSender<String>>,
+}
+
+impl Reader {
+    /// Reads events until the stream ends or the server is stopped; then
+    /// every request still waiting fails.
+    fn read(mut self, resp: ureq::http::Response<ureq::Body>) {
+        let mut input = BufReader::new(resp.into_body().into_reader());
+        let (mut line, mut event, mut data) = (Vec::new(), String::new(), Vec::new());
+        let name = self.poster.name.clone();
+        let why = loop {
+            if *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) {
+                break format!("the MCP server \"{name}\" was stopped");
+            }
+            match read_line(&mut input, &mut line, MAX_LINE) {
+                Ok(Line::Full) => {}
+                Ok(Line::TooLong) => {
+                    break format!(
+                        "the MCP server \"{name}\" sent an event over {} MiB",
+                        MAX_LINE >> 20
+                    );
+                }
+                Ok(Line::Eof) | Err(_) => {
+                    break format!("the MCP server \"{name}\" closed its event stream");
+                }
+            }
+            let text = line.strip_suffix(b"\r").unwrap_or(&line);
+            if text.is_empty() {
+                self.dispatch(&event, &data);
+                event.clear();
+                data.clear();
+            } else if let Some(rest) = text.strip_prefix(b"event:") {
+                event = String::from_utf8_lossy(rest).trim().to_string();
+            } else if let Some(rest) = text.strip_prefix(b"data:") {
+                if !data.is_empty() {
+                    data.push(b'\n');
+                }
+                data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
+            }
+        };
+        self.pending.break_with(&why);
+    }
+
+    /// One whole event: the endpoint, or messages for their waiters.
+    fn dispatch(&mut self, event: &str, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        if event == "endpoint" {
+            let url = resolve(&self.base, String::from_utf8_lossy(data).trim());
+            *self
+                .poster
+                .post_url
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(url.clone());
+            if let Some(tx) = self.endpoint.take() {
+                let _ = tx.send(url);
+            }
+            return;
+        }
+        let Ok(msgs) = rpc::messages(data) else {
+            return;
+        };
+        let name = &self.poster.name;
+        for m in &msgs {
+            if let Some(reply) = rpc::handle(m, &self.pending, &self.log, name) {
+                let url = self
+                    .poster
+                    .post_url
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                if let Some(url) = url {
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    let p = &self.poster;
+                    let _ = post(&p.agent, name, &url, &p.headers, &reply, deadline);
+                }
+            }
+        }
+    }
+}
+
+/// `endpoint` as an absolute URL: as it is when it has a scheme, else on
+/// `base`'s scheme and host (a path), or beside `base` (a relative path).
+fn resolve(base: &str, endpoint: &str) -> String {
+    if endpoint.contains("://") {
+        return endpoint.to_string();
+    }
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    let host = rest.split('/').next().unwrap_or(rest);
+    if endpoint.starts_with('/') {
+        return format!("{scheme}://{host}{endpoint}");
+    }
+    let dir = base.rsplit_once('/').map_or(base, |(d, _)| d);
+    format!("{dir}/{endpoint}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    #[test]
+    fn an_endpoint_resolves_against_the_stream_url() {
+        let base = "http://127.0.0.1:3001/sse";
+        assert_eq!(
+            resolve(base, "/message?sessionId=ab"),
+            "http://127.0.0.1:3001/message?sessionId=ab"
+        );
+        assert_eq!(
+            resolve(base, "messages?sessionId=ab"),
+            "http://127.0.0.1:3001/messages?sessionId=ab"
+        );
+        assert_eq!(resolve(base, "https://h/m"), "https://h/m");
+    }
+}
