@@ -55,6 +55,7 @@
 //! | §3.6, §3.10, §7.3, §7.5 | a tree's usage, budgets, result limit, concurrency cap | `budgets.rs` |
 //! | §7.4 | the live progress view | `progress.rs` |
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
+//! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
 //! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs` |
 //! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §10.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
@@ -84,6 +85,7 @@ mod cli;
 mod delegation;
 mod full_disk;
 mod gc;
+mod go_agents;
 mod graph;
 mod machine;
 mod mcp;
