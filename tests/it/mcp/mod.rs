@@ -84,5 +84,6 @@ pub fn alive(pid: i32) -> bool {
 mod client;
 mod commands;
 mod files;
+mod git;
 mod legacy_sse;
 mod run;
