@@ -128,8 +128,8 @@ impl Provider {
     /// The URL requests are sent to.
     pub fn endpoint(&self) -> String {
         match self.kind {
-            Kind::Anthropic => join_v1(&self.base_url, "messages"),
-            Kind::OpenAi => join_v1(&self.base_url, "chat/completions"),
+            Kind::Anthropic => super::wire::join_v1(&self.base_url, "messages"),
+            Kind::OpenAi => super::wire::join_v1(&self.base_url, "chat/completions"),
             Kind::Ollama => format!("{}/api/chat", self.base_url),
         }
     }
@@ -425,32 +425,6 @@ pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
     }
 }
 
-/// `{base}/v1/{path}`; a base whose path already has a version segment
-/// (`/v1`, as many OpenAI-compatible servers are documented, or Gemini's
-/// `/v1beta/openai`) is not given a second one.
-fn join_v1(base: &str, path: &str) -> String {
-    if versioned(base) {
-        format!("{base}/{path}")
-    } else {
-        format!("{base}/v1/{path}")
-    }
-}
-
-/// Whether the path of `url` has a segment `v<digits>`, maybe followed by
-/// letters (`v1`, `v1beta`, `v4`).
-fn versioned(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let Some((_, path)) = rest.split_once('/') else {
-        return false;
-    };
-    path.split('/').any(|seg| {
-        seg.strip_prefix('v').is_some_and(|v| {
-            let digits = v.bytes().take_while(u8::is_ascii_digit).count();
-            digits > 0 && v.bytes().skip(digits).all(|b| b.is_ascii_alphabetic())
-        })
-    })
-}
-
 fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
     resp.headers()
         .get(name)
@@ -513,29 +487,5 @@ mod tests {
         assert!(!text.contains("sk-debug-key"), "{text}");
         assert!(!text.contains("debug-pass-123"), "{text}");
         assert!(text.contains("[redacted]"), "{text}");
-    }
-
-    #[test]
-    fn base_urls_ending_in_v1_get_no_second_v1() {
-        assert_eq!(join_v1("http://h:1", "messages"), "http://h:1/v1/messages");
-        assert_eq!(
-            join_v1("http://h:1/v1", "chat/completions"),
-            "http://h:1/v1/chat/completions"
-        );
-        assert_eq!(
-            join_v1(
-                "https://generativelanguage.googleapis.com/v1beta/openai",
-                "chat/completions"
-            ),
-            "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions"
-        );
-        assert_eq!(
-            join_v1("https://api.minimax.io/anthropic", "messages"),
-            "https://api.minimax.io/anthropic/v1/messages"
-        );
-        assert_eq!(
-            join_v1("http://vault:1/video", "messages"),
-            "http://vault:1/video/v1/messages"
-        );
     }
 }

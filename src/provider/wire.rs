@@ -1,5 +1,5 @@
-//! Helpers the three wire formats share: the tool schema, numbers, tool-call
-//! arguments in and out, and token counts.
+//! Helpers the three wire formats share: the endpoint's path, the tool
+//! schema, numbers, tool-call arguments in and out, and token counts.
 
 use std::collections::BTreeMap;
 
@@ -128,6 +128,32 @@ pub(crate) fn count(v: &Value) -> u64 {
     }
 }
 
+/// `{base}/v1/{path}`; a base whose path already has a version segment
+/// (`/v1`, as many OpenAI-compatible servers are documented, or Gemini's
+/// `/v1beta/openai`) is not given a second one.
+pub(crate) fn join_v1(base: &str, path: &str) -> String {
+    if versioned(base) {
+        format!("{base}/{path}")
+    } else {
+        format!("{base}/v1/{path}")
+    }
+}
+
+/// Whether the path of `url` has a segment `v<digits>`, maybe followed by
+/// letters (`v1`, `v1beta`, `v4`).
+fn versioned(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let Some((_, path)) = rest.split_once('/') else {
+        return false;
+    };
+    path.split('/').any(|seg| {
+        seg.strip_prefix('v').is_some_and(|v| {
+            let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && v.bytes().skip(digits).all(|b| b.is_ascii_alphabetic())
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +162,29 @@ mod tests {
     fn whole_numbers_are_sent_without_fraction() {
         assert_eq!(number(0.0).to_string(), "0");
         assert_eq!(number(0.7).to_string(), "0.7");
+    }
+
+    #[test]
+    fn base_urls_ending_in_v1_get_no_second_v1() {
+        assert_eq!(join_v1("http://h:1", "messages"), "http://h:1/v1/messages");
+        assert_eq!(
+            join_v1("http://h:1/v1", "chat/completions"),
+            "http://h:1/v1/chat/completions"
+        );
+        assert_eq!(
+            join_v1(
+                "https://generativelanguage.googleapis.com/v1beta/openai",
+                "chat/completions"
+            ),
+            "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions"
+        );
+        assert_eq!(
+            join_v1("https://api.minimax.io/anthropic", "messages"),
+            "https://api.minimax.io/anthropic/v1/messages"
+        );
+        assert_eq!(
+            join_v1("http://vault:1/video", "messages"),
+            "http://vault:1/video/v1/messages"
+        );
     }
 }
