@@ -30,7 +30,8 @@ unit:
 ## bench: delegation latency, per-run cost, memory, connections, binary size,
 ## for the release build and the static one side by side (prints a table and
 ## target/bench/results.json; not part of `make test`); then the tools, MCP
-## and prompt-cache figures (the cached share of a 10-turn tool loop's input). The static build is
+## and prompt-cache figures (the cached share of a 10-turn tool loop's input), and the batch's
+## (1,000 inputs, --jobs 32, beside xargs -P 32 of single runs). The static build is
 ## made first; if it cannot be, its column is left out
 bench:
 	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
@@ -39,6 +40,7 @@ bench:
 	$(CARGO) bench --bench mcp
 	$(CARGO) bench --bench stream
 	$(CARGO) bench --bench prompt_cache
+	$(CARGO) bench --bench batch
 
 ## fuzz: every fuzzer in tests/fuzz.rs (response bodies, streams, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a

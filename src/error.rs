@@ -148,6 +148,10 @@ pub enum Error {
     /// failure, said with a note that stdout holds partial output (exit as
     /// the failure's, design §4.11).
     Partial(Box<Error>),
+    /// A batch in which `failed` of its `total` inputs did not succeed
+    /// (failed or not started); exit as the largest of their exit codes
+    /// (design §13.6).
+    Batch { failed: u64, total: u64, code: u8 },
 }
 
 impl Error {
@@ -163,6 +167,13 @@ impl Error {
     pub fn exit_code(&self) -> Code {
         match self {
             Error::Partial(e) => e.exit_code(),
+            Error::Batch { code, .. } => match code {
+                2 => Code::Config,
+                3 => Code::Api,
+                4 => Code::Budget,
+                5 => Code::Output,
+                _ => Code::General,
+            },
             Error::AgentNotFound { .. }
             | Error::InvalidAgentName { .. }
             | Error::Unreadable { .. }
@@ -258,6 +269,10 @@ impl fmt::Display for Error {
                 "output does not match the schema after {repairs} repairs: {first}"
             ),
             Error::Partial(e) => write!(f, "{e} (the output on stdout is partial)"),
+            Error::Batch { failed, total, .. } => write!(
+                f,
+                "{failed} of {total} inputs did not succeed (their lines say why)"
+            ),
         }
     }
 }

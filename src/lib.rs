@@ -15,13 +15,15 @@
 //! dry run, `--json` and `--verbose`; [`stderr`] writes everything that goes
 //! to stderr, through the same kind of `queue` as a trace on a pipe. `graph`
 //! loads the delegation graph without running anything, for `axe agents
-//! check` and `axe agents tree`. docs/design.md says why; README.md's
+//! check` and `axe agents tree`. `batch` runs one agent over many inputs
+//! (`--each`) and fills prompt templates. docs/design.md says why; README.md's
 //! "Layout" has a line per module.
 //!
 //! The modules that are public are the ones the binary, the tests and the
 //! benchmark use.
 
 pub mod agent;
+mod batch;
 pub mod cli;
 pub mod config;
 pub mod deadline;

@@ -1,6 +1,7 @@
 //! axe's peak memory, measured by the kernel for exactly that process
 //! (`wait4`, [`with_peak_rss`]): a 4 GiB context file is skipped unread,
-//! and a command's gigabyte of output is cut in bounded memory.
+//! a command's gigabyte of output is cut in bounded memory, and a batch of
+//! 100,000 inputs runs in the memory of a batch of 1,000.
 //!
 //! A crate of its own: Linux counts in a child's peak the memory of the
 //! process that spawned it (the high-water mark of the address space it
@@ -79,4 +80,41 @@ fn a_gigabyte_of_output_is_capped_in_bounded_memory() {
     );
     // axe's own peak memory stayed small.
     assert!(peak_kib < 200 * 1024, "peak RSS of axe: {peak_kib} KiB");
+}
+
+/// A batch of `n` one-line inputs against `server`: its peak RSS in KiB,
+/// after checking that every input got its line.
+fn batch_peak(home: &Home, server: &FakeServer, n: usize) -> u64 {
+    let inputs: String = (1..=n).map(|i| format!("input {i}\n")).collect();
+    let path = home.dir.path().join(format!("in-{n}.txt"));
+    std::fs::write(&path, inputs).unwrap();
+    let mut cmd = home.axe_on(&[(P::OpenAi, server)]);
+    cmd.args(["run", "solo", "--jobs", "8", "--no-log", "--each"])
+        .arg(&path);
+    let (out, peak_kib) = with_peak_rss(&mut cmd);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), n);
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["line"], n as u64);
+    assert_eq!(last["ok"], true);
+    peak_kib
+}
+
+#[test]
+fn a_batch_of_100000_inputs_runs_in_the_memory_of_one_of_1000() {
+    let home = solo("");
+    let server = FakeServer::route(|_| Reply::Json(200, openai_text("ok", 5, 2)));
+    let small = batch_peak(&home, &server, 1_000);
+    let started = Instant::now();
+    let large = batch_peak(&home, &server, 100_000);
+    eprintln!(
+        "batch peak RSS: 1,000 inputs {small} KiB, 100,000 inputs {large} KiB ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        large < small + 8 * 1024,
+        "peak RSS grew with the inputs: {small} KiB for 1,000, {large} KiB for 100,000"
+    );
+    assert!(large < 64 * 1024, "peak RSS {large} KiB");
 }

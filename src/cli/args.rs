@@ -18,6 +18,9 @@ pub(super) struct Axe {
     pub(super) command: Option<Command>,
 }
 
+// `run`'s flags make its variant the largest by far; the enum is made once
+// per process, and argh cannot take a boxed subcommand.
+#[allow(clippy::large_enum_variant)]
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub(super) enum Command {
@@ -350,4 +353,31 @@ pub(super) struct RunCmd {
     /// config directory's agents/)
     #[argh(option)]
     pub(super) agents_dir: Option<String>,
+    /// fill {{KEY}} in the system prompt, the skill and --prompt with
+    /// VALUE (KEY=VALUE; repeatable)
+    #[argh(option)]
+    pub(super) var: Vec<String>,
+    /// run once per line of FILE ("-": stdin), plain text or JSON Lines,
+    /// printing one JSON line per input (see README "Batch")
+    #[argh(option)]
+    pub(super) each: Option<String>,
+    /// run once per file matching GLOB (relative to the current
+    /// directory), the file's text as the prompt
+    #[argh(option)]
+    pub(super) each_file: Option<String>,
+    /// with --each or --each-file: inputs run at once (default: 4)
+    #[argh(option)]
+    pub(super) jobs: Option<usize>,
+    /// with --each or --each-file: print each line as its input ends, not
+    /// in input order
+    #[argh(switch)]
+    pub(super) unordered: bool,
+    /// with --each or --each-file: skip the inputs that succeeded in
+    /// FILE (a previous batch's output) and append the rest's lines to it
+    #[argh(option)]
+    pub(super) resume: Option<String>,
+    /// with --each on JSON Lines: the field that is the prompt (default:
+    /// prompt)
+    #[argh(option)]
+    pub(super) prompt_field: Option<String>,
 }

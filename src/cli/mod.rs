@@ -1,6 +1,6 @@
 //! The command line: [`main`] parses the arguments (their types are in
-//! `args`) and hands them to the command, one file per command: `run`,
-//! `agents`, `config`, `mcp`, `gc`, `runs`, `version`. What the commands share is here: writing
+//! `args`) and hands them to the command, one file per command: `run`
+//! (and `batch`, its `--each`), `agents`, `config`, `mcp`, `gc`, `runs`, `version`. What the commands share is here: writing
 //! stdout, loading config.toml and an agent with their warnings.
 //!
 //! Signals: a command that writes files or runs agents calls
@@ -12,6 +12,7 @@
 
 mod agents;
 mod args;
+mod batch;
 mod config;
 mod gc;
 mod mcp;

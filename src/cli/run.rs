@@ -2,13 +2,16 @@
 //! overrides, the user message, the ledger (trace and budgets), the live
 //! view, the run, and the answer or `--json` on stdout.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::args::RunCmd;
 use super::{load_agent, load_global, print_stdout};
+use crate::batch::template::{self, Prompts, Template, Vars};
+use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::interrupt;
@@ -23,26 +26,46 @@ use crate::stderr::{self, Verbose};
 use crate::stdin;
 use crate::trace_event::TraceEvent;
 
-/// Runs the agent and prints its answer, and records the run in the run
-/// log with the status the process exits with (design §7.7).
+/// Runs the agent and prints its answer, or runs it over a batch of inputs
+/// (`--each`, `--each-file`: `batch.rs`), and records the command in the
+/// run log with the status the process exits with (design §7.7).
 pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
     // It runs agents and writes a trace: a signal ends them cleanly
     // (design §6.5).
     interrupt::install();
     let log = RunLog::start(&cmd.agent, !cmd.no_log && !cmd.dry_run);
-    let result = run(cmd, &log);
+    let result = if super::batch::wanted(&cmd) {
+        super::batch::run(cmd, &log)
+    } else {
+        run(cmd, &log)
+    };
     log.finish(&result);
     result
 }
 
-/// The run itself, telling `log` what it learns.
-fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
+/// What every top-level run starts from, one run or a batch of them: the
+/// config, where agents are found, the agent resolved with the command
+/// line's overrides (read once), its templates and `--var`s.
+pub(super) struct Base {
+    pub(super) global: GlobalConfig,
+    pub(super) dirs: AgentDirs,
+    pub(super) cwd: PathBuf,
+    pub(super) resolved: resolve::Resolved,
+    /// Seconds for the run; for a batch, for each input.
+    pub(super) timeout: u64,
+    pub(super) started: Instant,
+    pub(super) vars: BTreeMap<String, String>,
+    pub(super) prompts: Prompts,
+}
+
+/// Loads and resolves what `cmd` names, telling `log` what it learns.
+pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
     if cmd.timeout == Some(0) {
         return Err(Error::general("--timeout must be at least 1 second"));
     }
     let started = Instant::now();
-    let verbose = Verbose::new(cmd.verbose);
     stderr::set_quiet(cmd.quiet);
+    let vars = template::parse_vars(&cmd.var)?;
 
     let global = load_global()?;
     log.settings(global.run_log);
@@ -59,46 +82,92 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         .unwrap_or(super::DEFAULT_TIMEOUT_SECS);
     let deadline = Deadline::since(started, timeout);
     let overrides = Overrides {
-        model: cmd.model,
-        skill: cmd.skill,
-        workdir: cmd.workdir,
+        model: cmd.model.clone(),
+        skill: cmd.skill.clone(),
+        workdir: cmd.workdir.clone(),
         caller_model: None,
-        output_schema: cmd.output_schema,
+        output_schema: cmd.output_schema.clone(),
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
     let resolved = resolve::resolve(agent, &overrides, &global, &cwd, &deadline)?;
     log.model(&resolved.model.to_string());
-    let input = user_input(cmd.prompt, &deadline)?;
+    let prompts = Prompts::of(&resolved);
+    Ok(Base {
+        global,
+        dirs,
+        cwd,
+        resolved,
+        timeout,
+        started,
+        vars,
+        prompts,
+    })
+}
 
-    report::verbose_header(&verbose, &resolved, &input, timeout);
-    if cmd.dry_run {
-        return print_stdout(&report::dry_run(&resolved, &input, timeout));
+/// The context of a top-level run of `base`'s agent: the root of its tree,
+/// on `ledger`, until `deadline`, bounded by `budgets`.
+pub(super) fn top_ctx<'a>(
+    base: &'a Base,
+    cmd: &RunCmd,
+    ledger: Arc<Ledger>,
+    deadline: Deadline,
+    budgets: Vec<Arc<Budget>>,
+    mcp: Arc<crate::mcp::Servers>,
+    stream: Streaming,
+) -> Ctx<'a> {
+    Ctx {
+        global: &base.global,
+        agents: &base.dirs,
+        cwd: &base.cwd,
+        depth: 0,
+        max_depth: base.resolved.agent.config.sub_agents_config.max_depth,
+        deadline,
+        verbose: Verbose::new(cmd.verbose),
+        retries: cmd.retries,
+        ledger,
+        place: Place::root(&cmd.agent),
+        budgets,
+        snapshot: Arc::default(),
+        mcp,
+        stream,
     }
-    let trace = trace_path(cmd.trace);
+}
+
+/// The run itself, telling `log` what it learns.
+fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
+    let base = base(&cmd, log)?;
+    let started = base.started;
+    let timeout = base.timeout;
+    let verbose = Verbose::new(cmd.verbose);
+    let deadline = Deadline::since(started, timeout);
+    let vars = Vars {
+        global: Some(&base.vars),
+        own: Vec::new(),
+    };
+    let filled = base.prompts.fill(&base.resolved, &vars)?;
+    let resolved = filled.as_ref().unwrap_or(&base.resolved);
+    let prompt = match &cmd.prompt {
+        Some(p) => Some(Template::parse(p).fill(&vars, "--prompt")?),
+        None => None,
+    };
+    let input = user_input(prompt, &deadline)?;
+
+    report::verbose_header(&verbose, resolved, &input, timeout);
+    if cmd.dry_run {
+        return print_stdout(&report::dry_run(resolved, &input, timeout));
+    }
+    let trace = trace_path(cmd.trace.clone());
     let ledger = Arc::new(open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?);
-    log.ledger(&ledger, trace.as_deref(), &cwd);
+    log.ledger(&ledger, trace.as_deref(), &base.cwd);
     let file_budget = &resolved.agent.config.budget;
     let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
     let max_turns = cmd.max_turns.or(file_budget.max_turns);
     let place = Place::root(&cmd.agent);
-    let mcp = mcp_servers(&global, &cwd, &verbose, &ledger, &place)?;
-    let ctx = Ctx {
-        global: &global,
-        agents: &dirs,
-        cwd: &cwd,
-        depth: 0,
-        max_depth: resolved.agent.config.sub_agents_config.max_depth,
-        deadline,
-        verbose,
-        retries: cmd.retries,
-        ledger,
-        place,
-        budgets: budgets(max_tokens, max_turns),
-        snapshot: Arc::default(),
-        mcp,
-        stream: streaming(&resolved, cmd.json),
-    };
+    let mcp = mcp_servers(&base.global, &base.cwd, &verbose, &ledger, &place)?;
+    let stream = streaming(resolved, cmd.json);
+    let budgets = budgets(max_tokens, max_turns);
+    let ctx = top_ctx(&base, &cmd, ledger, deadline, budgets, mcp, stream);
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
         interrupt::on_signal(move |why| ledger.interrupt(why))
@@ -114,7 +183,7 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     let progress = (progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
         && !(ctx.stream.print && std::io::stdout().is_terminal()))
     .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
-    let outcome = run::run_agent(&resolved, input.text(), &input.task(), &ctx);
+    let outcome = run::run_agent(resolved, input.text(), &input.task(), &ctx);
     // Erases the view before anything else is printed.
     drop(progress);
     if ctx.stream.print {
@@ -132,7 +201,7 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     if cmd.json {
         print_stdout(&format!(
             "{}\n",
-            report::json(&resolved, &outcome, &ctx.ledger, &ctx.place.path, &usage)
+            report::json(resolved, &outcome, &ctx.ledger, &ctx.place.path, &usage)
         ))
     } else {
         // The answer is printed as the model gave it (design §6.7).
@@ -147,7 +216,7 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
 /// How the run streams: every request when the agent (or `--stream`) asks;
 /// the answer printed as it comes unless it must be whole first (`--json`,
 /// an output schema).
-fn streaming(resolved: &resolve::Resolved, json: bool) -> Streaming {
+pub(super) fn streaming(resolved: &resolve::Resolved, json: bool) -> Streaming {
     let on = resolved.agent.config.stream;
     Streaming {
         on,
@@ -182,8 +251,8 @@ fn streamed_end(
 /// The run's MCP servers: config.toml's checked, none started yet. What
 /// they say beside their answers (stderr, log messages) goes to `--verbose`
 /// and to the trace, as the top-level agent's.
-fn mcp_servers(
-    global: &crate::config::GlobalConfig,
+pub(super) fn mcp_servers(
+    global: &GlobalConfig,
     cwd: &Path,
     verbose: &Verbose,
     ledger: &Arc<Ledger>,
@@ -225,7 +294,7 @@ fn user_input(prompt: Option<String>, deadline: &Deadline) -> Result<UserInput, 
 }
 
 /// The trace file: `--trace`, else `AXE_TRACE` (a blank one is none).
-fn trace_path(flag: Option<String>) -> Option<String> {
+pub(super) fn trace_path(flag: Option<String>) -> Option<String> {
     flag.filter(|t| !t.trim().is_empty()).or_else(|| {
         std::env::var("AXE_TRACE")
             .ok()
@@ -234,7 +303,11 @@ fn trace_path(flag: Option<String>) -> Option<String> {
 }
 
 /// The run's ledger, with a trace to `trace` when there is one.
-fn open_ledger(trace: Option<&str>, bodies: bool, deadline: &Deadline) -> Result<Ledger, Error> {
+pub(super) fn open_ledger(
+    trace: Option<&str>,
+    bodies: bool,
+    deadline: &Deadline,
+) -> Result<Ledger, Error> {
     match trace {
         Some(path) => Ledger::with_trace(Path::new(path), bodies, deadline)
             .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}"))),
@@ -244,7 +317,7 @@ fn open_ledger(trace: Option<&str>, bodies: bool, deadline: &Deadline) -> Result
 
 /// The whole tree's budget, when either bound is set (the command line's
 /// over the agent file's).
-fn budgets(max_tokens: Option<u64>, max_turns: Option<u64>) -> Vec<Arc<Budget>> {
+pub(super) fn budgets(max_tokens: Option<u64>, max_turns: Option<u64>) -> Vec<Arc<Budget>> {
     if max_tokens.is_some() || max_turns.is_some() {
         vec![Arc::new(Budget::new(max_tokens, max_turns))]
     } else {

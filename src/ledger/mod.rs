@@ -87,7 +87,8 @@ pub enum Exceeded {
 pub struct Ledger {
     /// Identifies this run in the trace and in `--json`.
     pub run_id: String,
-    trace: Option<Trace>,
+    /// Shared by the ledgers of a batch's inputs (design §13.2).
+    trace: Option<Arc<Trace>>,
     /// Whether trace events carry message bodies (`--trace-bodies`).
     bodies: bool,
     /// In order of first run; the top-level agent first.
@@ -223,10 +224,20 @@ impl Ledger {
     pub fn with_trace(path: &Path, bodies: bool, deadline: &Deadline) -> std::io::Result<Ledger> {
         let patience = deadline.left().min(crate::trace::READER_PATIENCE);
         Ok(Ledger {
-            trace: Some(Trace::open(path, patience)?),
+            trace: Some(Arc::new(Trace::open(path, patience)?)),
             bodies,
             ..Ledger::new()
         })
+    }
+
+    /// A ledger of its own for another run, with a new run id, writing to
+    /// the same trace: one input of a batch (design §13.2).
+    pub fn sibling(&self) -> Ledger {
+        Ledger {
+            trace: self.trace.clone(),
+            bodies: self.bodies,
+            ..Ledger::new()
+        }
     }
 
     /// Writes `event` of the agent run at `place`, on its turn `turn`, as
@@ -243,7 +254,7 @@ impl Ledger {
 
     /// Whether the trace goes to a terminal.
     pub fn trace_on_terminal(&self) -> bool {
-        self.trace.as_ref().is_some_and(Trace::on_terminal)
+        self.trace.as_deref().is_some_and(Trace::on_terminal)
     }
 
     /// Waits (a while) until the trace's lines are written: before the

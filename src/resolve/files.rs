@@ -42,40 +42,7 @@ pub fn collect_files(
     let root = workdir
         .canonicalize()
         .map_err(|e| Error::config(format!("cannot resolve workdir {}: {e}", workdir.display())))?;
-    let mut matched: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for pattern in patterns {
-        let pattern = normalize_pattern(pattern);
-        let matcher = compile(&pattern)?;
-        let (base, rest) = split_literal_base(&pattern);
-        let max_depth = if rest.iter().any(|c| c.contains("**")) {
-            usize::MAX
-        } else {
-            rest.len()
-        };
-        let start = if base.is_empty() {
-            root.clone()
-        } else {
-            root.join(&base)
-        };
-        let mut walk = Walk {
-            matcher: &matcher,
-            deadline: deadline.at,
-            out: &mut matched,
-        };
-        if walk.dir(&start, &base, max_depth).is_err() {
-            return Err(deadline_passed(deadline));
-        }
-    }
-
-    // A match of an absolute pattern that lies in the workdir is shown, and
-    // de-duplicated, by its path relative to the workdir.
-    let matched: BTreeMap<String, PathBuf> = matched
-        .into_iter()
-        .map(|(rel, path)| match path.strip_prefix(&root) {
-            Ok(inner) if rel.starts_with('/') => (inner.to_string_lossy().replace('\\', "/"), path),
-            _ => (rel, path),
-        })
-        .collect();
+    let matched = matches(&root, patterns, deadline)?;
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for (rel, path) in matched {
@@ -104,6 +71,50 @@ pub fn collect_files(
         skipped.push(Skipped { path: rel, reason });
     }
     Ok((files, skipped))
+}
+
+/// The paths every glob of `patterns` matches beneath `root` (canonical),
+/// keyed and sorted by their path relative to `root`, de-duplicated; a
+/// match of an absolute pattern that lies in `root` is keyed relative to
+/// it too. Nothing is read: `--each-file` reads each file as its turn
+/// comes. An invalid glob is a config error; reaching `deadline` is a
+/// timeout.
+pub fn matches(
+    root: &Path,
+    patterns: &[String],
+    deadline: &Deadline,
+) -> Result<BTreeMap<String, PathBuf>, Error> {
+    let mut matched: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for pattern in patterns {
+        let pattern = normalize_pattern(pattern);
+        let matcher = compile(&pattern)?;
+        let (base, rest) = split_literal_base(&pattern);
+        let max_depth = if rest.iter().any(|c| c.contains("**")) {
+            usize::MAX
+        } else {
+            rest.len()
+        };
+        let start = if base.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&base)
+        };
+        let mut walk = Walk {
+            matcher: &matcher,
+            deadline: deadline.at,
+            out: &mut matched,
+        };
+        if walk.dir(&start, &base, max_depth).is_err() {
+            return Err(deadline_passed(deadline));
+        }
+    }
+    Ok(matched
+        .into_iter()
+        .map(|(rel, path)| match path.strip_prefix(root) {
+            Ok(inner) if rel.starts_with('/') => (inner.to_string_lossy().replace('\\', "/"), path),
+            _ => (rel, path),
+        })
+        .collect())
 }
 
 /// Drops `./` components, which would otherwise never match.

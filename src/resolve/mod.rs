@@ -20,6 +20,7 @@ use crate::provider::ModelRef;
 use crate::read::{self, Unreadable};
 use crate::schema::{self, OutputSchema};
 use files::collect_files;
+pub use files::matches as glob_matches;
 
 /// The user message when neither `--prompt` nor stdin gives one.
 pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
@@ -166,6 +167,30 @@ pub fn resolve(
         tools,
         memory,
     })
+}
+
+impl Resolved {
+    /// This agent with its system prompt assembled again from `base` and
+    /// `skill` in place of the file's (the same texts with their `{{KEY}}`
+    /// filled, design §13.3): the context files are kept, as many as still
+    /// fit within `max_prompt_bytes`, and the memory's entries are the
+    /// same. Nothing is read again.
+    pub fn with_prompts(&self, base: &str, skill: Option<String>) -> Result<Resolved, Error> {
+        let mut r = self.clone();
+        let head = system_prompt(base, skill.as_deref(), &[]).len();
+        let memory_len = r.memory.as_ref().map_or(0, |m| m.section().len());
+        let limit = r.agent.config.prompt_limit();
+        let (files, over) =
+            within_prompt_limit(head + memory_len, std::mem::take(&mut r.files), limit)?;
+        r.skipped.extend(over);
+        r.files = files;
+        r.system_prompt = system_prompt(base, skill.as_deref(), &r.files);
+        if let Some(m) = &r.memory {
+            r.system_prompt.push_str(&m.section());
+        }
+        r.skill = skill;
+        Ok(r)
+    }
 }
 
 /// The agent's memory (design §12.2), its entries cut to what fits in the

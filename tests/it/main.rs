@@ -63,6 +63,7 @@
 //! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
 //! | §12.1–§12.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
 //! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
+//! | ch. 13 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -78,6 +79,7 @@
 mod common;
 
 mod answers_not_whole;
+mod batch;
 mod budgets;
 mod builtin_tools;
 mod call_agent;

@@ -1,0 +1,253 @@
+//! One agent over many inputs (design ch. 13): `axe run AGENT --each FILE`
+//! or `--each-file GLOB`. The agent is read and resolved once; each input
+//! fills its templates (`template.rs`), runs as a top-level run of its own
+//! with its own ledger and deadline, and becomes one JSON line
+//! (`lines.rs`). The inputs are read as they are needed (`inputs.rs`), run
+//! on a rayon pool of `--jobs` threads under the batch's shared bounds, and
+//! their lines written in input order (`schedule.rs`); `--resume` passes
+//! over what a previous output did (`resume.rs`); `progress.rs` counts and
+//! shows. The command line's side (flags, the run log, the exit code) is
+//! `cli/batch.rs`.
+
+pub mod inputs;
+pub mod lines;
+pub mod progress;
+pub mod resume;
+pub mod schedule;
+pub mod template;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use crate::deadline::{Deadline, millis};
+use crate::error::Error;
+use crate::ledger::{self, Budget, Ledger};
+use crate::resolve::{Resolved, UserInput};
+use crate::run::{self, Ctx};
+use crate::stderr::Verbose;
+use inputs::{Body, Input};
+use progress::Counts;
+use schedule::{Admit, Gate, Order};
+use template::{Prompts, Template};
+
+/// Everything the inputs of a batch share.
+pub struct Batch<'a> {
+    /// The agent, resolved once, and its templates.
+    pub resolved: &'a Resolved,
+    pub prompts: &'a Prompts,
+    /// `--var`s.
+    pub vars: &'a BTreeMap<String, String>,
+    /// `--prompt`, a template filled per input.
+    pub prompt: Option<Template>,
+    /// The field of a JSON Lines input that is its prompt.
+    pub prompt_field: String,
+    /// Each input's context is this one with a ledger and deadline of its
+    /// own; its budgets are the batch's (`--max-tokens`, `--max-turns`).
+    pub proto: Ctx<'a>,
+    /// Seconds for each input.
+    pub timeout: u64,
+    /// The agent file's `[budget]`, bounding each input's tree.
+    pub file_budget: (Option<u64>, Option<u64>),
+    /// The trace every input's ledger writes to, and the tokens of every
+    /// input (the run log's record of the batch).
+    pub ledger: Arc<Ledger>,
+    pub gate: Gate,
+    pub order: Order,
+    pub out: Arc<lines::Out>,
+    /// The keys of the inputs `--resume`'s file has done.
+    pub done: HashSet<u64>,
+    pub counts: Arc<Counts>,
+    /// `--verbose`: a line per input that ended.
+    pub verbose: Verbose,
+    /// The ledgers of the inputs running now, for a signal's `run_end`s.
+    pub live: Live,
+}
+
+/// The ledgers of the inputs running now.
+pub type Live = Arc<Mutex<Vec<Arc<Ledger>>>>;
+
+/// How one input ended.
+struct Ended {
+    line: String,
+    code: u8,
+    skipped: bool,
+    tokens: u64,
+    error: Option<String>,
+}
+
+impl Batch<'_> {
+    /// Runs every input of `inputs` on `jobs` threads, writing their lines.
+    pub fn run(&self, jobs: usize, inputs: impl Iterator<Item = Input> + Send) {
+        let stop = &self.out.closed;
+        schedule::run(jobs, inputs, stop, &|input| self.one(input));
+    }
+
+    /// One input, start to line. Every input taken calls `order.done`, with
+    /// a line or without, so that no thread waits on it for ever.
+    fn one(&self, input: Input) {
+        let seq = input.seq;
+        let mut write = |l: &str| self.out.write(l);
+        if self.out.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return self.order.done(seq, None, &mut write);
+        }
+        if self.done.contains(&input.key()) {
+            self.counts
+                .resumed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return self.order.done(seq, None, &mut write);
+        }
+        self.order.wait_turn(seq);
+        let started = Instant::now();
+        let ended = match self.gate.admit() {
+            Admit::Skip(why) => Ended {
+                line: lines::failed(&input, 4, why.clone(), true, None),
+                code: 4,
+                skipped: true,
+                tokens: 0,
+                error: Some(why),
+            },
+            Admit::Go => {
+                let (ended, turns) = self.attempt(&input);
+                self.gate.ended(ended.tokens, turns);
+                ended
+            }
+        };
+        self.counts.ended(ended.code, ended.skipped, ended.tokens);
+        self.tell(&input, &ended, started);
+        self.order.done(seq, Some(ended.line), &mut write);
+    }
+
+    /// `--verbose`'s line for an input that ended.
+    fn tell(&self, input: &Input, ended: &Ended, started: Instant) {
+        if !self.verbose.enabled {
+            return;
+        }
+        let ms = millis(started.elapsed());
+        let how = match (&ended.error, ended.skipped) {
+            (None, _) => "ok".to_string(),
+            (Some(e), true) => format!("skipped: {e}"),
+            (Some(e), false) => format!("failed (exit {}): {e}", ended.code),
+        };
+        self.verbose.line(&format!(
+            "[batch] line {}: {how} ({ms} ms, {} tokens)",
+            input.line, ended.tokens
+        ));
+    }
+
+    /// Runs one admitted input; its line, and the turns it took.
+    fn attempt(&self, input: &Input) -> (Ended, u64) {
+        let started = Instant::now();
+        let prepared = self.prepare(input);
+        let (filled, message) = match prepared {
+            Ok(p) => p,
+            Err(e) => return (self.failure(input, &e, None), 0),
+        };
+        let resolved = filled.as_ref().unwrap_or(self.resolved);
+        let ledger = Arc::new(self.ledger.sibling());
+        let mut budgets = self.proto.budgets.clone();
+        if let (None, None) = self.file_budget {
+        } else {
+            let (tokens, turns) = self.file_budget;
+            budgets.push(Arc::new(Budget::new(tokens, turns)));
+        }
+        let ctx = Ctx {
+            ledger: ledger.clone(),
+            deadline: Deadline::after(self.timeout),
+            budgets,
+            ..self.proto.clone()
+        };
+        self.live(&ledger, true);
+        let outcome = run::run_agent(resolved, &message, &message, &ctx);
+        self.live(&ledger, false);
+        let usage = ledger.usage();
+        let totals = ledger::totals(&usage);
+        let tokens = totals.input_tokens.saturating_add(totals.output_tokens);
+        let turns = usage.iter().map(|u| u.turns).fold(0, u64::saturating_add);
+        self.ledger.record_tokens(&self.proto.place, totals);
+        let ended = match outcome {
+            Ok(mut o) => {
+                o.duration = started.elapsed();
+                let json =
+                    crate::report::json(resolved, &o, &ledger, &self.proto.place.path, &usage);
+                Ended {
+                    line: lines::answered(input, &json),
+                    code: 0,
+                    skipped: false,
+                    tokens,
+                    error: None,
+                }
+            }
+            Err(e) => {
+                let spent = lines::Spent {
+                    duration_ms: millis(started.elapsed()),
+                    run_id: &ledger.run_id,
+                    total_input_tokens: totals.input_tokens,
+                    total_output_tokens: totals.output_tokens,
+                };
+                let mut ended = self.failure(input, &e, Some(&spent));
+                ended.tokens = tokens;
+                ended
+            }
+        };
+        (ended, turns)
+    }
+
+    fn failure(&self, input: &Input, e: &Error, spent: Option<&lines::Spent>) -> Ended {
+        let code = e.exit_code().status();
+        let why = e.one_line();
+        Ended {
+            line: lines::failed(input, code, why.clone(), false, spent),
+            code,
+            skipped: false,
+            tokens: 0,
+            error: Some(why),
+        }
+    }
+
+    /// The agent with the input's variables filled in (None: as resolved)
+    /// and the user message.
+    fn prepare(&self, input: &Input) -> Result<(Option<Resolved>, String), Error> {
+        let file_text = match &input.body {
+            Body::File { shown, path } => Some(inputs::read_file(path, shown)?),
+            _ => None,
+        };
+        let vars = input.vars(self.vars, file_text.as_deref());
+        let filled = match &input.body {
+            Body::Bad { why, .. } => return Err(Error::config(why.clone())),
+            _ => self.prompts.fill(self.resolved, &vars)?,
+        };
+        let message = input.message(self.prompt.as_ref(), &vars, &self.prompt_field, file_text)?;
+        Ok((filled, message))
+    }
+
+    /// `--dry-run`: the report of what the first input would send.
+    pub fn dry_run(&self, input: &Input) -> Result<String, Error> {
+        let (filled, message) = self.prepare(input)?;
+        let resolved = filled.as_ref().unwrap_or(self.resolved);
+        Ok(crate::report::dry_run(
+            resolved,
+            &UserInput::Prompt(message),
+            self.timeout,
+        ))
+    }
+
+    /// Adds `ledger` to the inputs running now, or takes it out.
+    fn live(&self, ledger: &Arc<Ledger>, running: bool) {
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if running {
+            live.push(ledger.clone());
+        } else if let Some(i) = live.iter().position(|l| Arc::ptr_eq(l, ledger)) {
+            live.swap_remove(i);
+        }
+    }
+}
+
+/// A signal is ending the process: no more lines are written to `out`, and
+/// every input running (`live`) gets its `run_end` in the trace.
+pub fn interrupt(out: &lines::Out, live: &Live, why: &str) {
+    out.close(crate::stderr::PATIENCE);
+    for l in live.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+        l.interrupt(why);
+    }
+}

@@ -1,0 +1,138 @@
+//! What a batch says while it runs (design §13.5): the counts every part
+//! of it adds to, a one-line view redrawn on a terminal (done / total,
+//! failed, skipped, rate, tokens, time left), and under `--verbose` a line
+//! per input that ended. The view is a frame on stderr's one writer, as the
+//! run's live view is (design §7.4), erased when the batch ends.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::stderr;
+
+/// How often the line is redrawn.
+const TICK: Duration = Duration::from_millis(200);
+
+/// The batch's counts so far.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Inputs whose line was made (answered, failed or skipped).
+    pub done: AtomicU64,
+    pub failed: AtomicU64,
+    pub skipped: AtomicU64,
+    /// Inputs passed over because `--resume`'s file has them.
+    pub resumed: AtomicU64,
+    /// Tokens (input plus output) of every input that ended.
+    pub tokens: AtomicU64,
+    /// The worst exit code of an input that did not succeed.
+    pub worst: std::sync::atomic::AtomicU8,
+}
+
+/// The view, drawn while it lives.
+pub struct View {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Counts {
+    /// An input ended: answered (`code` 0), failed or skipped, having spent
+    /// `tokens`.
+    pub fn ended(&self, code: u8, skipped: bool, tokens: u64) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+        self.tokens.fetch_add(tokens, Ordering::Relaxed);
+        if skipped {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+        } else if code != 0 {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        self.worst.fetch_max(code, Ordering::Relaxed);
+    }
+}
+
+impl View {
+    /// Draws `counts` of `total` inputs (when known) until dropped.
+    pub fn start(counts: Arc<Counts>, total: Option<u64>) -> View {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("axe-batch-view".into())
+                .spawn(move || draw(&counts, total, &stop))
+                .ok()
+        };
+        View { stop, thread }
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        stderr::end_view();
+    }
+}
+
+fn draw(counts: &Counts, total: Option<u64>, stop: &(Mutex<bool>, Condvar)) {
+    let started = Instant::now();
+    let (lock, cv) = stop;
+    let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    loop {
+        let (guard, _) = cv
+            .wait_timeout(stopped, TICK)
+            .unwrap_or_else(PoisonError::into_inner);
+        stopped = guard;
+        if *stopped {
+            return;
+        }
+        stderr::frame(format!("{}\n", line(counts, total, started.elapsed())));
+    }
+}
+
+/// `axe: 120/1000 done, 3 failed, 1 skipped, 12.5/s, 45210 tokens, 70s left`.
+pub fn line(counts: &Counts, total: Option<u64>, took: Duration) -> String {
+    let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let done = n(&counts.done);
+    let secs = took.as_secs_f64().max(0.001);
+    let rate = done as f64 / secs;
+    let mut s = match total {
+        Some(t) => format!("axe: {}/{t} done", done + n(&counts.resumed)),
+        None => format!("axe: {done} done"),
+    };
+    s.push_str(&format!(
+        ", {} failed, {} skipped, {rate:.1}/s, {} tokens",
+        n(&counts.failed),
+        n(&counts.skipped),
+        n(&counts.tokens)
+    ));
+    if let Some(t) = total {
+        let left = t.saturating_sub(done + n(&counts.resumed));
+        if rate > 0.0 && done > 0 {
+            s.push_str(&format!(", {}s left", (left as f64 / rate).ceil() as u64));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_counts_and_estimates() {
+        let c = Counts::default();
+        c.ended(0, false, 10);
+        c.ended(3, false, 5);
+        c.ended(4, true, 0);
+        c.resumed.store(1, Ordering::Relaxed);
+        assert_eq!(
+            line(&c, Some(10), Duration::from_secs(1)),
+            "axe: 4/10 done, 1 failed, 1 skipped, 3.0/s, 15 tokens, 2s left"
+        );
+        assert_eq!(c.worst.load(Ordering::Relaxed), 4);
+    }
+}

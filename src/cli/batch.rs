@@ -1,0 +1,230 @@
+//! `axe run AGENT --each FILE` and `--each-file GLOB`: the command line's
+//! side of a batch (design ch. 13). The flags checked, the agent set up as
+//! every top-level run is (`run.rs`'s [`base`] and [`top_ctx`]), the inputs
+//! opened, `--resume`'s file read, the signal actions, the progress view,
+//! then the batch (`crate::batch`) and its exit status. The run log gets one
+//! record for the whole batch: its tokens, and a summary as its answer.
+
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use super::args::RunCmd;
+use super::print_stdout;
+use super::run::{base, budgets, mcp_servers, open_ledger, top_ctx, trace_path};
+use crate::batch::inputs::{self, Body, Inputs, Lines, Source};
+use crate::batch::lines::Out;
+use crate::batch::progress::View;
+use crate::batch::schedule::{Gate, Order};
+use crate::batch::template::Template;
+use crate::batch::{self, Batch, resume};
+use crate::deadline::Deadline;
+use crate::error::Error;
+use crate::interrupt;
+use crate::ledger::Place;
+use crate::run::Streaming;
+use crate::run_log::RunLog;
+use crate::stderr::{self, Verbose};
+
+/// `--jobs` when not given.
+pub const DEFAULT_JOBS: usize = 4;
+/// The most `--jobs`: as many threads as one fan-out may have (design
+/// §3.10).
+pub const MAX_JOBS: usize = 256;
+
+/// Whether `cmd` asks for a batch: any of its flags.
+pub(super) fn wanted(cmd: &RunCmd) -> bool {
+    cmd.each.is_some()
+        || cmd.each_file.is_some()
+        || cmd.jobs.is_some()
+        || cmd.unordered
+        || cmd.resume.is_some()
+        || cmd.prompt_field.is_some()
+}
+
+/// Runs the batch `cmd` asks for, telling `log` what it learns.
+pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
+    let jobs = check(&cmd)?;
+    let base = base(&cmd, log)?;
+    let prompt = cmd.prompt.as_deref().map(Template::parse);
+    let (source, total) = source(&cmd, &base.cwd, base.timeout)?;
+    let mut inputs = Inputs::new(source).peekable();
+    // The names every input gives, known from the first: a key that is in
+    // none of them fails before anything runs.
+    let given: Option<&[&str]> = match inputs.peek().map(|i| &i.body) {
+        Some(Body::Text(_)) => Some(&["line", "input"]),
+        Some(Body::File { .. }) => Some(&["line", "input", "path"]),
+        _ => None,
+    };
+    if let Some(given) = given {
+        base.prompts.check(prompt.as_ref(), &base.vars, given)?;
+    }
+
+    let deadline = Deadline::since(base.started, base.timeout);
+    let trace = trace_path(cmd.trace.clone()).filter(|_| !cmd.dry_run);
+    let ledger = Arc::new(open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?);
+    log.ledger(&ledger, trace.as_deref(), &base.cwd);
+    let place = Place::root(&cmd.agent);
+    let quiet = Verbose::new(false);
+    let mcp = mcp_servers(&base.global, &base.cwd, &quiet, &ledger, &place)?;
+    let (out, done) = match &cmd.resume {
+        Some(path) if !cmd.dry_run => {
+            let previous = resume::open(path)?;
+            (Out::file(previous.file, path), previous.done)
+        }
+        _ => (Out::stdout(), Default::default()),
+    };
+    let stream = Streaming {
+        on: base.resolved.agent.config.stream,
+        print: false,
+    };
+    // The command line's bounds are the whole batch's; the file's bound
+    // each input (design §13.2).
+    let proto = top_ctx(
+        &base,
+        &cmd,
+        ledger.clone(),
+        deadline,
+        budgets(cmd.max_tokens, cmd.max_turns),
+        mcp,
+        stream,
+    );
+    let file_budget = &base.resolved.agent.config.budget;
+    let batch = Batch {
+        resolved: &base.resolved,
+        prompts: &base.prompts,
+        vars: &base.vars,
+        prompt,
+        prompt_field: cmd.prompt_field.clone().unwrap_or_else(|| "prompt".into()),
+        proto: crate::run::Ctx {
+            verbose: quiet,
+            ..proto
+        },
+        timeout: base.timeout,
+        file_budget: (file_budget.max_tokens, file_budget.max_turns),
+        ledger: ledger.clone(),
+        gate: Gate::new(cmd.max_tokens, cmd.max_turns),
+        order: Order::new(jobs, cmd.unordered),
+        out: Arc::new(out),
+        done,
+        counts: Arc::default(),
+        verbose: Verbose::new(cmd.verbose),
+        live: Arc::new(Mutex::new(Vec::new())),
+    };
+    if cmd.dry_run {
+        let first = inputs
+            .next()
+            .ok_or_else(|| Error::general("--dry-run: the batch has no inputs"))?;
+        return print_stdout(&batch.dry_run(&first)?);
+    }
+    let _on_signal = on_signal(&batch, cmd.resume.as_deref(), total);
+    let _stops_servers = {
+        let mcp = batch.proto.mcp.clone();
+        interrupt::on_signal(move |_| mcp.stop_all())
+    };
+    let view = (crate::progress::wanted(false, cmd.quiet, &ledger)
+        && (cmd.resume.is_some() || !std::io::stdout().is_terminal()))
+    .then(|| View::start(batch.counts.clone(), total));
+    batch.run(jobs, inputs);
+    drop(view);
+    ledger.flush_trace();
+    crate::interrupt::wait_if_ending();
+    end(&batch, log)
+}
+
+/// The flags a batch needs, checked before anything is read: `--jobs`.
+fn check(cmd: &RunCmd) -> Result<usize, Error> {
+    match (&cmd.each, &cmd.each_file) {
+        (Some(_), Some(_)) => {
+            return Err(Error::general(
+                "--each and --each-file cannot be given together",
+            ));
+        }
+        (None, None) => {
+            return Err(Error::general(
+                "--jobs, --unordered, --resume and --prompt-field need --each or --each-file",
+            ));
+        }
+        _ => {}
+    }
+    match cmd.jobs.unwrap_or(DEFAULT_JOBS) {
+        n @ 1..=MAX_JOBS => Ok(n),
+        n => Err(Error::general(format!("--jobs {n}: give 1 to {MAX_JOBS}"))),
+    }
+}
+
+/// The inputs `cmd` names, and how many there are when that is known (a
+/// regular file's lines are counted first, for the progress line).
+fn source(
+    cmd: &RunCmd,
+    cwd: &std::path::Path,
+    timeout: u64,
+) -> Result<(Source, Option<u64>), Error> {
+    if let Some(path) = &cmd.each {
+        let total = inputs::count(path);
+        return Ok((Source::Lines(Lines::open(path)?), total));
+    }
+    let glob = cmd.each_file.clone().unwrap_or_default();
+    let root = cwd
+        .canonicalize()
+        .map_err(|e| Error::config(format!("cannot resolve {}: {e}", cwd.display())))?;
+    let matched = crate::resolve::glob_matches(&root, &[glob], &Deadline::after(timeout))?;
+    // What is not a regular file (a FIFO would never end) is not an input.
+    let files: Vec<_> = matched.into_iter().filter(|(_, p)| p.is_file()).collect();
+    let total = Some(files.len() as u64);
+    Ok((Source::Files(files.into_iter()), total))
+}
+
+/// What a signal does first: no line is written after it and none is left
+/// half written, every running input's trace gets its `run_end`, and one
+/// line says how to do the rest.
+fn on_signal(batch: &Batch, resume: Option<&str>, total: Option<u64>) -> interrupt::Registered {
+    let (out, live, counts) = (batch.out.clone(), batch.live.clone(), batch.counts.clone());
+    let file = resume.map(str::to_string).or_else(stdout_file);
+    interrupt::on_signal(move |why| {
+        batch::interrupt(&out, &live, why);
+        let done = counts.done.load(Ordering::Relaxed) + counts.resumed.load(Ordering::Relaxed);
+        let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+        let file = file.as_deref().unwrap_or("FILE");
+        stderr::error_line(format!(
+            "axe: the batch stopped with {done}{of} inputs done; to do the rest, run the same \
+             command with --resume {file}{}\n",
+            if file == "FILE" {
+                " (the file its output went to)"
+            } else {
+                ""
+            }
+        ));
+    })
+}
+
+/// The path of stdout when it is a regular file (`> out.jsonl`).
+fn stdout_file() -> Option<String> {
+    let path = std::fs::read_link("/proc/self/fd/1").ok()?;
+    path.is_file().then(|| path.to_string_lossy().into_owned())
+}
+
+/// The batch's end: its record in the run log and its exit status (design
+/// §13.6): 0 when every input succeeded, else the largest exit code of
+/// those that did not.
+fn end(batch: &Batch, log: &RunLog) -> Result<(), Error> {
+    let c = &batch.counts;
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let (done, failed, skipped, resumed) = (n(&c.done), n(&c.failed), n(&c.skipped), n(&c.resumed));
+    log.answer(&format!(
+        "batch: {} inputs, {} succeeded, {failed} failed, {skipped} skipped, {resumed} done before",
+        done + resumed,
+        done.saturating_sub(failed + skipped)
+    ));
+    if let Some(why) = batch.out.failed.lock().ok().and_then(|f| f.clone()) {
+        return Err(Error::general(why));
+    }
+    if failed + skipped > 0 {
+        return Err(Error::Batch {
+            failed: failed + skipped,
+            total: done + resumed,
+            code: c.worst.load(Ordering::Relaxed),
+        });
+    }
+    Ok(())
+}
