@@ -145,11 +145,18 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         global: Some(&base.vars),
         own: Vec::new(),
     };
-    let filled = base.prompts.fill(&base.resolved, &vars)?;
+    // Templates are filled only when a run asks for them (`--var`): a
+    // `{{name}}` in a prompt or skill written before there were templates
+    // (a skill quoting Mustache, a Go original's file) is plain text.
+    let templated = !base.vars.is_empty();
+    let filled = match templated {
+        true => base.prompts.fill(&base.resolved, &vars)?,
+        false => None,
+    };
     let resolved = filled.as_ref().unwrap_or(&base.resolved);
     let prompt = match &cmd.prompt {
-        Some(p) => Some(Template::parse(p).fill(&vars, "--prompt")?),
-        None => None,
+        Some(p) if templated => Some(Template::parse(p).fill(&vars, "--prompt")?),
+        other => other.clone(),
     };
     let input = user_input(prompt, &deadline)?;
 

@@ -406,7 +406,7 @@ fn an_unknown_variable_is_exit_2_naming_it_before_anything_is_sent() {
     );
     for args in [
         &["run", "bot", "--each", "in.txt"][..],
-        &["run", "bot", "-p", "hi"][..],
+        &["run", "bot", "--var", "other=1", "-p", "hi"][..],
         &[
             "run",
             "bot",
@@ -432,6 +432,26 @@ fn an_unknown_variable_is_exit_2_naming_it_before_anything_is_sent() {
         assert_eq!(stdout(&out), "");
     }
     assert!(server.requests().is_empty());
+}
+
+#[test]
+fn without_var_a_single_runs_braces_are_plain_text() {
+    // A prompt or skill written before there were templates (a skill
+    // quoting Mustache) runs as it did.
+    let p = P::Anthropic;
+    let server = echo(p, |_| Duration::ZERO);
+    let home = home_with(p, "", "");
+    home.agent(
+        "bot",
+        &format!(
+            "name = \"bot\"\nmodel = \"{}\"\nsystem_prompt = \"For {{{{team}}}}.\"\n",
+            p.model()
+        ),
+    );
+    let out = home.run_on(&[(p, &server)], &["run", "bot", "-p", "hello {{team}}"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "echo: hello {{team}}\n");
+    assert_eq!(server.only_request().system_prompt(), "For {{team}}.");
 }
 
 #[test]
