@@ -3,7 +3,6 @@
 //! view, the run, and the answer or `--json` on stdout.
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,16 +11,14 @@ use super::{load_agent, load_global, print_stdout};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::interrupt;
-use crate::ledger::{Budget, Ledger, Place};
 use crate::paths::AgentDirs;
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::resolve::{self, Overrides, UserInput};
-use crate::run::{self, Ctx, Streaming};
+use crate::run::{self, Cancel, Ctx, TextSink, top};
 use crate::run_log::RunLog;
 use crate::stderr::{self, Verbose};
 use crate::stdin;
-use crate::trace_event::TraceEvent;
 
 /// Runs the agent and prints its answer, and records the run in the run
 /// log with the status the process exits with (design §7.7).
@@ -53,10 +50,11 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     }
     agent.config.stream |= cmd.stream;
     // The flag, else the file's own, from when the command started.
-    let timeout = cmd
-        .timeout
-        .or(agent.config.timeout)
-        .unwrap_or(super::DEFAULT_TIMEOUT_SECS);
+    let timeout = top::timeout(
+        cmd.timeout,
+        agent.config.timeout,
+        super::DEFAULT_TIMEOUT_SECS,
+    );
     let deadline = Deadline::since(started, timeout);
     let overrides = Overrides {
         model: cmd.model,
@@ -76,29 +74,26 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         return print_stdout(&report::dry_run(&resolved, &input, timeout));
     }
     let trace = trace_path(cmd.trace);
-    let ledger = Arc::new(open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?);
+    let ledger = Arc::new(top::open_ledger(
+        trace.as_deref(),
+        cmd.trace_bodies,
+        &deadline,
+    )?);
     log.ledger(&ledger, trace.as_deref(), &cwd);
-    let file_budget = &resolved.agent.config.budget;
-    let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
-    let max_turns = cmd.max_turns.or(file_budget.max_turns);
-    let place = Place::root(&cmd.agent);
-    let mcp = mcp_servers(&global, &cwd, &verbose, &ledger, &place)?;
-    let ctx = Ctx {
+    let setup = top::Setup {
         global: &global,
-        agents: &dirs,
+        dirs: &dirs,
         cwd: &cwd,
-        depth: 0,
-        max_depth: resolved.agent.config.sub_agents_config.max_depth,
-        deadline,
         verbose,
         retries: cmd.retries,
-        ledger,
-        place,
-        budgets: budgets(max_tokens, max_turns),
-        snapshot: Arc::default(),
-        mcp,
-        stream: streaming(&resolved, cmd.json),
+        max_tokens: cmd.max_tokens,
+        max_turns: cmd.max_turns,
+        stream: cmd.stream,
+        whole: cmd.json,
+        text: TextSink::Stdout,
+        cancel: Cancel::default(),
     };
+    let ctx = top::ctx(setup, &cmd.agent, &resolved, deadline, ledger)?;
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
         interrupt::on_signal(move |why| ledger.interrupt(why))
@@ -144,17 +139,6 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     }
 }
 
-/// How the run streams: every request when the agent (or `--stream`) asks;
-/// the answer printed as it comes unless it must be whole first (`--json`,
-/// an output schema).
-fn streaming(resolved: &resolve::Resolved, json: bool) -> Streaming {
-    let on = resolved.agent.config.stream;
-    Streaming {
-        on,
-        print: on && !json && resolved.output_schema.is_none(),
-    }
-}
-
 /// The end of a run whose answer was printed as it came: the text ended
 /// with a newline and written, the warnings and `--verbose` footer as for
 /// any run; a failure after some text was printed says that stdout holds
@@ -177,29 +161,6 @@ fn streamed_end(
     let usage = ctx.ledger.usage();
     report::verbose_footer(&ctx.verbose, &outcome, &usage);
     written
-}
-
-/// The run's MCP servers: config.toml's checked, none started yet. What
-/// they say beside their answers (stderr, log messages) goes to `--verbose`
-/// and to the trace, as the top-level agent's.
-fn mcp_servers(
-    global: &crate::config::GlobalConfig,
-    cwd: &Path,
-    verbose: &Verbose,
-    ledger: &Arc<Ledger>,
-    place: &Place,
-) -> Result<Arc<crate::mcp::Servers>, Error> {
-    let configs = crate::mcp::config::validate_all(global.mcp_servers.clone())?;
-    let (verbose, ledger, place) = (verbose.clone(), ledger.clone(), place.clone());
-    let log: crate::mcp::rpc::Log = Arc::new(move |note: &crate::mcp::rpc::Note| {
-        verbose.line(&note.verbose_line());
-        ledger.event(&place, 0, TraceEvent::Mcp { note });
-    });
-    Ok(Arc::new(crate::mcp::Servers::new(
-        configs,
-        cwd.to_path_buf(),
-        log,
-    )))
 }
 
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the
@@ -231,23 +192,4 @@ fn trace_path(flag: Option<String>) -> Option<String> {
             .ok()
             .filter(|t| !t.trim().is_empty())
     })
-}
-
-/// The run's ledger, with a trace to `trace` when there is one.
-fn open_ledger(trace: Option<&str>, bodies: bool, deadline: &Deadline) -> Result<Ledger, Error> {
-    match trace {
-        Some(path) => Ledger::with_trace(Path::new(path), bodies, deadline)
-            .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}"))),
-        None => Ok(Ledger::new()),
-    }
-}
-
-/// The whole tree's budget, when either bound is set (the command line's
-/// over the agent file's).
-fn budgets(max_tokens: Option<u64>, max_turns: Option<u64>) -> Vec<Arc<Budget>> {
-    if max_tokens.is_some() || max_turns.is_some() {
-        vec![Arc::new(Budget::new(max_tokens, max_turns))]
-    } else {
-        Vec::new()
-    }
 }
