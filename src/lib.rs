@@ -44,6 +44,7 @@ pub mod run;
 mod run_log;
 pub mod sandbox;
 pub mod schema;
+mod serve;
 mod snapshot;
 pub mod stderr;
 mod stdin;
