@@ -359,6 +359,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_MAX_CONCURRENT: usize = 16;
 /// Default `axe serve --max-body`, bytes (4 MiB).
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
+/// Default `axe serve --idle-timeout`, seconds.
+pub const DEFAULT_IDLE_SECS: u64 = 10;
 /// Default `axe serve --grace`, seconds.
 pub const DEFAULT_GRACE_SECS: u64 = 30;
 
@@ -386,6 +388,10 @@ pub(super) struct ServeCmd {
     /// the largest request body, bytes (default: 4194304)
     #[argh(option, default = "DEFAULT_MAX_BODY")]
     pub(super) max_body: usize,
+    /// seconds a connection may send nothing (mid-request) or take nothing
+    /// (mid-answer) before it is closed; at least 2 (default: 10)
+    #[argh(option, default = "DEFAULT_IDLE_SECS")]
+    pub(super) idle_timeout: u64,
     /// seconds running requests get to finish after SIGTERM (default: 30)
     #[argh(option, default = "DEFAULT_GRACE_SECS")]
     pub(super) grace: u64,

@@ -18,6 +18,9 @@ pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
     if cmd.timeout == Some(0) {
         return Err(Error::general("--timeout must be at least 1 second"));
     }
+    if cmd.idle_timeout < 2 {
+        return Err(Error::general("--idle-timeout must be at least 2 seconds"));
+    }
     if cmd.max_concurrent == 0 {
         return Err(Error::general("--max-concurrent must be at least 1"));
     }
@@ -45,6 +48,7 @@ pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
         timeout: cmd.timeout,
         max_body: cmd.max_body,
         grace: Duration::from_secs(cmd.grace),
+        idle: Duration::from_secs(cmd.idle_timeout),
         agents: cmd.agent,
         system_messages: cmd.system_messages,
         trace: cmd.trace,

@@ -41,6 +41,9 @@ impl Provider {
             if delta && first_token.is_none() {
                 first_token = Some(sent.elapsed());
             }
+            if self.cancelled() {
+                return Err(self.cancelled_failure());
+            }
         }
         let mut resp = decoder.finish().map_err(|e| self.stream_failure(e))?;
         resp.first_token = first_token;

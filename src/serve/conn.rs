@@ -2,8 +2,9 @@
 //! found by the two addresses tiny_http gives (the peer's and the
 //! listener's), so that axe serve can notice the client hang up while the
 //! run goes on, and stop reading a body it refused. One thread, the
-//! watcher, polls every watched socket for a hang-up and sets its run's
-//! cancel flag; a socket is watched while its guard lives.
+//! watcher, looks at every watched socket's TCP state and sets the cancel
+//! flag of a run whose client hung up; a socket is watched while its
+//! guard lives.
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -95,51 +96,43 @@ pub fn watch(sock: OwnedFd, cancel: Cancel) -> Watch {
     Watch(id)
 }
 
-/// The watcher's loop: poll every socket for a hang-up, at most
-/// [`WATCH_EVERY`] at a time, and cancel the runs whose client left.
+/// The watcher's loop: every [`WATCH_EVERY`], each socket's TCP state;
+/// one no longer established (the client sent its FIN, or reset) has its
+/// run cancelled. (Polling for a hang-up would not do: tiny_http shuts
+/// down its own reading side after a `connection: close` request, which
+/// looks the same to poll.)
 fn watcher() {
     loop {
-        let (ids, mut fds): (Vec<u64>, Vec<libc::pollfd>) = {
-            let w = WATCHED.lock().unwrap_or_else(PoisonError::into_inner);
-            w.iter()
-                .map(|(id, fd, _)| {
-                    let p = libc::pollfd {
-                        fd: fd.as_raw_fd(),
-                        events: libc::POLLRDHUP,
-                        revents: 0,
-                    };
-                    (*id, p)
-                })
-                .unzip()
-        };
-        let ms = libc::c_int::try_from(WATCH_EVERY.as_millis()).unwrap_or(100);
-        if fds.is_empty() {
-            std::thread::sleep(WATCH_EVERY);
-            continue;
-        }
-        let n = libc::nfds_t::try_from(fds.len()).unwrap_or(0);
-        // SAFETY: `fds` is a live array of `n` pollfd. A descriptor closed
-        // meanwhile is only reported for an id no longer watched.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), n, ms) };
-        if ready <= 0 {
-            continue;
-        }
-        let hung = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR;
-        let gone: Vec<u64> = ids
-            .iter()
-            .zip(&fds)
-            .filter(|(_, p)| p.revents & hung != 0)
-            .map(|(id, _)| *id)
-            .collect();
+        std::thread::sleep(WATCH_EVERY);
         let mut w = WATCHED.lock().unwrap_or_else(PoisonError::into_inner);
-        for (id, _, cancel) in w.iter() {
-            if gone.contains(id) {
-                cancel.cancel();
+        w.retain(|(_, fd, cancel)| {
+            if established(fd.as_raw_fd()) {
+                return true;
             }
-        }
-        // A hung-up socket stays ready: it is watched no more.
-        w.retain(|(id, _, _)| !gone.contains(id));
+            cancel.cancel();
+            false
+        });
     }
+}
+
+/// Whether the TCP connection of `fd` is still established both ways
+/// (`tcpi_state`, the first byte of `struct tcp_info`, is
+/// `TCP_ESTABLISHED`).
+fn established(fd: RawFd) -> bool {
+    const TCP_ESTABLISHED: u8 = 1;
+    let mut info = [0u8; 8];
+    let mut len = libc::socklen_t::try_from(info.len()).unwrap_or(8);
+    // SAFETY: the kernel writes at most `len` bytes into `info`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    r != 0 || info[0] == TCP_ESTABLISHED
 }
 
 /// The address `get` (getpeername or getsockname) gives for `fd`.

@@ -39,9 +39,6 @@ use crate::run::Cancel;
 pub use auth::token;
 pub use reply::ApiError;
 
-/// How long a connection may send nothing (its request's head or body)
-/// or take nothing (its answer) before it is closed.
-pub const IDLE: Duration = Duration::from_secs(10);
 /// A worker's stack: a run's top-level agent runs on it.
 const WORKER_STACK: usize = 8 * 1024 * 1024;
 /// What a 429 tells the client to wait, seconds.
@@ -61,6 +58,9 @@ pub struct Settings {
     pub timeout: Option<u64>,
     pub max_body: usize,
     pub grace: Duration,
+    /// How long a connection may send nothing (its request's head or
+    /// body) or take nothing (its answer) before it is closed.
+    pub idle: Duration,
     /// `--agent`: the agents served; empty: every agent on the search path.
     pub agents: Vec<String>,
     pub system_messages: bool,
@@ -159,7 +159,7 @@ pub fn serve(
     dirs: AgentDirs,
     cwd: PathBuf,
 ) -> Result<(), Error> {
-    let listener = listen(settings.listen)?;
+    let listener = listen(settings.listen, settings.idle)?;
     let addr = listener
         .local_addr()
         .map_err(|e| Error::general(format!("cannot listen on {}: {e}", settings.listen)))?;
@@ -191,20 +191,47 @@ pub fn serve(
             .spawn(move || worker(&rx, &shared))
             .map_err(|e| Error::general(format!("cannot start a worker: {e}")))?;
     }
+    tick(addr, shared.clone());
     crate::stderr::lines(format!("axe: serving on http://{addr} ({max} at once)\n"));
-    dispatch(&server, &shared, &tx, max);
+    let failed = dispatch(&server, &shared, &tx, max);
     stop(&server, &shared);
-    Ok(())
+    match failed {
+        Some(e) => Err(Error::general(format!("the listener failed: {e}"))),
+        None => Ok(()),
+    }
+}
+
+/// Keeps the listener's `accept` from waiting as long as its read timeout
+/// (which Linux applies to `accept` too, and tiny_http takes a failed
+/// `accept` as the end of the listener): a connection to itself, closed at
+/// once, every quarter of the idle limit.
+fn tick(addr: SocketAddr, shared: Arc<Shared>) {
+    let mut to = addr;
+    if to.ip().is_unspecified() {
+        to.set_ip(match to {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let every = shared.settings.idle / 4;
+    let _ = std::thread::Builder::new()
+        .name("axe-serve-tick".into())
+        .spawn(move || {
+            while !shared.stopping() {
+                std::thread::sleep(every);
+                let _ = std::net::TcpStream::connect_timeout(&to, every);
+            }
+        });
 }
 
 /// A socket listening on `addr`, its read and write timeouts set to
-/// [`IDLE`]: Linux gives them to every connection it accepts, so a client
+/// `idle`: Linux gives them to every connection it accepts, so a client
 /// that stalls its request or its answer is let go.
-fn listen(addr: SocketAddr) -> Result<TcpListener, Error> {
+fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
     let l = TcpListener::bind(addr)
         .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
     let tv = libc::timeval {
-        tv_sec: libc::time_t::try_from(IDLE.as_secs()).unwrap_or(10),
+        tv_sec: libc::time_t::try_from(idle.as_secs()).unwrap_or(10),
         tv_usec: 0,
     };
     for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
@@ -230,18 +257,19 @@ fn listen(addr: SocketAddr) -> Result<TcpListener, Error> {
 
 /// Takes requests until the stop: `/healthz` answered at once, a request
 /// without the token refused, the rest handed to a free worker, or told to
-/// come back (429) when all `max` are busy.
+/// come back (429) when all `max` are busy. The listener's error, if it
+/// failed.
 fn dispatch(
     server: &tiny_http::Server,
     shared: &Shared,
     tx: &SyncSender<(Request, Instant)>,
     max: usize,
-) {
+) -> Option<std::io::Error> {
     while !shared.stopping() {
         let rq = match server.recv_timeout(Duration::from_millis(100)) {
             Ok(Some(rq)) => rq,
             Ok(None) => continue,
-            Err(_) => break,
+            Err(e) => return Some(e),
         };
         let started = Instant::now();
         let (method, path) = (rq.method().to_string(), rq.url().to_string());
@@ -310,6 +338,7 @@ fn dispatch(
             drop(e);
         }
     }
+    None
 }
 
 /// A worker: one request at a time, a panic kept inside its request

@@ -61,6 +61,7 @@
 //! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
 //! | §12.1–§12.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
 //! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
+//! | ch. 13 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -101,6 +102,7 @@ mod providers;
 mod retries;
 mod run_log;
 mod secrets;
+mod serve;
 mod snapshot;
 mod stream;
 mod token_counts;
