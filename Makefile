@@ -30,8 +30,9 @@ unit:
 ## bench: delegation latency, per-run cost, memory, connections, binary size,
 ## for the release build and the static one side by side (prints a table and
 ## target/bench/results.json; not part of `make test`); then the tools, MCP
-## and prompt-cache figures (the cached share of a 10-turn tool loop's input), and the batch's
-## (1,000 inputs, --jobs 32, beside xargs -P 32 of single runs). The static build is
+## and prompt-cache figures (the cached share of a 10-turn tool loop's input), the batch's
+## (1,000 inputs, --jobs 32, beside xargs -P 32 of single runs), and axe serve's requests
+## per second and added latency. The static build is
 ## made first; if it cannot be, its column is left out
 bench:
 	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
@@ -41,6 +42,7 @@ bench:
 	$(CARGO) bench --bench stream
 	$(CARGO) bench --bench prompt_cache
 	$(CARGO) bench --bench batch
+	$(CARGO) bench --bench serve
 
 ## fuzz: every fuzzer in tests/fuzz.rs (response bodies, streams, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a

@@ -58,6 +58,7 @@ fn run_command_overhead(dir: &Path, abi: i32) -> (&'static str, f64, f64) {
             script: "true",
             policy: &policy,
             deadline: Instant::now() + Duration::from_secs(10),
+            cancel: None,
             max_output: 32 * 1024,
         };
         let done = sandbox::run(&req).expect("sandboxed true");
@@ -97,6 +98,7 @@ fn read_file_times(dir: &Path, file: &str) -> (Duration, Duration) {
         allowed_hosts: &[],
         private_networks: false,
         deadline: Instant::now() + Duration::from_secs(60),
+        cancel: &axe::run::Cancel::default(),
     };
     let mut one = Vec::new();
     for _ in 0..RUNS {

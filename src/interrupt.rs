@@ -22,6 +22,9 @@ use crate::error::Code;
 type Action = Box<dyn Fn(&str) + Send + Sync>;
 
 static ACTIONS: Mutex<Vec<(u64, Action)>> = Mutex::new(Vec::new());
+/// `axe serve`'s: taken by the first signal instead of ending the process
+/// (a second one ends it as usual).
+static FIRST: Mutex<Option<Action>> = Mutex::new(None);
 static TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 /// Set once a signal is being handled: the process is ending with it.
@@ -69,6 +72,13 @@ pub fn on_signal(action: impl Fn(&str) + Send + Sync + 'static) -> Registered {
         .unwrap_or_else(PoisonError::into_inner)
         .push((id, Box::new(action)));
     Registered(id)
+}
+
+/// Runs `action` on the first signal instead of ending the process: a
+/// server's graceful stop (design §14.3). A second signal ends the process
+/// as any signal does.
+pub fn on_first_signal(action: impl Fn(&str) + Send + Sync + 'static) {
+    *FIRST.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(action));
 }
 
 /// A temporary file that a signal must not leave behind, while it lives.
@@ -121,8 +131,14 @@ pub fn install() {
             .name("axe-signals".into())
             .spawn(move || {
                 let mut sig: libc::c_int = 0;
-                while libc::sigwait(&set, &mut sig) != 0 {}
-                end(sig);
+                loop {
+                    while libc::sigwait(&set, &mut sig) != 0 {}
+                    let first = FIRST.lock().unwrap_or_else(PoisonError::into_inner).take();
+                    match first {
+                        Some(action) => action(describe(sig).0),
+                        None => end(sig),
+                    }
+                }
             });
         if waiter.is_err() {
             // No thread to take them: let the signals act as before.
@@ -134,14 +150,20 @@ pub fn install() {
 #[cfg(not(unix))]
 pub fn install() {}
 
-/// The cleanup and the exit, for signal `sig`.
+/// What signal `sig` is said to do, and the status it ends the process with.
 #[cfg(unix)]
-fn end(sig: libc::c_int) -> ! {
-    let (why, code) = match sig {
+fn describe(sig: libc::c_int) -> (&'static str, Code) {
+    match sig {
         libc::SIGINT => ("interrupted", Code::Interrupted),
         libc::SIGHUP => ("hung up", Code::HungUp),
         _ => ("terminated", Code::Terminated),
-    };
+    }
+}
+
+/// The cleanup and the exit, for signal `sig`.
+#[cfg(unix)]
+fn end(sig: libc::c_int) -> ! {
+    let (why, code) = describe(sig);
     STATUS.store(code.status(), Ordering::SeqCst);
     ENDING.store(true, Ordering::SeqCst);
     // The progress view first: nothing below is drawn over it.

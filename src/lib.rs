@@ -46,6 +46,7 @@ pub mod run;
 mod run_log;
 pub mod sandbox;
 pub mod schema;
+mod serve;
 mod snapshot;
 pub mod stderr;
 mod stdin;

@@ -108,6 +108,8 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         snapshot: Default::default(),
         mcp: Default::default(),
         stream: Default::default(),
+        text: Default::default(),
+        cancel: Default::default(),
         retries: None,
     };
     let allowed = vec!["w".to_string()];

@@ -31,6 +31,7 @@ pub(super) enum Command {
     Gc(GcCmd),
     Version(VersionCmd),
     Runs(RunsCmd),
+    Serve(ServeCmd),
 }
 
 /// Default `axe runs -n`.
@@ -380,4 +381,76 @@ pub(super) struct RunCmd {
     /// prompt)
     #[argh(option)]
     pub(super) prompt_field: Option<String>,
+}
+
+/// Default `axe serve --listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default `axe serve --max-concurrent`.
+pub const DEFAULT_MAX_CONCURRENT: usize = 16;
+/// Default `axe serve --max-body`, bytes (4 MiB).
+pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
+/// Default `axe serve --idle-timeout`, seconds.
+pub const DEFAULT_IDLE_SECS: u64 = 10;
+/// Default `axe serve --grace`, seconds.
+pub const DEFAULT_GRACE_SECS: u64 = 30;
+
+#[derive(FromArgs, Debug)]
+/// Serve agents over HTTP as an OpenAI-compatible endpoint: POST
+/// /v1/chat/completions with model = an agent name, GET /v1/models, GET
+/// /healthz. Loopback only unless --listen says otherwise; any other
+/// address needs a bearer token (--token-file or AXE_SERVE_TOKEN).
+#[argh(subcommand, name = "serve")]
+pub(super) struct ServeCmd {
+    /// address to listen on (default: 127.0.0.1:8080)
+    #[argh(option, default = "DEFAULT_LISTEN.to_string()")]
+    pub(super) listen: String,
+    /// requests run at once; more are answered 429 (default: 16)
+    #[argh(option, default = "DEFAULT_MAX_CONCURRENT")]
+    pub(super) max_concurrent: usize,
+    /// a file holding the bearer token clients must send (else
+    /// AXE_SERVE_TOKEN); required on a non-loopback address
+    #[argh(option)]
+    pub(super) token_file: Option<String>,
+    /// seconds for each request's run, sub-agents included (default: the
+    /// agent file's timeout, else 120)
+    #[argh(option)]
+    pub(super) timeout: Option<u64>,
+    /// the largest request body, bytes (default: 4194304)
+    #[argh(option, default = "DEFAULT_MAX_BODY")]
+    pub(super) max_body: usize,
+    /// seconds a connection may send nothing (mid-request) or take nothing
+    /// (mid-answer) before it is closed; at least 2 (default: 10)
+    #[argh(option, default = "DEFAULT_IDLE_SECS")]
+    pub(super) idle_timeout: u64,
+    /// seconds running requests get to finish after SIGTERM (default: 30)
+    #[argh(option, default = "DEFAULT_GRACE_SECS")]
+    pub(super) grace: u64,
+    /// serve only this agent (repeatable; default: every agent on the
+    /// search path)
+    #[argh(option)]
+    pub(super) agent: Vec<String>,
+    /// append system messages to the agent's system prompt (default: a
+    /// request with one is refused)
+    #[argh(switch)]
+    pub(super) system_messages: bool,
+    /// append a JSON Lines trace of every request's tree to FILE (a
+    /// regular file)
+    #[argh(option)]
+    pub(super) trace: Option<String>,
+    /// include messages and answers in the trace
+    #[argh(switch)]
+    pub(super) trace_bodies: bool,
+    /// retries of one failed HTTP request to a provider (default: 2)
+    #[argh(option)]
+    pub(super) retries: Option<u32>,
+    /// leave no record of the requests' runs in the run log
+    #[argh(switch)]
+    pub(super) no_log: bool,
+    /// no access log lines on stderr
+    #[argh(switch, short = 'q')]
+    pub(super) quiet: bool,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
 }

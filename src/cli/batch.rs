@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use super::args::RunCmd;
 use super::print_stdout;
-use super::run::{base, budgets, mcp_servers, open_ledger, top_ctx, trace_path};
+use super::run::{base, trace_path};
 use crate::batch::inputs::{self, Body, Inputs, Lines, Source};
 use crate::batch::lines::Out;
 use crate::batch::progress::View;
@@ -21,8 +21,7 @@ use crate::batch::{self, Batch, resume};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::interrupt;
-use crate::ledger::Place;
-use crate::run::Streaming;
+use crate::run::{Cancel, TextSink, top};
 use crate::run_log::RunLog;
 use crate::stderr::{self, Verbose};
 
@@ -62,11 +61,13 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
 
     let deadline = Deadline::since(base.started, base.timeout);
     let trace = trace_path(cmd.trace.clone()).filter(|_| !cmd.dry_run);
-    let ledger = Arc::new(open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?);
+    let ledger = Arc::new(top::open_ledger(
+        trace.as_deref(),
+        cmd.trace_bodies,
+        &deadline,
+    )?);
     log.ledger(&ledger, trace.as_deref(), &base.cwd);
-    let place = Place::root(&cmd.agent);
     let quiet = Verbose::new(false);
-    let mcp = mcp_servers(&base.global, &base.cwd, &quiet, &ledger, &place)?;
     let (out, done) = match &cmd.resume {
         Some(path) if !cmd.dry_run => {
             let previous = resume::open(path)?;
@@ -74,21 +75,27 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         }
         _ => (Out::stdout(), Default::default()),
     };
-    let stream = Streaming {
-        on: base.resolved.agent.config.stream,
-        print: false,
+    // Streamed from the provider when asked, never printed as it comes: a
+    // batch's answers are lines of JSON.
+    let setup = top::Setup {
+        global: &base.global,
+        dirs: &base.dirs,
+        cwd: &base.cwd,
+        verbose: quiet.clone(),
+        retries: cmd.retries,
+        max_tokens: None,
+        max_turns: None,
+        stream: false,
+        whole: true,
+        text: TextSink::Stdout,
+        cancel: Cancel::default(),
     };
     // The command line's bounds are the whole batch's; the file's bound
     // each input (design §13.2).
-    let proto = top_ctx(
-        &base,
-        &cmd,
-        ledger.clone(),
-        deadline,
-        budgets(cmd.max_tokens, cmd.max_turns),
-        mcp,
-        stream,
-    );
+    let proto = crate::run::Ctx {
+        budgets: top::budgets(cmd.max_tokens, cmd.max_turns),
+        ..top::ctx(setup, &cmd.agent, &base.resolved, deadline, ledger.clone())?
+    };
     let file_budget = &base.resolved.agent.config.budget;
     let batch = Batch {
         resolved: &base.resolved,
@@ -96,10 +103,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         vars: &base.vars,
         prompt,
         prompt_field: cmd.prompt_field.clone().unwrap_or_else(|| "prompt".into()),
-        proto: crate::run::Ctx {
-            verbose: quiet,
-            ..proto
-        },
+        proto,
         timeout: base.timeout,
         file_budget: (file_budget.max_tokens, file_budget.max_turns),
         ledger: ledger.clone(),

@@ -1,7 +1,8 @@
 //! The command line: [`main`] parses the arguments (their types are in
 //! `args`) and hands them to the command, one file per command: `run`
-//! (and `batch`, its `--each`), `agents`, `config`, `mcp`, `gc`, `runs`, `version`. What the commands share is here: writing
-//! stdout, loading config.toml and an agent with their warnings.
+//! (and `batch`, its `--each`), `agents`, `config`, `mcp`, `gc`, `runs`,
+//! `serve`, `version`. What the commands share is here: writing stdout,
+//! loading config.toml and an agent with their warnings.
 //!
 //! Signals: a command that writes files or runs agents calls
 //! [`interrupt::install`] as its first statement, before anything it does
@@ -18,6 +19,7 @@ mod gc;
 mod mcp;
 mod run;
 mod runs;
+mod serve;
 mod version;
 
 use std::io::Write;
@@ -59,6 +61,7 @@ pub fn main() -> Result<(), Error> {
         Some(Command::Gc(g)) => gc::main(g),
         Some(Command::Run(r)) => run::main(r),
         Some(Command::Runs(r)) => runs::main(r),
+        Some(Command::Serve(s)) => serve::main(s),
     };
     // A signal being handled ends the process with its own status.
     crate::interrupt::wait_if_ending();

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,16 +15,14 @@ use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::interrupt;
-use crate::ledger::{Budget, Ledger, Place};
 use crate::paths::AgentDirs;
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::resolve::{self, Overrides, UserInput};
-use crate::run::{self, Ctx, Streaming};
+use crate::run::{self, Cancel, Ctx, TextSink, top};
 use crate::run_log::RunLog;
 use crate::stderr::{self, Verbose};
 use crate::stdin;
-use crate::trace_event::TraceEvent;
 
 /// Runs the agent and prints its answer, or runs it over a batch of inputs
 /// (`--each`, `--each-file`: `batch.rs`), and records the command in the
@@ -76,10 +74,11 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
     }
     agent.config.stream |= cmd.stream;
     // The flag, else the file's own, from when the command started.
-    let timeout = cmd
-        .timeout
-        .or(agent.config.timeout)
-        .unwrap_or(super::DEFAULT_TIMEOUT_SECS);
+    let timeout = top::timeout(
+        cmd.timeout,
+        agent.config.timeout,
+        super::DEFAULT_TIMEOUT_SECS,
+    );
     let deadline = Deadline::since(started, timeout);
     let overrides = Overrides {
         model: cmd.model.clone(),
@@ -103,35 +102,6 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
         vars,
         prompts,
     })
-}
-
-/// The context of a top-level run of `base`'s agent: the root of its tree,
-/// on `ledger`, until `deadline`, bounded by `budgets`.
-pub(super) fn top_ctx<'a>(
-    base: &'a Base,
-    cmd: &RunCmd,
-    ledger: Arc<Ledger>,
-    deadline: Deadline,
-    budgets: Vec<Arc<Budget>>,
-    mcp: Arc<crate::mcp::Servers>,
-    stream: Streaming,
-) -> Ctx<'a> {
-    Ctx {
-        global: &base.global,
-        agents: &base.dirs,
-        cwd: &base.cwd,
-        depth: 0,
-        max_depth: base.resolved.agent.config.sub_agents_config.max_depth,
-        deadline,
-        verbose: Verbose::new(cmd.verbose),
-        retries: cmd.retries,
-        ledger,
-        place: Place::root(&cmd.agent),
-        budgets,
-        snapshot: Arc::default(),
-        mcp,
-        stream,
-    }
 }
 
 /// The run itself, telling `log` what it learns.
@@ -165,16 +135,26 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         return print_stdout(&report::dry_run(resolved, &input, timeout));
     }
     let trace = trace_path(cmd.trace.clone());
-    let ledger = Arc::new(open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?);
+    let ledger = Arc::new(top::open_ledger(
+        trace.as_deref(),
+        cmd.trace_bodies,
+        &deadline,
+    )?);
     log.ledger(&ledger, trace.as_deref(), &base.cwd);
-    let file_budget = &resolved.agent.config.budget;
-    let max_tokens = cmd.max_tokens.or(file_budget.max_tokens);
-    let max_turns = cmd.max_turns.or(file_budget.max_turns);
-    let place = Place::root(&cmd.agent);
-    let mcp = mcp_servers(&base.global, &base.cwd, &verbose, &ledger, &place)?;
-    let stream = streaming(resolved, cmd.json);
-    let budgets = budgets(max_tokens, max_turns);
-    let ctx = top_ctx(&base, &cmd, ledger, deadline, budgets, mcp, stream);
+    let setup = top::Setup {
+        global: &base.global,
+        dirs: &base.dirs,
+        cwd: &base.cwd,
+        verbose,
+        retries: cmd.retries,
+        max_tokens: cmd.max_tokens,
+        max_turns: cmd.max_turns,
+        stream: cmd.stream,
+        whole: cmd.json,
+        text: TextSink::Stdout,
+        cancel: Cancel::default(),
+    };
+    let ctx = top::ctx(setup, &cmd.agent, resolved, deadline, ledger)?;
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
         interrupt::on_signal(move |why| ledger.interrupt(why))
@@ -220,17 +200,6 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     }
 }
 
-/// How the run streams: every request when the agent (or `--stream`) asks;
-/// the answer printed as it comes unless it must be whole first (`--json`,
-/// an output schema).
-pub(super) fn streaming(resolved: &resolve::Resolved, json: bool) -> Streaming {
-    let on = resolved.agent.config.stream;
-    Streaming {
-        on,
-        print: on && !json && resolved.output_schema.is_none(),
-    }
-}
-
 /// The end of a run whose answer was printed as it came: the text ended
 /// with a newline and written, the warnings and `--verbose` footer as for
 /// any run; a failure after some text was printed says that stdout holds
@@ -253,29 +222,6 @@ fn streamed_end(
     let usage = ctx.ledger.usage();
     report::verbose_footer(&ctx.verbose, &outcome, &usage);
     written
-}
-
-/// The run's MCP servers: config.toml's checked, none started yet. What
-/// they say beside their answers (stderr, log messages) goes to `--verbose`
-/// and to the trace, as the top-level agent's.
-pub(super) fn mcp_servers(
-    global: &GlobalConfig,
-    cwd: &Path,
-    verbose: &Verbose,
-    ledger: &Arc<Ledger>,
-    place: &Place,
-) -> Result<Arc<crate::mcp::Servers>, Error> {
-    let configs = crate::mcp::config::validate_all(global.mcp_servers.clone())?;
-    let (verbose, ledger, place) = (verbose.clone(), ledger.clone(), place.clone());
-    let log: crate::mcp::rpc::Log = Arc::new(move |note: &crate::mcp::rpc::Note| {
-        verbose.line(&note.verbose_line());
-        ledger.event(&place, 0, TraceEvent::Mcp { note });
-    });
-    Ok(Arc::new(crate::mcp::Servers::new(
-        configs,
-        cwd.to_path_buf(),
-        log,
-    )))
 }
 
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the
@@ -307,27 +253,4 @@ pub(super) fn trace_path(flag: Option<String>) -> Option<String> {
             .ok()
             .filter(|t| !t.trim().is_empty())
     })
-}
-
-/// The run's ledger, with a trace to `trace` when there is one.
-pub(super) fn open_ledger(
-    trace: Option<&str>,
-    bodies: bool,
-    deadline: &Deadline,
-) -> Result<Ledger, Error> {
-    match trace {
-        Some(path) => Ledger::with_trace(Path::new(path), bodies, deadline)
-            .map_err(|e| Error::config(format!("cannot open trace file {path}: {e}"))),
-        None => Ok(Ledger::new()),
-    }
-}
-
-/// The whole tree's budget, when either bound is set (the command line's
-/// over the agent file's).
-pub(super) fn budgets(max_tokens: Option<u64>, max_turns: Option<u64>) -> Vec<Arc<Budget>> {
-    if max_tokens.is_some() || max_turns.is_some() {
-        vec![Arc::new(Budget::new(max_tokens, max_turns))]
-    } else {
-        Vec::new()
-    }
 }

@@ -45,6 +45,10 @@ pub struct Provider {
     pub retry: RetryPolicy,
     /// The longest a streamed answer may send nothing.
     pub idle: Duration,
+    /// The run's cancel flag (`axe serve`): no request is sent or retried
+    /// once it is set, and a stream being read is given up at its next
+    /// piece (design §14.3).
+    pub cancel: Option<crate::run::Cancel>,
 }
 
 impl fmt::Debug for Provider {
@@ -105,6 +109,7 @@ impl Provider {
             headers: Vec::new(),
             retry: RetryPolicy::NONE,
             idle: DEFAULT_IDLE,
+            cancel: None,
         }
     }
 
@@ -250,6 +255,20 @@ impl Provider {
         }
     }
 
+    /// Whether the run this provider serves was cancelled.
+    pub(super) fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(crate::run::Cancel::is_set)
+    }
+
+    /// The failure of a request given up because its run was cancelled:
+    /// never retried.
+    pub(super) fn cancelled_failure(&self) -> Attempt {
+        let mut failed =
+            Attempt::failed(self.error(ErrorKind::Network, None, "the run was cancelled"));
+        failed.retryable = false;
+        failed
+    }
+
     pub(super) fn error(
         &self,
         kind: ErrorKind,
@@ -278,6 +297,9 @@ impl Provider {
         stream: bool,
         on_text: &dyn Fn(&str),
     ) -> Result<Response, Attempt> {
+        if self.cancelled() {
+            return Err(self.cancelled_failure());
+        }
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             return Err(Attempt::failed(self.error(

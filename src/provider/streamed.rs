@@ -52,6 +52,9 @@ impl Provider {
             if delta && first_token.is_none() {
                 first_token = Some(sent.elapsed());
             }
+            if self.cancelled() {
+                return Err(self.cancelled_failure());
+            }
             // Tokens come a millisecond or so apart: waking for each costs
             // a thread switch (the most of a stream's CPU). After a delta
             // the next read waits a little, and takes what came meanwhile

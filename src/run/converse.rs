@@ -139,6 +139,9 @@ impl Conversation<'_> {
     fn take_turn(&mut self) -> Result<u32, Failure> {
         self.out.turns += 1;
         let turn = self.out.turns;
+        if self.ctx.cancel.is_set() {
+            return Err(Error::general("the run was cancelled").into());
+        }
         ledger::take_turn(&self.ctx.budgets).map_err(Error::Budget)?;
         self.ctx.ledger.record_turn(&self.ctx.place, turn);
         Ok(turn)
@@ -171,11 +174,11 @@ impl Conversation<'_> {
         ctx.ledger.event(&ctx.place, turn, request);
         let sent = Instant::now();
         let on_notice = |notice: &Notice| self.notice(turn, notice);
-        // The top-level answer's text goes to stdout as it comes; a new
-        // turn's text starts on a line of its own, a paused turn's goes on
-        // where it was (design §4.11).
+        // The top-level answer's text goes to its sink (stdout, or axe
+        // serve's client) as it comes; a new turn's text starts on a line of
+        // its own, a paused turn's goes on where it was (design §4.11).
         let new_line = Cell::new(!matches!(req.messages.last(), Some(Message::Paused(_))));
-        let print = |text: &str| crate::stdout::text(text, new_line.replace(false));
+        let print = |text: &str| ctx.text.text(text, new_line.replace(false));
         let on_text: Option<&dyn Fn(&str)> = if ctx.stream.print { Some(&print) } else { None };
         let response = self
             .provider

@@ -10,8 +10,10 @@
 //! (design §3.5); a sub-agent differs only in its [`Ctx`].
 
 mod converse;
+mod hooks;
 mod repair;
 mod request;
+pub mod top;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,6 +31,7 @@ use crate::tool::{self, Caller};
 use crate::trace_event::{Ending, TraceEvent};
 
 pub use converse::{ToolRunner, converse};
+pub use hooks::{Cancel, TextFn, TextSink};
 
 /// The most send-receive cycles one conversation may take.
 pub const MAX_TURNS: u32 = 50;
@@ -67,6 +70,10 @@ pub struct Ctx<'a> {
     pub mcp: Arc<crate::mcp::Servers>,
     /// Whether answers are streamed, and this agent's printed (design §4.11).
     pub stream: Streaming,
+    /// Where the printed agent's text goes: stdout, or `axe serve`'s client.
+    pub text: TextSink,
+    /// Set when the run must stop before its deadline (design §14.3).
+    pub cancel: Cancel,
 }
 
 /// How a tree's answers are streamed (design §4.11).

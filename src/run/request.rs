@@ -26,6 +26,8 @@ pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error
         retry.max_retries = n;
     }
     provider.retry = retry;
+    // Only axe serve's runs are ever cancelled.
+    provider.cancel = Some(ctx.cancel.clone());
     Ok(provider)
 }
 

@@ -55,6 +55,8 @@ pub struct Request<'a> {
     pub script: &'a str,
     pub policy: &'a Policy,
     pub deadline: Instant,
+    /// Stops the command as the deadline would, when set.
+    pub cancel: Option<&'a crate::run::Cancel>,
     pub max_output: usize,
 }
 
@@ -125,6 +127,7 @@ pub fn run(req: &Request) -> Result<Finished, String> {
         env: environment(&policy.env, confinement.tmp()),
         confinement: &confinement,
         deadline: req.deadline,
+        cancel: req.cancel,
         max_output: req.max_output,
     };
     let _running = orphans::Running::start();

@@ -18,6 +18,10 @@ use std::time::{Duration, Instant};
 /// How long a command has between TERM and KILL at the deadline.
 pub const GRACE: Duration = Duration::from_millis(500);
 
+/// How often a command with a cancel flag has it checked: a cancelled
+/// run's command gets its TERM at most this late (design §14.3).
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
+
 /// What to run.
 #[derive(Debug)]
 pub struct Spec<'a> {
@@ -28,6 +32,9 @@ pub struct Spec<'a> {
     /// What confines it.
     pub confinement: &'a super::Confinement,
     pub deadline: Instant,
+    /// Stops the command as the deadline would, when set (checked at least
+    /// every [`CANCEL_POLL`]).
+    pub cancel: Option<&'a crate::run::Cancel>,
     /// Bytes of output kept: half from the start, half from the end.
     pub max_output: usize,
 }
@@ -72,7 +79,7 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
     drop(cmd);
     let group = i32::try_from(child.id()).unwrap_or(0);
     let mut out = Capture::new(spec.max_output);
-    let exit = watch(&mut child, group, read_end, spec.deadline, &mut out);
+    let exit = watch(&mut child, group, read_end, spec, &mut out);
     // Whatever the command left in its group goes with it.
     kill_group(group, libc::SIGKILL);
     let exit = match exit {
@@ -126,15 +133,18 @@ pub(super) fn confine(ruleset: Option<i32>) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads output until the child exits or the deadline passes (then TERM,
-/// a grace, KILL). `Some` when it decided the exit itself.
+/// Reads output until the child exits or the deadline passes or the run is
+/// cancelled (then TERM, a grace, KILL). `Some` when it decided the exit
+/// itself.
 fn watch(
     child: &mut std::process::Child,
     group: i32,
     read_end: OwnedFd,
-    deadline: Instant,
+    spec: &Spec,
     out: &mut Capture,
 ) -> Option<Exit> {
+    let deadline = spec.deadline;
+    let cancelled = || spec.cancel.is_some_and(crate::run::Cancel::is_set);
     let exited = pidfd(group);
     let mut pipe = Some(std::fs::File::from(read_end));
     let mut stop_at: Option<Instant> = None;
@@ -152,7 +162,7 @@ fn watch(
         }
         let now = Instant::now();
         match stop_at {
-            None if now >= deadline => {
+            None if now >= deadline || cancelled() => {
                 kill_group(group, libc::SIGTERM);
                 stop_at = Some(now + GRACE);
             }
@@ -164,13 +174,12 @@ fn watch(
             _ => {}
         }
         let until = stop_at.unwrap_or(deadline);
-        let wait = until
-            .saturating_duration_since(now)
-            .min(Duration::from_millis(if exited.is_some() {
-                1000
-            } else {
-                10
-            }));
+        let most = match (exited.is_some(), spec.cancel.is_some()) {
+            (false, _) => Duration::from_millis(10),
+            (true, true) => CANCEL_POLL,
+            (true, false) => Duration::from_millis(1000),
+        };
+        let wait = until.saturating_duration_since(now).min(most);
         let fds = [
             pipe.as_ref().map(AsRawFd::as_raw_fd),
             exited.as_ref().map(AsRawFd::as_raw_fd),

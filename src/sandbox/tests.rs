@@ -55,6 +55,7 @@ fn sh(policy: &Policy, script: &str, secs: u64) -> Finished {
         script,
         policy,
         deadline: Instant::now() + Duration::from_secs(secs),
+        cancel: None,
         max_output: 64 * 1024,
     })
     .unwrap()
@@ -185,6 +186,7 @@ fn the_deadline_stops_the_whole_group() {
         script: "sleep 100 & sleep 100",
         policy: &policy,
         deadline: Instant::now() + Duration::from_millis(300),
+        cancel: None,
         max_output: 1024,
     })
     .unwrap();

@@ -30,6 +30,7 @@ pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult 
         allowed_hosts: &kit.allowed_hosts,
         private_networks: kit.private_networks,
         deadline: ctx.deadline.at,
+        cancel: &ctx.cancel,
     };
     let done = tools::run(&call.name, &call.arguments, &env);
     let took = started.elapsed();

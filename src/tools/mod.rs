@@ -42,6 +42,8 @@ pub struct Env<'a> {
     /// `url_fetch` may reach private, loopback and link-local addresses.
     pub private_networks: bool,
     pub deadline: Instant,
+    /// The run's cancel flag: a running command is stopped when it is set.
+    pub cancel: &'a crate::run::Cancel,
 }
 
 /// How a call ended.

@@ -26,6 +26,7 @@ pub fn run(args: &Args, env: &Env) -> Done {
         script: command,
         policy: env.policy,
         deadline: env.deadline,
+        cancel: Some(env.cancel),
         // Room for the status line within the result cap.
         max_output: MAX_RESULT_BYTES - 256,
     };

@@ -64,6 +64,7 @@
 //! | §12.1–§12.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
 //! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //! | ch. 13 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
+//! | ch. 14 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -106,6 +107,7 @@ mod providers;
 mod retries;
 mod run_log;
 mod secrets;
+mod serve;
 mod snapshot;
 mod stream;
 mod token_counts;

@@ -119,6 +119,8 @@ impl Setup {
             snapshot: Default::default(),
             mcp: Default::default(),
             stream: Default::default(),
+            text: Default::default(),
+            cancel: Default::default(),
         }
     }
 }

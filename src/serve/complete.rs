@@ -1,0 +1,216 @@
+//! One chat completion (design §14.2): the request's agent loaded and
+//! resolved as `axe run` resolves it, the request's system messages and
+//! schema laid over it, the run put together by `run::top` with this
+//! request's cancel flag and text sink, and its answer — whole, or as it
+//! comes over server-sent events. The run log records every run that
+//! started, under its run id, which is also the request's id.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tiny_http::Request;
+
+use super::chat::Chat;
+use super::reply::{self, ApiError};
+use super::sse::Sse;
+use super::{Served, Shared};
+use crate::deadline::Deadline;
+use crate::error::Error;
+use crate::ledger;
+use crate::resolve::{self, Overrides, Resolved};
+use crate::run::{self, Cancel, TextSink, top};
+use crate::run_log::RunLog;
+use crate::stderr::Verbose;
+
+/// Status logged for a client that left before its answer (nginx's).
+pub const CLIENT_GONE: u16 = 499;
+
+/// Where the answer goes: the request, answered at the end, or its event
+/// stream, started before the run.
+enum Answer {
+    Whole(Request),
+    Stream(Arc<Sse>),
+}
+
+/// Runs `chat` and answers `rq`; `cancel` is the request's flag (set by a
+/// hang-up or the server's stop). Says what it answered.
+pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: &Cancel) -> Served {
+    let mut served = Served::new(&chat.agent);
+    let log = RunLog::start(&chat.agent, shared.settings.run_log);
+    log.settings(shared.global.run_log);
+    let (resolved, deadline) = match prepare(chat, shared, started) {
+        Ok(p) => p,
+        Err(e) => {
+            served.status = super::respond_error(rq, &e, &[]);
+            // A request refused before any run is no run: no record.
+            return served;
+        }
+    };
+    log.model(&resolved.model.to_string());
+    let trace = shared.settings.trace.as_deref();
+    let ledger = match top::open_ledger(trace, shared.settings.trace_bodies, &deadline) {
+        Ok(l) => Arc::new(l),
+        Err(e) => {
+            served.status = super::respond_error(rq, &reply::run_error(&e), &[]);
+            log.finish(&Err(e));
+            return served;
+        }
+    };
+    log.ledger(&ledger, trace, &shared.cwd);
+    served.id.clone_from(&ledger.run_id);
+    let id = format!("chatcmpl-{}", ledger.run_id);
+    let created = reply::now_secs();
+    let request_id = [("x-request-id", ledger.run_id.clone())];
+    let (answer, text) = if chat.stream {
+        let sse = Arc::new(Sse::start(
+            rq.into_writer(),
+            id.clone(),
+            created,
+            &chat.agent,
+            cancel.clone(),
+            &request_id,
+        ));
+        let to = sse.clone();
+        let text = TextSink::To(Arc::new(move |t: &str, new_turn: bool| {
+            to.text(t, new_turn)
+        }));
+        (Answer::Stream(sse), text)
+    } else {
+        let text = TextSink::To(Arc::new(|_: &str, _: bool| {}));
+        (Answer::Whole(rq), text)
+    };
+    let setup = top::Setup {
+        global: &shared.global,
+        dirs: &shared.dirs,
+        cwd: &shared.cwd,
+        verbose: Verbose::new(false),
+        retries: shared.settings.retries,
+        max_tokens: chat.max_tokens,
+        max_turns: None,
+        stream: chat.stream,
+        whole: !chat.stream,
+        text,
+        cancel: cancel.clone(),
+    };
+    let mut printed = false;
+    let outcome =
+        top::ctx(setup, &chat.agent, &resolved, deadline, ledger.clone()).and_then(|ctx| {
+            printed = ctx.stream.print;
+            run::run_agent(&resolved, &chat.message, &chat.task, &ctx)
+        });
+    let usage = ledger::totals(&ledger.usage());
+    served.tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+    let result = match outcome {
+        Ok(o) => {
+            log.answer(&o.content);
+            let finish = reply::finish_reason(o.cut);
+            served.status = match answer {
+                Answer::Whole(rq) => {
+                    let body =
+                        reply::completion(&id, created, &chat.agent, &o.content, finish, &usage);
+                    super::respond_json(rq, 200, &body, &request_id)
+                }
+                Answer::Stream(sse) => {
+                    if !printed {
+                        sse.text(&o.content, true);
+                    }
+                    sse.finish(finish, chat.include_usage.then_some(&usage));
+                    if sse.failed() { CLIENT_GONE } else { 200 }
+                }
+            };
+            Ok(())
+        }
+        Err(e) => {
+            let api = failure(shared, cancel, &e);
+            served.status = match answer {
+                Answer::Whole(rq) if api.status == CLIENT_GONE => {
+                    drop(rq);
+                    CLIENT_GONE
+                }
+                Answer::Whole(rq) => super::respond_error(rq, &api, &request_id),
+                Answer::Stream(sse) => {
+                    sse.fail(&api);
+                    if sse.failed() {
+                        CLIENT_GONE
+                    } else {
+                        api.status
+                    }
+                }
+            };
+            Err(e)
+        }
+    };
+    log.finish(&result);
+    served
+}
+
+/// The agent of `chat` loaded and resolved, with its deadline (from the
+/// request's start): its system prompt with the request's system messages
+/// after it, its output schema the request's when it gives one.
+fn prepare(
+    chat: &Chat,
+    shared: &Shared,
+    started: Instant,
+) -> Result<(Resolved, Deadline), ApiError> {
+    if !shared.serves(&chat.agent) {
+        return Err(reply::run_error(&Error::AgentNotFound {
+            name: chat.agent.clone(),
+        }));
+    }
+    let agent = crate::agent::load(&shared.dirs, &chat.agent).map_err(|e| reply::run_error(&e))?;
+    for w in &agent.warnings {
+        crate::stderr::warn_once(w);
+    }
+    let secs = top::timeout(
+        shared.settings.timeout,
+        agent.config.timeout,
+        crate::cli::DEFAULT_TIMEOUT_SECS,
+    );
+    let deadline = Deadline::since(started, secs);
+    let max_repairs = agent
+        .config
+        .output
+        .as_ref()
+        .map_or(crate::agent::DEFAULT_MAX_REPAIRS, |o| o.max_repairs);
+    let mut resolved = resolve::resolve(
+        agent,
+        &Overrides::default(),
+        &shared.global,
+        &shared.cwd,
+        &deadline,
+    )
+    .map_err(|e| reply::run_error(&e))?;
+    if let Some(system) = &chat.system {
+        resolved.system_prompt.push_str("\n\n");
+        resolved.system_prompt.push_str(system);
+    }
+    if let Some(schema) = &chat.schema {
+        let compiled = crate::schema::compile(schema.clone(), max_repairs)
+            .map_err(|e| ApiError::invalid(e.to_string(), "response_format"))?;
+        resolved.output_schema = Some(Arc::new(compiled));
+    }
+    Ok((resolved, deadline))
+}
+
+/// What a failed run answers: the error's own status, unless the run was
+/// cancelled — by the server's stop (503), or by its client leaving.
+fn failure(shared: &Shared, cancel: &Cancel, e: &Error) -> ApiError {
+    if !cancel.is_set() {
+        return reply::run_error(e);
+    }
+    if shared.stopping() {
+        ApiError::new(
+            503,
+            "server_error",
+            "shutting_down",
+            "the server is stopping",
+        )
+    } else {
+        ApiError::new(
+            CLIENT_GONE,
+            "invalid_request_error",
+            "client_gone",
+            "the client left",
+        )
+    }
+}

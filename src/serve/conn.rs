@@ -1,0 +1,171 @@
+//! A request's connection, below tiny_http (design §14.3): its socket
+//! found by the two addresses tiny_http gives (the peer's and the
+//! listener's), so that axe serve can notice the client hang up while the
+//! run goes on, and stop reading a body it refused. One thread, the
+//! watcher, looks at every watched socket's TCP state and sets the cancel
+//! flag of a run whose client hung up; a socket is watched while its
+//! guard lives.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use crate::run::Cancel;
+
+/// How often the watcher looks: a client's hang-up cancels its run at
+/// most this late.
+pub const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// The sockets being watched, each with its id and its run's flag.
+type Watched = Vec<(u64, OwnedFd, Cancel)>;
+
+static WATCHED: Mutex<Watched> = Mutex::new(Vec::new());
+static NEXT: AtomicU64 = AtomicU64::new(0);
+static WATCHER: OnceLock<()> = OnceLock::new();
+
+/// Keeps a socket watched; dropped, it is not, and its descriptor (a
+/// duplicate) is closed.
+pub struct Watch(u64);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        WATCHED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _, _)| *id != self.0);
+    }
+}
+
+/// A duplicate of the descriptor of the TCP connection from `peer` to
+/// local port `port`, found among this process's; none when it is not
+/// there (the client already left).
+pub fn socket(port: u16, peer: SocketAddr) -> Option<OwnedFd> {
+    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
+    for entry in dir.flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<RawFd>().ok())
+        else {
+            continue;
+        };
+        if addr(fd, libc::getpeername) != Some(peer) {
+            continue;
+        }
+        // SAFETY: duplicating a descriptor number; the copy is checked
+        // again below, in case the number was reused meanwhile.
+        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            continue;
+        }
+        // SAFETY: `dup` is a new descriptor that nothing else owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(dup) };
+        if addr(dup, libc::getpeername) == Some(peer)
+            && addr(dup, libc::getsockname).is_some_and(|a| a.port() == port)
+        {
+            return Some(owned);
+        }
+    }
+    None
+}
+
+/// Stops reading from `sock`: reads see the end at once (a refused body
+/// is then not read to its end by tiny_http).
+pub fn stop_reading(sock: &OwnedFd) {
+    // SAFETY: shutdown on a descriptor we own.
+    unsafe {
+        libc::shutdown(sock.as_raw_fd(), libc::SHUT_RD);
+    }
+}
+
+/// Watches `sock` until the guard is dropped: when the client hangs up,
+/// `cancel` is set.
+pub fn watch(sock: OwnedFd, cancel: Cancel) -> Watch {
+    WATCHER.get_or_init(|| {
+        let _ = std::thread::Builder::new()
+            .name("axe-hangups".into())
+            .spawn(watcher);
+    });
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    WATCHED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((id, sock, cancel));
+    Watch(id)
+}
+
+/// The watcher's loop: every [`WATCH_EVERY`], each socket's TCP state;
+/// one no longer established (the client sent its FIN, or reset) has its
+/// run cancelled. (Polling for a hang-up would not do: tiny_http shuts
+/// down its own reading side after a `connection: close` request, which
+/// looks the same to poll.)
+fn watcher() {
+    loop {
+        std::thread::sleep(WATCH_EVERY);
+        let mut w = WATCHED.lock().unwrap_or_else(PoisonError::into_inner);
+        w.retain(|(_, fd, cancel)| {
+            if established(fd.as_raw_fd()) {
+                return true;
+            }
+            cancel.cancel();
+            false
+        });
+    }
+}
+
+/// Whether the TCP connection of `fd` is still established both ways
+/// (`tcpi_state`, the first byte of `struct tcp_info`, is
+/// `TCP_ESTABLISHED`).
+fn established(fd: RawFd) -> bool {
+    const TCP_ESTABLISHED: u8 = 1;
+    let mut info = [0u8; 8];
+    let mut len = libc::socklen_t::try_from(info.len()).unwrap_or(8);
+    // SAFETY: the kernel writes at most `len` bytes into `info`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    r != 0 || info[0] == TCP_ESTABLISHED
+}
+
+/// The address `get` (getpeername or getsockname) gives for `fd`.
+fn addr(
+    fd: RawFd,
+    get: unsafe extern "C" fn(
+        libc::c_int,
+        *mut libc::sockaddr,
+        *mut libc::socklen_t,
+    ) -> libc::c_int,
+) -> Option<SocketAddr> {
+    // SAFETY: a zeroed sockaddr_storage is a valid buffer for any address.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::sockaddr_storage>()).ok()?;
+    // SAFETY: the buffer and its length are ours; a descriptor that is not
+    // a socket fails with ENOTSOCK.
+    let r = unsafe { get(fd, (&raw mut storage).cast(), &mut len) };
+    if r != 0 {
+        return None;
+    }
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a: libc::sockaddr_in = unsafe { std::ptr::read((&raw const storage).cast()) };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Some(SocketAddr::from((ip, u16::from_be(a.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a: libc::sockaddr_in6 = unsafe { std::ptr::read((&raw const storage).cast()) };
+            let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Some(SocketAddr::from((ip, u16::from_be(a.sin6_port))))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,136 @@
+//! One request on a worker (design §14.2): the route, the body read
+//! within its bounds, and the answer — the model list, a chat completion
+//! (`complete.rs`), or an error in OpenAI's shape.
+
+use std::io::Read;
+use std::time::Instant;
+
+use tiny_http::{Method, Request};
+
+use super::reply::{self, ApiError};
+use super::{Served, Shared, chat, complete, conn};
+use crate::run::Cancel;
+
+/// Answers `rq`, taken by a worker at `started`.
+pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
+    let path = rq.url().split('?').next().unwrap_or("").to_string();
+    match (rq.method(), path.as_str()) {
+        (Method::Get, "/v1/models") => {
+            let mut served = Served::new("");
+            served.status = match shared.agents() {
+                Ok(agents) => {
+                    super::respond_json(rq, 200, &reply::models(&agents, reply::now_secs()), &[])
+                }
+                Err(e) => super::respond_error(rq, &reply::run_error(&e), &[]),
+            };
+            served
+        }
+        (Method::Post, "/v1/chat/completions") => {
+            // The socket, to stop reading a body refused and to notice
+            // the client leave.
+            let sock = rq
+                .remote_addr()
+                .copied()
+                .and_then(|peer| conn::socket(shared.port, peer));
+            let body = match body(&mut rq, shared.settings.max_body, sock.as_ref()) {
+                Ok(b) => b,
+                Err(e) => {
+                    let mut served = Served::new("");
+                    served.status = super::respond_error(rq, &e, &[("connection", "close".into())]);
+                    return served;
+                }
+            };
+            let chat = match chat::parse(&body, shared.settings.system_messages) {
+                Ok(c) => c,
+                Err(e) => {
+                    let mut served = Served::new("");
+                    served.status = super::respond_error(rq, &e, &[]);
+                    return served;
+                }
+            };
+            drop(body);
+            let cancel = Cancel::default();
+            let _stoppable = shared.running(&cancel);
+            let _watched = sock.map(|s| conn::watch(s, cancel.clone()));
+            complete::run(rq, &chat, shared, started, &cancel)
+        }
+        (_, "/v1/models" | "/v1/chat/completions") => {
+            let mut served = Served::new("");
+            let e = ApiError::new(
+                405,
+                "invalid_request_error",
+                "method_not_allowed",
+                "method not allowed",
+            );
+            served.status = super::respond_error(rq, &e, &[]);
+            served
+        }
+        _ => {
+            let mut served = Served::new("");
+            let e = ApiError::new(
+                404,
+                "invalid_request_error",
+                "not_found",
+                format!("no route {path}"),
+            );
+            served.status = super::respond_error(rq, &e, &[]);
+            served
+        }
+    }
+}
+
+/// The body, at most `max` bytes: a longer one is refused (413) as soon as
+/// its length says so, or once `max` bytes were read, and the rest is not
+/// read (`sock` stops reading). One cut off, or too slow for the socket's
+/// read timeout, is 400 (408).
+fn body(
+    rq: &mut Request,
+    max: usize,
+    sock: Option<&std::os::fd::OwnedFd>,
+) -> Result<Vec<u8>, ApiError> {
+    let too_large = || {
+        if let Some(s) = sock {
+            conn::stop_reading(s);
+        }
+        ApiError::new(
+            413,
+            "invalid_request_error",
+            "request_too_large",
+            format!("the body is over the server's limit of {max} bytes"),
+        )
+    };
+    let declared = rq.body_length();
+    if declared.is_some_and(|n| n > max) {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0).min(max));
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    match rq.as_reader().take(limit).read_to_end(&mut buf) {
+        Ok(_) if buf.len() > max => Err(too_large()),
+        Ok(n) if declared.is_some_and(|d| d != n) => Err(ApiError::invalid(
+            "the body was cut off before its length",
+            None,
+        )),
+        Ok(_) => Ok(buf),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            if let Some(s) = sock {
+                conn::stop_reading(s);
+            }
+            Err(ApiError::new(
+                408,
+                "invalid_request_error",
+                "request_timeout",
+                "the body came too slowly",
+            ))
+        }
+        Err(e) => Err(ApiError::invalid(
+            format!("the body could not be read: {e}"),
+            None,
+        )),
+    }
+}

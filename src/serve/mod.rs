@@ -1,0 +1,455 @@
+//! `axe serve` (design ch. 14): agents behind an OpenAI-compatible HTTP
+//! endpoint, on tiny_http. This file owns the listener and the pool: the
+//! socket (loopback unless told otherwise, with read and write timeouts
+//! every connection inherits), the dispatcher that answers `/healthz`,
+//! checks the token and hands each request to a free worker or answers 429
+//! (never a queue of its own), the workers, the access log, and the stop:
+//! on SIGTERM or SIGINT no new request is taken, running ones get the
+//! grace period, then are cancelled.
+//!
+//! The request itself is `handle.rs`'s; a chat completion's run
+//! `complete.rs`'s; the request's shape `chat.rs`'s; answers and errors in
+//! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; the token
+//! `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
+
+mod auth;
+mod chat;
+mod complete;
+mod conn;
+mod handle;
+mod reply;
+mod sse;
+
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tiny_http::{Header, Request, Response};
+
+use crate::config::GlobalConfig;
+use crate::error::Error;
+use crate::paths::AgentDirs;
+use crate::run::Cancel;
+
+pub use auth::token;
+pub use reply::ApiError;
+
+/// A worker's stack: a run's top-level agent runs on it.
+const WORKER_STACK: usize = 8 * 1024 * 1024;
+/// What a 429 tells the client to wait, seconds.
+const RETRY_AFTER: &str = "1";
+/// After the grace period, how long cancelled runs get to end before the
+/// process exits without them.
+const AFTER_GRACE: Duration = Duration::from_secs(5);
+
+/// The server's settings, from the command line.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub max_concurrent: usize,
+    /// The bearer token clients must send; none on loopback without one.
+    pub token: Option<String>,
+    /// `--timeout`: seconds per request's run, over the agent file's.
+    pub timeout: Option<u64>,
+    pub max_body: usize,
+    pub grace: Duration,
+    /// How long a connection may send nothing (its request's head or
+    /// body) or take nothing (its answer) before it is closed.
+    pub idle: Duration,
+    /// `--agent`: the agents served; empty: every agent on the search path.
+    pub agents: Vec<String>,
+    pub system_messages: bool,
+    pub trace: Option<String>,
+    pub trace_bodies: bool,
+    pub retries: Option<u32>,
+    pub run_log: bool,
+    pub access_log: bool,
+}
+
+/// What every worker shares.
+pub struct Shared {
+    settings: Settings,
+    global: GlobalConfig,
+    dirs: AgentDirs,
+    cwd: PathBuf,
+    /// The port listened on, to find a request's socket.
+    port: u16,
+    /// Requests being answered by workers.
+    active: AtomicUsize,
+    /// The cancel flags of the runs under way, for the stop.
+    runs: Mutex<Vec<(u64, Cancel)>>,
+    next_run: AtomicU64,
+    stopping: AtomicBool,
+}
+
+/// What the access log says of an answered request.
+pub struct Served {
+    pub agent: String,
+    pub status: u16,
+    pub tokens: u64,
+    /// The run id (the `x-request-id`), when a run started.
+    pub id: String,
+}
+
+impl Served {
+    fn new(agent: &str) -> Served {
+        Served {
+            agent: agent.to_string(),
+            status: 0,
+            tokens: 0,
+            id: String::new(),
+        }
+    }
+}
+
+/// Removes a run's flag from the stop's list when the run ends.
+struct Running<'a>(&'a Shared, u64);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.1);
+    }
+}
+
+impl Shared {
+    /// Whether `agent` may be run here.
+    fn serves(&self, agent: &str) -> bool {
+        self.settings.agents.is_empty() || self.settings.agents.iter().any(|a| a == agent)
+    }
+
+    /// The agents served, sorted: the allowlist, or every agent found.
+    fn agents(&self) -> Result<Vec<String>, Error> {
+        if !self.settings.agents.is_empty() {
+            let mut a = self.settings.agents.clone();
+            a.sort();
+            return Ok(a);
+        }
+        let (found, _) = crate::agent::list(&self.dirs)?;
+        Ok(found.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Lists `cancel` for the stop while the guard lives.
+    fn running(&self, cancel: &Cancel) -> Running<'_> {
+        let id = self.next_run.fetch_add(1, Ordering::Relaxed);
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, cancel.clone()));
+        Running(self, id)
+    }
+
+    fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+/// Serves until SIGTERM or SIGINT, then stops as the module says.
+pub fn serve(
+    settings: Settings,
+    global: GlobalConfig,
+    dirs: AgentDirs,
+    cwd: PathBuf,
+) -> Result<(), Error> {
+    let listener = listen(settings.listen, settings.idle)?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::general(format!("cannot listen on {}: {e}", settings.listen)))?;
+    let server = tiny_http::Server::from_listener(listener, None)
+        .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
+    let max = settings.max_concurrent.max(1);
+    let shared = Arc::new(Shared {
+        settings,
+        global,
+        dirs,
+        cwd,
+        port: addr.port(),
+        active: AtomicUsize::new(0),
+        runs: Mutex::new(Vec::new()),
+        next_run: AtomicU64::new(0),
+        stopping: AtomicBool::new(false),
+    });
+    {
+        let shared = shared.clone();
+        crate::interrupt::on_first_signal(move |_| shared.stopping.store(true, Ordering::SeqCst));
+    }
+    let (tx, rx) = sync_channel::<(Request, Instant)>(max);
+    let rx = Arc::new(Mutex::new(rx));
+    for n in 0..max {
+        let (rx, shared) = (rx.clone(), shared.clone());
+        std::thread::Builder::new()
+            .name(format!("axe-serve-{n}"))
+            .stack_size(WORKER_STACK)
+            .spawn(move || worker(&rx, &shared))
+            .map_err(|e| Error::general(format!("cannot start a worker: {e}")))?;
+    }
+    tick(addr, shared.clone());
+    crate::stderr::lines(format!("axe: serving on http://{addr} ({max} at once)\n"));
+    let failed = dispatch(&server, &shared, &tx, max);
+    stop(&server, &shared);
+    match failed {
+        Some(e) => Err(Error::general(format!("the listener failed: {e}"))),
+        None => Ok(()),
+    }
+}
+
+/// Keeps the listener's `accept` from waiting as long as its read timeout
+/// (which Linux applies to `accept` too, and tiny_http takes a failed
+/// `accept` as the end of the listener): a connection to itself, closed at
+/// once, every quarter of the idle limit.
+fn tick(addr: SocketAddr, shared: Arc<Shared>) {
+    let mut to = addr;
+    if to.ip().is_unspecified() {
+        to.set_ip(match to {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let every = shared.settings.idle / 4;
+    let _ = std::thread::Builder::new()
+        .name("axe-serve-tick".into())
+        .spawn(move || {
+            while !shared.stopping() {
+                std::thread::sleep(every);
+                let _ = std::net::TcpStream::connect_timeout(&to, every);
+            }
+        });
+}
+
+/// A socket listening on `addr`, its read and write timeouts set to
+/// `idle`: Linux gives them to every connection it accepts, so a client
+/// that stalls its request or its answer is let go.
+fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
+    let l = TcpListener::bind(addr)
+        .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
+    let tv = libc::timeval {
+        tv_sec: libc::time_t::try_from(idle.as_secs()).unwrap_or(10),
+        tv_usec: 0,
+    };
+    for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        // SAFETY: setsockopt on our own socket with a timeval of its size.
+        let r = unsafe {
+            libc::setsockopt(
+                l.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&raw const tv).cast(),
+                libc::socklen_t::try_from(std::mem::size_of::<libc::timeval>()).unwrap_or(16),
+            )
+        };
+        if r != 0 {
+            return Err(Error::general(format!(
+                "cannot set the socket's timeouts: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+    }
+    Ok(l)
+}
+
+/// Takes requests until the stop: `/healthz` answered at once, a request
+/// without the token refused, the rest handed to a free worker, or told to
+/// come back (429) when all `max` are busy. The listener's error, if it
+/// failed.
+fn dispatch(
+    server: &tiny_http::Server,
+    shared: &Shared,
+    tx: &SyncSender<(Request, Instant)>,
+    max: usize,
+) -> Option<std::io::Error> {
+    while !shared.stopping() {
+        let rq = match server.recv_timeout(Duration::from_millis(100)) {
+            Ok(Some(rq)) => rq,
+            Ok(None) => continue,
+            Err(e) => return Some(e),
+        };
+        let started = Instant::now();
+        let (method, path) = (rq.method().to_string(), rq.url().to_string());
+        if path == "/healthz" {
+            let status = respond_json(rq, 200, &json!({"status": "ok"}), &[]);
+            access(
+                shared,
+                &method,
+                &path,
+                &Served {
+                    status,
+                    ..Served::new("")
+                },
+                started,
+            );
+            continue;
+        }
+        let auth = rq
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .map(|h| h.value.as_str().to_string());
+        if !auth::allowed(shared.settings.token.as_deref(), auth.as_deref()) {
+            let e = ApiError::new(
+                401,
+                "invalid_request_error",
+                "invalid_api_key",
+                "a valid bearer token is required",
+            );
+            let status = respond_error(rq, &e, &[("www-authenticate", "Bearer".into())]);
+            access(
+                shared,
+                &method,
+                &path,
+                &Served {
+                    status,
+                    ..Served::new("")
+                },
+                started,
+            );
+            continue;
+        }
+        if shared.active.fetch_add(1, Ordering::SeqCst) >= max {
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            let e = ApiError::new(
+                429,
+                "rate_limit_error",
+                "too_many_requests",
+                format!("the server is running {max} requests, its most: try again shortly"),
+            );
+            let status = respond_error(rq, &e, &[("retry-after", RETRY_AFTER.into())]);
+            access(
+                shared,
+                &method,
+                &path,
+                &Served {
+                    status,
+                    ..Served::new("")
+                },
+                started,
+            );
+            continue;
+        }
+        if let Err(e) = tx.send((rq, started)) {
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            drop(e);
+        }
+    }
+    None
+}
+
+/// A worker: one request at a time, a panic kept inside its request
+/// (tiny_http answers it 500).
+fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
+    loop {
+        let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok((rq, started)) = next else {
+            return;
+        };
+        let (method, path) = (rq.method().to_string(), rq.url().to_string());
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handle::request(rq, shared, started)
+        }))
+        .unwrap_or_else(|_| Served {
+            status: 500,
+            ..Served::new("")
+        });
+        shared.active.fetch_sub(1, Ordering::SeqCst);
+        access(shared, &method, &path, &served, started);
+    }
+}
+
+/// The stop: requests tiny_http had read but not handed out are told 503;
+/// running ones get the grace period, then are cancelled and get
+/// [`AFTER_GRACE`] more.
+fn stop(server: &tiny_http::Server, shared: &Shared) {
+    crate::stderr::lines("axe: stopping: no new requests; waiting for those running\n".into());
+    while let Ok(Some(rq)) = server.try_recv() {
+        let e = ApiError::new(
+            503,
+            "server_error",
+            "shutting_down",
+            "the server is stopping",
+        );
+        respond_error(rq, &e, &[("connection", "close".into())]);
+    }
+    let idle = |within: Duration| {
+        let until = Instant::now() + within;
+        while shared.active.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        shared.active.load(Ordering::SeqCst) == 0
+    };
+    if idle(shared.settings.grace) {
+        return;
+    }
+    let runs = shared
+        .runs
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    crate::stderr::lines(format!(
+        "axe: stopping: cancelling {} running requests\n",
+        runs.len()
+    ));
+    for (_, cancel) in &runs {
+        cancel.cancel();
+    }
+    idle(AFTER_GRACE);
+    crate::stderr::flush(crate::stderr::PATIENCE);
+}
+
+/// One access-log line on stderr: method, path, agent, status, time,
+/// tokens, request id. Never waits for stderr.
+fn access(shared: &Shared, method: &str, path: &str, s: &Served, started: Instant) {
+    if !shared.settings.access_log {
+        return;
+    }
+    let path: String = path
+        .chars()
+        .take(200)
+        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+        .collect();
+    let agent: String = s
+        .agent
+        .chars()
+        .take(100)
+        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+        .collect();
+    let agent = if agent.is_empty() {
+        "-".to_string()
+    } else {
+        agent
+    };
+    let id = if s.id.is_empty() { "-" } else { &s.id };
+    crate::stderr::lines(format!(
+        "axe: serve: {method} {path} agent={agent} status={} ms={} tokens={} id={id}\n",
+        s.status,
+        crate::deadline::millis(started.elapsed()),
+        s.tokens,
+    ));
+}
+
+/// Answers `rq` with `status` and the JSON `body`; returns the status.
+fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]) -> u16 {
+    let mut resp = Response::from_string(body.to_string()).with_status_code(status);
+    let headers = [("content-type", "application/json")]
+        .into_iter()
+        .chain(extra.iter().map(|(n, v)| (*n, v.as_str())));
+    for (name, value) in headers {
+        // Every name and value here is axe's own ASCII.
+        if let Ok(h) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
+            resp = resp.with_header(h);
+        }
+    }
+    let _ = rq.respond(resp);
+    status
+}
+
+/// Answers `rq` with `e` in OpenAI's error shape.
+fn respond_error(rq: Request, e: &ApiError, extra: &[(&str, String)]) -> u16 {
+    respond_json(rq, e.status, &e.body(), extra)
+}

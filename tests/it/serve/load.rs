@@ -1,0 +1,129 @@
+//! 200 requests at once against `--max-concurrent 64` and an instant
+//! provider (design §14.4): every one answered 200 or told 429 with
+//! Retry-After, none lost; after, the server's threads, descriptors and
+//! memory back where they were.
+
+use std::time::{Duration, Instant};
+
+use super::{Server, chat_body, post};
+use crate::common::*;
+
+/// The most idle connections the provider's pool keeps.
+const POOL: u64 = 64 + 4;
+
+/// `/proc/<pid>/status`'s field `name`, in its unit (kB for memory).
+fn status_field(pid: u32, name: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| {
+            v.trim_start_matches(':')
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Waits until `f()` is at most `most`; its last value.
+fn settle(most: u64, f: impl Fn() -> u64) -> u64 {
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until && f() > most {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    f()
+}
+
+/// 200 requests at once; how many got 200 and how many 429.
+fn burst(addr: &str) -> (usize, usize) {
+    let handles: Vec<_> = (0..200)
+        .map(|i| {
+            let addr = addr.to_string();
+            std::thread::spawn(move || {
+                post(
+                    &addr,
+                    "/v1/chat/completions",
+                    &chat_body("helper", &format!("n{i}")),
+                    "",
+                )
+            })
+        })
+        .collect();
+    let (mut ok, mut busy) = (0, 0);
+    for h in handles {
+        let r = h.join().unwrap();
+        match r.status {
+            200 => ok += 1,
+            429 => {
+                assert!(
+                    r.head.to_ascii_lowercase().contains("retry-after: 1"),
+                    "{}",
+                    r.head
+                );
+                busy += 1;
+            }
+            other => panic!("a request got {other}: {}", r.body),
+        }
+    }
+    (ok, busy)
+}
+
+#[test]
+fn two_hundred_requests_at_once_are_each_answered_or_told_429_and_nothing_leaks() {
+    let home = Home::new();
+    home.named_agent("helper", "openai/gpt-4o", "");
+    let fake = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let server = Server::start(&home, &fake, &["--max-concurrent", "64", "--no-log", "-q"]);
+    let pid = server.pid();
+    // One request first: the lazily made parts (the hang-up watcher, the
+    // provider's connection pool) exist before the baseline is taken.
+    assert_eq!(
+        post(
+            &server.addr,
+            "/v1/chat/completions",
+            &chat_body("helper", "warm"),
+            ""
+        )
+        .status,
+        200
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let threads0 = status_field(pid, "Threads");
+    let fds0 = fds(pid) as u64;
+    let (ok, busy) = burst(&server.addr);
+    assert_eq!(ok + busy, 200);
+    assert!(
+        ok >= 64,
+        "at least a pool's worth ran: {ok} ok, {busy} told 429"
+    );
+    let rss1 = status_field(pid, "VmRSS");
+    // The provider's connection pool keeps at most 64 idle connections
+    // (src/provider/client.rs): descriptors may grow by that much and no
+    // more, however many bursts come (measured: every one of them is a
+    // pooled connection to the provider, none a client's).
+    let fds1 = settle(fds0 + POOL, || fds(pid) as u64);
+    let (ok2, busy2) = burst(&server.addr);
+    assert_eq!(ok2 + busy2, 200);
+    // tiny_http's connection threads end after 5 s idle.
+    let threads = settle(threads0 + 2, || status_field(pid, "Threads"));
+    let fds2 = settle(fds0 + POOL, || fds(pid) as u64);
+    let rss2 = status_field(pid, "VmRSS");
+    eprintln!(
+        "serve load: {ok}+{ok2} ok, {busy}+{busy2} told 429; threads {threads0} -> {threads}, fds {fds0} -> {fds1} -> {fds2}, rss after one burst {rss1} kB, after two {rss2} kB"
+    );
+    assert!(threads <= threads0 + 2, "threads {threads0} -> {threads}");
+    assert!(fds1 <= fds0 + POOL, "descriptors {fds0} -> {fds1}");
+    assert!(
+        fds2 <= fds1 + 2,
+        "descriptors grew from one burst to the next: {fds1} -> {fds2}"
+    );
+    assert!(
+        rss2 <= rss1 + 4096,
+        "memory grew from one burst to the next: {rss1} -> {rss2} kB"
+    );
+}
