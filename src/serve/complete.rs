@@ -87,7 +87,10 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
         retries: shared.settings.retries,
         max_tokens: chat.max_tokens,
         max_turns: None,
-        stream: chat.stream,
+        // Always streamed from the provider, whatever the client asked:
+        // a stream is read piece by piece, so a cancel is seen at the next
+        // piece instead of when a whole answer arrives (design §14.3).
+        stream: true,
         whole: !chat.stream,
         text,
         cancel: cancel.clone(),

@@ -304,3 +304,35 @@ fn sigterm_lets_running_requests_finish_then_the_server_exits() {
         "no longer listening"
     );
 }
+
+#[test]
+fn a_client_that_hangs_up_before_a_whole_answer_stops_its_run_too() {
+    // The client did not ask for a stream; axe streams from the provider
+    // anyway, so the hang-up is seen at the provider's next keep-alive.
+    let home = home();
+    let first = sse(&[(
+        None,
+        json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}, "finish_reason": null}]}),
+    )]);
+    let fake = FakeServer::start(vec![P::OpenAi.stream_steps(vec![
+        Step::bytes(&first, 1024),
+        Step::Forever(": keep-alive\n\n".into()),
+    ])]);
+    let server = Server::start(&home, &fake, &["--timeout", "60"]);
+    let body =
+        json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}).to_string();
+    let mut conn = std::net::TcpStream::connect(&server.addr).unwrap();
+    let req = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    std::io::Write::write_all(&mut conn, req.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    drop(conn);
+    assert!(
+        server.wait_log("status=499", Duration::from_secs(5)),
+        "the run went on after its client left: {}",
+        server.log()
+    );
+    assert_eq!(fake.only_request().json()["stream"], true);
+}
