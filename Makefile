@@ -44,7 +44,7 @@ bench:
 	$(CARGO) bench --bench batch
 	$(CARGO) bench --bench serve
 
-## fuzz: every fuzzer in tests/fuzz.rs (response bodies, streams, TOML files, retry
+## fuzz: every fuzzer in tests/fuzz/ (response bodies, streams, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a
 ## million), release build; AXE_FUZZ_SEED=n explores elsewhere. Several
 ## minutes; not part of `make test`
