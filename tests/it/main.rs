@@ -72,7 +72,7 @@
 //! descriptors of its own process (§3.15), and `tests/peak_memory.rs`
 //! measures axe's peak memory, which Linux counts from the process that
 //! spawned it: both need a test process that nothing else grows.
-//! `tests/fuzz.rs` (`make fuzz`), `tests/e2e.rs` (`make e2e`, against real
+//! `tests/fuzz/` (`make fuzz`), `tests/e2e/` (`make e2e`, against real
 //! servers) and `tests/static_build.rs` (the `make static` binary) are run
 //! on their own.
 
