@@ -1,9 +1,33 @@
 //! The one deadline of a run (`--timeout`, design D5): no request is sent
 //! or waited for past it, and reading stdin and context files stops at it.
-//! A sub-agent call gets its own, never later than its caller's. And
+//! A sub-agent call gets its own, never later than its caller's. A run
+//! may also be cancelled before it ([`Cancel`], `axe serve`'s). And
 //! durations as the whole milliseconds every report gives.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// Seconds a top-level run has when neither `--timeout` nor its agent
+/// file says (`axe run`, a batch's inputs, a served request).
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+
+/// A run's cancel flag, shared by every agent and tool of its tree. Once
+/// set it stays set.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Asks the run to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the run was asked to stop.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
 
 /// An instant and the seconds it stands for (for the timeout message).
 #[derive(Debug, Clone, Copy)]

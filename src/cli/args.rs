@@ -4,8 +4,7 @@
 
 use argh::FromArgs;
 
-/// Default `--timeout`, seconds.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+pub use crate::deadline::DEFAULT_TIMEOUT_SECS;
 
 #[derive(FromArgs, Debug)]
 /// Run LLM agents defined in TOML files. Agents live in ./axe/agents or

@@ -48,7 +48,7 @@ pub struct Provider {
     /// The run's cancel flag (`axe serve`): no request is sent or retried
     /// once it is set, and a stream being read is given up at its next
     /// piece (design §14.3).
-    pub cancel: Option<crate::run::Cancel>,
+    pub cancel: Option<crate::deadline::Cancel>,
 }
 
 impl fmt::Debug for Provider {
@@ -257,7 +257,9 @@ impl Provider {
 
     /// Whether the run this provider serves was cancelled.
     pub(super) fn cancelled(&self) -> bool {
-        self.cancel.as_ref().is_some_and(crate::run::Cancel::is_set)
+        self.cancel
+            .as_ref()
+            .is_some_and(crate::deadline::Cancel::is_set)
     }
 
     /// The failure of a request given up because its run was cancelled:

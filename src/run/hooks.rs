@@ -1,14 +1,13 @@
 //! What the host of a top-level run gives it beside its settings: where the
 //! top-level agent's streamed text goes ([`TextSink`]: stdout for `axe
 //! run`, an HTTP client's event stream for `axe serve`), and the flag that
-//! cancels the run before its deadline ([`Cancel`]: set by `axe serve` when
-//! the client goes away or the server stops; `axe run` never sets it, a
-//! signal ends that process instead). Design §14.3 says what a cancel stops
-//! and how fast.
+//! cancels the run before its deadline (`deadline::Cancel`, beside the
+//! deadline it cuts short: set by `axe serve` when the client goes away or
+//! the server stops; `axe run` never sets it, a signal ends that process
+//! instead). Design §14.3 says what a cancel stops and how fast.
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A piece of streamed text, and whether it is the first of a new turn.
 pub type TextFn = dyn Fn(&str, bool) + Send + Sync;
@@ -39,22 +38,5 @@ impl fmt::Debug for TextSink {
             TextSink::Stdout => "Stdout",
             TextSink::To(_) => "To(..)",
         })
-    }
-}
-
-/// A run's cancel flag, shared by every agent and tool of its tree. Once
-/// set it stays set.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// Asks the run to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether the run was asked to stop.
-    pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
     }
 }

@@ -30,8 +30,9 @@ use crate::stderr::Verbose;
 use crate::tool::{self, Caller};
 use crate::trace_event::{Ending, TraceEvent};
 
+pub use crate::deadline::Cancel;
 pub use converse::{ToolRunner, converse};
-pub use hooks::{Cancel, TextFn, TextSink};
+pub use hooks::{TextFn, TextSink};
 
 /// The most send-receive cycles one conversation may take.
 pub const MAX_TURNS: u32 = 50;

@@ -56,7 +56,7 @@ pub struct Request<'a> {
     pub policy: &'a Policy,
     pub deadline: Instant,
     /// Stops the command as the deadline would, when set.
-    pub cancel: Option<&'a crate::run::Cancel>,
+    pub cancel: Option<&'a crate::deadline::Cancel>,
     pub max_output: usize,
 }
 

@@ -34,7 +34,7 @@ pub struct Spec<'a> {
     pub deadline: Instant,
     /// Stops the command as the deadline would, when set (checked at least
     /// every [`CANCEL_POLL`]).
-    pub cancel: Option<&'a crate::run::Cancel>,
+    pub cancel: Option<&'a crate::deadline::Cancel>,
     /// Bytes of output kept: half from the start, half from the end.
     pub max_output: usize,
 }
@@ -144,7 +144,7 @@ fn watch(
     out: &mut Capture,
 ) -> Option<Exit> {
     let deadline = spec.deadline;
-    let cancelled = || spec.cancel.is_some_and(crate::run::Cancel::is_set);
+    let cancelled = || spec.cancel.is_some_and(crate::deadline::Cancel::is_set);
     let exited = pidfd(group);
     let mut pipe = Some(std::fs::File::from(read_end));
     let mut stop_at: Option<Instant> = None;

@@ -167,7 +167,7 @@ fn prepare(
     let secs = top::timeout(
         shared.settings.timeout,
         agent.config.timeout,
-        crate::cli::DEFAULT_TIMEOUT_SECS,
+        crate::deadline::DEFAULT_TIMEOUT_SECS,
     );
     let deadline = Deadline::since(started, secs);
     let max_repairs = agent

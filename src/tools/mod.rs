@@ -43,7 +43,7 @@ pub struct Env<'a> {
     pub private_networks: bool,
     pub deadline: Instant,
     /// The run's cancel flag: a running command is stopped when it is set.
-    pub cancel: &'a crate::run::Cancel,
+    pub cancel: &'a crate::deadline::Cancel,
 }
 
 /// How a call ended.

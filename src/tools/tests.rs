@@ -56,7 +56,7 @@ impl Work {
             allowed_hosts: &[],
             private_networks: false,
             deadline: Instant::now() + Duration::from_secs(10),
-            cancel: &crate::run::Cancel::default(),
+            cancel: &crate::deadline::Cancel::default(),
         };
         run(name, &args, &env)
     }
