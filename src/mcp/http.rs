@@ -117,47 +117,26 @@ impl Http {
         deadline: Instant,
         initialize: bool,
     ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Failure::Timeout);
-        }
-        let mut call = self
-            .agent
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        for (k, v) in &self.headers {
-            call = call.header(k, v);
-        }
-        if let Some(id) = self
+        let session = self
             .session
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
-            call = call.header("mcp-session-id", id);
-        }
-        if let Some(v) = self
+            .clone();
+        let version = self
             .version
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
-            call = call.header("mcp-protocol-version", v);
+            .clone();
+        let mut headers: Vec<(&str, &str)> =
+            vec![("accept", "application/json, text/event-stream")];
+        headers.extend(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        if let Some(id) = &session {
+            headers.push(("mcp-session-id", id));
         }
-        let resp = call
-            .config()
-            .timeout_global(Some(left))
-            .build()
-            .send(body.as_bytes())
-            .map_err(|e| match e {
-                ureq::Error::Timeout(_) => Failure::Timeout,
-                e => Failure::Broken(format!(
-                    "cannot reach the MCP server \"{}\": {}",
-                    self.name,
-                    crate::redact::redact(&e.to_string())
-                )),
-            })?;
+        if let Some(v) = &version {
+            headers.push(("mcp-protocol-version", v));
+        }
+        let resp = send_json(&self.agent, &self.name, &self.url, &headers, body, deadline)?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let why = if status == 404
@@ -252,6 +231,38 @@ impl Http {
         }
         Ok(answered)
     }
+}
+
+/// POSTs `body` as JSON to `url` with `headers` before `deadline`: the
+/// response, whatever its status; a timeout; or the server `name` out of
+/// reach (the error redacted). Both HTTP transports send this way.
+pub(super) fn send_json(
+    agent: &ureq::Agent,
+    name: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    deadline: Instant,
+) -> Result<ureq::http::Response<ureq::Body>, Failure> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(Failure::Timeout);
+    }
+    let mut call = agent.post(url).header("content-type", "application/json");
+    for (k, v) in headers {
+        call = call.header(*k, *v);
+    }
+    call.config()
+        .timeout_global(Some(left))
+        .build()
+        .send(body.as_bytes())
+        .map_err(|e| match e {
+            ureq::Error::Timeout(_) => Failure::Timeout,
+            e => Failure::Broken(format!(
+                "cannot reach the MCP server \"{name}\": {}",
+                crate::redact::redact(&e.to_string())
+            )),
+        })
 }
 
 fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {

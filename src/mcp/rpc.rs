@@ -193,6 +193,39 @@ pub fn handle(msg: &Value, pending: &Pending, log: &Log, server: &str) -> Option
     }
 }
 
+/// One request over a connection whose answers arrive on a reader thread
+/// (stdio, the older SSE): a waiter opened, the request sent with `send`
+/// before `deadline`, its answer waited for until then; one still running
+/// at the deadline is forgotten and, when `cancel`, the server is sent
+/// `notifications/cancelled` (a second at most to send it).
+pub fn call(
+    pending: &Pending,
+    method: &str,
+    params: &Value,
+    deadline: Instant,
+    cancel: bool,
+    send: &dyn Fn(&str, Instant) -> Result<(), Failure>,
+) -> Result<Value, Failure> {
+    let waiter = pending.open()?;
+    if let Err(e) = send(&request(waiter.id, method, params), deadline) {
+        pending.close(waiter.id);
+        return Err(e);
+    }
+    match waiter.wait(deadline) {
+        Err(Failure::Timeout) => {
+            pending.close(waiter.id);
+            if cancel {
+                let params =
+                    json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
+                let line = notification("notifications/cancelled", &params);
+                let _ = send(&line, Instant::now() + std::time::Duration::from_secs(1));
+            }
+            Err(Failure::Timeout)
+        }
+        other => other,
+    }
+}
+
 /// The reply to a request the server made: `ping` is answered; anything
 /// else (sampling, roots, elicitation) is not offered by axe.
 fn answer_request(method: &str, id: &Value) -> String {

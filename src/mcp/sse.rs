@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::rpc::{self, Failure, Log, Pending};
 use super::stdio::{Line, MAX_LINE, read_line};
@@ -115,22 +115,14 @@ impl Sse {
         deadline: Instant,
         cancel: bool,
     ) -> Result<Value, Failure> {
-        let waiter = self.pending.open()?;
-        if let Err(e) = self.post(&rpc::request(waiter.id, method, &params), deadline) {
-            self.pending.close(waiter.id);
-            return Err(e);
-        }
-        match waiter.wait(deadline) {
-            Err(Failure::Timeout) => {
-                self.pending.close(waiter.id);
-                if cancel {
-                    let params = json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
-                    let _ = self.notify("notifications/cancelled", &params);
-                }
-                Err(Failure::Timeout)
-            }
-            other => other,
-        }
+        rpc::call(
+            &self.pending,
+            method,
+            &params,
+            deadline,
+            cancel,
+            &|line, until| self.post(line, until),
+        )
     }
 
     /// Sends a notification (a few seconds at most).
@@ -168,26 +160,11 @@ fn post(
     body: &str,
     deadline: Instant,
 ) -> Result<(), Failure> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(Failure::Timeout);
-    }
-    let mut call = agent.post(url).header("content-type", "application/json");
-    for (k, v) in headers {
-        call = call.header(k, v);
-    }
-    let resp = call
-        .config()
-        .timeout_global(Some(left))
-        .build()
-        .send(body.as_bytes())
-        .map_err(|e| match e {
-            ureq::Error::Timeout(_) => Failure::Timeout,
-            e => Failure::Broken(format!(
-                "cannot reach the MCP server \"{name}\": {}",
-                crate::redact::redact(&e.to_string())
-            )),
-        })?;
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let resp = super::http::send_json(agent, name, url, &headers, body, deadline)?;
     let status = resp.status().as_u16();
     if (200..300).contains(&status) {
         Ok(())

@@ -13,7 +13,7 @@ use std::process::{Child, ChildStdin, Command, Stdio as Piped};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::rpc::{self, Failure, Log, Pending};
 use crate::sandbox::orphans;
@@ -123,25 +123,14 @@ impl Stdio {
         deadline: Instant,
         cancel: bool,
     ) -> Result<Value, Failure> {
-        let waiter = self.pending.open()?;
-        if let Err(e) = self
-            .writer
-            .send(&rpc::request(waiter.id, method, &params), deadline)
-        {
-            self.pending.close(waiter.id);
-            return Err(e);
-        }
-        match waiter.wait(deadline) {
-            Err(Failure::Timeout) => {
-                self.pending.close(waiter.id);
-                if cancel {
-                    let params = json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
-                    let _ = self.notify("notifications/cancelled", &params);
-                }
-                Err(Failure::Timeout)
-            }
-            other => other,
-        }
+        rpc::call(
+            &self.pending,
+            method,
+            &params,
+            deadline,
+            cancel,
+            &|line, until| self.writer.send(line, until),
+        )
     }
 
     pub fn pid(&self) -> i32 {
