@@ -15,16 +15,12 @@ use crate::run::Cancel;
 pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
     let path = rq.url().split('?').next().unwrap_or("").to_string();
     match (rq.method(), path.as_str()) {
-        (Method::Get, "/v1/models") => {
-            let mut served = Served::new("");
-            served.status = match shared.agents() {
-                Ok(agents) => {
-                    super::respond_json(rq, 200, &reply::models(&agents, reply::now_secs()), &[])
-                }
-                Err(e) => super::respond_error(rq, &reply::run_error(&e), &[]),
-            };
-            served
-        }
+        (Method::Get, "/v1/models") => Served::only(match shared.agents() {
+            Ok(agents) => {
+                super::respond_json(rq, 200, &reply::models(&agents, reply::now_secs()), &[])
+            }
+            Err(e) => super::respond_error(rq, &reply::run_error(&e), &[]),
+        }),
         (Method::Post, "/v1/chat/completions") => {
             // The socket, to stop reading a body refused and to notice
             // the client leave.
@@ -35,18 +31,13 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
             let body = match body(&mut rq, shared.settings.max_body, sock.as_ref()) {
                 Ok(b) => b,
                 Err(e) => {
-                    let mut served = Served::new("");
-                    served.status = super::respond_error(rq, &e, &[("connection", "close".into())]);
-                    return served;
+                    let closed = [("connection", "close".into())];
+                    return Served::only(super::respond_error(rq, &e, &closed));
                 }
             };
             let chat = match chat::parse(&body, shared.settings.system_messages) {
                 Ok(c) => c,
-                Err(e) => {
-                    let mut served = Served::new("");
-                    served.status = super::respond_error(rq, &e, &[]);
-                    return served;
-                }
+                Err(e) => return Served::only(super::respond_error(rq, &e, &[])),
             };
             drop(body);
             let cancel = Cancel::default();
@@ -55,26 +46,22 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
             complete::run(rq, &chat, shared, started, &cancel)
         }
         (_, "/v1/models" | "/v1/chat/completions") => {
-            let mut served = Served::new("");
             let e = ApiError::new(
                 405,
                 "invalid_request_error",
                 "method_not_allowed",
                 "method not allowed",
             );
-            served.status = super::respond_error(rq, &e, &[]);
-            served
+            Served::only(super::respond_error(rq, &e, &[]))
         }
         _ => {
-            let mut served = Served::new("");
             let e = ApiError::new(
                 404,
                 "invalid_request_error",
                 "not_found",
                 format!("no route {path}"),
             );
-            served.status = super::respond_error(rq, &e, &[]);
-            served
+            Served::only(super::respond_error(rq, &e, &[]))
         }
     }
 }

@@ -97,6 +97,14 @@ pub struct Served {
 }
 
 impl Served {
+    /// A request answered `status` before any agent ran.
+    pub(super) fn only(status: u16) -> Served {
+        Served {
+            status,
+            ..Served::new("")
+        }
+    }
+
     fn new(agent: &str) -> Served {
         Served {
             agent: agent.to_string(),
@@ -275,16 +283,7 @@ fn dispatch(
         let (method, path) = (rq.method().to_string(), rq.url().to_string());
         if path == "/healthz" {
             let status = respond_json(rq, 200, &json!({"status": "ok"}), &[]);
-            access(
-                shared,
-                &method,
-                &path,
-                &Served {
-                    status,
-                    ..Served::new("")
-                },
-                started,
-            );
+            access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
         let auth = rq
@@ -300,16 +299,7 @@ fn dispatch(
                 "a valid bearer token is required",
             );
             let status = respond_error(rq, &e, &[("www-authenticate", "Bearer".into())]);
-            access(
-                shared,
-                &method,
-                &path,
-                &Served {
-                    status,
-                    ..Served::new("")
-                },
-                started,
-            );
+            access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
         if shared.active.fetch_add(1, Ordering::SeqCst) >= max {
@@ -321,16 +311,7 @@ fn dispatch(
                 format!("the server is running {max} requests, its most: try again shortly"),
             );
             let status = respond_error(rq, &e, &[("retry-after", RETRY_AFTER.into())]);
-            access(
-                shared,
-                &method,
-                &path,
-                &Served {
-                    status,
-                    ..Served::new("")
-                },
-                started,
-            );
+            access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
         if let Err(e) = tx.send((rq, started)) {
@@ -353,10 +334,7 @@ fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
         let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             handle::request(rq, shared, started)
         }))
-        .unwrap_or_else(|_| Served {
-            status: 500,
-            ..Served::new("")
-        });
+        .unwrap_or_else(|_| Served::only(500));
         shared.active.fetch_sub(1, Ordering::SeqCst);
         access(shared, &method, &path, &served, started);
     }
