@@ -351,3 +351,10 @@ pub fn run_within(cmd: &mut Command, limit: Duration) -> Bounded {
         killed,
     }
 }
+
+/// Sends signal `sig` to `child`, a process the test started.
+pub fn signal(child: &std::process::Child, sig: i32) {
+    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    // SAFETY: kill(2) of the test's own child, by its pid.
+    unsafe { libc::kill(pid, sig) };
+}

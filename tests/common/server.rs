@@ -202,6 +202,18 @@ impl FakeServer {
         FakeServer::start(vec![Reply::Json(status, body.to_string())])
     }
 
+    /// Waits until this server has seen `n` requests (at most 10 s).
+    pub fn wait_for_requests(&self, n: usize) {
+        let started = std::time::Instant::now();
+        while self.requests().len() < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no request came"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }

@@ -252,8 +252,7 @@ fn a_batch_stopped_by_ctrl_c_resumes_without_doing_an_input_twice() {
         .spawn()
         .unwrap();
     wait_for_lines(&out, 10);
-    // SAFETY: a plain kill(2) of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    signal(&child, libc::SIGINT);
     let first = child.wait_with_output().unwrap();
     assert_eq!(code(&first), 130, "{}", stderr(&first));
     assert!(

@@ -424,23 +424,6 @@ fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
 // Signals.
 // ---------------------------------------------------------------------------
 
-fn signal(child: &std::process::Child, sig: i32) {
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as libc::pid_t, sig) };
-}
-
-/// Waits until `server` has seen `n` requests (at most 10 s).
-fn wait_for_requests(server: &FakeServer, n: usize) {
-    let started = Instant::now();
-    while server.requests().len() < n {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no request came"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn sigterm_or_sighup_mid_run_closes_the_trace_and_exits_143_or_129() {
     for (sig, status, why) in [
@@ -457,7 +440,7 @@ fn sigterm_or_sighup_mid_run_closes_the_trace_and_exits_143_or_129() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        wait_for_requests(&server, 1);
+        server.wait_for_requests(1);
         signal(&child, sig);
         let out = child.wait_with_output().unwrap();
         assert_eq!(code(&out), status, "{why}: {}", stderr(&out));
@@ -492,7 +475,7 @@ fn an_ignored_sigint_stays_ignored() {
         });
     }
     let child = cmd.spawn().unwrap();
-    wait_for_requests(&server, 1);
+    server.wait_for_requests(1);
     signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));

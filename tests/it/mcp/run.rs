@@ -275,8 +275,7 @@ fn ctrl_c_in_the_middle_of_a_call_leaves_no_server_behind() {
     }
     std::thread::sleep(Duration::from_millis(800));
     assert!(!with_marker(&mark).is_empty(), "the server is not running");
-    // SAFETY: a signal to the test's own child.
-    unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGINT) };
+    signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 130, "{} / {}", stderr(&out), stdout(&out));
     assert!(with_marker(&mark).is_empty(), "the server outlived Ctrl-C");

@@ -8,7 +8,7 @@ use crate::common::*;
 use crate::tree_fake::{billed, three_levels};
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn a_tree_that_answered_leaves_one_record_with_the_trees_tokens_calls_and_trace() {
@@ -119,16 +119,8 @@ fn a_run_ended_by_a_signal_leaves_a_record_with_the_signals_status() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while server.requests().is_empty() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "no request came"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        server.wait_for_requests(1);
+        signal(&child, sig);
         let out = child.wait_with_output().unwrap();
         assert_eq!(code(&out), status, "{}", stderr(&out));
         assert_eq!(stderr(&out), format!("axe: {why}\n"));

@@ -279,8 +279,7 @@ fn ctrl_c_during_a_stream_writes_out_the_text_already_received() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: a signal to the child this test started.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    signal(&child, libc::SIGINT);
     // A slow reader: 8 KiB every 10 ms, 250 ms for the whole text.
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
