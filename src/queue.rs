@@ -59,6 +59,10 @@ struct State {
     failed: bool,
     /// Why stdout was given up, unless its reader went away.
     error: Option<String>,
+    /// Callers inside [`Queue::flush`]: a completed write wakes them, and
+    /// costs no system call when there are none (each token of a stream
+    /// is such a write).
+    flushing: usize,
     /// Lines of the progress view on screen.
     frame_lines: usize,
     /// The view was ended: frames that come later are not drawn.
@@ -84,6 +88,7 @@ impl Queue {
                 queue: VecDeque::new(),
                 queued_bytes: 0,
                 dropped: 0,
+                flushing: 0,
                 started: false,
                 threadless: false,
                 writing: false,
@@ -199,11 +204,13 @@ impl Queue {
             if left.is_zero() {
                 return false;
             }
+            state.flushing = state.flushing.saturating_add(1);
             state = self
                 .progress
                 .wait_timeout(state, left)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            state.flushing = state.flushing.saturating_sub(1);
             if state.written != seen {
                 seen = state.written;
                 since = Instant::now();
@@ -315,7 +322,9 @@ impl Queue {
             state.dropped = 0;
             crate::stderr::warn(&format!("cannot write the trace ({e}); tracing stopped"));
         }
-        self.progress.notify_all();
+        if state.flushing > 0 {
+            self.progress.notify_all();
+        }
         state
     }
 }

@@ -7,6 +7,9 @@
 //! event types not listed are let be; an `error` event is the provider's
 //! failure.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Piece, StreamError, failed, json, parse_whole, text};
@@ -26,6 +29,27 @@ pub(super) struct Assembly {
     usage: serde_json::Map<String, Value>,
     /// `message_stop` came: the stream is whole.
     stopped: bool,
+}
+
+/// A `content_block_delta` with a `text_delta`, the most of a stream: read
+/// without building a JSON tree, its text borrowed from the event (as the
+/// OpenAI wire's text chunks are, `openai.rs`). Any other event fails to
+/// read as this and is read whole by [`Assembly::event`].
+#[derive(Deserialize)]
+struct TextEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: u64,
+    #[serde(borrow)]
+    delta: TextDelta<'a>,
+}
+
+#[derive(Deserialize)]
+struct TextDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    text: Cow<'a, str>,
 }
 
 /// One content block: as it began, and its deltas so far.
@@ -49,9 +73,19 @@ impl Assembly {
 
     /// One event; the name on its `event:` line says what its data's `type`
     /// says, which is read.
-    pub(super) fn event(&mut self, name: &str, data: &str) -> Result<Piece, StreamError> {
+    pub(super) fn event<'a>(
+        &mut self,
+        name: &str,
+        data: &'a str,
+    ) -> Result<Piece<'a>, StreamError> {
         if self.stopped {
             return Ok(Piece::default());
+        }
+        if let Ok(e) = serde_json::from_str::<TextEvent>(data)
+            && e.kind == "content_block_delta"
+            && e.delta.kind == "text_delta"
+        {
+            return Ok(self.text_delta(e.index, e.delta.text));
         }
         let event = json(data)?;
         let kind = event["type"].as_str().unwrap_or(name);
@@ -91,7 +125,7 @@ impl Assembly {
         }
     }
 
-    fn block_start(&mut self, event: &Value) -> Piece {
+    fn block_start(&mut self, event: &Value) -> Piece<'static> {
         let start = event["content_block"].clone();
         let index = event["index"].as_u64().unwrap_or(u64::MAX);
         let first = text(&start["text"]).to_string();
@@ -109,11 +143,11 @@ impl Assembly {
         // its first text.
         Piece {
             delta: !is_text || !first.is_empty(),
-            text: is_text.then_some(first),
+            text: is_text.then_some(Cow::Owned(first)),
         }
     }
 
-    fn block_delta(&mut self, event: &Value) -> Piece {
+    fn block_delta(&mut self, event: &Value) -> Piece<'static> {
         let index = event["index"].as_u64().unwrap_or(u64::MAX);
         let Some(block) = self.blocks.iter_mut().find(|b| b.index == index) else {
             // A delta for a block that never began: nothing to add it to.
@@ -123,12 +157,8 @@ impl Assembly {
         let mut piece = Piece::default();
         let part = match delta["type"].as_str().unwrap_or("") {
             "text_delta" => {
-                let t = text(&delta["text"]);
-                block.text.push_str(t);
-                if block.start["type"] == "text" {
-                    piece.text = Some(t.to_string());
-                }
-                t
+                let t = text(&delta["text"]).to_string();
+                return self.text_delta(index, Cow::Owned(t));
             }
             "input_json_delta" => {
                 let t = text(&delta["partial_json"]);
@@ -152,6 +182,19 @@ impl Assembly {
         };
         piece.delta = !part.is_empty();
         piece
+    }
+
+    /// Text added to the block at `index`: printed when it is a text block
+    /// (a thinking block's text is not).
+    fn text_delta<'a>(&mut self, index: u64, t: Cow<'a, str>) -> Piece<'a> {
+        let Some(block) = self.blocks.iter_mut().find(|b| b.index == index) else {
+            return Piece::default();
+        };
+        block.text.push_str(&t);
+        Piece {
+            delta: !t.is_empty(),
+            text: (block.start["type"] == "text").then_some(t),
+        }
     }
 
     /// The answer, read as the same answer sent whole would be.

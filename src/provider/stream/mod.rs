@@ -18,6 +18,8 @@ mod ollama;
 mod openai;
 pub mod sse;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::{ErrorDetail, Kind, MAX_BODY_BYTES, Response, error_detail};
@@ -61,8 +63,8 @@ enum Wire {
 /// What an assembly reads from one event or line: the text to print, and
 /// whether a content or tool-call delta came (for the time to first token).
 #[derive(Debug, Default)]
-struct Piece {
-    text: Option<String>,
+struct Piece<'a> {
+    text: Option<Cow<'a, str>>,
     delta: bool,
 }
 
@@ -170,7 +172,7 @@ impl Decoder {
 }
 
 impl Wire {
-    fn event(&mut self, name: &str, data: &str) -> Result<Piece, StreamError> {
+    fn event<'a>(&mut self, name: &str, data: &'a str) -> Result<Piece<'a>, StreamError> {
         match self {
             Wire::OpenAi(a) => a.event(data),
             Wire::Anthropic(a) => a.event(name, data),

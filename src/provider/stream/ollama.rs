@@ -4,10 +4,34 @@
 //! (`prompt_eval_count`, `eval_count`). A line with an `error` is the
 //! server's failure.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::{Piece, StreamError, failed, json, parse_whole};
 use crate::provider::{Response, ollama};
+
+/// A line that only adds answer text, the most of a stream: read without
+/// building a JSON tree, its text borrowed from the line (as the OpenAI
+/// wire's text chunks are, `openai.rs`). Any other line fails to read as
+/// this, or has a field this one must not have, and is read whole by
+/// [`Assembly::line`].
+#[derive(Deserialize)]
+struct TextLine<'a> {
+    #[serde(borrow)]
+    message: TextMessage<'a>,
+    done: Option<bool>,
+    error: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct TextMessage<'a> {
+    #[serde(borrow)]
+    content: Cow<'a, str>,
+    tool_calls: Option<IgnoredAny>,
+}
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
@@ -25,9 +49,21 @@ impl Assembly {
     }
 
     /// One line (blank lines are let be).
-    pub(super) fn line(&mut self, line: &str) -> Result<Piece, StreamError> {
+    pub(super) fn line<'a>(&mut self, line: &'a str) -> Result<Piece<'a>, StreamError> {
         if line.is_empty() || self.last.is_some() {
             return Ok(Piece::default());
+        }
+        if let Ok(l) = serde_json::from_str::<TextLine>(line)
+            && l.error.is_none()
+            && l.done != Some(true)
+            && l.message.tool_calls.is_none()
+        {
+            let t = l.message.content;
+            self.content.push_str(&t);
+            return Ok(Piece {
+                delta: !t.is_empty(),
+                text: Some(t),
+            });
         }
         let object = json(line)?;
         if !object["error"].is_null() {
@@ -38,7 +74,7 @@ impl Assembly {
         if let Some(t) = message["content"].as_str() {
             self.content.push_str(t);
             piece.delta = !t.is_empty();
-            piece.text = Some(t.to_string());
+            piece.text = Some(Cow::Owned(t.to_string()));
         }
         if let Some(calls) = message["tool_calls"].as_array() {
             self.tool_calls.extend(calls.iter().cloned());

@@ -6,6 +6,10 @@
 //! `stream_options.include_usage` asks for, and `[DONE]`. An `error` object
 //! in a chunk is the provider's failure.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use super::{Piece, StreamError, failed, json, parse_whole, text};
@@ -24,6 +28,34 @@ pub(super) struct Assembly {
     usage: Value,
     /// `[DONE]` came: the stream is whole.
     done: bool,
+}
+
+/// A chunk that only adds answer text, the most of a stream: read without
+/// building a JSON tree (a fifth of a stream's CPU went to that and to
+/// freeing it again), its fields borrowed from the event, the rest skipped.
+/// Any other chunk fails to read as this, or has a field this one must not
+/// have, and is read whole by [`Assembly::event`].
+#[derive(Deserialize)]
+struct TextChunk<'a> {
+    #[serde(borrow)]
+    choices: Vec<TextChoice<'a>>,
+    error: Option<IgnoredAny>,
+    usage: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct TextChoice<'a> {
+    #[serde(borrow)]
+    delta: TextDelta<'a>,
+    finish_reason: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct TextDelta<'a> {
+    #[serde(borrow)]
+    content: Cow<'a, str>,
+    refusal: Option<IgnoredAny>,
+    tool_calls: Option<IgnoredAny>,
 }
 
 /// One tool call's fragments.
@@ -45,13 +77,21 @@ impl Assembly {
     }
 
     /// One event's data.
-    pub(super) fn event(&mut self, data: &str) -> Result<Piece, StreamError> {
+    pub(super) fn event<'a>(&mut self, data: &'a str) -> Result<Piece<'a>, StreamError> {
         if self.done {
             return Ok(Piece::default());
         }
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(Piece::default());
+        }
+        if let Some(t) = only_text(data) {
+            self.chose = true;
+            self.content.push_str(&t);
+            return Ok(Piece {
+                delta: !t.is_empty(),
+                text: Some(t),
+            });
         }
         let chunk = json(data)?;
         if !chunk["error"].is_null() {
@@ -71,7 +111,7 @@ impl Assembly {
         let mut piece = Piece::default();
         if let Some(t) = delta["content"].as_str() {
             self.content.push_str(t);
-            piece.text = Some(t.to_string());
+            piece.text = Some(Cow::Owned(t.to_string()));
             piece.delta = !t.is_empty();
         }
         if let Some(r) = delta["refusal"].as_str() {
@@ -154,6 +194,21 @@ impl Assembly {
             openai::parse,
         )
     }
+}
+
+/// The text of a chunk that does nothing but add some: one choice (the
+/// first is the one read) whose delta has content and no refusal or tool
+/// calls, with no finish reason, usage or error.
+fn only_text(data: &str) -> Option<Cow<'_, str>> {
+    let chunk: TextChunk = serde_json::from_str(data).ok()?;
+    if chunk.error.is_some() || chunk.usage.is_some() {
+        return None;
+    }
+    let choice = chunk.choices.into_iter().next()?;
+    let delta = choice.delta;
+    let plain =
+        choice.finish_reason.is_none() && delta.refusal.is_none() && delta.tool_calls.is_none();
+    plain.then_some(delta.content)
 }
 
 impl Call {

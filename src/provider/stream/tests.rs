@@ -220,3 +220,86 @@ fn a_stream_over_the_body_limit_is_an_error_however_small_its_events() {
         StreamError::Invalid("stream larger than 32 MiB".into())
     );
 }
+
+/// The events built from `data` lines, each in an SSE frame.
+fn sse(data: &[&str]) -> String {
+    data.iter().map(|d| format!("data: {d}\n\n")).collect()
+}
+
+#[test]
+fn openai_text_chunks_that_carry_more_than_text_lose_none_of_it() {
+    let stream = sse(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"a\u00e9\n"},"finish_reason":null}],"usage":null}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":null},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"b","tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"c","refusal":"no"},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"d"},"finish_reason":"length"}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":""}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+        "[DONE]",
+    ]);
+    let (printed, r) = whole(Kind::OpenAi, &stream);
+    let r = r.unwrap();
+    assert_eq!(printed, "aé\nbcd");
+    assert_eq!(r.tool_calls.len(), 1);
+    assert!(r.declined.unwrap().ends_with(": no"));
+    assert_eq!((r.input_tokens, r.output_tokens), (3, 4));
+    assert_eq!(r.stop_reason, "length");
+    let error =
+        sse(&[r#"{"choices":[{"index":0,"delta":{"content":"x"}}],"error":{"message":"boom"}}"#]);
+    assert!(matches!(
+        whole(Kind::OpenAi, &error).1,
+        Err(StreamError::Failed(_))
+    ));
+}
+
+#[test]
+fn anthropic_text_deltas_print_only_for_text_blocks_that_began() {
+    let stream = format!(
+        "{}{}",
+        r#"data: {"type":"message_start","message":{"content":[],"usage":{"input_tokens":2}}}
+
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}
+
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hidden"}}
+
+data: {"type":"content_block_delta","index":7,"delta":{"type":"text_delta","text":"orphan"}}
+
+data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}
+
+"#,
+        sse(&[
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"sh\u00f6wn"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","text":"no","citation":{"cited_text":"c"}}}"#,
+            r#"{"type":"message_delta","index":1,"delta":{"type":"text_delta","text":"no","stop_reason":"end_turn"},"usage":{"output_tokens":5}}"#,
+            r#"{"type":"message_stop"}"#,
+        ])
+    );
+    let (printed, r) = whole(Kind::Anthropic, &stream);
+    let r = r.unwrap();
+    assert_eq!(printed, "shöwn");
+    assert_eq!(r.content, "shöwn");
+    assert_eq!(r.stop_reason, "end_turn");
+    assert_eq!((r.input_tokens, r.output_tokens), (2, 5));
+}
+
+#[test]
+fn ollama_text_lines_that_end_call_or_fail_are_read_whole() {
+    let lines = [
+        r#"{"message":{"role":"assistant","content":"a"},"done":false}"#,
+        r#"{"message":{"role":"assistant","content":"b","tool_calls":[{"function":{"name":"f","arguments":{}}}]},"done":false}"#,
+        r#"{"message":{"role":"assistant","content":"c"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":4}"#,
+        r#"{"message":{"role":"assistant","content":"after"},"done":false}"#,
+    ];
+    let (printed, r) = whole(Kind::Ollama, &format!("{}\n", lines.join("\n")));
+    let r = r.unwrap();
+    assert_eq!(printed, "abc");
+    assert_eq!(r.content, "abc");
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!((r.input_tokens, r.output_tokens), (3, 4));
+    let error = "{\"message\":{\"content\":\"x\"},\"error\":\"boom\"}\n";
+    assert!(matches!(
+        whole(Kind::Ollama, error).1,
+        Err(StreamError::Failed(_))
+    ));
+}
