@@ -10,7 +10,6 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::ledger::Exceeded;
 use crate::provider::{ErrorKind, ModelError, ProviderError};
 
 /// How the process ends: every exit status axe gives, as README.md's "Exit
@@ -152,6 +151,13 @@ pub enum Error {
     /// (failed or not started); exit as the largest of their exit codes
     /// (design §13.6).
     Batch { failed: u64, total: u64, code: u8 },
+}
+
+/// A budget that is spent (exit code 4 at top level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exceeded {
+    Tokens { used: u64, max: u64 },
+    Turns { used: u64, max: u64 },
 }
 
 impl Error {
@@ -296,6 +302,21 @@ impl From<Exceeded> for Error {
         Error::Budget(e)
     }
 }
+
+impl std::fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exceeded::Tokens { used, max } => {
+                write!(f, "token budget exceeded (used {used} of {max})")
+            }
+            Exceeded::Turns { used, max } => {
+                write!(f, "turn budget exceeded (used {used} of {max})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Exceeded {}
 
 /// The text a panic carried (`panic!("...")` gives a `&str` or a `String`).
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

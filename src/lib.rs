@@ -33,6 +33,7 @@ mod interrupt;
 pub mod ledger;
 pub mod mcp;
 mod memory;
+mod outcome;
 pub mod paths;
 mod pool;
 mod progress;

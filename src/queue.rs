@@ -39,8 +39,10 @@ pub enum Dest {
     Stderr,
     /// A streamed answer (design §4.11): queued whole, never dropped.
     Stdout,
-    /// The trace, opened on a pipe, a terminal or another character device.
-    Trace(File),
+    /// The trace, opened on a pipe, a terminal or another character device,
+    /// and how to warn when lines are dropped or writing fails (stderr's
+    /// warning, given by the trace: stderr is itself written by a queue).
+    Trace(File, fn(&str)),
 }
 
 struct State {
@@ -272,7 +274,7 @@ impl Queue {
                 );
                 bytes.extend(render(state, Piece::Lines(note)));
             }
-            Dest::Trace(_) => crate::stderr::warn(&format!(
+            Dest::Trace(_, warn) => warn(&format!(
                 "{dropped} trace line(s) were dropped: the trace was not being read"
             )),
             // Nothing queued for stdout is droppable.
@@ -290,7 +292,7 @@ impl Queue {
                 let mut out = std::io::stdout().lock();
                 out.write_all(bytes).and_then(|()| out.flush())
             }
-            Dest::Trace(file) => {
+            Dest::Trace(file, _) => {
                 let mut file: &File = file;
                 file.write_all(bytes)
             }
@@ -315,12 +317,12 @@ impl Queue {
                 state.error = Some(e.to_string());
             }
         }
-        if let (Err(e), Dest::Trace(_)) = (result, &self.dest) {
+        if let (Err(e), Dest::Trace(_, warn)) = (result, &self.dest) {
             state.failed = true;
             state.queue.clear();
             state.queued_bytes = 0;
             state.dropped = 0;
-            crate::stderr::warn(&format!("cannot write the trace ({e}); tracing stopped"));
+            warn(&format!("cannot write the trace ({e}); tracing stopped"));
         }
         if state.flushing > 0 {
             self.progress.notify_all();

@@ -246,7 +246,10 @@ fn open_stream(path: &Path, patience: Duration, terminal: &mut bool) -> io::Resu
     }
     // SAFETY: isatty only asks about a descriptor this function owns.
     *terminal = unsafe { libc::isatty(fd) } == 1;
-    let queue = Box::leak(Box::new(Queue::new(Dest::Trace(file), "axe-trace")));
+    let queue = Box::leak(Box::new(Queue::new(
+        Dest::Trace(file, crate::stderr::warn),
+        "axe-trace",
+    )));
     Ok(Sink::Stream(queue))
 }
 

@@ -15,9 +15,9 @@ use serde_json::{Map, Value, json};
 use crate::deadline::millis;
 use crate::error::Error;
 use crate::ledger::{Place, Totals};
+use crate::outcome::Outcome;
 use crate::provider::{Provider, Request, Response, Retry, ToolCall, ToolResult};
 use crate::redact::redact_fields;
-use crate::run::Outcome;
 
 /// The trace fields that carry what a model said — a response's `content`
 /// and `calls`, a call's `arguments`, a sub-agent's result `content` — and

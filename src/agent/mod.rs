@@ -10,8 +10,9 @@ mod tools;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use crate::memory::MemoryConfig;
+pub use crate::tools::{SandboxConfig, ToolsConfig};
 pub use text::{scaffold, show, yes_no};
-pub use tools::{SandboxConfig, ToolsConfig};
 
 use crate::config::RetrySettings;
 use crate::error::Error;
@@ -94,19 +95,6 @@ pub struct AgentConfig {
     pub stream: bool,
     /// `[memory]` (design §12.1); None when the file has no such table.
     pub memory: Option<MemoryConfig>,
-}
-
-/// `[memory]`, validated: the Go original's keys and meanings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemoryConfig {
-    pub enabled: bool,
-    /// The memory file, as written (never blank); None means the default,
-    /// `$XDG_DATA_HOME/axe/memory/<agent>.md`.
-    pub path: Option<String>,
-    /// Entries loaded into the system prompt, the newest; 0 means all.
-    pub last_n: u64,
-    /// At or over this many entries a run warns to run `axe gc`; 0: never.
-    pub max_entries: u64,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use crate::error::Error;
+use crate::tools::{SandboxConfig, ToolsConfig};
 
 /// `[sandbox]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -20,35 +21,6 @@ pub(super) struct SandboxFile {
     private_networks: bool,
     #[serde(default)]
     env: Vec<String>,
-}
-
-/// The tools an agent may use and what they may touch, validated.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolsConfig {
-    /// Built-in tool names, as listed (each one known).
-    pub names: Vec<String>,
-    /// Hosts `url_fetch` may reach (exact, or `*.suffix`); empty: any
-    /// public host.
-    pub allowed_hosts: Vec<String>,
-    pub sandbox: SandboxConfig,
-}
-
-/// `[sandbox]`, validated.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SandboxConfig {
-    /// False only when the file says `mode = "off"`: commands then run
-    /// without Landlock (design §10.3).
-    pub landlock: bool,
-    /// Extra paths commands may read (and run programs from), as written.
-    pub read: Vec<String>,
-    /// Extra paths commands may read and write, as written.
-    pub write: Vec<String>,
-    /// Commands may connect and bind TCP.
-    pub network: bool,
-    /// `url_fetch` may reach private and local addresses.
-    pub private_networks: bool,
-    /// Environment variables passed to commands beyond the usual few.
-    pub env: Vec<String>,
 }
 
 impl SandboxFile {
@@ -95,7 +67,7 @@ pub(super) fn validate(
     sandbox: SandboxFile,
 ) -> Result<ToolsConfig, Error> {
     for name in &names {
-        if name == crate::tool::CALL_AGENT {
+        if name == crate::tools::CALL_AGENT {
             return Err(Error::config(
                 "tools: call_agent is not a tool to list: it is offered by sub_agents",
             ));

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::deadline::{Deadline, millis};
+use crate::error::Exceeded;
 use crate::trace::Trace;
 use crate::trace_event::{Ending, TraceEvent};
 
@@ -73,13 +74,6 @@ pub struct Budget {
     pub max_turns: Option<u64>,
     tokens: AtomicU64,
     turns: AtomicU64,
-}
-
-/// A budget that is spent (exit code 4 at top level).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exceeded {
-    Tokens { used: u64, max: u64 },
-    Turns { used: u64, max: u64 },
 }
 
 /// What the whole tree of one run shares.
@@ -138,21 +132,6 @@ impl Budget {
             });
     }
 }
-
-impl std::fmt::Display for Exceeded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Exceeded::Tokens { used, max } => {
-                write!(f, "token budget exceeded (used {used} of {max})")
-            }
-            Exceeded::Turns { used, max } => {
-                write!(f, "turn budget exceeded (used {used} of {max})")
-            }
-        }
-    }
-}
-
-impl std::error::Error for Exceeded {}
 
 /// Held while a turn is checked and taken from a chain of budgets, so that
 /// no one sees a turn taken that is then given back (a sibling refused by a

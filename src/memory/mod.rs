@@ -17,10 +17,22 @@ use std::time::SystemTime;
 
 pub use file::{TRIM_READ_LIMIT, Trimmed, backup_path};
 
-use crate::agent::MemoryConfig;
 use crate::error::Error;
 use crate::paths;
 use crate::stderr;
+
+/// `[memory]`, validated: the Go original's keys and meanings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryConfig {
+    pub enabled: bool,
+    /// The memory file, as written (never blank); None means the default,
+    /// `$XDG_DATA_HOME/axe/memory/<agent>.md`.
+    pub path: Option<String>,
+    /// Entries loaded into the system prompt, the newest; 0 means all.
+    pub last_n: u64,
+    /// At or over this many entries a run warns to run `axe gc`; 0: never.
+    pub max_entries: u64,
+}
 
 /// The most of a memory file a run reads (its tail): the entries loaded
 /// into the system prompt come from these bytes, and `axe gc` sends no

@@ -23,11 +23,13 @@ use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::ledger::{self, Budget, Children, Ledger, Place};
-use crate::provider::{Cut, Kind, Provider, Request, anthropic_schema};
+use crate::provider::{Kind, Provider, Request, anthropic_schema};
 use crate::resolve::Resolved;
 use crate::snapshot::Snapshot;
 use crate::stderr::Verbose;
 use crate::tool::{self, Caller};
+
+pub use crate::outcome::Outcome;
 use crate::trace_event::{Ending, TraceEvent};
 
 pub use crate::deadline::Cancel;
@@ -86,47 +88,6 @@ pub struct Streaming {
     /// This agent's text goes to stdout as it comes: the top-level agent,
     /// without `--json` and without an output schema.
     pub print: bool,
-}
-
-/// The result of a finished conversation.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outcome {
-    pub content: String,
-    pub stop_reason: String,
-    /// Summed over every turn (design §3.14, D16).
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Of `input_tokens`, those read from the provider's prompt cache.
-    pub cache_read_input_tokens: u64,
-    /// Of `input_tokens`, those written to the provider's prompt cache.
-    pub cache_creation_input_tokens: u64,
-    pub turns: u32,
-    /// Tool calls executed.
-    pub tool_calls: u64,
-    /// HTTP requests retried (design D12), summed over every turn.
-    pub retry_attempts: u64,
-    pub duration: Duration,
-    /// Why the final answer is incomplete, when it is.
-    pub cut: Option<Cut>,
-    /// With an output schema: the answer, parsed (`content` is its compact
-    /// JSON text).
-    pub output: Option<serde_json::Value>,
-    /// Turns spent asking for an answer that matches the output schema.
-    pub repairs: u32,
-}
-
-impl Outcome {
-    /// When the final answer is incomplete, what happened:
-    /// `the answer was cut off at the output limit (stop reason "length")`.
-    pub fn incomplete(&self) -> Option<String> {
-        self.cut.map(|cut| {
-            format!(
-                "the answer was {} (stop reason \"{}\")",
-                cut.describe(),
-                self.stop_reason
-            )
-        })
-    }
 }
 
 /// Runs the agent `resolved` on the user message `message`: the same path

@@ -19,9 +19,7 @@ use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
 use crate::schema;
 use crate::snapshot::LoadError;
-
-/// The name of the tool (design §3.3).
-pub const CALL_AGENT: &str = "call_agent";
+use crate::tools::CALL_AGENT;
 
 /// How many characters of a task the `--verbose` line shows (design §3.14).
 const TASK_PREVIEW_CHARS: usize = 80;

@@ -21,8 +21,9 @@ use crate::provider::{ModelRef, ToolCall, ToolResult};
 use crate::run::Ctx;
 use crate::trace_event::TraceEvent;
 
+pub use crate::tools::CALL_AGENT;
+pub use call_agent::call_agent_tool;
 pub(crate) use call_agent::shapes;
-pub use call_agent::{CALL_AGENT, call_agent_tool};
 
 /// The most calls of one response that run at the same time; more wait for
 /// a free thread. Far above what a model sends in practice, it only bounds

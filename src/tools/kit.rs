@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::agent::ToolsConfig;
+use super::ToolsConfig;
 use crate::error::Error;
 use crate::paths;
 use crate::sandbox::{self, Mode, Policy, Root};

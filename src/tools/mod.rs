@@ -6,6 +6,7 @@
 //! addresses. Every result is capped, with a marker saying what was cut.
 //! A tool never fails its caller: every outcome is a [`Done`].
 
+mod config;
 mod edit_file;
 mod kit;
 mod list_directory;
@@ -22,7 +23,12 @@ use std::time::Instant;
 use crate::provider::{Tool, ToolParameter};
 use crate::sandbox::{Policy, Root};
 
+pub use config::{SandboxConfig, ToolsConfig};
 pub use kit::{Kit, kit};
+
+/// The name of the tool that delegates to a sub-agent (design §3.3): not
+/// one of these, and not a name an agent may list, so it is known here.
+pub const CALL_AGENT: &str = "call_agent";
 
 /// The most bytes of one tool's result that reach the model.
 pub const MAX_RESULT_BYTES: usize = 32 * 1024;
