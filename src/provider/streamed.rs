@@ -7,8 +7,8 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+use super::attempt::{Attempt, closed_before_response};
 use super::error::{ErrorKind, stream_error, transport_error};
-use super::http::{Attempt, closed_before_response};
 use super::stream::{Decoder, StreamError};
 use super::{MAX_BODY_BYTES, Provider, Response};
 

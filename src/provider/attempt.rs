@@ -1,0 +1,222 @@
+//! One HTTP request to a provider and what it came to: the request built
+//! (endpoint, credentials, `accept`, extra headers) and sent with the time
+//! left before the deadline, and its answer classified — a response, or an
+//! [`Attempt`] that failed, with what the server said about trying again,
+//! for the retry loop of `http.rs` to judge. A streamed body goes to
+//! `streamed.rs`.
+
+use std::time::{Duration, Instant};
+
+use super::client::client;
+use super::error::{
+    ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
+};
+use super::retry::{retry_hint, retryable_status, should_retry_hint};
+use super::{Kind, MAX_BODY_BYTES, Provider, Response, anthropic, ollama, openai};
+
+impl Provider {
+    /// One HTTP request and its classified outcome; a streamed answer's
+    /// text goes to `on_text` as it comes.
+    pub(super) fn attempt(
+        &self,
+        body: &[u8],
+        deadline: Instant,
+        stream: bool,
+        on_text: &dyn Fn(&str),
+    ) -> Result<Response, Attempt> {
+        if self.cancelled() {
+            return Err(self.cancelled_failure());
+        }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(Attempt::failed(self.error(
+                ErrorKind::Timeout,
+                None,
+                "no time left before the deadline",
+            )));
+        }
+        let url = self.endpoint();
+        let accept = match (stream, self.kind) {
+            (false, _) => "application/json",
+            (true, Kind::Ollama) => "application/x-ndjson",
+            (true, _) => "text/event-stream",
+        };
+        let mut call = client(self.kind)
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", accept);
+        match (self.kind, &self.api_key) {
+            (Kind::Anthropic, key) => {
+                call = call
+                    .header("x-api-key", key.as_deref().unwrap_or(""))
+                    .header("anthropic-version", "2023-06-01");
+            }
+            (Kind::OpenAi | Kind::Ollama, Some(key)) => {
+                call = call.header("authorization", format!("Bearer {key}"));
+            }
+            (Kind::OpenAi | Kind::Ollama, None) => {}
+        }
+        for (name, value) in &self.headers {
+            call = call.header(name, value);
+        }
+        let sent = Instant::now();
+        // A stream may take as long as the deadline allows, but not go
+        // quiet for longer than the idle limit (the wait for the head too).
+        let idle = stream.then_some(self.idle);
+        let result = call
+            .config()
+            .timeout_global(Some(remaining))
+            .timeout_per_read(idle)
+            .build()
+            .send(body);
+        let mut resp = match result {
+            Ok(resp) => resp,
+            Err(ureq::Error::Timeout(ureq::Timeout::PerRead)) => {
+                return Err(self.idle_failure());
+            }
+            // Nothing came back: a refused or dropped connection may be retried.
+            Err(e) => {
+                let retryable = closed_before_response(&e);
+                let mut failed =
+                    Attempt::failed(transport_error(self.kind, &self.base_url, e, &url));
+                failed.retryable = retryable;
+                return Err(failed);
+            }
+        };
+
+        let status = resp.status().as_u16();
+        let location = header(&resp, "location");
+        // Retry hints are read only where a retry may follow.
+        let (wait, should_retry) = if (200..300).contains(&status) {
+            (None, None)
+        } else {
+            (
+                retry_hint(
+                    header(&resp, "retry-after-ms").as_deref(),
+                    header(&resp, "retry-after").as_deref(),
+                    std::time::SystemTime::now(),
+                ),
+                should_retry_hint(header(&resp, "x-should-retry").as_deref()),
+            )
+        };
+        let streamed = stream
+            && (200..300).contains(&status)
+            && !header(&resp, "content-type")
+                .is_some_and(|t| t.trim_start().starts_with("application/json"));
+        if streamed {
+            return self.read_stream(resp.body_mut(), sent, on_text, &url);
+        }
+        let bytes = match read_body(resp.body_mut()) {
+            Ok(bytes) => bytes,
+            // A 2xx whose body cannot be read is the body's failure; any other
+            // status is still that status (a 503 cut off mid-body is a 503,
+            // retried as one), with what went wrong reading it as its detail.
+            Err(e) if (200..300).contains(&status) => {
+                return Err(Attempt::failed(transport_error(
+                    self.kind,
+                    &self.base_url,
+                    e,
+                    &url,
+                )));
+            }
+            Err(e) => format!("(body unreadable: {e})").into_bytes(),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+
+        if !(200..300).contains(&status) {
+            let detail = error_detail(&text);
+            let error = status_error(self.kind, status, &detail, location.as_deref());
+            let retryable = retryable_status(status, error.kind);
+            return Err(Attempt {
+                error,
+                detail: Box::new(detail),
+                retry_after: wait,
+                should_retry,
+                retryable,
+            });
+        }
+        let parsed = match self.kind {
+            Kind::Anthropic => anthropic::parse(&text),
+            Kind::OpenAi => openai::parse(&text),
+            Kind::Ollama => ollama::parse(&text),
+        };
+        let resp = parsed.map_err(|detail| {
+            Attempt::failed(self.error(
+                ErrorKind::InvalidResponse,
+                Some(status),
+                format!("invalid response: {detail}"),
+            ))
+        })?;
+        // A server that answered a stream whole: its text at once.
+        if stream && !resp.content.is_empty() {
+            on_text(&resp.content);
+        }
+        Ok(resp)
+    }
+}
+
+/// Whether a transport error happened before any response: the connection
+/// was refused, reset or closed. (A deadline timeout is not one of these.)
+pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind as Io;
+    match e {
+        ureq::Error::ConnectionFailed => true,
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            Io::ConnectionRefused
+                | Io::ConnectionReset
+                | Io::ConnectionAborted
+                | Io::BrokenPipe
+                | Io::UnexpectedEof
+                | Io::NotConnected
+        ),
+        _ => false,
+    }
+}
+
+fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// Reads at most [`MAX_BODY_BYTES`]; a longer body is an error, not read whole.
+fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
+    body.with_config().limit(MAX_BODY_BYTES).read_to_vec()
+}
+
+/// A failed attempt and what the server said about trying again.
+pub(super) struct Attempt {
+    pub(super) error: ProviderError,
+    /// The error body's message, type and parameter, when there was one
+    /// (boxed: failures are rare, and the result stays small).
+    pub(super) detail: Box<ErrorDetail>,
+    /// `Retry-After` (seconds or an HTTP date), or `retry-after-ms`.
+    pub(super) retry_after: Option<Duration>,
+    /// Anthropic's `x-should-retry`, which overrides the status.
+    pub(super) should_retry: Option<bool>,
+    /// Whether the failure is of a retryable kind (design D12).
+    pub(super) retryable: bool,
+}
+
+impl Attempt {
+    pub(super) fn failed(error: ProviderError) -> Attempt {
+        Attempt {
+            error,
+            detail: Box::default(),
+            retry_after: None,
+            should_retry: None,
+            retryable: false,
+        }
+    }
+
+    pub(super) fn may_retry(&self) -> bool {
+        // The deadline's timeout leaves no time to try again; a stream that
+        // went quiet may be tried again within it.
+        if self.error.kind == ErrorKind::Timeout && !self.error.idle {
+            return false;
+        }
+        self.should_retry.unwrap_or(self.retryable)
+    }
+}
