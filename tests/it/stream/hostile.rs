@@ -278,7 +278,11 @@ fn ctrl_c_during_a_stream_writes_out_the_text_already_received() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The 200 KB are sent at once when the request comes: counted from
+    // then, not from the spawn, a second is ample to take them in however
+    // slowly axe started.
+    server.wait_for_requests(1);
+    std::thread::sleep(Duration::from_millis(1000));
     signal(&child, libc::SIGINT);
     // A slow reader: 8 KiB every 10 ms, 250 ms for the whole text.
     let mut out = Vec::new();
