@@ -202,12 +202,13 @@ impl FakeServer {
         FakeServer::start(vec![Reply::Json(status, body.to_string())])
     }
 
-    /// Waits until this server has seen `n` requests (at most 10 s).
+    /// Waits until this server has seen `n` requests (at most 30 s: a bound
+    /// against a hang, which costs nothing when the request comes).
     pub fn wait_for_requests(&self, n: usize) {
         let started = std::time::Instant::now();
         while self.requests().len() < n {
             assert!(
-                started.elapsed() < Duration::from_secs(10),
+                started.elapsed() < Duration::from_secs(30),
                 "no request came"
             );
             thread::sleep(Duration::from_millis(10));
