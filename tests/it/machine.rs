@@ -485,7 +485,9 @@ fn an_ignored_sigint_stays_ignored() {
 #[test]
 fn a_signal_while_config_init_writes_leaves_no_temporary_file() {
     let home = TempDir::new("init-signal");
-    let child = Command::new(env!("CARGO_BIN_EXE_axe"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_axe"));
+    default_signals(&mut cmd);
+    let child = cmd
         .args(["config", "init"])
         .env("XDG_CONFIG_HOME", home.path())
         .env("HOME", home.path())

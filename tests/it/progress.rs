@@ -83,6 +83,7 @@ fn shell_under_pty(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    default_signals(&mut cmd);
     match cmd.output() {
         Ok(out) => Some((
             String::from_utf8_lossy(&out.stdout).into_owned(),
