@@ -215,6 +215,17 @@ impl FakeServer {
         }
     }
 
+    /// The requests, once `n` have come or 10 s have passed: a client that
+    /// gave up (a timeout) may have gone before this server's threads, slow
+    /// on a loaded machine, read what it sent.
+    pub fn requests_settled(&self, n: usize) -> Vec<Recorded> {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while self.requests().len() < n && std::time::Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.requests()
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }

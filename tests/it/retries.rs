@@ -157,7 +157,7 @@ fn retry_never_after_a_deadline_timeout() {
         .send(&hello(), Instant::now() + Duration::from_secs(1))
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Timeout);
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.requests_settled(1).len(), 1);
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 

@@ -94,7 +94,7 @@ pub(crate) fn at_top_level(p: P, fault: &Fault) {
     );
     let err = stderr(&out);
     assert_eq!(
-        server.requests().len(),
+        server.requests_settled(fault.requests).len(),
         fault.requests,
         "requests sent; stderr: {err}"
     );
@@ -167,7 +167,7 @@ pub(crate) fn in_a_sub_agent(p: P, fault: &Fault) {
     assert_eq!(code(&out), 0, "stderr: {}", stderr(&out));
     assert_eq!(stderr(&out), "");
     assert_eq!(
-        faulty.requests().len(),
+        faulty.requests_settled(fault.requests).len(),
         fault.requests,
         "the sub-agent's requests"
     );
