@@ -385,7 +385,13 @@ mod tests {
             |_, c: &String| {
                 let n = now.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(n, Ordering::SeqCst);
-                std::thread::sleep(std::time::Duration::from_millis(50));
+                // Held until four have run at once (at most 10 s): a helper
+                // slow to get a processor still finds a call left for it,
+                // where a fixed 50 ms let the others take them all.
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while most.load(Ordering::SeqCst) < 4 && std::time::Instant::now() < until {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
                 now.fetch_sub(1, Ordering::SeqCst);
                 c.clone()
             },

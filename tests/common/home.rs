@@ -176,6 +176,7 @@ impl Home {
         ] {
             c.env_remove(var);
         }
+        default_signals(&mut c);
         c
     }
 
@@ -349,6 +350,24 @@ pub fn run_within(cmd: &mut Command, limit: Duration) -> Bounded {
         output,
         took,
         killed,
+    }
+}
+
+/// Starts `cmd` with SIGINT, SIGTERM and SIGHUP at their defaults, whatever
+/// the test process was started with: axe keeps a signal it inherits
+/// ignored (design §6.5: `nohup`, a background job), so under
+/// `nohup cargo test &` every test that signals axe would fail. A test
+/// that wants one ignored sets it after.
+pub fn default_signals(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe; it runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
     }
 }
 

@@ -202,16 +202,28 @@ impl FakeServer {
         FakeServer::start(vec![Reply::Json(status, body.to_string())])
     }
 
-    /// Waits until this server has seen `n` requests (at most 10 s).
+    /// Waits until this server has seen `n` requests (at most 30 s: a bound
+    /// against a hang, which costs nothing when the request comes).
     pub fn wait_for_requests(&self, n: usize) {
         let started = std::time::Instant::now();
         while self.requests().len() < n {
             assert!(
-                started.elapsed() < Duration::from_secs(10),
+                started.elapsed() < Duration::from_secs(30),
                 "no request came"
             );
             thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// The requests, once `n` have come or 10 s have passed: a client that
+    /// gave up (a timeout) may have gone before this server's threads, slow
+    /// on a loaded machine, read what it sent.
+    pub fn requests_settled(&self, n: usize) -> Vec<Recorded> {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while self.requests().len() < n && std::time::Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.requests()
     }
 
     pub fn requests(&self) -> Vec<Recorded> {

@@ -100,12 +100,21 @@ fn lines_come_in_input_order_whatever_order_the_answers_end_in() {
 #[test]
 fn unordered_lines_come_as_their_inputs_end() {
     let p = P::Anthropic;
-    let server = echo(p, |said| {
-        if said == "item 1" {
-            Duration::from_millis(400)
-        } else {
-            Duration::ZERO
+    // Item 1 is answered 400 ms after the last of the others has come (at
+    // most 10 s for them), not 400 ms after its own start, which four runs
+    // one after another could take on a loaded machine.
+    let others = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = echo(p, move |said| {
+        use std::sync::atomic::Ordering::SeqCst;
+        if said != "item 1" {
+            others.fetch_add(1, SeqCst);
+            return Duration::ZERO;
         }
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while others.load(SeqCst) < 4 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Duration::from_millis(400)
     });
     let home = home_with(p, "", &numbered(5));
     let args = [
@@ -132,7 +141,14 @@ fn unordered_lines_come_as_their_inputs_end() {
 #[test]
 fn jobs_is_how_many_requests_are_in_flight_at_once() {
     let p = P::Ollama;
-    let server = echo(p, |_| Duration::from_millis(80));
+    // The first three requests are held until all three are in (at most
+    // 10 s): three at once is then seen however slowly the batch's threads
+    // start, and a batch that ran fewer would show its peak all the same.
+    let gate = std::sync::Arc::new(Gate::new(3));
+    let server = echo(p, move |_| {
+        gate.arrive(Duration::from_secs(10));
+        Duration::from_millis(80)
+    });
     let home = home_with(p, "", &numbered(12));
     let args = ["run", "bot", "--each", "in.txt", "--jobs", "3"];
     let b = home.run_bounded(&[(p, &server)], &args, HUNG);

@@ -316,8 +316,10 @@ fn what_a_command_leaves_running_does_not_outlive_it() {
     }
 }
 
+/// Whether `pid` is gone (a zombie counts), waiting up to 10 s for it (a
+/// loaded machine may be slow to act on the kill).
 fn gone(pid: i32) -> bool {
-    (0..200).any(|_| {
+    (0..1000).any(|_| {
         let alive = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty());
         if alive {
             std::thread::sleep(Duration::from_millis(10));

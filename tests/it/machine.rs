@@ -177,7 +177,8 @@ fn stdin_that_never_ends_is_bounded_by_the_timeout_and_nothing_is_sent() {
         stderr(&b.output),
         "axe: timeout after 1s while reading stdin\n"
     );
-    assert!(b.took < Duration::from_secs(5), "{:?}", b.took);
+    // At the 1 s timeout, not at the harness's kill (HUNG).
+    assert!(b.took < Duration::from_secs(10), "{:?}", b.took);
     assert!(server.requests().is_empty(), "nothing is sent");
 }
 
@@ -352,7 +353,7 @@ fn a_panic_with_stderr_on_a_full_device_still_exits_1() {
     );
 }
 
-/// `lead` delegates to `w` (timeout 1 s) whose server answers after 4 s:
+/// `lead` delegates to `w` (timeout 1 s) whose server answers after 20 s:
 /// the call must time out at 1 s, and the run end, whether or not anyone
 /// reads stderr.
 #[test]
@@ -378,7 +379,7 @@ fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
             openai_tool_calls(&[("c1", "call_agent", delegate("w", "slow"))], 1, 1),
         ),
         _ => Reply::Delay(
-            Duration::from_secs(4),
+            Duration::from_secs(20),
             Box::new(Reply::Json(200, openai_text("too late", 1, 1))),
         ),
     });
@@ -407,7 +408,7 @@ fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
         let _ = std::io::BufReader::new(&mut stdout_pipe).read_line(&mut line);
         let _ = tx.send(line);
     });
-    let answer = rx.recv_timeout(Duration::from_secs(15));
+    let answer = rx.recv_timeout(Duration::from_secs(30));
     let took = started.elapsed();
     let _ = child.kill();
     let _ = child.wait();
@@ -417,7 +418,9 @@ fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
         answer,
         "lead got: Error: sub-agent \"w\" failed - timeout after 1s. You may retry or proceed without this result.\n"
     );
-    assert!(took < Duration::from_secs(4), "took {took:?}");
+    // At the 1 s timeout, not the server's 20 s; the margin is for a loaded
+    // machine (it was 4 s against a 4 s answer).
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 // ---------------------------------------------------------------------------
@@ -485,7 +488,9 @@ fn an_ignored_sigint_stays_ignored() {
 #[test]
 fn a_signal_while_config_init_writes_leaves_no_temporary_file() {
     let home = TempDir::new("init-signal");
-    let child = Command::new(env!("CARGO_BIN_EXE_axe"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_axe"));
+    default_signals(&mut cmd);
+    let child = cmd
         .args(["config", "init"])
         .env("XDG_CONFIG_HOME", home.path())
         .env("HOME", home.path())

@@ -410,6 +410,7 @@ fn the_largest_retry_count_is_bounded_by_the_deadline_without_overflow() {
         assert_no_internal_error(&err);
         assert_eq!(code(&b.output), 3, "{p:?}: {err}");
         assert!(err.contains("attempt 2/4294967296"), "{p:?}: {err}");
-        assert!(b.took < Duration::from_secs(5), "{p:?}: {:?}", b.took);
+        // At the 1 s timeout, not at the harness's kill (HUNG).
+        assert!(b.took < Duration::from_secs(10), "{p:?}: {:?}", b.took);
     }
 }

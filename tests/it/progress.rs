@@ -83,6 +83,7 @@ fn shell_under_pty(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    default_signals(&mut cmd);
     match cmd.output() {
         Ok(out) => Some((
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -118,9 +119,12 @@ fn shown_lines(screen: &str) -> Vec<String> {
     plain.lines().map(str::to_string).collect()
 }
 
-/// `lead` delegates to a sub-agent with a long name whose answer takes
-/// `delay`: every frame has a line about 70 columns wide.
-fn long_named_tree(home: &Home, delay: Duration) -> FakeServer {
+/// `lead` delegates to a sub-agent with a long name: every frame has a line
+/// about 70 columns wide. The sub-agent's request makes the file `asked`
+/// in the home (the shell line before axe can wait for it: the sub-agent is
+/// running from then on); the answer waits for the file `go` when `wait`
+/// is set (at most 30 s), then `delay` more.
+fn long_named_tree(home: &Home, wait: bool, delay: Duration) -> FakeServer {
     let long = "a-rather-long-sub-agent-name-for-the-view";
     home.named_agent(
         "lead",
@@ -128,6 +132,7 @@ fn long_named_tree(home: &Home, delay: Duration) -> FakeServer {
         &format!("sub_agents = [\"{long}\"]\n"),
     );
     home.named_agent(long, "openai/gpt-4o", "");
+    let (asked, go) = (home.dir.path().join("asked"), home.dir.path().join("go"));
     FakeServer::route(move |req| match req.who().as_str() {
         "lead" if req.has_tool_results() => Reply::Json(200, openai_text("all done", 1, 1)),
         "lead" => Reply::Json(
@@ -135,16 +140,30 @@ fn long_named_tree(home: &Home, delay: Duration) -> FakeServer {
             openai_tool_calls(&[("c1", "call_agent", delegate(long, "go"))], 1, 1),
         ),
         _ => {
+            std::fs::write(&asked, "").unwrap();
+            let until = std::time::Instant::now() + Duration::from_secs(30);
+            while wait && !go.exists() && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             std::thread::sleep(delay);
             Reply::Json(200, openai_text("from w", 1, 1))
         }
     })
 }
 
+/// A shell line that waits (at most 30 s) until the sub-agent of
+/// [`long_named_tree`] has asked, then a second for the view to draw it
+/// running, then runs `then`; in the background.
+fn once_asked(then: &str) -> String {
+    format!(
+        "(i=0; while [ ! -e asked ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; sleep 1; {then}) &"
+    )
+}
+
 #[test]
 fn progress_frames_fit_the_terminals_real_width() {
     let home = Home::new();
-    let server = long_named_tree(&home, Duration::from_millis(1200));
+    let server = long_named_tree(&home, false, Duration::from_millis(1200));
     let Some((screen, status)) = shell_under_pty(
         &home,
         &server,
@@ -169,11 +188,17 @@ fn progress_frames_fit_the_terminals_real_width() {
 #[test]
 fn progress_frames_follow_a_terminal_that_is_resized() {
     let home = Home::new();
-    let server = long_named_tree(&home, Duration::from_millis(2500));
+    // Drawn wide while the sub-agent runs, then the terminal narrowed, then
+    // a second more of the sub-agent, drawn narrow.
+    let server = long_named_tree(&home, true, Duration::from_secs(1));
+    let before = format!(
+        "stty cols 100 rows 24; {}",
+        once_asked("stty cols 30 </dev/tty; touch go")
+    );
     let Some((screen, status)) = shell_under_pty(
         &home,
         &server,
-        "stty cols 100 rows 24; (sleep 1; stty cols 30 </dev/tty) &",
+        &before,
         &["run", "lead"],
         &[("NO_COLOR", "1")],
     ) else {
@@ -195,12 +220,12 @@ fn progress_frames_follow_a_terminal_that_is_resized() {
 #[test]
 fn ctrl_c_erases_the_view_closes_the_trace_and_exits_130() {
     let home = Home::new();
-    let server = long_named_tree(&home, Duration::from_secs(30));
+    let server = long_named_tree(&home, false, Duration::from_secs(30));
     let trace = home.dir.path().join("t.jsonl");
     let Some((screen, status)) = shell_under_pty(
         &home,
         &server,
-        "(sleep 1.5; kill -INT $$) &",
+        &once_asked("kill -INT $$"),
         &["run", "lead", "--trace", trace.to_str().unwrap()],
         &[("NO_COLOR", "1")],
     ) else {

@@ -214,7 +214,7 @@ fn hang(timeout_secs: u64, deadline_secs: u64, ctx_secs: u64) -> (ToolResult, Du
     let started = Instant::now();
     let r = call_one_timed(&ctx, &["slow"], timeout_secs, &call("t1", "slow", "do it"));
     let took = started.elapsed();
-    assert_eq!(server.requests().len(), 1, "the request was sent");
+    assert_eq!(server.requests_settled(1).len(), 1, "the request was sent");
     (r, took)
 }
 

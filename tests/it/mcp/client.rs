@@ -108,7 +108,9 @@ fn a_long_running_tool_is_cut_at_its_deadline_and_the_server_goes_on() {
         out.text.contains("did not answer before its deadline"),
         "{out:?}"
     );
-    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Cut at its 1 s, not at the call's 30 s or the operation's; the margin
+    // is for a loaded machine.
+    assert!(took < Duration::from_secs(10), "{took:?}");
     // Cancelled, not broken: the next call is answered.
     let out = server.call("echo", json!({"message": "after"}), soon());
     assert_eq!(out.text, "Echo: after", "{out:?}");
@@ -134,7 +136,8 @@ fn a_server_killed_in_the_middle_of_a_call_fails_that_call_at_once() {
     killer.join().unwrap();
     assert!(out.is_error, "{out:?}");
     assert!(out.text.contains("exited (killed by signal 9)"), "{out:?}");
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // At once, not when the 20 s operation would have ended.
+    assert!(started.elapsed() < Duration::from_secs(10));
     let out = server.call("echo", json!({"message": "x"}), soon());
     assert!(out.is_error && out.text.contains("exited"), "{out:?}");
 }
@@ -153,7 +156,7 @@ fn parallel_calls_to_one_server_overlap() {
                 if i % 2 == 0 {
                     server.call(
                         "trigger-long-running-operation",
-                        json!({"duration": 1, "steps": 1}),
+                        json!({"duration": 3, "steps": 1}),
                         soon(),
                     )
                 } else {
@@ -169,9 +172,11 @@ fn parallel_calls_to_one_server_overlap() {
             assert_eq!(out.text, format!("Echo: m{i}"));
         }
     }
-    // Four one-second operations, one after another, would take 4 s.
+    // Four three-second operations, one after another, would take 12 s; at
+    // once, 3 s and whatever a loaded machine adds (the margin was 2 s of a
+    // 1 s operation, which is too little beside other tests).
     assert!(
-        started.elapsed() < Duration::from_millis(3000),
+        started.elapsed() < Duration::from_secs(8),
         "{:?}",
         started.elapsed()
     );
@@ -283,7 +288,7 @@ fn streamable_http_lists_calls_in_parallel_and_ends_its_session() {
                 if i % 2 == 0 {
                     server.call(
                         "trigger-long-running-operation",
-                        json!({"duration": 1, "steps": 1}),
+                        json!({"duration": 3, "steps": 1}),
                         soon(),
                     )
                 } else {
@@ -299,8 +304,9 @@ fn streamable_http_lists_calls_in_parallel_and_ends_its_session() {
             assert_eq!(out.text, format!("Echo: h{i}"));
         }
     }
+    // Three three-second operations, one after another, would take 9 s.
     assert!(
-        started.elapsed() < Duration::from_millis(2800),
+        started.elapsed() < Duration::from_millis(6500),
         "{:?}",
         started.elapsed()
     );

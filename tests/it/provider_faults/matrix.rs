@@ -36,7 +36,7 @@ pub(crate) enum Expect {
     /// As `Exact`, when only the start of the text is axe's own wording
     /// (the rest is serde's or the HTTP library's).
     Prefix { code: i32, text: String },
-    /// It runs into a 1 s deadline: `timeout after 1s`.
+    /// It runs into its deadline: `timeout after 3s` ([`FAULT_TIMEOUT`]).
     Timeout,
 }
 
@@ -81,20 +81,20 @@ pub(crate) fn at_top_level(p: P, fault: &Fault) {
     let home = Home::fast_retries();
     home.named_agent("a", p.model(), "");
     let timeout = match fault.expect {
-        Expect::Timeout => "1",
-        _ => TIMEOUT,
+        Expect::Timeout => FAULT_TIMEOUT.to_string(),
+        _ => TIMEOUT.to_string(),
     };
     let server = FakeServer::start(fault.replies.clone());
     let Bounded {
         output: out, took, ..
     } = home.run_bounded(
         &[(p, &server)],
-        &["run", "a", "-p", "hi", "--timeout", timeout],
+        &["run", "a", "-p", "hi", "--timeout", &timeout],
         FAULT_HUNG,
     );
     let err = stderr(&out);
     assert_eq!(
-        server.requests().len(),
+        server.requests_settled(fault.requests).len(),
         fault.requests,
         "requests sent; stderr: {err}"
     );
@@ -119,7 +119,7 @@ pub(crate) fn at_top_level(p: P, fault: &Fault) {
             return;
         }
         Expect::Exact { code, text } | Expect::Prefix { code, text } => (*code, text.clone()),
-        Expect::Timeout => (3, "timeout after 1s".to_string()),
+        Expect::Timeout => (3, format!("timeout after {FAULT_TIMEOUT}s")),
     };
     assert_eq!(code(&out), exit, "stderr: {err}");
     assert_eq!(stdout(&out), "", "stdout stays empty");
@@ -137,7 +137,7 @@ pub(crate) fn at_top_level(p: P, fault: &Fault) {
         _ => assert_eq!(err, format!("{head}{text}\n")),
     }
     if let Expect::Timeout = fault.expect {
-        assert!(took < ONE_SECOND_BOUND, "took {took:?}");
+        assert!(took < TIMEOUT_BOUND, "took {took:?}");
     }
 }
 
@@ -146,8 +146,8 @@ pub(crate) fn in_a_sub_agent(p: P, fault: &Fault) {
     let parent = p.other();
     let home = Home::fast_retries();
     let own_timeout = match fault.expect {
-        Expect::Timeout => "[sub_agents_config]\ntimeout = 1\n",
-        _ => "",
+        Expect::Timeout => format!("[sub_agents_config]\ntimeout = {FAULT_TIMEOUT}\n"),
+        _ => String::new(),
     };
     home.named_agent(
         "lead",
@@ -167,7 +167,7 @@ pub(crate) fn in_a_sub_agent(p: P, fault: &Fault) {
     assert_eq!(code(&out), 0, "stderr: {}", stderr(&out));
     assert_eq!(stderr(&out), "");
     assert_eq!(
-        faulty.requests().len(),
+        faulty.requests_settled(fault.requests).len(),
         fault.requests,
         "the sub-agent's requests"
     );
@@ -199,10 +199,12 @@ pub(crate) fn in_a_sub_agent(p: P, fault: &Fault) {
         }
         Expect::Timeout => {
             assert_eq!(
-                content,
-                "Error: sub-agent \"s\" failed - timeout after 1s. You may retry or proceed without this result."
+                *content,
+                format!(
+                    "Error: sub-agent \"s\" failed - timeout after {FAULT_TIMEOUT}s. You may retry or proceed without this result."
+                )
             );
-            assert!(took < ONE_SECOND_BOUND, "took {took:?}");
+            assert!(took < TIMEOUT_BOUND, "took {took:?}");
         }
         Expect::Answer(_) => unreachable!(),
     }

@@ -37,9 +37,17 @@ pub(crate) const TIMEOUT: &str = "15";
 /// at most 15 s, and retries are fast.
 pub(crate) const FAULT_HUNG: Duration = Duration::from_secs(60);
 
-/// A run whose deadline is 1 s must end well before this (it would take 5 s
-/// or a minute if it waited for the slow or hanging server).
-pub(crate) const ONE_SECOND_BOUND: Duration = Duration::from_secs(4);
+/// The timeout of a cell that must run into it, seconds. Counted from
+/// axe's start, so it must leave room to start and send the request on a
+/// loaded machine: at 1 s an Ollama cell once timed out before its request
+/// reached the fake (0 requests sent against 1).
+pub(crate) const FAULT_TIMEOUT: u64 = 3;
+
+/// A run whose deadline is [`FAULT_TIMEOUT`] must end well before this (it
+/// would take 20 s or a minute if it waited for the slow or hanging
+/// server); the margin is for a loaded machine starting every cell's axe at
+/// once.
+pub(crate) const TIMEOUT_BOUND: Duration = Duration::from_secs(12);
 
 pub(crate) const FAILED: &str = "Error: sub-agent \"s\" failed - ";
 pub(crate) const RETRY_HINT: &str = ". You may retry or proceed without this result.";

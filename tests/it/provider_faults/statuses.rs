@@ -72,10 +72,10 @@ fn fault_404_model_not_found_exits_1_or_is_an_error_result() {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn fault_answer_slower_than_the_deadline_times_out_after_1s_exit_3_or_the_exact_timeout_result() {
+fn fault_answer_slower_than_the_deadline_times_out_exit_3_or_the_exact_timeout_result() {
     fault_matrix("slow answer", |p| Fault {
         replies: vec![Reply::Delay(
-            Duration::from_secs(5),
+            Duration::from_secs(20),
             Box::new(Reply::Json(200, p.text("too late"))),
         )],
         requests: 1,
@@ -84,7 +84,7 @@ fn fault_answer_slower_than_the_deadline_times_out_after_1s_exit_3_or_the_exact_
 }
 
 #[test]
-fn fault_server_that_never_answers_times_out_after_1s_exit_3_or_the_exact_timeout_result() {
+fn fault_server_that_never_answers_times_out_exit_3_or_the_exact_timeout_result() {
     fault_matrix("hang", |_| Fault {
         replies: vec![Reply::Hang],
         requests: 1,

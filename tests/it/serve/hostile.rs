@@ -52,12 +52,14 @@ fn a_head_that_stops_coming_is_let_go_at_the_idle_limit() {
     assert!(still_serves(&server));
     let started = Instant::now();
     for s in &mut slow {
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut rest = Vec::new();
         let _ = s.read_to_end(&mut rest);
     }
+    // At the 2 s limit: under the 10 s default, with room for a loaded
+    // machine.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(8),
         "stalled connections were closed at the idle limit, took {:?}",
         started.elapsed()
     );
@@ -140,7 +142,7 @@ fn a_body_cut_off_is_a_400_and_one_that_stalls_a_408() {
     let mut s = TcpStream::connect(&server.addr).unwrap();
     s.write_all(head.as_bytes()).unwrap();
     s.write_all(&body.as_bytes()[..2000]).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let started = Instant::now();
     let mut answer = Vec::new();
     let _ = s.read_to_end(&mut answer);
@@ -150,7 +152,9 @@ fn a_body_cut_off_is_a_400_and_one_that_stalls_a_408() {
         "{}",
         String::from_utf8_lossy(&answer)
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // At the 2 s limit: under the 10 s default, with room for a loaded
+    // machine.
+    assert!(started.elapsed() < Duration::from_secs(8));
     assert!(fake.requests().is_empty());
     assert!(still_serves(&server));
 }

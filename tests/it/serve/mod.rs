@@ -63,7 +63,7 @@ impl Server {
             log,
         };
         assert!(
-            server.wait_log("serving on http://", Duration::from_secs(10)),
+            server.wait_log("serving on http://", Duration::from_secs(30)),
             "axe serve did not start: {}",
             server.log()
         );

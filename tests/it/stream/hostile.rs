@@ -147,41 +147,47 @@ fn a_stream_closed_without_its_last_event_is_a_failed_request() {
 #[test]
 fn a_stream_quiet_past_the_idle_limit_fails_retried_only_before_text_was_printed() {
     let p = P::OpenAi;
-    let config = "[providers.openai]\nidle_timeout = 1\n";
+    // 2 s, not 1: beside four CPU hogs the fake once took over 1 s to send
+    // the first piece, and the first try was retried before any text (2
+    // requests against 1).
+    let config = "[providers.openai]\nidle_timeout = 2\n";
     let body = p.stream_text(&["Wait", "ing"], 5, 2);
     let at = body.find("Wait").unwrap();
     let after = at + body[at..].find("\n\n").unwrap() + 2;
     let server = FakeServer::start(vec![p.stream_steps(vec![
         Step::bytes(&body[..after], 16),
-        Step::Sleep(Duration::from_secs(6)),
+        Step::Sleep(Duration::from_secs(30)),
         Step::bytes(&body[after..], 16),
     ])]);
     let home = home_on(p, config);
     let b = run(&home, p, &server, &[]);
     assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
-    assert!(b.took < Duration::from_secs(5), "{:?}", b.took);
+    // Ended at the 2 s limit, not when the server went on after 30 s; the
+    // margin is for a loaded machine.
+    assert!(b.took < Duration::from_secs(10), "{:?}", b.took);
     assert_eq!(stdout(&b.output), "Wait\n");
     assert_eq!(
         axe_lines(&b),
         vec![format!(
-            "axe: openai: the stream sent nothing for 1s (the idle limit) {PARTIAL}"
+            "axe: openai: the stream sent nothing for 2s (the idle limit) {PARTIAL}"
         )]
     );
     assert_eq!(server.requests().len(), 1);
 
     // Quiet from its head on: nothing printed, so it is tried again.
     let server = FakeServer::start(vec![
-        p.stream_steps(vec![Step::Sleep(Duration::from_secs(6))]),
+        p.stream_steps(vec![Step::Sleep(Duration::from_secs(30))]),
     ]);
     let b = run(&home, p, &server, &[]);
     assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
     assert_eq!(stdout(&b.output), "");
     assert_eq!(
         axe_lines(&b),
-        vec!["axe: openai: the stream sent nothing for 1s (the idle limit)".to_string()]
+        vec!["axe: openai: the stream sent nothing for 2s (the idle limit)".to_string()]
     );
     assert_eq!(server.requests().len(), 3, "two retries");
-    assert!(b.took < Duration::from_secs(6), "{:?}", b.took);
+    // Three tries of 2 s each, not one of 30 s (the harness kills at 20 s).
+    assert!(b.took < Duration::from_secs(15), "{:?}", b.took);
 }
 
 #[test]
@@ -204,7 +210,8 @@ fn a_stream_that_never_ends_is_ended_by_the_deadline() {
         let home = home_on(p, "");
         let b = run(&home, p, &server, &["--timeout", "2"]);
         assert_eq!(code(&b.output), 3, "{p:?}: {}", stderr(&b.output));
-        assert!(b.took < Duration::from_secs(6), "{p:?}: {:?}", b.took);
+        // At the 2 s deadline, not the fake's minute of keep-alives.
+        assert!(b.took < Duration::from_secs(15), "{p:?}: {:?}", b.took);
         assert_eq!(stdout(&b.output), "Forever\n", "{p:?}");
         assert_eq!(
             axe_lines(&b),
@@ -278,7 +285,11 @@ fn ctrl_c_during_a_stream_writes_out_the_text_already_received() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The 200 KB are sent at once when the request comes: counted from
+    // then, not from the spawn, a second is ample to take them in however
+    // slowly axe started.
+    server.wait_for_requests(1);
+    std::thread::sleep(Duration::from_millis(1000));
     signal(&child, libc::SIGINT);
     // A slow reader: 8 KiB every 10 ms, 250 ms for the whole text.
     let mut out = Vec::new();
