@@ -307,6 +307,20 @@ fn sigterm_lets_running_requests_finish_then_the_server_exits() {
 
 #[test]
 fn a_client_that_hangs_up_before_a_whole_answer_stops_its_run_too() {
+    hang_up_stops_the_run(false);
+}
+
+#[test]
+fn a_hang_up_is_seen_on_a_descriptor_an_earlier_connection_left() {
+    // The second connection takes the descriptor number the first one
+    // closed: its socket is found among the numbers seen before (design
+    // §14.3), and its hang-up still stops its run.
+    hang_up_stops_the_run(true);
+}
+
+/// A client hangs up while its run waits on the provider; with `after_one`,
+/// after one request on a connection of its own was answered.
+fn hang_up_stops_the_run(after_one: bool) {
     // The client did not ask for a stream; axe streams from the provider
     // anyway, so the hang-up is seen at the provider's next keep-alive.
     let home = home();
@@ -314,11 +328,27 @@ fn a_client_that_hangs_up_before_a_whole_answer_stops_its_run_too() {
         None,
         json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}, "finish_reason": null}]}),
     )]);
-    let fake = FakeServer::start(vec![P::OpenAi.stream_steps(vec![
+    let hanging = P::OpenAi.stream_steps(vec![
         Step::bytes(&first, 1024),
         Step::Forever(": keep-alive\n\n".into()),
-    ])]);
+    ]);
+    let replies = if after_one {
+        vec![Reply::Json(200, openai_text("one", 1, 1)), hanging]
+    } else {
+        vec![hanging]
+    };
+    let fake = FakeServer::start(replies);
     let server = Server::start(&home, &fake, &["--timeout", "60"]);
+    if after_one {
+        let answered = post(
+            &server.addr,
+            "/v1/chat/completions",
+            &chat_body("helper", "hi"),
+            "",
+        );
+        assert_eq!(answered.status, 200, "{}", answered.body);
+        fake.wait_for_requests(1);
+    }
     let body =
         json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}).to_string();
     let mut conn = std::net::TcpStream::connect(&server.addr).unwrap();
@@ -330,12 +360,14 @@ fn a_client_that_hangs_up_before_a_whole_answer_stops_its_run_too() {
     // The run is under way at the provider before the client leaves (a
     // fixed 500 ms may not get it there on a loaded machine, and then no
     // request reaches the fake).
-    fake.wait_for_requests(1);
+    fake.wait_for_requests(1 + usize::from(after_one));
     drop(conn);
     assert!(
         server.wait_log("status=499", Duration::from_secs(30)),
         "the run went on after its client left: {}",
         server.log()
     );
-    assert_eq!(fake.only_request().json()["stream"], true);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1 + usize::from(after_one));
+    assert!(requests.iter().all(|r| r.json()["stream"] == true));
 }
