@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Piece, StreamError, failed, json, parse_whole, text};
+use super::{Object, Piece, StreamError, failed, json, parse_whole, text};
 use crate::provider::{Response, anthropic};
 
 /// What the stream has said so far.
@@ -41,7 +41,7 @@ struct TextEvent<'a> {
     kind: Cow<'a, str>,
     index: u64,
     #[serde(borrow)]
-    delta: TextDelta<'a>,
+    delta: Object<TextDelta<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -81,11 +81,11 @@ impl Assembly {
         if self.stopped {
             return Ok(Piece::default());
         }
-        if let Ok(e) = serde_json::from_str::<TextEvent>(data)
+        if let Ok(Object(e)) = serde_json::from_str::<Object<TextEvent>>(data)
             && e.kind == "content_block_delta"
-            && e.delta.kind == "text_delta"
+            && e.delta.0.kind == "text_delta"
         {
-            return Ok(self.text_delta(e.index, e.delta.text));
+            return Ok(self.text_delta(e.index, e.delta.0.text));
         }
         let event = json(data)?;
         let kind = event["type"].as_str().unwrap_or(name);

@@ -19,7 +19,9 @@ mod openai;
 pub mod sse;
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde_json::Value;
 
 use super::{ErrorDetail, Kind, MAX_BODY_BYTES, Response, error_detail};
@@ -59,6 +61,13 @@ enum Wire {
     Anthropic(anthropic::Assembly),
     Ollama(ollama::Assembly),
 }
+
+/// A `T` read from a JSON object only. The text-only events' structs
+/// (each wire's file) are read without a JSON tree, and serde reads a
+/// struct from an array of its fields in order as well; but the tree the
+/// full path reads such an event into has no fields in an array, so an
+/// array must not read as text there either.
+struct Object<T>(T);
 
 /// What an assembly reads from one event or line: the text to print, and
 /// whether a content or tool-call delta came (for the time to first token).
@@ -168,6 +177,22 @@ impl Decoder {
             Wire::Anthropic(a) => a.finish(),
             Wire::Ollama(a) => a.finish(),
         }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Fields(PhantomData)).map(Object)
     }
 }
 

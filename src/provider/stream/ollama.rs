@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::{Piece, StreamError, failed, json, parse_whole};
+use super::{Object, Piece, StreamError, failed, json, parse_whole};
 use crate::provider::{Response, ollama};
 
 /// A line that only adds answer text, the most of a stream: read without
@@ -21,7 +21,7 @@ use crate::provider::{Response, ollama};
 #[derive(Deserialize)]
 struct TextLine<'a> {
     #[serde(borrow)]
-    message: TextMessage<'a>,
+    message: Object<TextMessage<'a>>,
     done: Option<bool>,
     error: Option<IgnoredAny>,
 }
@@ -53,12 +53,12 @@ impl Assembly {
         if line.is_empty() || self.last.is_some() {
             return Ok(Piece::default());
         }
-        if let Ok(l) = serde_json::from_str::<TextLine>(line)
+        if let Ok(Object(l)) = serde_json::from_str::<Object<TextLine>>(line)
             && l.error.is_none()
             && l.done != Some(true)
-            && l.message.tool_calls.is_none()
+            && l.message.0.tool_calls.is_none()
         {
-            let t = l.message.content;
+            let t = l.message.0.content;
             self.content.push_str(&t);
             return Ok(Piece {
                 delta: !t.is_empty(),

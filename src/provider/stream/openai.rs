@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::{Piece, StreamError, failed, json, parse_whole, text};
+use super::{Object, Piece, StreamError, failed, json, parse_whole, text};
 use crate::provider::{Response, openai};
 
 /// What the stream has said so far.
@@ -38,7 +38,7 @@ pub(super) struct Assembly {
 #[derive(Deserialize)]
 struct TextChunk<'a> {
     #[serde(borrow)]
-    choices: Vec<TextChoice<'a>>,
+    choices: Vec<Object<TextChoice<'a>>>,
     error: Option<IgnoredAny>,
     usage: Option<IgnoredAny>,
 }
@@ -46,7 +46,7 @@ struct TextChunk<'a> {
 #[derive(Deserialize)]
 struct TextChoice<'a> {
     #[serde(borrow)]
-    delta: TextDelta<'a>,
+    delta: Object<TextDelta<'a>>,
     finish_reason: Option<IgnoredAny>,
 }
 
@@ -200,12 +200,12 @@ impl Assembly {
 /// first is the one read) whose delta has content and no refusal or tool
 /// calls, with no finish reason, usage or error.
 fn only_text(data: &str) -> Option<Cow<'_, str>> {
-    let chunk: TextChunk = serde_json::from_str(data).ok()?;
+    let Object(chunk) = serde_json::from_str::<Object<TextChunk>>(data).ok()?;
     if chunk.error.is_some() || chunk.usage.is_some() {
         return None;
     }
-    let choice = chunk.choices.into_iter().next()?;
-    let delta = choice.delta;
+    let Object(choice) = chunk.choices.into_iter().next()?;
+    let Object(delta) = choice.delta;
     let plain =
         choice.finish_reason.is_none() && delta.refusal.is_none() && delta.tool_calls.is_none();
     plain.then_some(delta.content)

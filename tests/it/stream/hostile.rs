@@ -324,3 +324,38 @@ fn text_that_comes_in_one_read_with_an_error_is_not_printed_and_the_request_is_r
     assert_eq!(stdout(&b.output), "Whole.\n");
     assert_eq!(server.requests().len(), 2);
 }
+
+#[test]
+fn an_event_shaped_as_an_array_adds_no_text_on_any_wire() {
+    // Each wire's events are JSON objects; one that is an array (whole, or
+    // at a place an object belongs) has no fields, and so no text: the
+    // same event in the answer sent whole would say nothing.
+    for p in PROVIDERS {
+        let whole = p.stream_text(&["Real."], 5, 2);
+        let (at, odd) = match p {
+            P::OpenAi => (
+                whole.find("data: [DONE]"),
+                "data: [[[[\"Injected \",null,null],null]],null,null]\n\n\
+                 data: {\"choices\":[[[\"Injected \",null,null],null]]}\n\n",
+            ),
+            P::Anthropic => (
+                whole.find("event: content_block_stop"),
+                "event: content_block_delta\n\
+                 data: [\"content_block_delta\",0,[\"text_delta\",\"Injected \"]]\n\n\
+                 event: content_block_delta\n\
+                 data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":[\"text_delta\",\"Injected \"]}\n\n",
+            ),
+            P::Ollama => (
+                whole.trim_end().rfind('\n').map(|i| i + 1),
+                "[[\"Injected \",null],null,null]\n{\"message\":[\"Injected \",null]}\n",
+            ),
+        };
+        let at = at.expect("the stream's end");
+        let body = format!("{}{odd}{}", &whole[..at], &whole[at..]);
+        let server = FakeServer::start(vec![p.streamed(&body)]);
+        let home = home_on(p, "");
+        let b = run(&home, p, &server, &[]);
+        assert_eq!(code(&b.output), 0, "{p:?}: {}", stderr(&b.output));
+        assert_eq!(stdout(&b.output), "Real.\n", "{p:?}");
+    }
+}
