@@ -17,6 +17,7 @@ mod chat;
 mod complete;
 mod conn;
 mod handle;
+mod pipeline;
 mod reply;
 mod sse;
 
@@ -85,6 +86,8 @@ pub struct Shared {
     runs: Mutex<Vec<(u64, Cancel)>>,
     next_run: AtomicU64,
     stopping: AtomicBool,
+    /// Requests pipelined behind one a worker is serving.
+    pipelines: pipeline::Pipelines,
 }
 
 /// What the access log says of an answered request.
@@ -184,6 +187,7 @@ pub fn serve(
         runs: Mutex::new(Vec::new()),
         next_run: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
+        pipelines: pipeline::Pipelines::default(),
     });
     {
         let shared = shared.clone();
@@ -265,8 +269,9 @@ fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
 
 /// Takes requests until the stop: `/healthz` answered at once, a request
 /// without the token refused, the rest handed to a free worker, or told to
-/// come back (429) when all `max` are busy. The listener's error, if it
-/// failed.
+/// come back (429) when all `max` are busy. A request pipelined behind one
+/// still being served is set aside for that one's worker (`pipeline.rs`).
+/// The listener's error, if it failed.
 fn dispatch(
     server: &tiny_http::Server,
     shared: &Shared,
@@ -279,31 +284,15 @@ fn dispatch(
             Ok(None) => continue,
             Err(e) => return Some(e),
         };
-        let started = Instant::now();
-        let (method, path) = (rq.method().to_string(), rq.url().to_string());
-        if path == "/healthz" {
-            let status = respond_json(rq, 200, &json!({"status": "ok"}), &[]);
-            access(shared, &method, &path, &Served::only(status), started);
+        let Some((rq, started)) = shared.pipelines.set_aside((rq, Instant::now())) else {
             continue;
-        }
-        let auth = rq
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Authorization"))
-            .map(|h| h.value.as_str().to_string());
-        if !auth::allowed(shared.settings.token.as_deref(), auth.as_deref()) {
-            let e = ApiError::new(
-                401,
-                "invalid_request_error",
-                "invalid_api_key",
-                "a valid bearer token is required",
-            );
-            let status = respond_error(rq, &e, &[("www-authenticate", "Bearer".into())]);
-            access(shared, &method, &path, &Served::only(status), started);
+        };
+        let Some(rq) = admit(rq, shared, started) else {
             continue;
-        }
+        };
         if shared.active.fetch_add(1, Ordering::SeqCst) >= max {
             shared.active.fetch_sub(1, Ordering::SeqCst);
+            let (method, path) = (rq.method().to_string(), rq.url().to_string());
             let e = ApiError::new(
                 429,
                 "rate_limit_error",
@@ -314,30 +303,89 @@ fn dispatch(
             access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
+        let peer = rq.remote_addr().copied();
+        shared.pipelines.begin(peer);
         if let Err(e) = tx.send((rq, started)) {
             shared.active.fetch_sub(1, Ordering::SeqCst);
             drop(e);
+            while let Some(behind) = peer.and_then(|p| shared.pipelines.next(p)) {
+                drop(behind);
+            }
         }
     }
     None
 }
 
+/// `rq` back unless it is `/healthz`, answered here, or lacks the token,
+/// refused here (401).
+fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> {
+    let (method, path) = (rq.method().to_string(), rq.url().to_string());
+    if path == "/healthz" {
+        let status = respond_json(rq, 200, &json!({"status": "ok"}), &[]);
+        access(shared, &method, &path, &Served::only(status), started);
+        return None;
+    }
+    let auth = rq
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Authorization"))
+        .map(|h| h.value.as_str().to_string());
+    if !auth::allowed(shared.settings.token.as_deref(), auth.as_deref()) {
+        let e = ApiError::new(
+            401,
+            "invalid_request_error",
+            "invalid_api_key",
+            "a valid bearer token is required",
+        );
+        let status = respond_error(rq, &e, &[("www-authenticate", "Bearer".into())]);
+        access(shared, &method, &path, &Served::only(status), started);
+        return None;
+    }
+    Some(rq)
+}
+
 /// A worker: one request at a time, a panic kept inside its request
-/// (tiny_http answers it 500).
+/// (tiny_http answers it 500). The requests its connection pipelined
+/// behind it follow in the same slot, in order.
 fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
     loop {
         let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
         let Ok((rq, started)) = next else {
             return;
         };
-        let (method, path) = (rq.method().to_string(), rq.url().to_string());
-        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handle::request(rq, shared, started)
-        }))
-        .unwrap_or_else(|_| Served::only(500));
+        let peer = rq.remote_addr().copied();
+        serve_one(rq, shared, started);
+        while let Some((rq, started)) = peer.and_then(|p| shared.pipelines.next(p)) {
+            if shared.stopping() {
+                let (method, path) = (rq.method().to_string(), rq.url().to_string());
+                let status = respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
+                access(shared, &method, &path, &Served::only(status), started);
+            } else if let Some(rq) = admit(rq, shared, started) {
+                serve_one(rq, shared, started);
+            }
+        }
         shared.active.fetch_sub(1, Ordering::SeqCst);
-        access(shared, &method, &path, &served, started);
     }
+}
+
+/// Answers one request a worker took, and logs it.
+fn serve_one(rq: Request, shared: &Shared, started: Instant) {
+    let (method, path) = (rq.method().to_string(), rq.url().to_string());
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handle::request(rq, shared, started)
+    }))
+    .unwrap_or_else(|_| Served::only(500));
+    access(shared, &method, &path, &served, started);
+}
+
+/// The answer to a request that comes once the server is stopping.
+fn shutting_down() -> ApiError {
+    ApiError::new(
+        503,
+        "server_error",
+        "shutting_down",
+        "the server is stopping",
+    )
 }
 
 /// The stop: requests tiny_http had read but not handed out are told 503;
@@ -346,13 +394,10 @@ fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
 fn stop(server: &tiny_http::Server, shared: &Shared) {
     crate::stderr::lines("axe: stopping: no new requests; waiting for those running\n".into());
     while let Ok(Some(rq)) = server.try_recv() {
-        let e = ApiError::new(
-            503,
-            "server_error",
-            "shutting_down",
-            "the server is stopping",
-        );
-        respond_error(rq, &e, &[("connection", "close".into())]);
+        // One pipelined behind a running request is its worker's to answer.
+        if let Some((rq, _)) = shared.pipelines.set_aside((rq, Instant::now())) {
+            respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
+        }
     }
     let idle = |within: Duration| {
         let until = Instant::now() + within;

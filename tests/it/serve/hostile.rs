@@ -207,3 +207,49 @@ fn a_server_left_alone_past_its_idle_limit_still_serves() {
     std::thread::sleep(Duration::from_secs(5));
     assert!(still_serves(&server), "{}", server.log());
 }
+
+#[test]
+fn a_request_pipelined_behind_a_running_one_holds_up_no_other_client() {
+    // tiny_http answers a connection's requests in order: the answer to a
+    // request pipelined behind a running one can only be written after
+    // that one's. Nobody else may wait for it meanwhile.
+    let home = Home::new();
+    home.named_agent("helper", "openai/gpt-4o", "");
+    let fake = FakeServer::start(vec![Reply::Delay(
+        Duration::from_secs(10),
+        Box::new(Reply::Json(200, openai_text("slow answer", 1, 1))),
+    )]);
+    let server = Server::start(&home, &fake, &[]);
+    let chat = chat_body("helper", "hi");
+    let mut a = TcpStream::connect(&server.addr).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let two = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{chat}GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        chat.len()
+    );
+    a.write_all(two.as_bytes()).unwrap();
+    fake.wait_for_requests(1);
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    let b = raw(
+        &server.addr,
+        b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert_eq!(b.status, 200, "{}", server.log());
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "another client's /healthz waited {:?} for the slow run",
+        asked.elapsed()
+    );
+    // The pipelined request is answered too, after the one before it.
+    let mut answers = Vec::new();
+    let _ = a.read_to_end(&mut answers);
+    let answers = String::from_utf8_lossy(&answers);
+    // Two answers, both 200 (the first body has no newline to end it).
+    assert_eq!(answers.matches("HTTP/1.1 ").count(), 2, "{answers}");
+    assert_eq!(answers.matches("HTTP/1.1 200 OK").count(), 2, "{answers}");
+    assert!(answers.contains("slow answer"), "{answers}");
+    let at = |s: &str| answers.find(s).unwrap();
+    assert!(at("slow answer") < at("\"status\":\"ok\""), "{answers}");
+}
