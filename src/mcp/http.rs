@@ -76,7 +76,10 @@ impl Http {
         if got == Err(Failure::Timeout) && cancel {
             let params =
                 json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
-            let _ = self.notify("notifications/cancelled", &params);
+            // A second, as the other transports give it (`rpc::call`):
+            // the call is already past its deadline.
+            let line = rpc::notification("notifications/cancelled", &params);
+            let _ = self.post(&line, Instant::now() + Duration::from_secs(1), false);
         }
         got
     }
@@ -186,7 +189,7 @@ impl Http {
             if body.iter().all(u8::is_ascii_whitespace) {
                 return Ok(());
             }
-            return self.take(&body).map(|_| ());
+            return self.take(&body, deadline).map(|_| ());
         }
         let mut line = Vec::new();
         let mut data: Vec<u8> = Vec::new();
@@ -204,7 +207,7 @@ impl Http {
             }
             let text = line.strip_suffix(b"\r").unwrap_or(&line);
             if text.is_empty() {
-                if !data.is_empty() && self.take(&data)? {
+                if !data.is_empty() && self.take(&data, deadline)? {
                     return Ok(());
                 }
                 data.clear();
@@ -218,15 +221,17 @@ impl Http {
     }
 
     /// Handles the messages of one body or event; true when one was a
-    /// response. A server's request is answered with a POST.
-    fn take(&self, bytes: &[u8]) -> Result<bool, Failure> {
+    /// response. A server's request is answered with a POST, on the
+    /// caller's thread, so within the call's `deadline`.
+    fn take(&self, bytes: &[u8], deadline: Instant) -> Result<bool, Failure> {
         let msgs = rpc::messages(bytes)
             .map_err(|why| Failure::Broken(format!("MCP server \"{}\": {why}", self.name)))?;
         let mut answered = false;
         for m in &msgs {
             answered |= m.get("method").is_none();
             if let Some(reply) = rpc::handle(m, &self.pending, &self.log, &self.name) {
-                let _ = self.post(&reply, Instant::now() + Duration::from_secs(5), false);
+                let until = deadline.min(Instant::now() + Duration::from_secs(5));
+                let _ = self.post(&reply, until, false);
             }
         }
         Ok(answered)

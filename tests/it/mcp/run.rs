@@ -1,8 +1,9 @@
 //! MCP servers as tools through the binary (design §11): the reference
 //! servers' tools offered as `<server>__<tool>` with their own schemas and
 //! called by a fake model on all three wires; a server that cannot start;
-//! a call cut at its deadline; and no server process left behind, after a
-//! run or a Ctrl-C.
+//! a call cut at its deadline (also over streamable HTTP by a server that
+//! leaves axe's own POSTs unanswered); and no server process left behind,
+//! after a run or a Ctrl-C.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -279,4 +280,96 @@ fn ctrl_c_in_the_middle_of_a_call_leaves_no_server_behind() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 130, "{} / {}", stderr(&out), stdout(&out));
     assert!(with_marker(&mark).is_empty(), "the server outlived Ctrl-C");
+}
+
+/// A streamable HTTP MCP server (python3) with one tool, `stall`, whose
+/// call answers with an event stream that carries the server's `ping` and
+/// then nothing; it never answers axe's reply to that ping, nor
+/// `notifications/cancelled`. Killed on drop.
+struct Stalling(std::process::Child, u16);
+
+impl Drop for Stalling {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const STALLING: &str = r#"
+import json, sys, time
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def answer(self, ctype, body, length=True):
+        self.send_response(200)
+        self.send_header("content-type", ctype)
+        if length: self.send_header("content-length", str(len(body)))
+        self.end_headers(); self.wfile.write(body); self.wfile.flush()
+    def do_POST(self):
+        m = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        method = m.get("method")
+        if method is None or method == "notifications/cancelled":
+            time.sleep(60)
+        if "id" not in m:
+            self.send_response(202); self.send_header("content-length", "0"); self.end_headers(); return
+        if method == "initialize":
+            r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
+        elif method == "tools/list":
+            r = {"tools": [{"name": "stall", "description": "d", "inputSchema": {"type": "object"}}]}
+        else:
+            ping = {"jsonrpc": "2.0", "id": "p1", "method": "ping"}
+            self.answer("text/event-stream", ("data: " + json.dumps(ping) + "\n\n").encode(), False)
+            time.sleep(60); return
+        self.answer("application/json", json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}).encode())
+s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+fn stalling() -> Stalling {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", STALLING])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().parse().expect("the port");
+    Stalling(child, port)
+}
+
+#[test]
+fn a_streamable_http_call_is_cut_at_its_deadline_whatever_the_server_leaves_unanswered() {
+    // The ping's reply and the cancel are axe's own POSTs, on the caller's
+    // thread: neither may hold the call past its deadline much.
+    let mcp = stalling();
+    let p = P::OpenAi;
+    let home = Home::new();
+    home.config(&format!(
+        "[[mcp_servers]]\nname = \"h\"\nurl = \"http://127.0.0.1:{}/mcp\"\ntimeout = 1\n",
+        mcp.1
+    ));
+    home.named_agent("user", p.model(), "mcp_servers = [\"h\"]\n");
+    let server = model(p, &[("c1", "h__stall", json!({}))]);
+    let started = Instant::now();
+    let out = axe(&home, p, &server, &[]).output().unwrap();
+    let took = started.elapsed();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let results = server
+        .requests()
+        .iter()
+        .find(|r| r.has_tool_results())
+        .map(|r| r.tool_result_texts())
+        .unwrap();
+    assert!(
+        results[0].contains("did not answer before its deadline"),
+        "{results:?}"
+    );
+    // A 1 s deadline, and the cancel's second after it (as on stdio);
+    // the ping's reply and the cancel given 5 s each took 11 s.
+    assert!(took < Duration::from_secs(6), "{took:?}");
 }
