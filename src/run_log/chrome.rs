@@ -164,10 +164,12 @@ impl Open {
     }
 
     /// The slice that `e`, its end, closes when its start is not in the
-    /// trace: as long before `e` as its `duration_ms` says.
+    /// trace: as long before `e` as its `duration_ms` says, but not before
+    /// the epoch, where every event's time is (so that no two times of
+    /// the picture are further apart than an i64 holds).
     fn before(e: &Event, name: String) -> Open {
         Open {
-            start: e.ts.saturating_sub(ms_field(&e.line, "duration_ms")),
+            start: e.ts.saturating_sub(ms_field(&e.line, "duration_ms")).max(0),
             order: e.order,
             name,
             args: json!({}),

@@ -234,3 +234,42 @@ fn a_trace_gone_garbled_or_shared_keeps_what_is_the_runs_and_says_when_nothing_i
         stderr(&out)
     );
 }
+
+#[test]
+fn a_duration_too_long_for_any_clock_in_the_trace_is_drawn_not_overflowed() {
+    // A tool's end whose start is not in the trace starts `duration_ms`
+    // before it: u64::MAX ms reaches back further than an i64 of
+    // microseconds can span to the run's events after it.
+    let home = Home::new();
+    home.named_agent("solo", "openai/gpt-4o", "");
+    let server = FakeServer::json(200, &openai_text("hi", 1, 1));
+    let out = home.run_on(
+        &[(P::OpenAi, &server)],
+        &["run", "solo", "--json", "--trace", "t.jsonl"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let id = v["run_id"].as_str().unwrap();
+    let trace = home.dir.path().join("t.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let first = text.lines().next().unwrap();
+    let mut odd: serde_json::Map<String, Value> = serde_json::from_str(first).unwrap();
+    odd.insert("event".into(), "tool_result".into());
+    odd.insert("call_id".into(), "never_called".into());
+    odd.insert("tool".into(), "read_file".into());
+    odd.insert("duration_ms".into(), u64::MAX.into());
+    // Before the run's own events, as a clock set back would put it.
+    odd.insert("ts".into(), "2020-01-01T00:00:00.000Z".into());
+    std::fs::write(&trace, format!("{}\n{text}", Value::Object(odd))).unwrap();
+    let out = home.run(&["runs", "show", id, "--chrome", "-"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for e in doc["traceEvents"].as_array().unwrap() {
+        if e["ph"] == "X" || e["ph"] == "i" {
+            assert!(e["ts"].as_i64().is_some_and(|t| t >= 0), "{e}");
+        }
+        if e["ph"] == "X" {
+            assert!(e["dur"].as_i64().is_some_and(|d| d >= 0), "{e}");
+        }
+    }
+}
