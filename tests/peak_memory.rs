@@ -1,7 +1,8 @@
 //! axe's peak memory, measured by the kernel for exactly that process
 //! (`wait4`, [`with_peak_rss`]): a 4 GiB context file is skipped unread,
-//! a command's gigabyte of output is cut in bounded memory, and a batch of
-//! 100,000 inputs runs in the memory of a batch of 1,000.
+//! a command's gigabyte of output is cut in bounded memory, a batch of
+//! 100,000 inputs runs in the memory of a batch of 1,000, and a `--resume`
+//! file's enormous line is passed over without being held.
 //!
 //! A crate of its own: Linux counts in a child's peak the memory of the
 //! process that spawned it (the high-water mark of the address space it
@@ -153,4 +154,47 @@ fn a_batch_of_100000_inputs_runs_in_the_memory_of_one_of_1000() {
         "peak RSS grew with the inputs: {small} KiB for 1,000, {large} KiB for 100,000"
     );
     assert!(large < 64 * 1024, "peak RSS {large} KiB");
+}
+
+#[test]
+fn a_resume_file_with_an_enormous_line_is_read_in_bounded_memory() {
+    if !in_own_process("a_resume_file_with_an_enormous_line_is_read_in_bounded_memory") {
+        return;
+    }
+    let home = solo("");
+    let server = FakeServer::route(|_| Reply::Json(200, openai_text("ok", 5, 2)));
+    let dir = home.dir.path();
+    std::fs::write(dir.join("in.txt"), "input 1\ninput 2\ninput 3\n").unwrap();
+    // Input 1 done, then a 512 MiB line (sparse: nothing on disk; its
+    // 64 MiB head is read, the rest only passed over), then input 2 done.
+    let done = |n: u64| {
+        format!(
+            "{}\n",
+            json!({"line": n, "input": format!("input {n}"), "ok": true})
+        )
+    };
+    let out = dir.join("out.jsonl");
+    std::fs::write(&out, done(1)).unwrap();
+    let f = std::fs::OpenOptions::new().append(true).open(&out).unwrap();
+    f.set_len(512 << 20).unwrap();
+    drop(f);
+    let mut f = std::fs::OpenOptions::new().append(true).open(&out).unwrap();
+    std::io::Write::write_all(&mut f, format!("\n{}", done(2)).as_bytes()).unwrap();
+    drop(f);
+    let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);
+    cmd.args([
+        "run",
+        "solo",
+        "--no-log",
+        "--each",
+        "in.txt",
+        "--resume",
+        "out.jsonl",
+    ]);
+    let (o, peak_kib) = with_peak_rss(&mut cmd);
+    eprintln!("resume peak RSS past a 512 MiB line: {peak_kib} KiB");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(server.requests().len(), 1, "only input 3 ran");
+    assert!(server.requests()[0].body.contains("input 3"));
+    assert!(peak_kib < 160 * 1024, "peak RSS of axe: {peak_kib} KiB");
 }

@@ -54,10 +54,12 @@ pub fn open(path: &str) -> Result<Previous, Error> {
                 if (n as u64) < MAX_LINE_BYTES {
                     break; // The end, cut short.
                 }
-                // Over the limit: read past the rest of it.
-                let mut rest = Vec::new();
-                r.read_until(b'\n', &mut rest).map_err(cannot)?;
-                whole += (n + rest.len()) as u64;
+                // Over the limit: passed over to its end, never held.
+                let (skipped, ended) = skip_line(&mut r).map_err(cannot)?;
+                if !ended {
+                    break; // The end, cut short.
+                }
+                whole += (n as u64).saturating_add(skipped);
                 continue;
             }
             whole += n as u64;
@@ -71,6 +73,31 @@ pub fn open(path: &str) -> Result<Previous, Error> {
         file.set_len(whole).map_err(cannot)?;
     }
     Ok(Previous { done, file })
+}
+
+/// Reads past the rest of a line a buffer at a time: how many bytes that
+/// was, and whether its newline came (else the file ended first).
+fn skip_line(r: &mut impl BufRead) -> std::io::Result<(u64, bool)> {
+    let mut skipped = 0u64;
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((skipped, false));
+        }
+        let (used, ended) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        r.consume(used);
+        skipped = skipped.saturating_add(used as u64);
+        if ended {
+            return Ok((skipped, true));
+        }
+    }
 }
 
 /// The key of the input of `line` when it says `"ok": true`.
