@@ -94,7 +94,7 @@ impl Sse {
         let left = deadline.saturating_duration_since(Instant::now());
         let post_url = rx
             .recv_timeout(left)
-            .map_err(|_| "its event stream sent no endpoint before the deadline".to_string())?;
+            .map_err(|_| "its event stream sent no endpoint before the deadline".to_string())??;
         Ok(Sse {
             name: name.to_string(),
             post_url,
@@ -183,8 +183,9 @@ struct Reader {
     stopped: Arc<Mutex<bool>>,
     log: Log,
     poster: Poster,
-    /// Told the endpoint once, then dropped.
-    endpoint: Option<SyncSender<String>>,
+    /// Told the endpoint once (or why the stream ended before one came),
+    /// then dropped.
+    endpoint: Option<SyncSender<Result<String, String>>>,
 }
 
 impl Reader {
@@ -218,12 +219,22 @@ impl Reader {
             } else if let Some(rest) = text.strip_prefix(b"event:") {
                 event = String::from_utf8_lossy(rest).trim().to_string();
             } else if let Some(rest) = text.strip_prefix(b"data:") {
+                // An event's lines are capped together, as one line is.
+                if data.len().saturating_add(rest.len()) >= MAX_LINE {
+                    break format!(
+                        "the MCP server \"{name}\" sent an event over {} MiB",
+                        MAX_LINE >> 20
+                    );
+                }
                 if !data.is_empty() {
                     data.push(b'\n');
                 }
                 data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
             }
         };
+        if let Some(tx) = self.endpoint.take() {
+            let _ = tx.send(Err(why.clone()));
+        }
         self.pending.break_with(&why);
     }
 
@@ -240,7 +251,7 @@ impl Reader {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(url.clone());
             if let Some(tx) = self.endpoint.take() {
-                let _ = tx.send(url);
+                let _ = tx.send(Ok(url));
             }
             return;
         }

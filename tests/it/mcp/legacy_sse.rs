@@ -93,3 +93,88 @@ fn a_go_original_agent_file_with_an_sse_server_runs() {
         .collect();
     assert_eq!(results, ["Echo: over sse"]);
 }
+
+/// An older-transport MCP server (python3) whose event stream sends the
+/// endpoint `endpoint` and then, when `flood`, 64 MiB of `data:` lines
+/// that never end an event. POSTs are taken (202). Killed on drop.
+struct Odd(std::process::Child, u16);
+
+impl Drop for Odd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const ODD: &str = r#"
+import sys, time
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+endpoint, flood = sys.argv[1], sys.argv[2] == "flood"
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(200); self.send_header("content-type", "text/event-stream"); self.end_headers()
+        try:
+            self.wfile.write(("event: endpoint\ndata: " + endpoint + "\n\n").encode()); self.wfile.flush()
+            if flood:
+                line = b"data: " + b"x" * 65536 + b"\n"
+                for _ in range(1024): self.wfile.write(line)
+                self.wfile.flush()
+            time.sleep(30)
+        except Exception: pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(202); self.send_header("content-length", "0"); self.end_headers()
+s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+fn odd(endpoint: &str, flood: bool) -> Odd {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", ODD, endpoint, if flood { "flood" } else { "-" }])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().parse().expect("the port");
+    Odd(child, port)
+}
+
+/// `axe run user` with server `old` at `port` (and `extra` keys): the
+/// output and how long it took.
+fn run_with(port: u16, extra: &str) -> (std::process::Output, Duration) {
+    let home = Home::new();
+    home.config(&format!(
+        "[[mcp_servers]]\nname = \"old\"\nurl = \"http://127.0.0.1:{port}/sse\"\ntransport = \"sse\"\n{extra}"
+    ));
+    home.named_agent("user", "openai/gpt-4o", "mcp_servers = [\"old\"]\n");
+    let model = FakeServer::json(200, &openai_text("done", 1, 1));
+    let started = Instant::now();
+    let out = home
+        .axe_on(&[(P::OpenAi, &model)])
+        .args(["run", "user", "-p", "go", "--timeout", "20"])
+        .output()
+        .unwrap();
+    assert!(model.requests().is_empty(), "the run went on");
+    (out, started.elapsed())
+}
+
+#[test]
+fn an_event_that_never_ends_fails_the_server_at_the_line_cap_not_after_all_of_it() {
+    let server = odd("/message", true);
+    let (out, took) = run_with(server.1, "");
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sent an event over 16 MiB"),
+        "{}",
+        stderr(&out)
+    );
+    // Not held until the server closed its stream (30 s).
+    assert!(took < Duration::from_secs(15), "{took:?}");
+}
