@@ -213,7 +213,9 @@ impl Reader {
             }
             let text = line.strip_suffix(b"\r").unwrap_or(&line);
             if text.is_empty() {
-                self.dispatch(&event, &data);
+                if let Err(why) = self.dispatch(&event, &data) {
+                    break why;
+                }
                 event.clear();
                 data.clear();
             } else if let Some(rest) = text.strip_prefix(b"event:") {
@@ -238,13 +240,23 @@ impl Reader {
         self.pending.break_with(&why);
     }
 
-    /// One whole event: the endpoint, or messages for their waiters.
-    fn dispatch(&mut self, event: &str, data: &[u8]) {
+    /// One whole event: the endpoint, or messages for their waiters. An
+    /// endpoint off the stream's origin is an error, which ends the stream.
+    fn dispatch(&mut self, event: &str, data: &[u8]) -> Result<(), String> {
         if data.is_empty() {
-            return;
+            return Ok(());
         }
         if event == "endpoint" {
             let url = resolve(&self.base, String::from_utf8_lossy(data).trim());
+            // The headers (a token, say) go only where the stream is.
+            if origin(&url) != origin(&self.base) {
+                return Err(format!(
+                    "the MCP server \"{}\" named an endpoint not on the origin of its event \
+                     stream: {}",
+                    self.poster.name,
+                    crate::redact::redact(&crate::text::clip(&url, 200, "…"))
+                ));
+            }
             *self
                 .poster
                 .post_url
@@ -253,10 +265,10 @@ impl Reader {
             if let Some(tx) = self.endpoint.take() {
                 let _ = tx.send(Ok(url));
             }
-            return;
+            return Ok(());
         }
         let Ok(msgs) = rpc::messages(data) else {
-            return;
+            return Ok(());
         };
         let name = &self.poster.name;
         for m in &msgs {
@@ -274,13 +286,40 @@ impl Reader {
                 }
             }
         }
+        Ok(())
     }
+}
+
+/// Where a request to `url` goes: its scheme and host, with the port (the
+/// scheme's default when none is written), lowercased.
+fn origin(url: &str) -> Option<(String, String)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let scheme = scheme.to_ascii_lowercase();
+    let mut host = host.to_ascii_lowercase();
+    let port = host
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    if !port {
+        match scheme.as_str() {
+            "http" => host.push_str(":80"),
+            "https" => host.push_str(":443"),
+            _ => {}
+        }
+    }
+    Some((scheme, host))
 }
 
 /// `endpoint` as an absolute URL: as it is when it has a scheme, else on
 /// `base`'s scheme and host (a path), or beside `base` (a relative path).
 fn resolve(base: &str, endpoint: &str) -> String {
-    if endpoint.contains("://") {
+    let scheme = endpoint.split_once("://").map(|(s, _)| s);
+    if scheme.is_some_and(|s| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    }) {
         return endpoint.to_string();
     }
     let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
@@ -308,5 +347,24 @@ mod tests {
             "http://127.0.0.1:3001/messages?sessionId=ab"
         );
         assert_eq!(resolve(base, "https://h/m"), "https://h/m");
+        assert_eq!(
+            resolve(base, "/m?next=http://h/"),
+            "http://127.0.0.1:3001/m?next=http://h/"
+        );
+    }
+
+    #[test]
+    fn an_origin_is_the_scheme_host_and_port() {
+        use super::origin;
+        let o = |u| origin(u).unwrap();
+        assert_eq!(
+            o("http://127.0.0.1:3001/sse"),
+            o("http://127.0.0.1:3001/m?x")
+        );
+        assert_eq!(o("http://H/sse"), o("http://h:80/m"));
+        assert_eq!(o("https://h/sse"), o("https://u:p@h:443/m"));
+        assert_ne!(o("http://h/sse"), o("https://h/m"));
+        assert_ne!(o("http://h:1/sse"), o("http://h:2/m"));
+        assert_ne!(o("http://h/sse"), o("http://h.evil/m"));
     }
 }

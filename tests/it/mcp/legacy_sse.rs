@@ -178,3 +178,25 @@ fn an_event_that_never_ends_fails_the_server_at_the_line_cap_not_after_all_of_it
     // Not held until the server closed its stream (30 s).
     assert!(took < Duration::from_secs(15), "{took:?}");
 }
+
+#[test]
+fn an_endpoint_on_another_origin_is_refused_and_never_sent_the_headers() {
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = elsewhere.local_addr().unwrap().port();
+    elsewhere.set_nonblocking(true).unwrap();
+    let server = odd(&format!("http://127.0.0.1:{other}/message"), false);
+    let (out, _) = run_with(
+        server.1,
+        "headers = { Authorization = \"Bearer sse-secret-value-3\" }\n",
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not on the origin of its event stream"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        elsewhere.accept().is_err(),
+        "a POST went to the other origin"
+    );
+}
