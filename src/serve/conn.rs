@@ -99,6 +99,25 @@ fn claim(fd: RawFd, port: u16, peer: SocketAddr) -> Option<OwnedFd> {
     ours.then_some(owned)
 }
 
+/// The most body bytes tiny_http reads with a request's head; a longer
+/// body is left on the socket, to be read, or drained to its end when the
+/// request is dropped, on the thread that drops it.
+const READ_WITH_HEAD: usize = 1024;
+
+/// For `rq`, about to be answered without its body being read: when a body
+/// is left on its socket, stops reading it (the answer's drop would read it
+/// to its end, however slowly it came, on the thread answering) and returns
+/// the header that closes the connection.
+pub fn leave_body(rq: &tiny_http::Request, port: u16) -> Option<(&'static str, String)> {
+    if rq.body_length().is_none_or(|n| n <= READ_WITH_HEAD) {
+        return None;
+    }
+    if let Some(sock) = rq.remote_addr().copied().and_then(|p| socket(port, p)) {
+        stop_reading(&sock);
+    }
+    Some(("connection", "close".into()))
+}
+
 /// Stops reading from `sock`: reads see the end at once (a refused body
 /// is then not read to its end by tiny_http).
 pub fn stop_reading(sock: &OwnedFd) {

@@ -14,13 +14,19 @@ use crate::run::Cancel;
 /// Answers `rq`, taken by a worker at `started`.
 pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
     let path = rq.url().split('?').next().unwrap_or("").to_string();
+    // Every route but the chat's leaves a body unread.
+    let unread = || -> Vec<_> { conn::leave_body(&rq, shared.port).into_iter().collect() };
     match (rq.method(), path.as_str()) {
-        (Method::Get, "/v1/models") => Served::only(match shared.agents() {
-            Ok(agents) => {
-                super::respond_json(rq, 200, &reply::models(&agents, reply::now_secs()), &[])
-            }
-            Err(e) => super::respond_error(rq, &reply::run_error(&e), &[]),
-        }),
+        (Method::Get, "/v1/models") => {
+            let extra = unread();
+            Served::only(match shared.agents() {
+                Ok(agents) => {
+                    let models = reply::models(&agents, reply::now_secs());
+                    super::respond_json(rq, 200, &models, &extra)
+                }
+                Err(e) => super::respond_error(rq, &reply::run_error(&e), &extra),
+            })
+        }
         (Method::Post, "/v1/chat/completions") => {
             // The socket, to stop reading a body refused and to notice
             // the client leave.
@@ -52,7 +58,8 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
                 "method_not_allowed",
                 "method not allowed",
             );
-            Served::only(super::respond_error(rq, &e, &[]))
+            let extra = unread();
+            Served::only(super::respond_error(rq, &e, &extra))
         }
         _ => {
             let e = ApiError::new(
@@ -61,7 +68,8 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
                 "not_found",
                 format!("no route {path}"),
             );
-            Served::only(super::respond_error(rq, &e, &[]))
+            let extra = unread();
+            Served::only(super::respond_error(rq, &e, &extra))
         }
     }
 }

@@ -299,7 +299,9 @@ fn dispatch(
                 "too_many_requests",
                 format!("the server is running {max} requests, its most: try again shortly"),
             );
-            let status = respond_error(rq, &e, &[("retry-after", RETRY_AFTER.into())]);
+            let mut extra = vec![("retry-after", RETRY_AFTER.into())];
+            extra.extend(conn::leave_body(&rq, shared.port));
+            let status = respond_error(rq, &e, &extra);
             access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
@@ -321,7 +323,8 @@ fn dispatch(
 fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> {
     let (method, path) = (rq.method().to_string(), rq.url().to_string());
     if path == "/healthz" {
-        let status = respond_json(rq, 200, &json!({"status": "ok"}), &[]);
+        let extra: Vec<_> = conn::leave_body(&rq, shared.port).into_iter().collect();
+        let status = respond_json(rq, 200, &json!({"status": "ok"}), &extra);
         access(shared, &method, &path, &Served::only(status), started);
         return None;
     }
@@ -337,7 +340,9 @@ fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> {
             "invalid_api_key",
             "a valid bearer token is required",
         );
-        let status = respond_error(rq, &e, &[("www-authenticate", "Bearer".into())]);
+        let mut extra = vec![("www-authenticate", "Bearer".into())];
+        extra.extend(conn::leave_body(&rq, shared.port));
+        let status = respond_error(rq, &e, &extra);
         access(shared, &method, &path, &Served::only(status), started);
         return None;
     }
@@ -358,6 +363,7 @@ fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
         while let Some((rq, started)) = peer.and_then(|p| shared.pipelines.next(p)) {
             if shared.stopping() {
                 let (method, path) = (rq.method().to_string(), rq.url().to_string());
+                let _ = conn::leave_body(&rq, shared.port);
                 let status = respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
                 access(shared, &method, &path, &Served::only(status), started);
             } else if let Some(rq) = admit(rq, shared, started) {
@@ -396,6 +402,7 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
     while let Ok(Some(rq)) = server.try_recv() {
         // One pipelined behind a running request is its worker's to answer.
         if let Some((rq, _)) = shared.pipelines.set_aside((rq, Instant::now())) {
+            let _ = conn::leave_body(&rq, shared.port);
             respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
         }
     }

@@ -284,3 +284,40 @@ fn a_body_declared_larger_than_any_memory_is_refused_and_the_server_lives() {
     );
     assert!(still_serves(&server), "{}", server.log());
 }
+
+#[test]
+fn a_body_trickled_to_a_request_answered_without_it_holds_up_no_other_client() {
+    // /healthz, a refused token and a 429 are answered by the one thread
+    // that takes every request; the body they leave unread must not be
+    // read there, however slowly it comes.
+    let (_h, _f, server) = start(&[]);
+    let mut a = TcpStream::connect(&server.addr).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    a.write_all(b"POST /healthz HTTP/1.1\r\nhost: x\r\ncontent-length: 100000000\r\n\r\n{\"a\":")
+        .unwrap();
+    let mut got = [0u8; 1024];
+    let n = a.read(&mut got).unwrap_or(0);
+    assert_eq!(parse_raw(&got[..n]).status, 200);
+    // A byte a second, inside the idle limit, for 12 s.
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..12 {
+            std::thread::sleep(Duration::from_secs(1));
+            if a.write_all(b" ").is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let asked = Instant::now();
+    let b = raw(
+        &server.addr,
+        b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert_eq!(b.status, 200, "{}", server.log());
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "another client's /healthz waited {:?} behind a trickled body",
+        asked.elapsed()
+    );
+    trickle.join().unwrap();
+}
