@@ -1,10 +1,26 @@
 //! Shaping text for output: one line with whitespace folded, long text cut
 //! at a character boundary with a mark that says so.
 
-/// `text` on one line: every run of whitespace, newlines included, becomes
-/// one space; no space at either end.
+/// `text` on one line: runs of whitespace (line ends included) as one
+/// space, and control characters (an escape sequence's ESC, a bell, C1
+/// codes) written out as `\u{1b}`, so that text from outside — a
+/// provider's error, a model's answer, a log file — cannot move the cursor
+/// or retitle the terminal it is printed on.
 pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        for c in word.chars() {
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// The first `max` characters of `text`, followed by `mark` when there

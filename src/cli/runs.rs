@@ -110,9 +110,9 @@ fn row(r: &Record) -> [String; 7] {
         _ => r.first_line.clone(),
     };
     [
-        r.run_id.clone(),
+        one_line(&r.run_id),
         short_time(&r.start),
-        r.agent.clone(),
+        one_line(&r.agent),
         r.exit.to_string(),
         duration(r.duration_ms),
         tokens.to_string(),

@@ -174,3 +174,36 @@ fn an_ambiguous_or_unknown_run_id_is_exit_2() {
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).ends_with("axe: no run \"dddd\" in the run log (axe runs lists them)\n"));
 }
+
+#[test]
+fn control_characters_in_a_log_are_shown_escaped_not_sent_to_the_terminal() {
+    // A log line is outside input: an escape sequence in it must not reach
+    // the terminal `axe runs` prints on.
+    let home = Home::new();
+    write_log(
+        &home,
+        &[record_line(
+            "dddd00000000\u{1b}[2J",
+            "ev\u{1b}]0;pwned\u{7}il",
+            "2026-01-02T10:00:00.000Z",
+            0,
+            "an \u{9b}31manswer",
+        )],
+    );
+    for args in [&["runs"][..], &["runs", "show", "dddd"]] {
+        let out = home.run(args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        // `runs show` ends with the answer itself, as `axe run` printed it.
+        let all = stdout(&out);
+        let text = all.split("\n\n").next().unwrap_or_default();
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}', '\u{9b}']),
+            "{args:?}: {text:?}"
+        );
+        assert!(
+            text.contains("ev\\u{1b}]0;pwned\\u{7}il"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("dddd00000000\\u{1b}[2J"), "{args:?}: {text}");
+    }
+}
