@@ -72,11 +72,11 @@ impl Conn {
         }
     }
 
-    fn notify(&self, method: &str, params: &Value) -> Result<(), Failure> {
+    fn notify(&self, method: &str, params: &Value, deadline: Instant) -> Result<(), Failure> {
         match self {
-            Conn::Stdio(s) => s.notify(method, params),
-            Conn::Http(h) => h.notify(method, params),
-            Conn::Sse(h) => h.notify(method, params),
+            Conn::Stdio(s) => s.notify(method, params, deadline),
+            Conn::Http(h) => h.notify(method, params, deadline),
+            Conn::Sse(h) => h.notify(method, params, deadline),
         }
     }
 
@@ -206,7 +206,7 @@ impl Server {
             info["version"].as_str().unwrap_or("?")
         );
         self.conn
-            .notify("notifications/initialized", &json!({}))
+            .notify("notifications/initialized", &json!({}), deadline)
             .map_err(|f| format!("notifications/initialized: {}", f.describe()))
     }
 

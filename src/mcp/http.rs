@@ -84,9 +84,9 @@ impl Http {
         got
     }
 
-    /// Sends a notification (a few seconds at most).
-    pub fn notify(&self, method: &str, params: &Value) -> Result<(), Failure> {
-        let deadline = Instant::now() + Duration::from_secs(5);
+    /// Sends a notification: five seconds at most, and not past `deadline`.
+    pub fn notify(&self, method: &str, params: &Value, deadline: Instant) -> Result<(), Failure> {
+        let deadline = deadline.min(Instant::now() + Duration::from_secs(5));
         self.post(&rpc::notification(method, params), deadline, false)
             .map(|_| ())
     }

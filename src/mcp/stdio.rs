@@ -137,9 +137,9 @@ impl Stdio {
         self.pid
     }
 
-    /// Sends a notification (a second at most).
-    pub fn notify(&self, method: &str, params: &Value) -> Result<(), Failure> {
-        let deadline = Instant::now() + Duration::from_secs(1);
+    /// Sends a notification: a second at most, and not past `deadline`.
+    pub fn notify(&self, method: &str, params: &Value, deadline: Instant) -> Result<(), Failure> {
+        let deadline = deadline.min(Instant::now() + Duration::from_secs(1));
         self.writer
             .send(&rpc::notification(method, params), deadline)
     }

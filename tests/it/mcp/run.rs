@@ -309,7 +309,7 @@ class H(BaseHTTPRequestHandler):
     def do_POST(self):
         m = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
         method = m.get("method")
-        if method is None or method == "notifications/cancelled":
+        if method is None or method == "notifications/cancelled" or (method == "notifications/initialized" and "hang-init" in sys.argv):
             time.sleep(60)
         if "id" not in m:
             self.send_response(202); self.send_header("content-length", "0"); self.end_headers(); return
@@ -327,10 +327,13 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
 
-fn stalling() -> Stalling {
+/// [`STALLING`]; with `hang_init`, it also leaves
+/// `notifications/initialized` unanswered.
+fn stalling(hang_init: bool) -> Stalling {
     use std::io::BufRead;
     let mut child = std::process::Command::new("python3")
         .args(["-c", STALLING])
+        .args(hang_init.then_some("hang-init"))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("python3");
@@ -346,7 +349,7 @@ fn stalling() -> Stalling {
 fn a_streamable_http_call_is_cut_at_its_deadline_whatever_the_server_leaves_unanswered() {
     // The ping's reply and the cancel are axe's own POSTs, on the caller's
     // thread: neither may hold the call past its deadline much.
-    let mcp = stalling();
+    let mcp = stalling(false);
     let p = P::OpenAi;
     let home = Home::new();
     home.config(&format!(
@@ -372,4 +375,37 @@ fn a_streamable_http_call_is_cut_at_its_deadline_whatever_the_server_leaves_unan
     // A 1 s deadline, and the cancel's second after it (as on stdio);
     // the ping's reply and the cancel given 5 s each took 11 s.
     assert!(took < Duration::from_secs(6), "{took:?}");
+}
+
+#[test]
+fn a_server_start_ends_at_the_runs_deadline_when_initialized_is_left_unanswered() {
+    // `notifications/initialized` is a POST of axe's own: it had 5 s of
+    // its own whatever the deadline of the start.
+    let mcp = stalling(true);
+    let p = P::OpenAi;
+    let home = Home::new();
+    home.config(&format!(
+        "[[mcp_servers]]\nname = \"h\"\nurl = \"http://127.0.0.1:{}/mcp\"\n",
+        mcp.1
+    ));
+    home.named_agent("user", p.model(), "mcp_servers = [\"h\"]\n");
+    let server = model(p, &[("c1", "h__stall", json!({}))]);
+    let started = Instant::now();
+    let out = home
+        .axe()
+        .env(key_var(p), "sk-test-key-0123456789")
+        .env(p.base_url_var(), &server.url)
+        .args(["run", "user", "-p", "go", "--timeout", "2"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_ne!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("\"h\""), "{}", stderr(&out));
+    // The run's 2 s, and a little; the notification's own 5 s took 5 s
+    // or more.
+    assert!(
+        took < Duration::from_millis(4500),
+        "{took:?}: {}",
+        stderr(&out)
+    );
 }
