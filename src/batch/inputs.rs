@@ -7,13 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
 use super::template::{Template, Vars};
 use crate::error::Error;
+use crate::read::Unreadable;
 
 /// The most bytes of one input: a line, or a file (stdin's own limit).
 pub const MAX_INPUT_BYTES: u64 = crate::stdin::MAX_BYTES;
@@ -287,18 +288,17 @@ fn value_text(v: &Value) -> String {
     }
 }
 
-/// A file `--each-file` matched, read when its turn comes.
+/// A file `--each-file` matched, read when its turn comes: a regular file
+/// only (a FIFO a glob matched would block the open for ever), at most
+/// [`MAX_INPUT_BYTES`].
 pub fn read_file(path: &std::path::Path, shown: &str) -> Result<String, Error> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| Error::config(format!("cannot read {shown}: {e}")))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(Error::config(format!(
+    match crate::read::bytes(path, MAX_INPUT_BYTES) {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(Unreadable::TooLarge { .. }) => Err(Error::config(format!(
             "{shown} is larger than {MAX_INPUT_BYTES} bytes"
-        )));
+        ))),
+        Err(e) => Err(Error::config(format!("cannot read {shown}: {e}"))),
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// How many inputs a regular file holds (its lines that are not blank), for

@@ -378,6 +378,25 @@ fn each_file_runs_once_per_matching_file() {
 }
 
 #[test]
+fn each_file_leaves_out_a_fifo_its_glob_matches() {
+    // A FIFO with no writer would block an open for ever: it is not an
+    // input (only regular files are), and nothing waits on it.
+    let p = P::Anthropic;
+    let server = echo(p, |_| Duration::ZERO);
+    let home = home_with(p, "", "");
+    let docs = home.dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("a.txt"), "alpha").unwrap();
+    mkfifo(&docs.join("b.txt"));
+    let args = ["run", "bot", "--each-file", "docs/*.txt", "-p", "{{input}}"];
+    let b = home.run_bounded(&[(p, &server)], &args, HUNG);
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    let got = lines(&stdout(&b.output));
+    assert_eq!(got.len(), 1, "{}", stdout(&b.output));
+    assert_eq!(got[0]["content"], "echo: alpha");
+}
+
+#[test]
 fn a_shaped_agent_gives_each_line_its_output() {
     let p = P::OpenAi;
     let server = FakeServer::route(move |r| {
