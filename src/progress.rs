@@ -28,6 +28,13 @@ const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '�
 
 /// The running view; dropping it stops the thread and erases the view.
 pub struct Progress {
+    _drawn: Redraw,
+}
+
+/// A frame redrawn on stderr by a thread of its own every tick until it is
+/// dropped, then erased: the run's view here and the batch's line
+/// (`batch::progress`) both are one.
+pub struct Redraw {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
 }
@@ -54,19 +61,66 @@ impl Progress {
     /// Starts drawing `tree`'s running agents. Never fails: without a
     /// thread there is simply no view.
     pub fn start(ledger: Arc<Ledger>, color: bool) -> Progress {
+        let mut frame = 0usize;
+        let drawn = Redraw::start("axe-progress", TICK, move |elapsed| {
+            if elapsed < FIRST_DRAW {
+                return None;
+            }
+            frame += 1;
+            let (width, rows) = screen_size();
+            // A frame taller than the screen scrolls, and its erase would miss.
+            let lines = MAX_LINES.min(rows.saturating_sub(2)).max(1);
+            Some(render(
+                &ledger.running(),
+                &ledger.tools_running(),
+                frame,
+                color,
+                width,
+                lines,
+            ))
+        });
+        Progress { _drawn: drawn }
+    }
+}
+
+impl Redraw {
+    /// Starts a thread named `name` that queues `frame(time since the
+    /// start)` on stderr every `tick` (nothing when it gives None). Never
+    /// fails: without a thread there is simply no view.
+    pub fn start(
+        name: &str,
+        tick: Duration,
+        mut frame: impl FnMut(Duration) -> Option<String> + Send + 'static,
+    ) -> Redraw {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let thread = {
             let stop = stop.clone();
             std::thread::Builder::new()
-                .name("axe-progress".into())
-                .spawn(move || draw_until_stopped(&ledger, &stop, color))
+                .name(name.into())
+                .spawn(move || {
+                    let started = Instant::now();
+                    let (lock, cv) = &*stop;
+                    let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                    loop {
+                        let (guard, _) = cv
+                            .wait_timeout(stopped, tick)
+                            .unwrap_or_else(PoisonError::into_inner);
+                        stopped = guard;
+                        if *stopped {
+                            return;
+                        }
+                        if let Some(f) = frame(started.elapsed()) {
+                            stderr::frame(f);
+                        }
+                    }
+                })
                 .ok()
         };
-        Progress { stop, thread }
+        Redraw { stop, thread }
     }
 }
 
-impl Drop for Progress {
+impl Drop for Redraw {
     fn drop(&mut self) {
         let (lock, cv) = &*self.stop;
         *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
@@ -97,38 +151,6 @@ fn screen_size() -> (usize, usize) {
             .unwrap_or(default)
     };
     (var("COLUMNS", 80), var("LINES", 24))
-}
-
-fn draw_until_stopped(ledger: &Ledger, stop: &(Mutex<bool>, Condvar), color: bool) {
-    let started = Instant::now();
-    let (lock, cv) = stop;
-    let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut frame = 0usize;
-    loop {
-        let (guard, _) = cv
-            .wait_timeout(stopped, TICK)
-            .unwrap_or_else(PoisonError::into_inner);
-        stopped = guard;
-        if *stopped {
-            return;
-        }
-        if started.elapsed() < FIRST_DRAW {
-            continue;
-        }
-        frame += 1;
-        let (width, rows) = screen_size();
-        // A frame taller than the screen scrolls, and its erase would miss.
-        let lines = MAX_LINES.min(rows.saturating_sub(2)).max(1);
-        let block = render(
-            &ledger.running(),
-            &ledger.tools_running(),
-            frame,
-            color,
-            width,
-            lines,
-        );
-        stderr::frame(block);
-    }
 }
 
 /// The view: one line per running agent, children under their parent,

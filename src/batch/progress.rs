@@ -4,12 +4,11 @@
 //! per input that ended. The view is a frame on stderr's one writer, as the
 //! run's live view is (design §7.4), erased when the batch ends.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::stderr;
+use crate::progress::Redraw;
 
 /// How often the line is redrawn.
 const TICK: Duration = Duration::from_millis(200);
@@ -31,8 +30,7 @@ pub struct Counts {
 
 /// The view, drawn while it lives.
 pub struct View {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
+    _drawn: Redraw,
 }
 
 impl Counts {
@@ -53,43 +51,10 @@ impl Counts {
 impl View {
     /// Draws `counts` of `total` inputs (when known) until dropped.
     pub fn start(counts: Arc<Counts>, total: Option<u64>) -> View {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let thread = {
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("axe-batch-view".into())
-                .spawn(move || draw(&counts, total, &stop))
-                .ok()
-        };
-        View { stop, thread }
-    }
-}
-
-impl Drop for View {
-    fn drop(&mut self) {
-        let (lock, cv) = &*self.stop;
-        *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        cv.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        stderr::end_view();
-    }
-}
-
-fn draw(counts: &Counts, total: Option<u64>, stop: &(Mutex<bool>, Condvar)) {
-    let started = Instant::now();
-    let (lock, cv) = stop;
-    let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
-    loop {
-        let (guard, _) = cv
-            .wait_timeout(stopped, TICK)
-            .unwrap_or_else(PoisonError::into_inner);
-        stopped = guard;
-        if *stopped {
-            return;
-        }
-        stderr::frame(format!("{}\n", line(counts, total, started.elapsed())));
+        let drawn = Redraw::start("axe-batch-view", TICK, move |elapsed| {
+            Some(format!("{}\n", line(&counts, total, elapsed)))
+        });
+        View { _drawn: drawn }
     }
 }
 
