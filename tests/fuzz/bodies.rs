@@ -32,20 +32,6 @@ fn fuzz_ollama_response_parser_never_panics() {
     });
 }
 
-/// The streams of `fixtures/streams/` whose names start with `prefix`.
-fn streams(prefix: &str) -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/streams");
-    let mut out: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .collect();
-    out.sort();
-    assert!(!out.is_empty(), "no {prefix} streams");
-    out
-}
-
 /// Fragments that make streams interesting.
 const STREAM_TOKENS: &[&str] = &[
     "\n",
@@ -119,7 +105,7 @@ fn fuzz_stream_decoders_never_panic_and_any_split_decodes_as_the_whole() {
         (Kind::Anthropic, "anthropic_"),
         (Kind::Ollama, "ollama_"),
     ] {
-        let seeds = streams(prefix);
+        let seeds = fixtures_in("streams", prefix);
         let default = seeds.len() * (MUTANTS + EXTRAS);
         fuzz_with(
             &format!("stream::Decoder ({})", kind.name()),

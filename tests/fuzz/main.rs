@@ -308,8 +308,18 @@ fn report(name: &str, runs: usize, started: Instant, what: &str) {
     );
 }
 
+/// The response bodies of `fixtures/responses/` whose names start with
+/// `prefix`.
 fn fixtures(prefix: &str) -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/responses");
+    fixtures_in("responses", prefix)
+}
+
+/// The files of `fixtures/<folder>/` whose names start with `prefix`, in
+/// name order (at least one).
+fn fixtures_in(folder: &str, prefix: &str) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(folder);
     let mut out: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(Result::ok)
@@ -317,7 +327,7 @@ fn fixtures(prefix: &str) -> Vec<String> {
         .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .collect();
     out.sort();
-    assert!(!out.is_empty(), "no {prefix} fixtures");
+    assert!(!out.is_empty(), "no {prefix} files in fixtures/{folder}");
     out
 }
 
