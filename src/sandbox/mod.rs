@@ -8,6 +8,7 @@ pub mod beneath;
 pub mod landlock;
 pub mod orphans;
 pub mod process;
+pub mod protected;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
