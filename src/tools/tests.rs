@@ -195,10 +195,35 @@ fn private_and_local_addresses_are_not_public() {
         "fe80::1",
         "::ffff:127.0.0.1",
         "::",
+        // IPv4 inside IPv6, judged by the IPv4 address.
+        "::127.0.0.1",
+        "::a9fe:a9fe",
+        "::ffff:0:7f00:1",
+        "::ffff:0:a00:1",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b:1::a00:1",
+        "2002:7f00:1::1",
+        "2002:c0a8:101::",
+        "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        "2001:0:5db8:0:0:0:f5ff:fffe",
+        "2001:0:a00:1:0:0:f7f7:f7f7",
+        "fec0::1",
+        "100::1",
+        "2001:db8::1",
+        "3fff::1",
+        "1:2::3",
     ] {
         assert!(!url_fetch::is_public(ip.parse::<IpAddr>().unwrap()), "{ip}");
     }
-    for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+    for ip in [
+        "93.184.216.34",
+        "1.1.1.1",
+        "2606:4700::1111",
+        "64:ff9b::808:808",
+        "2002:808:808::1",
+        "::ffff:0:808:808",
+        "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+    ] {
         assert!(url_fetch::is_public(ip.parse::<IpAddr>().unwrap()), "{ip}");
     }
     let allowed = vec!["example.com".to_string(), "*.github.io".to_string()];

@@ -44,7 +44,7 @@ pub fn run(args: &Args, env: &Env) -> Done {
 
 fn fetch(args: &Args, env: &Env) -> Result<Done, Done> {
     let url = required(args, "url")?.trim();
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
+    if !has_web_scheme(url) {
         return Err(Done::error(format!(
             "{url}: only http and https URLs are fetched"
         )));
@@ -66,6 +66,11 @@ fn fetch(args: &Args, env: &Env) -> Result<Done, Done> {
         .max_redirects(MAX_REDIRECTS)
         .timeout_global(Some(left))
         .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+        // ureq takes a proxy from HTTP(S)_PROXY by default: the guard below
+        // would then judge the proxy's address, and the proxy would go
+        // wherever the URL says (169.254.169.254, a host outside
+        // allowed_hosts). A fetch connects to the target itself.
+        .proxy(None)
         .build();
     let agent = ureq::Agent::with_parts(config, DefaultConnector::default(), guard);
     let resp = agent
@@ -107,6 +112,15 @@ fn fetch(args: &Args, env: &Env) -> Result<Done, Done> {
     let mut done = Done::ok(out, bytes);
     done.is_error = status >= 400;
     Ok(done)
+}
+
+/// Whether `url` starts with `http://` or `https://`, in any case (a
+/// scheme is case-insensitive: `HTTP://` is the same URL).
+fn has_web_scheme(url: &str) -> bool {
+    ["http://", "https://"].iter().any(|scheme| {
+        url.get(..scheme.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+    })
 }
 
 /// The body as text for the model: HTML as plain text, other text as it
@@ -206,38 +220,76 @@ pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
 
 /// Whether `ip` is an address on the public internet: not loopback,
 /// private (10/8, 172.16/12, 192.168/16), link-local (169.254/16, fe80::/10),
-/// CGNAT (100.64/10), unique-local (fc00::/7), unspecified, multicast,
-/// broadcast, documentation, benchmarking or reserved; an IPv4 address
-/// mapped into IPv6 is judged as IPv4.
+/// CGNAT (100.64/10), unique-local (fc00::/7), site-local (fec0::/10),
+/// unspecified, multicast, broadcast, documentation, benchmarking,
+/// discard-only or reserved. An IPv6 address that carries an IPv4 one
+/// (mapped, compatible, translated, 6to4, Teredo, NAT64's well-known
+/// prefix) is judged by the IPv4 address inside: `::127.0.0.1` is
+/// loopback however it is written.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, c, _] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 192 && b == 0 && c == 0)
-                || (a == 198 && (18..20).contains(&b))
-                || a >= 240)
-        }
+        IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
+            let inside = embedded_v4(v6);
+            if !inside.is_empty() {
+                return inside.into_iter().all(is_public_v4);
             }
-            let first = v6.segments()[0];
+            let s = v6.segments();
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0x0db8
-                || first == 0x0064 && v6.segments()[1] == 0xff9b)
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] & 0xffc0) == 0xfec0
+                // ::/8 is reserved; it holds 64:ff9b:1::/48, local-use
+                // NAT64, where the IPv4 address sits at a place only the
+                // operator knows.
+                || (s[0] & 0xff00) == 0
+                || (s[0] == 0x0100 && s[1..4] == [0, 0, 0])
+                || (s[0] == 0x2001 && s[1] == 0x0db8)
+                || (s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0)
+                || (s[0] == 0x2001 && (0x0010..0x0030).contains(&s[1]))
+                || (s[0] & 0xfff0) == 0x3ff0
+                || s[0] == 0x5f00)
         }
+    }
+}
+
+fn is_public_v4(v4: std::net::Ipv4Addr) -> bool {
+    let [a, b, c, _] = v4.octets();
+    !(v4.is_loopback()
+        || v4.is_private()
+        || v4.is_link_local()
+        || v4.is_unspecified()
+        || v4.is_broadcast()
+        || v4.is_multicast()
+        || v4.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (18..20).contains(&b))
+        || a >= 240)
+}
+
+/// The IPv4 addresses an IPv6 one carries: `::ffff:a.b.c.d` (mapped),
+/// `::a.b.c.d` (compatible), `::ffff:0:a.b.c.d` (translated),
+/// `64:ff9b::a.b.c.d` (NAT64), `2002:aabb:ccdd::` (6to4), and Teredo's
+/// server and client (`2001:0:ssss:ssss:...:cccc:cccc`, the client's bits
+/// inverted). Empty for every other address.
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Vec<std::net::Ipv4Addr> {
+    use std::net::Ipv4Addr;
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    let last = v4(s[6], s[7]);
+    match s {
+        [0, 0, 0, 0, 0, 0xffff, _, _] => vec![last],
+        // `::` and `::1` are themselves, not IPv4 addresses.
+        [0, 0, 0, 0, 0, 0, 0, 0 | 1] => Vec::new(),
+        [0, 0, 0, 0, 0, 0, _, _] => vec![last],
+        [0, 0, 0, 0, 0xffff, 0, _, _] => vec![last],
+        [0x0064, 0xff9b, 0, 0, 0, 0, _, _] => vec![last],
+        [0x2002, hi, lo, ..] => vec![v4(hi, lo)],
+        [0x2001, 0, hi, lo, ..] => vec![v4(hi, lo), v4(!s[6], !s[7])],
+        _ => Vec::new(),
     }
 }

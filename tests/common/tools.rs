@@ -60,6 +60,16 @@ impl ToolsSetup {
     /// [`ToolsSetup::run`], with the peak resident memory of that axe, in
     /// KiB (see [`with_peak_rss`]).
     pub fn run_measured(&self, p: P, calls: &[Call]) -> (Output, Vec<String>, FakeServer, u64) {
+        self.run_with(p, calls, &[])
+    }
+
+    /// [`ToolsSetup::run_measured`] with `env` added to axe's environment.
+    pub fn run_with(
+        &self,
+        p: P,
+        calls: &[Call],
+        env: &[(&str, &str)],
+    ) -> (Output, Vec<String>, FakeServer, u64) {
         let first = p.tool_calls(calls);
         let done = p.text("done");
         let server = FakeServer::route(move |req| {
@@ -75,6 +85,7 @@ impl ToolsSetup {
                 .env(key_var(p), "sk-test-key-0123456789")
                 .env(p.base_url_var(), &server.url)
                 .env("OPENAI_API_KEY_UNRELATED", "x")
+                .envs(env.iter().copied())
                 .args(["run", "hands", "-p", "go", "--timeout", "60"]),
         );
         let results = server

@@ -1,0 +1,5 @@
+//! The walls (design chapter 10, D28): each test plays a hostile model,
+//! MCP server, HTTP client or web page and checks that it reaches nothing
+//! it was not given. One file a wall.
+
+mod url_fetch;
