@@ -72,7 +72,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     let quiet = Verbose::new(false);
     let (out, done) = match &cmd.resume {
         Some(path) if !cmd.dry_run => {
-            let previous = resume::open(path)?;
+            let previous = resume::open(path, &base.cwd)?;
             (Out::file(previous.file, path), previous.done)
         }
         _ => (Out::stdout(), Default::default()),

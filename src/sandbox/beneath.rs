@@ -494,7 +494,7 @@ fn cstr(bytes: &[u8]) -> io::Result<CString> {
 
 #[path = "beneath_own.rs"]
 mod own;
-pub use own::{Anchored, Base, Stat};
+pub use own::{Anchored, Base, Stat, still_named};
 
 #[cfg(test)]
 #[path = "beneath_tests.rs"]

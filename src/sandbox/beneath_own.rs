@@ -9,6 +9,7 @@
 //! planted below the anchor, before the run or during it, is refused
 //! ([`Denied::Link`]), never followed.
 
+use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
 use super::*;
@@ -94,6 +95,18 @@ impl Anchored {
     pub fn parts(&self) -> (&Root, &str) {
         (&self.root, &self.rest)
     }
+
+    /// The directory that holds the file, and the file's name in it: its
+    /// parents made (0755) when missing and `create`.
+    pub fn parent(&self, create: bool) -> Result<(Root, String), Denied> {
+        let rest = self.rest.trim_end_matches('/');
+        let (dir, name) = rest.rsplit_once('/').unwrap_or((".", rest));
+        if matches!(name, "" | "." | "..") {
+            return Err(Denied::NotAFile);
+        }
+        let dir = if dir.is_empty() { "." } else { dir };
+        Ok((self.root.dir(dir, create)?, name.to_string()))
+    }
 }
 
 impl Root {
@@ -167,6 +180,26 @@ impl Root {
             id: (st.st_dev, st.st_ino),
         })
     }
+
+    /// Renames `from` to `to`, both names in this directory: a link at
+    /// `to` is replaced, never followed.
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        rename_in(&self.fd, from, to)
+    }
+
+    /// Removes the file `name` in this directory (a link, not its target).
+    pub fn remove(&self, name: &str) -> io::Result<()> {
+        unlink_in(&self.fd, name)
+    }
+
+    /// Syncs the directory, so that a name just made or renamed survives
+    /// a crash. Best effort: some filesystems cannot.
+    pub fn sync(&self) {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        if let Ok(fd) = resolve_in(&self.fd, ".", flags, 0, self.follow) {
+            let _ = File::from(fd).sync_all();
+        }
+    }
 }
 
 impl From<Denied> for io::Error {
@@ -177,5 +210,16 @@ impl From<Denied> for io::Error {
             Denied::Link => io::Error::other(crate::read::LINK_REFUSED),
             other => io::Error::other(other.to_string()),
         }
+    }
+}
+
+/// Whether the open `file` is still what `name` in `dir` names (a rename
+/// may have replaced it since it was opened).
+pub fn still_named(file: &File, dir: &Root, name: &str) -> io::Result<bool> {
+    let meta = file.metadata()?;
+    match dir.stat(name) {
+        Ok(now) => Ok(now.id == (meta.dev(), meta.ino())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }

@@ -137,5 +137,14 @@ fn axe_own_roots_follow_no_link_by_openat2_or_by_the_walk() {
         Err(Denied::Link)
     ));
     assert!(walk(&sub.fd, "../../secret.txt", flags, 0, true).is_err());
+    // A name in it: made, compared, renamed, never through a link.
+    let made = own.dir("new/deep", true).unwrap();
+    let f = made
+        .open_with("f", libc::O_WRONLY | libc::O_CREAT, 0o600)
+        .unwrap();
+    assert!(still_named(&f, &made, "f").unwrap());
+    made.rename("f", "g").unwrap();
+    assert!(!still_named(&f, &made, "f").unwrap());
+    assert_eq!(made.stat("g").unwrap().kind, Kind::File);
     assert_eq!(own.stat("out").unwrap().kind, Kind::Link);
 }
