@@ -134,7 +134,7 @@ fn memory_section(m: &crate::memory::Memory) -> String {
     };
     format!(
         "\n--- Memory ---\n{}: {} of {} entries loaded (last_n = {})\n{entries}\n",
-        m.path.display(),
+        m.place.path.display(),
         m.count,
         m.total,
         m.config.last_n
@@ -162,7 +162,7 @@ pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs
         v.line(&format!(
             "Memory:   {} entries loaded from {}",
             m.count,
-            m.path.display()
+            m.place.path.display()
         ));
     }
     v.line(&format!("Timeout:  {timeout_secs}s"));

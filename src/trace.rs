@@ -6,7 +6,9 @@
 //! written through a [`Queue`] of its own, as stderr is, so that a reader
 //! that stalls never holds the run. A directory, a socket or a block device
 //! is refused, and so is a FIFO that no process opens for reading within a
-//! short wait.
+//! short wait. A regular file may lie where an agent writes: it is opened
+//! by name with no link followed (design §10.7), except under `/dev` and
+//! `/proc`, whose links (`/dev/stdout`) lead to axe's own descriptors.
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Write};
@@ -16,6 +18,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::queue::{Dest, Piece, Queue};
+use crate::sandbox::beneath::{Anchored, Base};
 
 /// The longest opening a FIFO waits for a process to open it for reading
 /// (a reader started just before axe, `cat fifo & axe run ...`).
@@ -151,17 +154,21 @@ fn refused(_: &Metadata) -> Option<&'static str> {
     Some("not a regular file")
 }
 
-/// A regular file, opened to append.
+/// A regular file, opened to append (created 0600), never blocking in
+/// open whatever appeared at `path` meanwhile.
 fn open_file(path: &Path) -> io::Result<Sink> {
-    let mut o = OpenOptions::new();
-    o.read(true).append(true).create(true);
-    #[cfg(unix)]
-    {
+    let file = if path.starts_with("/dev") || path.starts_with("/proc") {
+        let mut o = OpenOptions::new();
+        o.read(true).append(true).create(true);
         use std::os::unix::fs::OpenOptionsExt;
-        // Never blocks in open, whatever appeared at `path` meanwhile.
         o.mode(0o600).custom_flags(libc::O_NONBLOCK);
-    }
-    let file = o.open(path)?;
+        o.open(path)?
+    } else {
+        let written = path.to_string_lossy();
+        let at = Anchored::new(Base::Cwd(Path::new(".")), &written)?;
+        let (dir, name) = at.parent(false)?;
+        crate::write::open_append(&dir, &name, 0o600)?
+    };
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::other("changed while it was being opened"));

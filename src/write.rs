@@ -7,10 +7,20 @@
 //! create is used instead. The directory is synced after the link, so the
 //! new name survives a crash. Modes are given to `open(2)`, so the user's
 //! umask still applies (it can only take permissions away).
+//!
+//! A file of axe's own in a directory an agent may write (memory, its
+//! backup, `--resume`'s output: design §10.7) is written by name in a
+//! [`Root`] that follows no link: appended to as the inode opened
+//! ([`open_append`]), or replaced whole by a temporary file renamed over
+//! it in that directory ([`replace`]), so a link planted at the name is
+//! refused or replaced, never written through.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+
+use crate::sandbox::beneath::{Denied, Kind, Root};
 
 /// What [`create_new`] did.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,6 +54,55 @@ pub fn create_new(path: &Path, contents: &[u8], mode: u32) -> io::Result<Created
         }
     }
     result
+}
+
+/// Opens `name` in `dir` to read and append, created with `mode` when
+/// missing: a regular file only, never a link (refused by the kernel), and
+/// never blocking. Writes go to the inode opened, whatever the name is by
+/// then.
+pub fn open_append(dir: &Root, name: &str, mode: u32) -> io::Result<File> {
+    // Looked at first, so that a device or FIFO is never opened at all.
+    match dir.stat(name).map(|s| s.kind) {
+        Ok(Kind::File) => {}
+        Ok(Kind::Link) => return Err(Denied::Link.into()),
+        Ok(_) => return Err(io::Error::other(not_regular(name, dir))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let flags = libc::O_RDWR | libc::O_APPEND | libc::O_CREAT;
+    let file = dir.open_with(name, flags, mode)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(not_regular(name, dir)));
+    }
+    Ok(file)
+}
+
+fn not_regular(name: &str, dir: &Root) -> String {
+    format!("{} is not a regular file", dir.path().join(name).display())
+}
+
+/// Replaces `name` in `dir` with `bytes` (permission bits `mode`): a
+/// temporary file beside it, synced, renamed over it, the directory synced.
+/// Whatever fails, `name` is whole, old or new; a signal meanwhile removes
+/// the temporary file.
+pub fn replace(dir: &Root, name: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let tmp = format!(".{name}.axe-{}.tmp", std::process::id());
+    let _temp = crate::interrupt::TempFile::new(&dir.path().join(&tmp));
+    let _ = dir.remove(&tmp);
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+    let written = (|| {
+        let mut f = dir.open_with(&tmp, flags, 0o600)?;
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        dir.rename(&tmp, name)
+    })();
+    if let Err(e) = written {
+        let _ = dir.remove(&tmp);
+        return Err(e);
+    }
+    dir.sync();
+    Ok(())
 }
 
 fn write_tmp(tmp: &Path, contents: &[u8], mode: u32) -> io::Result<()> {

@@ -7,14 +7,16 @@
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::template::{Template, Vars};
 use crate::error::Error;
 use crate::read::Unreadable;
+use crate::sandbox::beneath::{Anchored, Base, Root};
 
 /// The most bytes of one input: a line, or a file (stdin's own limit).
 pub const MAX_INPUT_BYTES: u64 = crate::stdin::MAX_BYTES;
@@ -37,9 +39,9 @@ pub enum Body {
     Text(String),
     /// A line of a JSON Lines file: an object.
     Json(Map<String, Value>),
-    /// A file `--each-file` matched: its path relative to the current
-    /// directory (as shown), and where it is.
-    File { shown: String, path: PathBuf },
+    /// A file `--each-file` matched: its path as the glob spells it
+    /// (relative to the current directory), read beneath `root`.
+    File { shown: String, root: Arc<Root> },
     /// A line that could not be taken: why (that input's failure, exit 2).
     Bad { text: String, why: String },
 }
@@ -47,7 +49,11 @@ pub enum Body {
 /// Where the inputs come from.
 pub enum Source {
     Lines(Lines),
-    Files(std::vec::IntoIter<(String, PathBuf)>),
+    /// The names `--each-file` matched, beneath the current directory.
+    Files {
+        root: Arc<Root>,
+        names: std::vec::IntoIter<String>,
+    },
 }
 
 /// The lines of `--each`, read as asked for.
@@ -65,20 +71,31 @@ pub struct Inputs {
 }
 
 impl Lines {
-    /// The lines of `path`, or of stdin for `-`.
-    pub fn open(path: &str) -> Result<Lines, Error> {
-        let reader: Box<dyn BufRead + Send> = if path == "-" {
-            Box::new(BufReader::new(std::io::stdin()))
+    /// The lines of `path` (relative to the current directory `cwd`), or
+    /// of stdin for `-`, and how many inputs a file holds (its lines that
+    /// are not blank, for the progress line). A file is opened once, as a
+    /// regular file, by name with no link followed (design §10.7): it may
+    /// lie where an agent writes.
+    pub fn open(path: &str, cwd: &Path) -> Result<(Lines, Option<u64>), Error> {
+        let (reader, total): (Box<dyn BufRead + Send>, _) = if path == "-" {
+            (Box::new(BufReader::new(std::io::stdin())), None)
         } else {
-            let file = std::fs::File::open(path)
-                .map_err(|e| Error::general(format!("cannot read --each {path}: {e}")))?;
-            Box::new(BufReader::with_capacity(64 * 1024, file))
+            let cannot = |e: &dyn std::fmt::Display| {
+                Error::general(format!("cannot read --each {path}: {e}"))
+            };
+            let at = Anchored::new(Base::Cwd(cwd), path).map_err(|e| cannot(&e))?;
+            let (root, rest) = at.parts();
+            let (mut file, _) = crate::read::open_in(root, rest).map_err(|e| cannot(&e))?;
+            let total = count(&mut file);
+            file.seek(SeekFrom::Start(0)).map_err(|e| cannot(&e))?;
+            (Box::new(BufReader::with_capacity(64 * 1024, file)), total)
         };
-        Ok(Lines {
+        let lines = Lines {
             reader,
             json: None,
             line: 0,
-        })
+        };
+        Ok((lines, total))
     }
 
     /// The next input that is not a blank line, with its line number.
@@ -134,9 +151,10 @@ impl Iterator for Inputs {
     fn next(&mut self) -> Option<Input> {
         let (line, body) = match &mut self.source {
             Source::Lines(lines) => lines.next_input()?,
-            Source::Files(files) => {
-                let (shown, path) = files.next()?;
-                (self.seq + 1, Body::File { shown, path })
+            Source::Files { root, names } => {
+                let shown = names.next()?;
+                let root = root.clone();
+                (self.seq + 1, Body::File { shown, root })
             }
         };
         let input = Input {
@@ -288,11 +306,12 @@ fn value_text(v: &Value) -> String {
     }
 }
 
-/// A file `--each-file` matched, read when its turn comes: a regular file
-/// only (a FIFO a glob matched would block the open for ever), at most
-/// [`MAX_INPUT_BYTES`].
-pub fn read_file(path: &std::path::Path, shown: &str) -> Result<String, Error> {
-    match crate::read::bytes(path, MAX_INPUT_BYTES) {
+/// A file `--each-file` matched, read when its turn comes: beneath `root`
+/// with no link followed (an input before it may have swapped one in:
+/// design §10.7), a regular file only (a FIFO a glob matched would block
+/// the open for ever), at most [`MAX_INPUT_BYTES`].
+pub fn read_file(root: &Root, shown: &str) -> Result<String, Error> {
+    match crate::read::bytes_in(root, shown, MAX_INPUT_BYTES) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(Unreadable::TooLarge { .. }) => Err(Error::config(format!(
             "{shown} is larger than {MAX_INPUT_BYTES} bytes"
@@ -301,13 +320,9 @@ pub fn read_file(path: &std::path::Path, shown: &str) -> Result<String, Error> {
     }
 }
 
-/// How many inputs a regular file holds (its lines that are not blank), for
-/// the progress line; None for stdin or what cannot be read.
-pub fn count(path: &str) -> Option<u64> {
-    if path == "-" {
-        return None;
-    }
-    let file = std::fs::File::open(path).ok()?;
+/// How many inputs an open file holds (its lines that are not blank), for
+/// the progress line; None when it cannot be read. Reads it to its end.
+fn count(file: &mut std::fs::File) -> Option<u64> {
     let mut r = BufReader::with_capacity(64 * 1024, file);
     let mut n = 0u64;
     let mut blank = true;

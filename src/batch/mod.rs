@@ -209,7 +209,7 @@ impl Batch<'_> {
     /// and the user message.
     fn prepare(&self, input: &Input) -> Result<(Option<Resolved>, String), Error> {
         let file_text = match &input.body {
-            Body::File { shown, path } => Some(inputs::read_file(path, shown)?),
+            Body::File { shown, root } => Some(inputs::read_file(root, shown)?),
             _ => None,
         };
         let vars = input.vars(self.vars, file_text.as_deref());

@@ -4,15 +4,21 @@
 //! it for the inputs read now; and the file, opened to append the rest. A
 //! last line cut short (a process killed in the middle of a write, by
 //! something axe cannot catch) was never a whole line and is cut off.
+//!
+//! The file may lie where an agent writes: it is opened once, by name in
+//! its directory with no link followed (design §10.7), and read, cut and
+//! appended to as that inode.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
 
 use serde_json::Value;
 
 use super::inputs::hash_key;
 use crate::error::Error;
+use crate::sandbox::beneath::{Anchored, Base};
 
 /// The most bytes of one line of a previous output that is read; a longer
 /// one (an enormous answer) is passed over, and its input runs again.
@@ -26,15 +32,13 @@ pub struct Previous {
     pub file: File,
 }
 
-/// Reads `path` (created when missing: nothing done yet) and opens it to
-/// append.
-pub fn open(path: &str) -> Result<Previous, Error> {
+/// Reads `path` (relative to the current directory `cwd`; created when
+/// missing: nothing done yet) and opens it to append.
+pub fn open(path: &str, cwd: &Path) -> Result<Previous, Error> {
     let cannot = |e: std::io::Error| Error::general(format!("cannot read --resume {path}: {e}"));
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
+    let mut file = Anchored::new(Base::Cwd(cwd), path)
+        .and_then(|at| Ok(at.parent(false)?))
+        .and_then(|(dir, name)| crate::write::open_append(&dir, &name, 0o666))
         .map_err(cannot)?;
     let mut done = HashSet::new();
     let mut whole = 0u64;

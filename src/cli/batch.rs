@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use super::args::RunCmd;
 use super::print_stdout;
 use super::run::{base, trace_path};
-use crate::batch::inputs::{self, Body, Inputs, Lines, Source};
+use crate::batch::inputs::{Body, Inputs, Lines, Source};
 use crate::batch::lines::Out;
 use crate::batch::progress::View;
 use crate::batch::schedule::{Gate, Order};
@@ -21,8 +21,10 @@ use crate::batch::{self, Batch, resume};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::interrupt;
+use crate::resolve::Found;
 use crate::run::{Cancel, TextSink, top};
 use crate::run_log::RunLog;
+use crate::sandbox::beneath::{Follow, Root};
 use crate::stderr::{self, Verbose};
 
 /// `--jobs` when not given.
@@ -70,7 +72,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     let quiet = Verbose::new(false);
     let (out, done) = match &cmd.resume {
         Some(path) if !cmd.dry_run => {
-            let previous = resume::open(path)?;
+            let previous = resume::open(path, &base.cwd)?;
             (Out::file(previous.file, path), previous.done)
         }
         _ => (Out::stdout(), Default::default()),
@@ -165,18 +167,26 @@ fn source(
     timeout: u64,
 ) -> Result<(Source, Option<u64>), Error> {
     if let Some(path) = &cmd.each {
-        let total = inputs::count(path);
-        return Ok((Source::Lines(Lines::open(path)?), total));
+        let (lines, total) = Lines::open(path, cwd)?;
+        return Ok((Source::Lines(lines), total));
     }
     let glob = cmd.each_file.clone().unwrap_or_default();
-    let root = cwd
-        .canonicalize()
-        .map_err(|e| Error::config(format!("cannot resolve {}: {e}", cwd.display())))?;
+    // The glob is walked beneath the current directory, no link followed
+    // (design §10.7): an input may lie where an agent writes.
+    let root = Root::cwd(cwd, Follow::NothingAsWritten)
+        .map_err(|e| Error::config(format!("cannot open {}: {e}", cwd.display())))?;
     let matched = crate::resolve::glob_matches(&root, &[glob], &Deadline::after(timeout))?;
-    // What is not a regular file (a FIFO would never end) is not an input.
-    let files: Vec<_> = matched.into_iter().filter(|(_, p)| p.is_file()).collect();
-    let total = Some(files.len() as u64);
-    Ok((Source::Files(files.into_iter()), total))
+    // What is not a regular file (a FIFO would never end) is not an input;
+    // a link is, and its line says it is not followed.
+    let names: Vec<String> = matched
+        .into_iter()
+        .filter(|(_, found)| matches!(found, Found::File | Found::Link))
+        .map(|(name, _)| name)
+        .collect();
+    let total = Some(names.len() as u64);
+    let root = Arc::new(root);
+    let names = names.into_iter();
+    Ok((Source::Files { root, names }, total))
 }
 
 /// What a signal does first: no line is written after it and none is left

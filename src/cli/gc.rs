@@ -117,8 +117,9 @@ fn one(agent: Agent, cmd: &GcCmd, global: &GlobalConfig) -> Result<(), Error> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
-    let path = memory::file_path(&id, &config, &cwd)?;
-    let log = memory::read_log(&path)
+    let place = memory::place(&id, &config, &cwd)?;
+    let path = place.path.clone();
+    let log = memory::read_log(&place)
         .map_err(|e| Error::config(format!("cannot read memory file {}: {e}", path.display())))?;
     let Some(log) = log.filter(|l| l.entries > 0) else {
         return print_stdout(&format!(
@@ -151,7 +152,7 @@ fn one(agent: Agent, cmd: &GcCmd, global: &GlobalConfig) -> Result<(), Error> {
             "No trim target configured (last_n and max_entries are both 0). Skipping trim.\n",
         );
     };
-    let trimmed = memory::trim(&path, keep)
+    let trimmed = memory::trim(&place, keep)
         .map_err(|e| Error::config(format!("cannot trim {}: {e}", path.display())))?;
     match trimmed.backup {
         Some(backup) => print_stdout(&format!(

@@ -3,18 +3,27 @@
 //! its tail within a bound, appended to in one write that is undone if it
 //! fails, and trimmed by writing a temporary file that replaces it.
 //!
+//! The file may lie where an agent writes (`path` in its workdir), so it is
+//! opened by name in its directory, which is resolved beneath the anchor
+//! its path is written against with no link followed (design §10.7): a
+//! link planted at the file or at a directory above it is refused, never
+//! appended to, read or trimmed.
+//!
 //! `axe gc` replaces the file by renaming another over it, so a process
 //! that waited for the lock may hold the old one: after locking, the open
-//! file is checked to still be the one at the path, and opened again if not.
+//! file is checked to still be the one the name holds, and opened again if
+//! not.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::entries;
+use crate::sandbox::beneath::{Anchored, Root, still_named};
+use crate::write;
 
 /// The longest a memory file's lock is waited for. Appends hold it for one
 /// write and `axe gc` for one rewrite of the file: a lock held longer is a
@@ -48,11 +57,15 @@ pub struct Trimmed {
     pub backup: Option<PathBuf>,
 }
 
-/// Reads at most `limit` bytes of the memory file `path` under a shared
+/// Reads at most `limit` bytes of the memory file at `place` under a shared
 /// lock: the whole file, or its last `limit` bytes from the first entry
 /// that begins in them. A missing file is `Ok(None)`.
-pub fn read_tail(path: &Path, limit: u64) -> io::Result<Option<Tail>> {
-    let mut file = match open_locked(path, false, libc::LOCK_SH) {
+pub fn read_tail(place: &Anchored, limit: u64) -> io::Result<Option<Tail>> {
+    let opened = place
+        .parent(false)
+        .map_err(io::Error::from)
+        .and_then(|(dir, name)| open_locked(&dir, &name, false, libc::LOCK_SH));
+    let mut file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -71,19 +84,14 @@ pub fn read_tail(path: &Path, limit: u64) -> io::Result<Option<Tail>> {
     Ok(Some(Tail { bytes, size, cut }))
 }
 
-/// Appends `entry` to the memory file `path` (created 0644, its directory
-/// 0755, as the Go original makes them) under an exclusive lock, in one
-/// write. A file whose last byte is not a newline (a crash cut its last
+/// Appends `entry` to the memory file at `place` (created 0644, its
+/// directories 0755, as the Go original makes them) under an exclusive lock
+/// on the inode opened, in one write. A file whose last byte is not a newline (a crash cut its last
 /// entry) gets one first, so the new entry's header starts a line. A write
 /// that fails is undone: the file is cut back to its length before it.
-pub fn append(path: &Path, entry: &str) -> io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(dir)?;
-    }
-    let mut file = open_locked(path, true, libc::LOCK_EX)?;
+pub fn append(place: &Anchored, entry: &str) -> io::Result<()> {
+    let (dir, name) = place.parent(true)?;
+    let mut file = open_locked(&dir, &name, true, libc::LOCK_EX)?;
     let size = file.metadata()?.len();
     let mut text = String::with_capacity(entry.len() + 1);
     if size > 0 && last_byte(&mut file, size)? != b'\n' {
@@ -97,15 +105,14 @@ pub fn append(path: &Path, entry: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Keeps the last `keep` entries of the memory file `path` (`keep` > 0).
-/// Under its exclusive lock: what goes is appended to `<file>.bak` and
-/// synced, then the rest is written to a temporary file in the same
-/// directory (the file's mode), synced, and renamed over the file, and the
-/// directory is synced. Whatever fails, the memory file is whole: the old
-/// one or the new one. A symbolic link is followed, and its target trimmed.
-pub fn trim(path: &Path, keep: usize) -> io::Result<Trimmed> {
-    let path = fs::canonicalize(path)?;
-    let mut file = open_locked(&path, false, libc::LOCK_EX)?;
+/// Keeps the last `keep` entries of the memory file at `place` (`keep` >
+/// 0). Under its exclusive lock: what goes is appended to `<file>.bak` and
+/// synced, then the rest replaces the file (`write::replace`, the file's
+/// mode). Whatever fails, the memory file is whole: the old one or the new
+/// one. A symbolic link is refused, never followed (design §10.7).
+pub fn trim(place: &Anchored, keep: usize) -> io::Result<Trimmed> {
+    let (dir, name) = place.parent(false)?;
+    let mut file = open_locked(&dir, &name, false, libc::LOCK_EX)?;
     #[cfg(debug_assertions)]
     debug_hold();
     let meta = file.metadata()?;
@@ -127,13 +134,14 @@ pub fn trim(path: &Path, keep: usize) -> io::Result<Trimmed> {
         });
     }
     let cut = starts[starts.len() - keep];
-    let backup = backup_path(&path);
-    append_synced(&backup, &bytes[..cut], meta.permissions().mode() & 0o7777)?;
-    replace(&path, &bytes[cut..], meta.permissions())?;
+    let mode = meta.permissions().mode() & 0o7777;
+    let backup = format!("{name}.bak");
+    append_synced(&dir, &backup, &bytes[..cut], mode)?;
+    write::replace(&dir, &name, &bytes[cut..], mode)?;
     Ok(Trimmed {
         removed: starts.len() - keep,
         kept: keep,
-        backup: Some(backup),
+        backup: Some(backup_path(place.path())),
     })
 }
 
@@ -157,21 +165,18 @@ pub fn backup_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Opens `path` (created when `create`) without blocking and locks it with
-/// `how`, waiting at most [`LOCK_WAIT`]; then checks that the path still
-/// names the file locked, and starts again if `axe gc` replaced it.
-fn open_locked(path: &Path, create: bool, how: libc::c_int) -> io::Result<File> {
+/// Opens `name` in `dir` (created when `create`) without blocking and
+/// locks it with `how`, waiting at most [`LOCK_WAIT`]; then checks that the
+/// name still holds the file locked, and starts again if `axe gc` replaced
+/// it.
+fn open_locked(dir: &Root, name: &str, create: bool, how: libc::c_int) -> io::Result<File> {
     for _ in 0..REOPENS {
-        let file = open(path, create)?;
+        let file = open(dir, name, create)?;
         lock(&file, how)?;
-        let (ours, now) = (file.metadata()?, fs::metadata(path));
-        match now {
-            Ok(now) if now.dev() == ours.dev() && now.ino() == ours.ino() => return Ok(file),
-            // Replaced (or removed) while we waited: the lock is on a file
-            // nobody reads any more.
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {}
-            Err(e) => return Err(e),
+        // Replaced (or removed) while we waited: the lock is on a file
+        // nobody reads any more.
+        if still_named(&file, dir, name)? {
+            return Ok(file);
         }
     }
     Err(io::Error::other(
@@ -179,25 +184,19 @@ fn open_locked(path: &Path, create: bool, how: libc::c_int) -> io::Result<File> 
     ))
 }
 
-/// Opens `path` for reading, or for appending (created 0644) when
-/// `create`, never blocking (a FIFO would), and only if it is a regular file.
-fn open(path: &Path, create: bool) -> io::Result<File> {
-    if let Ok(m) = fs::metadata(path)
-        && !m.is_file()
-    {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let mut options = OpenOptions::new();
+/// Opens `name` in `dir` for reading, or for appending (created 0644) when
+/// `create`, never blocking (a FIFO would), never through a link, and only
+/// if it is a regular file.
+fn open(dir: &Root, name: &str, create: bool) -> io::Result<File> {
     if create {
-        options.append(true).create(true).read(true).mode(0o644);
-    } else {
-        options.read(true);
+        return write::open_append(dir, name, 0o644);
     }
-    let file = options.custom_flags(libc::O_NONBLOCK).open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    Ok(file)
+    crate::read::open_in(dir, name)
+        .map(|(file, _)| file)
+        .map_err(|e| match e {
+            crate::read::Unreadable::Io(e) => e,
+            other => io::Error::other(other.to_string()),
+        })
 }
 
 /// `flock(how)`, tried again every [`LOCK_POLL`] for at most
@@ -236,22 +235,10 @@ fn last_byte(file: &mut File, size: u64) -> io::Result<u8> {
     Ok(byte[0])
 }
 
-/// Appends `bytes` to `path` (created with `mode`), on a line of their
-/// own, and syncs it.
-fn append_synced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .read(true)
-        .mode(mode)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other(format!(
-            "{} is not a regular file",
-            path.display()
-        )));
-    }
+/// Appends `bytes` to `name` in `dir` (created with `mode`), on a line of
+/// their own, and syncs it.
+fn append_synced(dir: &Root, name: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let mut file = write::open_append(dir, name, mode)?;
     let size = file.metadata()?.len();
     let mut text = Vec::with_capacity(bytes.len() + 1);
     if size > 0 && last_byte(&mut file, size)? != b'\n' {
@@ -261,37 +248,6 @@ fn append_synced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     if let Err(e) = file.write_all(&text).and_then(|()| file.sync_all()) {
         let _ = file.set_len(size);
         return Err(e);
-    }
-    Ok(())
-}
-
-/// Replaces `path` with `bytes` (mode `perms`): a temporary file beside
-/// it, synced, renamed over it, the directory synced.
-fn replace(path: &Path, bytes: &[u8], perms: fs::Permissions) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.gc-{}.tmp", std::process::id()));
-    // A signal while it exists removes it (design §6.5).
-    let _temp = crate::interrupt::TempFile::new(&tmp);
-    let _ = fs::remove_file(&tmp);
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.set_permissions(perms)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    // Best effort, as for every file axe writes (design §6.6).
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
     }
     Ok(())
 }

@@ -6,7 +6,8 @@
 //! for the top-level agent and every sub-agent alike (both go through
 //! `run::run_agent`). [`read_log`] and [`trim`] are `axe gc`'s. The entry
 //! format is in `entries`, the file's locking, bounds and atomic trim in
-//! `file`.
+//! `file`. The file is opened as its path is written, beneath the directory
+//! it is written against, with no link followed ([`Place`], design §10.7).
 
 mod entries;
 mod file;
@@ -19,6 +20,7 @@ pub use file::{TRIM_READ_LIMIT, Trimmed, backup_path};
 
 use crate::error::Error;
 use crate::paths;
+use crate::sandbox::beneath::{Anchored, Base};
 use crate::stderr;
 
 /// `[memory]`, validated: the Go original's keys and meanings.
@@ -43,12 +45,50 @@ pub const READ_LIMIT: u64 = 1 << 20;
 /// separator and heading, byte for byte.
 pub const SECTION: &str = "\n\n---\n\n## Memory\n\n";
 
+/// Where a memory file is: its path as shown, and how it is opened (design
+/// §10.7): `path` as written against the current directory, or the default
+/// (`axe/memory/<agent>.md`) against the data directory's root, each time
+/// beneath that anchor with no link followed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Place {
+    pub path: PathBuf,
+    /// What it is written against, and whether that is the current
+    /// directory (opened as `.`).
+    base: PathBuf,
+    cwd: bool,
+    written: String,
+}
+
+impl Place {
+    /// The anchor opened now; with `create`, a data directory root that is
+    /// missing is made first (the user named it).
+    fn open(&self, create: bool) -> io::Result<Anchored> {
+        if self.cwd {
+            return Anchored::new(Base::Cwd(&self.base), &self.written);
+        }
+        if create && !self.base.exists() {
+            std::fs::create_dir_all(&self.base)?;
+        }
+        Anchored::new(Base::Dir(&self.base), &self.written)
+    }
+
+    /// At most `limit` bytes of the file's tail; None when it (or the
+    /// directory it is written against) is missing.
+    fn read_tail(&self, limit: u64) -> io::Result<Option<file::Tail>> {
+        match self.open(false) {
+            Ok(at) => file::read_tail(&at, limit),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// An agent's memory as one run sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Memory {
     /// The agent's name (its file's stem), for warnings.
     pub agent: String,
-    pub path: PathBuf,
+    pub place: Place,
     pub config: MemoryConfig,
     /// The entries that go into the system prompt, as written; empty when
     /// there are none.
@@ -111,10 +151,31 @@ impl Memory {
 /// expanded, a relative one against the current directory `cwd`, as the Go
 /// original takes it), else `$XDG_DATA_HOME/axe/memory/<id>.md`.
 pub fn file_path(id: &str, config: &MemoryConfig, cwd: &Path) -> Result<PathBuf, Error> {
-    match &config.path {
-        Some(p) => Ok(paths::resolve_against(cwd, p)),
-        None => Ok(paths::data_dir()?.join("memory").join(format!("{id}.md"))),
-    }
+    place(id, config, cwd).map(|p| p.path)
+}
+
+/// [`file_path`] with how the file is opened.
+pub fn place(id: &str, config: &MemoryConfig, cwd: &Path) -> Result<Place, Error> {
+    let place = match &config.path {
+        Some(p) => Place {
+            path: paths::resolve_against(cwd, p),
+            base: cwd.to_path_buf(),
+            cwd: true,
+            written: p.clone(),
+        },
+        None => {
+            let dir = paths::data_dir()?;
+            let written = format!("axe/memory/{id}.md");
+            let base = dir.parent().map_or(dir.clone(), Path::to_path_buf);
+            Place {
+                path: base.join(&written),
+                base,
+                cwd: false,
+                written,
+            }
+        }
+    };
+    Ok(place)
 }
 
 /// The memory of agent `id` for a run: None unless `[memory]` enables it.
@@ -124,7 +185,7 @@ pub fn file_path(id: &str, config: &MemoryConfig, cwd: &Path) -> Result<PathBuf,
 /// names `axe gc`.
 pub fn load(id: &str, config: Option<&MemoryConfig>, cwd: &Path) -> Option<Memory> {
     let config = config.filter(|c| c.enabled)?;
-    let path = match file_path(id, config, cwd) {
+    let place = match place(id, config, cwd) {
         Ok(p) => p,
         Err(e) => {
             stderr::warn_once(&format!("failed to load memory for \"{id}\": {e}"));
@@ -133,13 +194,13 @@ pub fn load(id: &str, config: Option<&MemoryConfig>, cwd: &Path) -> Option<Memor
     };
     let mut memory = Memory {
         agent: id.to_string(),
-        path,
+        place,
         config: config.clone(),
         loaded: String::new(),
         count: 0,
         total: 0,
     };
-    let tail = match file::read_tail(&memory.path, READ_LIMIT) {
+    let tail = match memory.place.read_tail(READ_LIMIT) {
         Ok(Some(t)) => t,
         Ok(None) => return Some(memory),
         Err(e) => {
@@ -197,11 +258,15 @@ pub fn load(id: &str, config: Option<&MemoryConfig>, cwd: &Path) -> Option<Memor
 /// trace (design §6.7). A failure is a warning: the run itself succeeded.
 pub fn remember(memory: &Memory, task: &str, result: &str) {
     let entry = crate::redact::redact(&entries::format(SystemTime::now(), task, result));
-    if let Err(e) = file::append(&memory.path, &entry) {
+    let appended = memory
+        .place
+        .open(true)
+        .and_then(|a| file::append(&a, &entry));
+    if let Err(e) = appended {
         stderr::warn_once(&format!(
             "failed to save memory for \"{}\" to {}: {e}",
             memory.agent,
-            memory.path.display()
+            memory.place.path.display()
         ));
     }
 }
@@ -209,8 +274,8 @@ pub fn remember(memory: &Memory, task: &str, result: &str) {
 /// What `axe gc` analyses: the whole memory file (at most
 /// [`TRIM_READ_LIMIT`]), and the newest entries within [`READ_LIMIT`] to
 /// send. A missing file is `Ok(None)`.
-pub fn read_log(path: &Path) -> io::Result<Option<Log>> {
-    let Some(tail) = file::read_tail(path, TRIM_READ_LIMIT)? else {
+pub fn read_log(place: &Place) -> io::Result<Option<Log>> {
+    let Some(tail) = place.read_tail(TRIM_READ_LIMIT)? else {
         return Ok(None);
     };
     if tail.cut {
@@ -237,13 +302,16 @@ pub fn read_log(path: &Path) -> io::Result<Option<Log>> {
     }))
 }
 
-/// Keeps the last `keep` entries of the memory file at `path` (see
+/// Keeps the last `keep` entries of the memory file at `place` (see
 /// `file::trim`).
-pub fn trim(path: &Path, keep: u64) -> io::Result<Trimmed> {
-    file::trim(path, usize::try_from(keep).unwrap_or(usize::MAX))
+pub fn trim(place: &Place, keep: u64) -> io::Result<Trimmed> {
+    file::trim(
+        &place.open(false)?,
+        usize::try_from(keep).unwrap_or(usize::MAX),
+    )
 }
 
 /// A warning about the memory file of `m`: `memory file <path> <what>`.
 fn warn(m: &Memory, what: &str) {
-    stderr::warn_once(&format!("memory file {} {what}", m.path.display()));
+    stderr::warn_once(&format!("memory file {} {what}", m.place.path.display()));
 }

@@ -1,10 +1,12 @@
 //! The context files: every glob of `files` expanded beneath the workdir,
 //! walked until the run's deadline, each match read or skipped with its
-//! reason (design §2.7).
+//! reason (design §2.7). The workdir is where an agent writes, so the walk
+//! and the reads go by descriptor beneath it with no link followed (design
+//! §10.7): a link a glob matches is skipped and said to be, and one
+//! swapped in while the run reads is refused by the kernel, never read.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -13,23 +15,41 @@ use super::{ContextFile, Skipped, why_unread};
 use crate::deadline::Deadline;
 use crate::error::{During, Error};
 use crate::read::{self, Unreadable};
+use crate::sandbox::beneath::{Denied, Follow, Kind, Root};
+use crate::stderr;
+
+/// What a glob matched, as the walk saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    File,
+    /// A symbolic link: never followed.
+    Link,
+    /// A FIFO, socket or device: never opened.
+    NotRegular,
+    /// A pattern that leads outside the directory walked.
+    Outside,
+}
 
 /// One glob's walk: the matches so far, and when to give up.
 struct Walk<'a> {
     matcher: &'a GlobMatcher,
     deadline: Instant,
-    out: &'a mut BTreeMap<String, PathBuf>,
+    out: &'a mut BTreeMap<String, Found>,
 }
 
 /// The walk reached the deadline.
 struct DeadlinePassed;
 
+/// The skip reason of a symbolic link.
+const LINK: &str = "a symbolic link, not followed";
+
 /// Expands every glob against `workdir`: matches de-duplicated and sorted by
-/// relative path; skipped are files outside the workdir (also through
-/// symlinks), what is not a regular file (never opened), files over
-/// `max_file_bytes` (never read), binary files (only their first bytes
-/// read) and unreadable files. An invalid glob is a config error; reaching
-/// `deadline` is a timeout (an API error, exit 3).
+/// relative path; skipped are symbolic links (never followed: one warning
+/// says how many), what lies outside the workdir, what is not a regular
+/// file (never opened), files over `max_file_bytes` (never read), binary
+/// files (only their first bytes read) and unreadable files. An invalid
+/// glob is a config error; reaching `deadline` is a timeout (an API error,
+/// exit 3).
 pub fn collect_files(
     workdir: &Path,
     patterns: &[String],
@@ -39,54 +59,66 @@ pub fn collect_files(
     if patterns.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let root = workdir
-        .canonicalize()
-        .map_err(|e| Error::config(format!("cannot resolve workdir {}: {e}", workdir.display())))?;
+    let root = Root::own(workdir, Follow::Nothing)
+        .map_err(|e| Error::config(format!("cannot open workdir {}: {e}", workdir.display())))?;
     let matched = matches(&root, patterns, deadline)?;
     let mut files = Vec::new();
     let mut skipped = Vec::new();
-    for (rel, path) in matched {
+    for (rel, found) in matched {
         if deadline.passed() {
             return Err(deadline_passed(deadline));
         }
-        let inside = path
-            .canonicalize()
-            .is_ok_and(|real| real.starts_with(&root));
-        if !inside {
-            skipped.push(Skipped {
-                path: rel,
-                reason: "outside the workdir".into(),
-            });
-            continue;
-        }
-        let reason = match read::text(&path, max_file_bytes) {
-            Ok(Some(content)) => {
-                files.push(ContextFile { path: rel, content });
-                continue;
-            }
-            Ok(None) => "binary".to_string(),
-            Err(Unreadable::Io(e)) => format!("unreadable: {e}"),
-            Err(e) => why_unread(&e),
+        let reason = match found {
+            Found::Link => LINK.to_string(),
+            Found::NotRegular => "not a regular file".to_string(),
+            Found::Outside => "outside the workdir".to_string(),
+            Found::File => match read::text_in(&root, &rel, max_file_bytes) {
+                Ok(Some(content)) => {
+                    files.push(ContextFile { path: rel, content });
+                    continue;
+                }
+                Ok(None) => "binary".to_string(),
+                Err(Unreadable::Link) => LINK.to_string(),
+                Err(Unreadable::Outside) => "outside the workdir".to_string(),
+                Err(Unreadable::Io(e)) => format!("unreadable: {e}"),
+                Err(e) => why_unread(&e),
+            },
         };
         skipped.push(Skipped { path: rel, reason });
+    }
+    let links = skipped.iter().filter(|s| s.reason == LINK).count();
+    if links > 0 {
+        let (what, are) = match links {
+            1 => ("1 context file".to_string(), "is a symbolic link"),
+            n => (format!("{n} context files"), "are symbolic links"),
+        };
+        stderr::warn_once(&format!(
+            "{what} matched in {} {are}, which axe does not follow where an agent may \
+             write; --verbose lists the files skipped",
+            workdir.display()
+        ));
     }
     Ok((files, skipped))
 }
 
-/// The paths every glob of `patterns` matches beneath `root` (canonical),
-/// keyed and sorted by their path relative to `root`, de-duplicated; a
-/// match of an absolute pattern that lies in `root` is keyed relative to
-/// it too. Nothing is read: `--each-file` reads each file as its turn
-/// comes. An invalid glob is a config error; reaching `deadline` is a
-/// timeout.
+/// The names every glob of `patterns` matches beneath `root`, each with
+/// what the listing saw it as (never a directory), keyed and sorted by
+/// their path as the glob spells it (relative to `root`; an absolute
+/// pattern that lies in `root` is made relative to it first),
+/// de-duplicated. The walk goes by descriptor and enters no link: a link
+/// the glob matches is [`Found::Link`], and so is a pattern's literal
+/// directory that is one; a pattern that leads outside `root` (where
+/// `root` keeps names beneath it) is [`Found::Outside`]. Nothing is read:
+/// `--each-file` reads each file as its turn comes. An invalid glob is a
+/// config error; reaching `deadline` is a timeout.
 pub fn matches(
-    root: &Path,
+    root: &Root,
     patterns: &[String],
     deadline: &Deadline,
-) -> Result<BTreeMap<String, PathBuf>, Error> {
-    let mut matched: BTreeMap<String, PathBuf> = BTreeMap::new();
+) -> Result<BTreeMap<String, Found>, Error> {
+    let mut matched: BTreeMap<String, Found> = BTreeMap::new();
     for pattern in patterns {
-        let pattern = normalize_pattern(pattern);
+        let pattern = normalize_pattern(root.relative(pattern));
         let matcher = compile(&pattern)?;
         let (base, rest) = split_literal_base(&pattern);
         let max_depth = if rest.iter().any(|c| c.contains("**")) {
@@ -94,10 +126,17 @@ pub fn matches(
         } else {
             rest.len()
         };
-        let start = if base.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(&base)
+        let start = match root.dir(if base.is_empty() { "." } else { &base }, false) {
+            Ok(dir) => dir,
+            Err(Denied::Link) => {
+                matched.insert(base, Found::Link);
+                continue;
+            }
+            Err(Denied::Outside) => {
+                matched.insert(pattern.clone(), Found::Outside);
+                continue;
+            }
+            Err(_) => continue,
         };
         let mut walk = Walk {
             matcher: &matcher,
@@ -108,13 +147,7 @@ pub fn matches(
             return Err(deadline_passed(deadline));
         }
     }
-    Ok(matched
-        .into_iter()
-        .map(|(rel, path)| match path.strip_prefix(root) {
-            Ok(inner) if rel.starts_with('/') => (inner.to_string_lossy().replace('\\', "/"), path),
-            _ => (rel, path),
-        })
-        .collect())
+    Ok(matched)
 }
 
 /// Drops `./` components, which would otherwise never match.
@@ -169,38 +202,44 @@ fn deadline_passed(deadline: &Deadline) -> Error {
 }
 
 impl Walk<'_> {
-    /// Walks `dir` (whose path relative to the workdir is `rel`) up to
-    /// `depth` levels, adding every entry but a directory whose relative
-    /// path matches (FIFOs, sockets and devices too: they are skipped,
-    /// unopened, when read). Symlinked directories are not entered (no
-    /// loops); `.git` is not entered.
-    fn dir(&mut self, dir: &Path, rel: &str, depth: usize) -> Result<(), DeadlinePassed> {
+    /// Walks `dir` (whose path as the glob spells it is `rel`) up to
+    /// `depth` levels, adding every entry but a directory whose path
+    /// matches (links, FIFOs, sockets and devices too: they are skipped,
+    /// unopened). A link is never entered; `.git` is not entered.
+    fn dir(&mut self, dir: &Root, rel: &str, depth: usize) -> Result<(), DeadlinePassed> {
         if depth == 0 {
             return Ok(());
         }
         if Instant::now() >= self.deadline {
             return Err(DeadlinePassed);
         }
-        let Ok(entries) = fs::read_dir(dir) else {
+        let Ok(entries) = dir.list(".") else {
             return Ok(());
         };
-        for entry in entries.flatten() {
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
+        for entry in entries {
             let child_rel = match rel {
-                "" => name.clone(),
-                "/" => format!("/{name}"),
-                _ => format!("{rel}/{name}"),
+                "" => entry.name.clone(),
+                "/" => format!("/{}", entry.name),
+                _ => format!("{rel}/{}", entry.name),
             };
-            let path = entry.path();
-            let Ok(ft) = entry.file_type() else { continue };
-            if ft.is_dir() {
-                if name != ".git" {
-                    self.dir(&path, &child_rel, depth - 1)?;
+            // A filesystem that does not say in its listing is asked.
+            let kind = match entry.kind {
+                Kind::Other => dir.stat(&entry.name).map_or(Kind::Other, |s| s.kind),
+                kind => kind,
+            };
+            if kind == Kind::Dir {
+                if entry.name != ".git"
+                    && let Ok(sub) = dir.dir(&entry.name, false)
+                {
+                    self.dir(&sub, &child_rel, depth - 1)?;
                 }
-            } else if !(ft.is_symlink() && path.is_dir()) && self.matcher.is_match(&child_rel) {
-                self.out.insert(child_rel, path);
+            } else if self.matcher.is_match(&child_rel) {
+                let found = match kind {
+                    Kind::File => Found::File,
+                    Kind::Link => Found::Link,
+                    _ => Found::NotRegular,
+                };
+                self.out.insert(child_rel, found);
             }
         }
         Ok(())

@@ -18,9 +18,10 @@ use crate::memory::{self, Memory};
 use crate::paths;
 use crate::provider::ModelRef;
 use crate::read::{self, Unreadable};
+use crate::sandbox::beneath::{Anchored, Base};
 use crate::schema::{self, OutputSchema};
 use files::collect_files;
-pub use files::matches as glob_matches;
+pub use files::{Found, matches as glob_matches};
 
 /// The user message when neither `--prompt` nor stdin gives one.
 pub const DEFAULT_USER_MESSAGE: &str = "Execute the task described in your instructions.";
@@ -285,41 +286,64 @@ fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<P
 }
 
 /// `--skill` (relative to `cwd`), else the TOML `skill` (relative to the
-/// config directory). A directory means its `SKILL.md`.
+/// config directory). A directory means its `SKILL.md`. The skill may lie
+/// where an agent writes: it is read beneath the directory its path is
+/// written against, with no link followed (design §10.7).
 fn resolve_skill(
     agent: &Agent,
     overrides: &Overrides,
     cwd: &Path,
     max_file_bytes: u64,
 ) -> Result<(Option<PathBuf>, Option<String>), Error> {
-    let path = match (&overrides.skill, &agent.config.skill) {
-        (Some(s), _) if !s.trim().is_empty() => paths::resolve_against(cwd, s),
+    let config_dir;
+    let (base, written) = match (&overrides.skill, &agent.config.skill) {
+        (Some(s), _) if !s.trim().is_empty() => (Base::Cwd(cwd), s),
         (_, Some(s)) if !s.trim().is_empty() => {
-            let config_dir = match agent.config_dir() {
+            config_dir = match agent.config_dir() {
                 Some(d) => d.to_path_buf(),
                 None => paths::config_dir()?,
             };
-            paths::resolve_against(&config_dir, s)
+            (Base::Dir(&config_dir), s)
         }
         _ => return Ok((None, None)),
     };
-    let path = if path.is_dir() {
-        path.join("SKILL.md")
-    } else {
-        path
+    let at = match Anchored::new(base, written) {
+        Ok(at) => at,
+        Err(e) => {
+            let path = paths::resolve_against(base.path(), written);
+            return Err(skill_error(path, Unreadable::Io(e)));
+        }
     };
-    match read::bytes(&path, max_file_bytes) {
+    let (root, rest) = at.parts();
+    let (path, read) = match root.dir(rest, false) {
+        Ok(dir) => (
+            at.path().join("SKILL.md"),
+            read::bytes_in(&dir, "SKILL.md", max_file_bytes),
+        ),
+        // A file, or the reason it cannot be read.
+        Err(_) => (
+            at.path().to_path_buf(),
+            read::bytes_in(root, rest, max_file_bytes),
+        ),
+    };
+    match read {
         Ok(bytes) => Ok((
             Some(path),
             Some(String::from_utf8_lossy(&bytes).into_owned()),
         )),
-        Err(Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(Error::SkillNotFound { path })
+        Err(e) => Err(skill_error(path, e)),
+    }
+}
+
+fn skill_error(path: PathBuf, e: Unreadable) -> Error {
+    match e {
+        Unreadable::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Error::SkillNotFound { path }
         }
-        Err(e) => Err(Error::SkillUnreadable {
+        e => Error::SkillUnreadable {
             why: why_unread(&e),
             path,
-        }),
+        },
     }
 }
 

@@ -139,7 +139,7 @@ pub fn append(dir: &Path, record: &Record, max_bytes: u64) -> io::Result<()> {
 pub fn read(dir: &Path) -> io::Result<Logged> {
     // A shared lock, so that no rotation happens between the two reads;
     // without a lock file (nothing ever written) there is nothing to read.
-    let lock = match File::open(dir.join(LOCK_FILE)) {
+    let lock = match open_read(&dir.join(LOCK_FILE)) {
         Ok(f) => Some(f),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
@@ -168,7 +168,13 @@ pub fn read(dir: &Path) -> io::Result<Logged> {
 /// partial, line of a file cut that way is counted bad).
 fn read_text(path: &Path) -> io::Result<String> {
     use std::io::{Seek, SeekFrom};
-    let mut file = File::open(path)?;
+    let mut file = open_read(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
     let len = file.metadata()?.len();
     if len > READ_LIMIT {
         file.seek(SeekFrom::Start(len - READ_LIMIT))?;
@@ -176,6 +182,24 @@ fn read_text(path: &Path) -> io::Result<String> {
     let mut bytes = Vec::new();
     file.take(READ_LIMIT).read_to_end(&mut bytes)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `path` opened to read, never blocking, and never through a link at its
+/// name (design §10.7): the log is axe's own file.
+fn open_read(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path);
+    match opened {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(io::Error::other(format!(
+            "{}: {}",
+            path.display(),
+            crate::read::LINK_REFUSED
+        ))),
+        other => other,
+    }
 }
 
 /// Creates `dir` (and its parents) with mode 0700 where missing.

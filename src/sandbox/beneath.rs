@@ -6,6 +6,10 @@
 //! the kernel, not by a check on the string. Where `openat2` is missing
 //! (Linux before 5.6) a walk one component at a time refuses the same:
 //! `..` above the root, absolute paths, and every symlink.
+//!
+//! axe's own files (memory, `--resume`, inputs, context files, skills:
+//! design §10.7) are opened through the same resolver with no symlink
+//! followed at all (`RESOLVE_NO_SYMLINKS`): `beneath_own.rs`.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -58,11 +62,37 @@ pub enum Kind {
     Other,
 }
 
-/// A directory that paths are resolved beneath: the agent's workdir.
+/// A directory that paths are resolved beneath: the agent's workdir, or a
+/// directory axe's own files are opened in (`beneath_own.rs`).
 #[derive(Debug)]
 pub struct Root {
     fd: OwnedFd,
     path: PathBuf,
+    follow: Follow,
+}
+
+/// Which symbolic links the kernel follows while resolving a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Those that stay beneath the root: the file tools' (§10.2).
+    Inside,
+    /// None, and nothing outside the root either: axe's own files found by
+    /// a listing (context files, `--each-file` inputs).
+    Nothing,
+    /// None; `..` and an absolute name are taken as written: a path the
+    /// user wrote, against the directory it is relative to.
+    NothingAsWritten,
+}
+
+impl Follow {
+    /// The `resolve` flags of `openat2(2)`.
+    fn resolve(self) -> u64 {
+        match self {
+            Follow::Inside => libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
+            Follow::Nothing => libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS,
+            Follow::NothingAsWritten => libc::RESOLVE_NO_SYMLINKS,
+        }
+    }
 }
 
 /// `struct open_how` of `openat2(2)` (libc's is not constructible).
@@ -91,6 +121,7 @@ impl Root {
         Ok(Root {
             fd,
             path: path.to_path_buf(),
+            follow: Follow::Inside,
         })
     }
 
@@ -150,7 +181,7 @@ impl Root {
         let mode = existing_mode(&dir, &file).unwrap_or(0o644);
         let tmp = format!(".{file}.axe-{}-{}", std::process::id(), fastrand::u32(..));
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-        let fd = resolve_in(&dir, &tmp, flags, mode)?;
+        let fd = resolve_in(&dir, &tmp, flags, mode, self.follow)?;
         let mut out = File::from(fd);
         let written = out.write_all(contents).and_then(|()| out.sync_all());
         drop(out);
@@ -164,18 +195,18 @@ impl Root {
 
     /// Opens `name` beneath the root with `flags` (close-on-exec added).
     fn resolve(&self, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Denied> {
-        resolve_in(&self.fd, self.relative(name), flags, mode)
+        resolve_in(&self.fd, self.relative(name), flags, mode, self.follow)
     }
 
     /// The directory `parent` beneath the root, made when missing.
     fn make_dirs(&self, parent: &str) -> Result<OwnedFd, Denied> {
         let dir_flags = libc::O_PATH | libc::O_DIRECTORY;
-        let mut dir = resolve_in(&self.fd, ".", dir_flags, 0)?;
+        let mut dir = resolve_in(&self.fd, ".", dir_flags, 0, self.follow)?;
         for part in parent.split('/').filter(|p| !p.is_empty() && *p != ".") {
-            dir = match resolve_in(&dir, part, dir_flags, 0) {
+            dir = match resolve_in(&dir, part, dir_flags, 0, self.follow) {
                 Err(Denied::NotFound) => {
                     mkdir_in(&dir, part).map_err(Denied::Other)?;
-                    resolve_in(&dir, part, dir_flags, 0)?
+                    resolve_in(&dir, part, dir_flags, 0, self.follow)?
                 }
                 other => other?,
             };
@@ -201,8 +232,15 @@ fn split(name: &str) -> Result<(&str, String), Denied> {
     Ok((parent, file.to_string()))
 }
 
-/// Opens `name` beneath `dir`, by `openat2` or by the walk.
-fn resolve_in(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Denied> {
+/// Opens `name` beneath `dir`, by `openat2` or by the walk, following
+/// the links `follow` lets it.
+fn resolve_in(
+    dir: &OwnedFd,
+    name: &str,
+    flags: i32,
+    mode: u32,
+    follow: Follow,
+) -> Result<OwnedFd, Denied> {
     if name.is_empty() {
         return Err(Denied::NotFound);
     }
@@ -210,14 +248,28 @@ fn resolve_in(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedF
     if probe_openat2() {
         // openat2 can fail with EAGAIN when a rename races the lookup.
         for _ in 0..8 {
-            match openat2(dir, name, flags, mode) {
+            match openat2(dir, name, flags, mode, follow.resolve()) {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => continue,
                 other => return other.map_err(denied),
             }
         }
         return Err(Denied::Other(io::Error::from_raw_os_error(libc::EAGAIN)));
     }
-    walk(dir, name, flags, mode)
+    match (follow, name.strip_prefix('/')) {
+        // The walk starts at `/` for an absolute name the user wrote.
+        (Follow::NothingAsWritten, Some(rest)) => {
+            let root =
+                openat(libc::AT_FDCWD, "/", libc::O_PATH | libc::O_CLOEXEC, 0).map_err(denied)?;
+            walk(
+                &root,
+                if rest.is_empty() { "." } else { rest },
+                flags,
+                mode,
+                false,
+            )
+        }
+        _ => walk(dir, name, flags, mode, follow != Follow::NothingAsWritten),
+    }
 }
 
 fn denied(e: io::Error) -> Denied {
@@ -230,12 +282,12 @@ fn denied(e: io::Error) -> Denied {
     }
 }
 
-fn openat2(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+fn openat2(dir: &OwnedFd, name: &str, flags: i32, mode: u32, resolve: u64) -> io::Result<OwnedFd> {
     let c = cstr(name.as_bytes())?;
     let how = OpenHow {
         flags: flags as u64,
         mode: u64::from(if flags & libc::O_CREAT != 0 { mode } else { 0 }),
-        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
+        resolve,
     };
     // SAFETY: valid fd, C string and `open_how` of the size passed.
     let fd = unsafe {
@@ -262,7 +314,8 @@ fn probe_openat2() -> bool {
         _ => {}
     }
     let works = Root::open(Path::new("/")).is_ok_and(|root| {
-        !matches!(openat2(&root.fd, ".", libc::O_PATH | libc::O_CLOEXEC, 0),
+        let resolve = Follow::Inside.resolve();
+        !matches!(openat2(&root.fd, ".", libc::O_PATH | libc::O_CLOEXEC, 0, resolve),
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS))
     });
     OPENAT2.store(if works { 1 } else { 2 }, Ordering::Relaxed);
@@ -270,8 +323,15 @@ fn probe_openat2() -> bool {
 }
 
 /// The stand-in for `openat2`: one component at a time with `O_NOFOLLOW`,
-/// refusing absolute paths, `..` above `dir` and every symlink.
-fn walk(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Denied> {
+/// refusing every symlink, and, `beneath`, absolute paths and `..` above
+/// `dir` (else `..` goes on up, as the user wrote it).
+fn walk(
+    dir: &OwnedFd,
+    name: &str,
+    flags: i32,
+    mode: u32,
+    beneath: bool,
+) -> Result<OwnedFd, Denied> {
     if name.starts_with('/') {
         return Err(Denied::Outside);
     }
@@ -280,11 +340,20 @@ fn walk(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Den
         .filter(|p| !p.is_empty() && *p != ".")
         .collect();
     let mut stack: Vec<OwnedFd> = Vec::new();
-    let here = |stack: &Vec<OwnedFd>| stack.last().map_or(dir.as_raw_fd(), |f| f.as_raw_fd());
+    // Where the walk stands when `..` took it above `dir`.
+    let mut above: Option<OwnedFd> = None;
+    let base = |above: &Option<OwnedFd>| above.as_ref().map_or(dir.as_raw_fd(), |f| f.as_raw_fd());
+    let here = |stack: &Vec<OwnedFd>, above: &Option<OwnedFd>| {
+        stack.last().map_or(base(above), |f| f.as_raw_fd())
+    };
     for (i, part) in parts.iter().enumerate() {
         if *part == ".." {
             if stack.pop().is_none() {
-                return Err(Denied::Outside);
+                if beneath {
+                    return Err(Denied::Outside);
+                }
+                let up = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+                above = Some(openat(base(&above), "..", up, 0).map_err(denied)?);
             }
             continue;
         }
@@ -294,7 +363,7 @@ fn walk(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Den
         } else {
             libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC
         };
-        let fd = openat(here(&stack), part, f, mode).map_err(denied)?;
+        let fd = openat(here(&stack, &above), part, f, mode).map_err(denied)?;
         let is_link = File::from(fd.try_clone().map_err(Denied::Other)?)
             .metadata()
             .map(|m| m.file_type().is_symlink())
@@ -306,7 +375,7 @@ fn walk(dir: &OwnedFd, name: &str, flags: i32, mode: u32) -> Result<OwnedFd, Den
     }
     if parts.is_empty() || parts.last() == Some(&"..") {
         // A directory named by `.` or `..`: open it with the flags asked.
-        return openat(here(&stack), ".", flags, mode).map_err(denied);
+        return openat(here(&stack, &above), ".", flags, mode).map_err(denied);
     }
     stack.pop().ok_or(Denied::NotFound)
 }
@@ -422,6 +491,10 @@ fn cstr(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))
 }
+
+#[path = "beneath_own.rs"]
+mod own;
+pub use own::{Anchored, Base, Stat, still_named};
 
 #[cfg(test)]
 #[path = "beneath_tests.rs"]

@@ -103,8 +103,8 @@ fn a_listing_has_names_and_kinds() {
 fn the_walk_refuses_what_openat2_refuses() {
     let (_d, root) = tree();
     let flags = libc::O_RDONLY | libc::O_CLOEXEC;
-    assert!(walk(&root.fd, "a.txt", flags, 0).is_ok());
-    assert!(walk(&root.fd, "sub/../a.txt", flags, 0).is_ok());
+    assert!(walk(&root.fd, "a.txt", flags, 0, true).is_ok());
+    assert!(walk(&root.fd, "sub/../a.txt", flags, 0, true).is_ok());
     for escape in [
         "../secret.txt",
         "/etc/hostname",
@@ -112,6 +112,39 @@ fn the_walk_refuses_what_openat2_refuses() {
         "in",
         "root/etc/hostname",
     ] {
-        assert!(walk(&root.fd, escape, flags, 0).is_err(), "{escape}");
+        assert!(walk(&root.fd, escape, flags, 0, true).is_err(), "{escape}");
     }
+}
+
+#[test]
+fn axe_own_roots_follow_no_link_by_openat2_or_by_the_walk() {
+    let (d, _) = tree();
+    let own = Root::own(&d.0.join("work"), Follow::Nothing).unwrap();
+    assert!(own.open_with("a.txt", libc::O_RDONLY, 0).is_ok());
+    // A link that stays inside is followed by the file tools, not here.
+    assert!(matches!(
+        own.open_with("in", libc::O_RDONLY, 0),
+        Err(Denied::Link)
+    ));
+    let sub = Root::own(&d.0.join("work/sub"), Follow::NothingAsWritten).unwrap();
+    assert!(sub.open_with("../../secret.txt", libc::O_RDONLY, 0).is_ok());
+    assert!(sub.open_with("../in", libc::O_RDONLY, 0).is_err());
+    // The walk that stands in for openat2 does the same.
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC;
+    assert!(walk(&sub.fd, "../../secret.txt", flags, 0, false).is_ok());
+    assert!(matches!(
+        walk(&sub.fd, "../in", flags, 0, false),
+        Err(Denied::Link)
+    ));
+    assert!(walk(&sub.fd, "../../secret.txt", flags, 0, true).is_err());
+    // A name in it: made, compared, renamed, never through a link.
+    let made = own.dir("new/deep", true).unwrap();
+    let f = made
+        .open_with("f", libc::O_WRONLY | libc::O_CREAT, 0o600)
+        .unwrap();
+    assert!(still_named(&f, &made, "f").unwrap());
+    made.rename("f", "g").unwrap();
+    assert!(!still_named(&f, &made, "f").unwrap());
+    assert_eq!(made.stat("g").unwrap().kind, Kind::File);
+    assert_eq!(own.stat("out").unwrap().kind, Kind::Link);
 }

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::agent::{OutputConfig, SchemaSource};
 use crate::error::Error;
+use crate::sandbox::beneath::{Anchored, Base};
 use crate::{paths, read};
 
 /// The most validation errors a repair message lists.
@@ -72,11 +73,11 @@ pub fn load(
 ) -> Result<Option<OutputSchema>, Error> {
     let max_repairs = output.map_or(crate::agent::DEFAULT_MAX_REPAIRS, |o| o.max_repairs);
     let schema = match (override_file, output.map(|o| &o.schema)) {
-        (Some(file), _) => read_file(&paths::resolve_against(cwd, file), "--output-schema")?,
+        (Some(file), _) => read_file(Base::Cwd(cwd), file, "--output-schema")?,
         (None, Some(SchemaSource::Inline(v))) => v.clone(),
         (None, Some(SchemaSource::File(file))) => {
-            let dir = config_dir.unwrap_or(cwd);
-            read_file(&paths::resolve_against(dir, file), "output.schema_file")?
+            let base = config_dir.map_or(Base::Cwd(cwd), Base::Dir);
+            read_file(base, file, "output.schema_file")?
         }
         (None, None) => return Ok(None),
     };
@@ -94,9 +95,17 @@ pub fn compile(schema: Value, max_repairs: u32) -> Result<OutputSchema, Error> {
     })
 }
 
-/// Reads a JSON schema file: regular, at most 1 MiB, JSON.
-fn read_file(path: &Path, what: &str) -> Result<Value, Error> {
-    let text = read::config_text(path)
+/// Reads a JSON schema file: regular, at most 1 MiB, JSON, `written`
+/// against `base` with no link followed (it may lie where an agent
+/// writes: design §10.7).
+fn read_file(base: Base, written: &str, what: &str) -> Result<Value, Error> {
+    let path = paths::resolve_against(base.path(), written);
+    let text = Anchored::new(base, written)
+        .map_err(read::Unreadable::Io)
+        .and_then(|at| {
+            let (root, rest) = at.parts();
+            read::config_text_in(root, rest)
+        })
         .map_err(|e| Error::config(format!("{what} {}: {e}", path.display())))?;
     serde_json::from_str(&text)
         .map_err(|e| Error::config(format!("{what} {}: not JSON: {e}", path.display())))

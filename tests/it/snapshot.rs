@@ -137,9 +137,10 @@ fn a_sub_agent_that_failed_to_load_is_read_again_at_its_next_call() {
 }
 
 /// A workdir whose `**/*.txt` is slow to read: `files` small files at the
-/// bottom of `depth` nested directories (each file's path is checked
-/// component by component, so the cost grows with the depth), cheap to
-/// make. The tree is `<dir>/tree`.
+/// bottom of `depth` nested directories (each file's path is resolved by
+/// the kernel component by component, no link followed, so the cost grows
+/// with the depth), cheap to make. The tree is `<dir>/tree`; its deepest
+/// path stays under `PATH_MAX` up to a depth of about 1,900.
 fn slow_tree(dir: &Path, depth: usize, files: usize) -> PathBuf {
     let root = dir.join("tree");
     let mut bottom = root.clone();
@@ -251,7 +252,9 @@ fn a_call_waiting_for_another_callers_load_gives_up_at_its_own_timeout() {
         "sub_agents = [\"w\"]\n[sub_agents_config]\ntimeout = 1\n",
     );
     let scratch = TempDir::new("slow-load");
-    write_slow_failing_w(&home, &slow_tree(scratch.path(), 300, 1200));
+    // Read in one openat2 a file (design §10.7), the tree takes a few
+    // seconds only this large (300 deep and 1,200 files took 0.17 s).
+    write_slow_failing_w(&home, &slow_tree(scratch.path(), 1800, 4000));
 
     // slow's call to w goes first and loads it, with no timeout of its own;
     // quick's comes 300 ms later and waits for that load.

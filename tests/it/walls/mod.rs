@@ -2,4 +2,5 @@
 //! MCP server, HTTP client or web page and checks that it reaches nothing
 //! it was not given. One file a wall.
 
+mod links;
 mod url_fetch;
