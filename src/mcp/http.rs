@@ -9,7 +9,7 @@ use std::io::{BufReader, Read};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::rpc::{self, Failure, Log, Pending};
 use super::stdio::{Line, MAX_LINE, read_line};
@@ -74,11 +74,9 @@ impl Http {
             });
         self.pending.close(waiter.id);
         if got == Err(Failure::Timeout) && cancel {
-            let params =
-                json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
-            // A second, as the other transports give it (`rpc::call`):
-            // the call is already past its deadline.
-            let line = rpc::notification("notifications/cancelled", &params);
+            // A second, as the older SSE gives it (`rpc::call`): the call
+            // is already past its deadline.
+            let line = rpc::cancelled(waiter.id);
             let _ = self.post(&line, Instant::now() + Duration::from_secs(1), false);
         }
         got

@@ -1,12 +1,13 @@
 //! MCP servers as tools (design §11): a blocking client of the Model
-//! Context Protocol — JSON-RPC 2.0 over a server's stdio (`stdio`) or over
-//! streamable HTTP (`http`), the messages (`rpc`), the protocol's steps
-//! (`client`) — the servers of a run (`registry`) and how they are
-//! declared (`config`).
+//! Context Protocol — JSON-RPC 2.0 over a server's stdio (`stdio`, its
+//! input written by `pipe`), over streamable HTTP (`http`) or the older SSE
+//! (`sse`), the messages (`rpc`), the protocol's steps (`client`) — the
+//! servers of a run (`registry`) and how they are declared (`config`).
 
 pub mod client;
 pub mod config;
 mod http;
+mod pipe;
 pub mod registry;
 pub mod rpc;
 mod sse;

@@ -196,15 +196,16 @@ pub fn handle(msg: &Value, pending: &Pending, log: &Log, server: &str) -> Option
 /// One request over a connection whose answers arrive on a reader thread
 /// (stdio, the older SSE): a waiter opened, the request sent with `send`
 /// before `deadline`, its answer waited for until then; one still running
-/// at the deadline is forgotten and, when `cancel`, the server is sent
-/// `notifications/cancelled` (a second at most to send it).
+/// at the deadline is forgotten and, when `cancel` is given, the server is
+/// sent `notifications/cancelled` with it (which must not wait long: the
+/// call is past its deadline).
 pub fn call(
     pending: &Pending,
     method: &str,
     params: &Value,
     deadline: Instant,
-    cancel: bool,
     send: &dyn Fn(&str, Instant) -> Result<(), Failure>,
+    cancel: Option<&dyn Fn(&str)>,
 ) -> Result<Value, Failure> {
     let waiter = pending.open()?;
     if let Err(e) = send(&request(waiter.id, method, params), deadline) {
@@ -214,16 +215,19 @@ pub fn call(
     match waiter.wait(deadline) {
         Err(Failure::Timeout) => {
             pending.close(waiter.id);
-            if cancel {
-                let params =
-                    json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
-                let line = notification("notifications/cancelled", &params);
-                let _ = send(&line, Instant::now() + std::time::Duration::from_secs(1));
+            if let Some(cancel) = cancel {
+                cancel(&cancelled(waiter.id));
             }
             Err(Failure::Timeout)
         }
         other => other,
     }
+}
+
+/// `notifications/cancelled` for request `id`, at its deadline.
+pub fn cancelled(id: u64) -> String {
+    let params = json!({"requestId": id, "reason": "axe: the call's deadline passed"});
+    notification("notifications/cancelled", &params)
 }
 
 /// The reply to a request the server made: `ping` is answered; anything

@@ -115,13 +115,17 @@ impl Sse {
         deadline: Instant,
         cancel: bool,
     ) -> Result<Value, Failure> {
+        // A second for the cancel, past the call's deadline.
+        let late = |line: &str| {
+            let _ = self.post(line, Instant::now() + Duration::from_secs(1));
+        };
         rpc::call(
             &self.pending,
             method,
             &params,
             deadline,
-            cancel,
             &|line, until| self.post(line, until),
+            cancel.then_some(&late as &dyn Fn(&str)),
         )
     }
 
