@@ -3,6 +3,7 @@
 //! lists it; all stopped when the run ends, whichever way it ends (the
 //! registry's drop, and the signal action the run registers).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -109,38 +110,48 @@ impl Servers {
                 }
             }
         };
-        cell.get_or_init(|| {
-            let started = Instant::now();
-            (self.log)(&Note {
-                server: &config.name,
-                kind: "starting",
-                text: &format!("{} {}", config.transport.kind(), config.summary()),
-            });
-            let server = Server::start(config, &self.cwd, self.log.clone(), deadline)
-                .map_err(|e| format!("MCP server \"{}\": {e}", config.name))?;
-            let ready = format!(
-                "{}, protocol {}, {} tool(s), {} ms",
-                server.info,
-                server.version,
-                server.tools.len(),
-                crate::deadline::millis(started.elapsed())
-            );
-            (self.log)(&Note {
-                server: &config.name,
-                kind: "ready",
-                text: &ready,
-            });
-            Ok(Arc::new(server))
-        })
-        .clone()
+        cell.get_or_init(|| self.start(config, deadline)).clone()
+    }
+
+    /// Starts the server `config` describes, saying so in the log; what its
+    /// listing left out is warned about.
+    fn start(&self, config: &ServerConfig, deadline: Instant) -> Started {
+        let started = Instant::now();
+        (self.log)(&Note {
+            server: &config.name,
+            kind: "starting",
+            text: &format!("{} {}", config.transport.kind(), config.summary()),
+        });
+        let server = Server::start(config, &self.cwd, self.log.clone(), deadline)
+            .map_err(|e| format!("MCP server \"{}\": {e}", config.name))?;
+        for w in &server.warnings {
+            crate::stderr::warn_once(w);
+        }
+        let ready = format!(
+            "{}, protocol {}, {} tool(s), {} ms",
+            server.info,
+            server.version,
+            server.tools.len(),
+            crate::deadline::millis(started.elapsed())
+        );
+        (self.log)(&Note {
+            server: &config.name,
+            kind: "ready",
+            text: &ready,
+        });
+        Ok(Arc::new(server))
     }
 
     /// The tools `mcp` gives an agent, its servers started as needed: every
     /// tool of each listed server, or those `mcp.tools` names. A tool whose
     /// name cannot go on the wire or whose input schema is not an object
-    /// schema is left out with a warning.
+    /// schema is left out with a warning; so is one whose wire name another
+    /// server's tool has already (`a` + `__x` and `a_` + `_x`): each name
+    /// is offered once. No wire name is a built-in tool's or `call_agent`,
+    /// none of which has `__`.
     pub fn tools_for(&self, mcp: &AgentMcp, deadline: Instant) -> Result<Vec<Bound>, String> {
         let mut out = Vec::new();
+        let mut owner: HashMap<String, String> = HashMap::new();
         for r in &mcp.servers {
             let config = self.definition(r)?;
             let server = self.get(&config, deadline)?;
@@ -150,9 +161,19 @@ impl Servers {
                     continue;
                 }
                 if let Err(why) = offerable(&wire, &t.schema) {
+                    let wire = super::rpc::shown(&wire, 100);
                     crate::stderr::warn_once(&format!("MCP tool \"{wire}\" is not offered: {why}"));
                     continue;
                 }
+                if let Some(first) = owner.get(&wire) {
+                    crate::stderr::warn_once(&format!(
+                        "MCP tool \"{wire}\" of server \"{}\" is not offered: server \"{first}\" \
+                         offers a tool of that name",
+                        server.name
+                    ));
+                    continue;
+                }
+                owner.insert(wire.clone(), server.name.clone());
                 out.push(Bound {
                     wire,
                     tool: t.name.clone(),

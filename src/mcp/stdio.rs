@@ -129,7 +129,7 @@ impl Stdio {
         params: Value,
         deadline: Instant,
         cancel: bool,
-    ) -> Result<Value, Failure> {
+    ) -> rpc::Answer {
         // The cancel is past the deadline: written at once or not at all.
         let late = |line: &str| {
             self.writer.pipe.send_now(line);
@@ -273,6 +273,10 @@ fn read_stdout(
     let mut input = BufReader::with_capacity(64 << 10, stdout);
     let mut line = Vec::new();
     loop {
+        // A long line's buffer is not kept for the next.
+        if line.capacity() > 1 << 20 {
+            line = Vec::new();
+        }
         match read_line(&mut input, &mut line, MAX_LINE) {
             Ok(Line::Eof) | Err(_) => break,
             Ok(Line::TooLong) => pending.fail_all(&format!(
@@ -280,16 +284,16 @@ fn read_stdout(
                 MAX_LINE >> 20
             )),
             Ok(Line::Full) if line.iter().all(u8::is_ascii_whitespace) => {}
-            Ok(Line::Full) => match rpc::messages(&line) {
-                Err(why) => pending.fail_all(&format!("MCP server \"{name}\": {why}")),
-                Ok(msgs) => {
-                    for m in &msgs {
-                        if let Some(reply) = rpc::handle(m, pending, log, name) {
-                            writer.reply(&reply, log, name);
-                        }
+            Ok(Line::Full) => {
+                let read = rpc::each_message(&line, &mut |m| {
+                    if let Some(reply) = rpc::handle(m, pending, log, name) {
+                        writer.reply(&reply, log, name);
                     }
+                });
+                if let Err(why) = read {
+                    pending.fail_all(&format!("MCP server \"{name}\": {why}"));
                 }
-            },
+            }
         }
     }
     // EOF can come a moment before the exit.
