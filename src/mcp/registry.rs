@@ -1,12 +1,13 @@
 //! The MCP servers of one run (design §11.4): each started once, on the
 //! first agent that needs it, and shared by every agent of the tree that
-//! lists it; all stopped when the run ends, whichever way it ends (the
+//! lists it (another agent waits for a start no later than its own
+//! deadline); all stopped when the run ends, whichever way it ends (the
 //! registry's drop, and the signal action the run registers).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -32,7 +33,14 @@ type Started = Result<Arc<Server>, String>;
 /// One server of the run, started (or failing to) once.
 struct Slot {
     config: ServerConfig,
-    cell: Arc<OnceLock<Started>>,
+    cell: Arc<Cell>,
+}
+
+/// A server's start, shared: `None` while its first caller starts it.
+#[derive(Default)]
+struct Cell {
+    started: Mutex<Option<Started>>,
+    done: Condvar,
 }
 
 /// One MCP tool as an agent is offered it.
@@ -85,12 +93,13 @@ impl Servers {
     }
 
     /// The server `config` describes, started now if it is not yet (before
-    /// `deadline`); every caller after the first gets the same one.
+    /// `deadline`); every caller after the first gets the same one, waiting
+    /// for its start no later than its own `deadline`.
     pub fn get(&self, config: &ServerConfig, deadline: Instant) -> Started {
         if self.stopping.load(Ordering::Relaxed) {
             return Err("the run is ending".into());
         }
-        let cell = {
+        let (cell, first) = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             match slots.iter().find(|s| s.config.name == config.name) {
                 Some(s) if s.config != *config => {
@@ -99,18 +108,41 @@ impl Servers {
                         config.name
                     ));
                 }
-                Some(s) => s.cell.clone(),
+                Some(s) => (s.cell.clone(), false),
                 None => {
-                    let cell = Arc::new(OnceLock::new());
+                    let cell = Arc::new(Cell::default());
                     slots.push(Slot {
                         config: config.clone(),
                         cell: cell.clone(),
                     });
-                    cell
+                    (cell, true)
                 }
             }
         };
-        cell.get_or_init(|| self.start(config, deadline)).clone()
+        if !first {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let started = cell.started.lock().unwrap_or_else(PoisonError::into_inner);
+            let (started, _) = cell
+                .done
+                .wait_timeout_while(started, left, |s| s.is_none())
+                .unwrap_or_else(PoisonError::into_inner);
+            return started.clone().unwrap_or_else(|| {
+                Err(format!(
+                    "MCP server \"{}\": still starting at the deadline",
+                    config.name
+                ))
+            });
+        }
+        let started = self.start(config, deadline);
+        *cell.started.lock().unwrap_or_else(PoisonError::into_inner) = Some(started.clone());
+        cell.done.notify_all();
+        // A stop that came while it started did not see it.
+        if self.stopping.load(Ordering::Relaxed)
+            && let Ok(server) = &started
+        {
+            server.stop();
+        }
+        started
     }
 
     /// Starts the server `config` describes, saying so in the log; what its
@@ -203,7 +235,12 @@ impl Servers {
             slots.iter().map(|s| s.cell.clone()).collect()
         };
         for cell in cells {
-            if let Some(Ok(server)) = cell.get() {
+            let started = cell
+                .started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(Ok(server)) = started {
                 server.stop();
             }
         }

@@ -65,7 +65,7 @@
 //! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //! | ch. 13 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
 //! | ch. 14 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
-//! | §11.2–§11.4 | the walls (issue 31) against a hostile MCP server: its tools capped in bounded memory, a ping flood past the deadline, escaped names, duplicates offered once | `walls/mcp.rs` |
+//! | §11.2–§11.4 | the walls (issue 31) against a hostile MCP server: its tools capped in bounded memory, a ping flood past the deadline, escaped names, duplicates offered once, a start waited for within the caller's deadline | `walls/mcp.rs` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!

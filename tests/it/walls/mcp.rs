@@ -6,7 +6,8 @@
 //! server stops reading ends the run within a second of its deadline, the
 //! replies dropped and counted; names, versions and what the server says
 //! reach the terminal as one escaped line; a tool name listed twice is
-//! offered once.
+//! offered once; an agent waits for a server another agent starts no
+//! later than its own deadline.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -428,5 +429,60 @@ fn a_tool_name_listed_twice_is_offered_once_with_a_warning() {
     assert!(
         warnings[1].contains("\"a___echo\"") && warnings[1].contains("\"a_\""),
         "{err}"
+    );
+}
+
+#[test]
+fn an_agent_waits_for_a_server_another_starts_no_later_than_its_own_deadline() {
+    let Some(script) = hostile() else { return };
+    let home = Home::new();
+    home.config(&stdio_table(&script, "slow", &["slowstart=10"]));
+    // x starts the server with the run's 60 s; z, below y's 2 s
+    // sub-agent timeout, needs it too.
+    let m = P::OpenAi.model();
+    home.named_agent("user", m, "sub_agents = [\"x\", \"y\"]\n");
+    home.named_agent("x", m, "mcp_servers = [\"slow\"]\n");
+    home.named_agent(
+        "y",
+        m,
+        "sub_agents = [\"z\"]\n[sub_agents_config]\ntimeout = 2\n",
+    );
+    home.named_agent("z", m, "mcp_servers = [\"slow\"]\n");
+    let both = P::OpenAi.tool_calls(&[
+        ("c1", "call_agent", json!({"agent": "x", "task": "t"})),
+        ("c2", "call_agent", json!({"agent": "y", "task": "t"})),
+    ]);
+    let to_z = P::OpenAi.tool_calls(&[("c3", "call_agent", json!({"agent": "z", "task": "t"}))]);
+    let done = P::OpenAi.text("done");
+    let started = Instant::now();
+    let y_heard = Arc::new(std::sync::Mutex::new(None));
+    let heard = y_heard.clone();
+    let server = FakeServer::route(
+        move |req| match (req.who().as_str(), req.has_tool_results()) {
+            ("user", false) => Reply::Json(200, both.clone()),
+            // After x has begun the start.
+            ("y", false) => Reply::Delay(
+                Duration::from_millis(500),
+                Box::new(Reply::Json(200, to_z.clone())),
+            ),
+            ("y", true) => {
+                let result = req.tool_result_texts().join(" ");
+                *heard.lock().unwrap() = Some((started.elapsed(), result));
+                Reply::Json(200, done.clone())
+            }
+            _ => Reply::Json(200, done.clone()),
+        },
+    );
+    let b = run_bounded(
+        &mut axe(&home, &server, &["--timeout", "60"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    let (when, result) = y_heard.lock().unwrap().clone().expect("y heard from z");
+    // z waited for the start until it ended, 10 s, before.
+    assert!(when < Duration::from_secs(5), "{when:?}: {result}");
+    assert!(
+        result.contains("still starting at the deadline"),
+        "{result}"
     );
 }
