@@ -111,6 +111,9 @@ fn tools(cmd: &McpTools) -> Result<(), Error> {
     let server = crate::mcp::Server::start(&config, &cwd, log, deadline.at)
         .map_err(|e| Error::config(format!("MCP server \"{}\": {e}", config.name)))?;
     let server = Arc::new(server);
+    for w in &server.warnings {
+        crate::stderr::warn(w);
+    }
     let _stops_server = {
         let server = server.clone();
         interrupt::on_signal(move |_| server.stop())
@@ -122,16 +125,18 @@ fn tools(cmd: &McpTools) -> Result<(), Error> {
         server.version,
         server.tools.len()
     );
+    // What the server says is shown as one escaped line each (issue 31).
     for t in &server.tools {
-        let wire = format!("{}__{}", server.name, t.name);
+        let raw = format!("{}__{}", server.name, t.name);
+        let wire = one_line(&raw);
         let description = one_line(&t.description);
         if description.is_empty() {
             out.push_str(&format!("\n{wire}\n"));
         } else {
             out.push_str(&format!("\n{wire} - {description}\n"));
         }
-        out.push_str(&format!("  input: {}\n", t.schema));
-        if let Err(why) = crate::mcp::registry::offerable(&wire, &t.schema) {
+        out.push_str(&format!("  input: {}\n", one_line(&t.schema.to_string())));
+        if let Err(why) = crate::mcp::registry::offerable(&raw, &t.schema) {
             out.push_str(&format!("  not offered to models: {why}\n"));
         }
     }

@@ -1,14 +1,19 @@
 //! One MCP server, connected (design §11.2): `initialize` with the protocol
 //! version negotiated, `notifications/initialized`, its tools listed (every
-//! page), and `tools/call` with the result turned into the text a tool
-//! result carries. The transport (`stdio`, `http`) only moves messages.
+//! page, within the caps of `listing`), and `tools/call` with the result
+//! turned into the text a tool result carries (`result`). The transport
+//! (`stdio`, `http`, `sse`) only moves messages. What the server says of
+//! itself is kept as one escaped line.
 
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::config::{ServerConfig, Transport};
-use super::rpc::{Failure, Log};
+use super::listing::Listing;
+use super::rpc::{self, Failure, Log, shown, string};
 use super::{http, sse, stdio};
 
 /// The revisions of the protocol axe speaks, newest first: it asks for the
@@ -18,8 +23,7 @@ pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26
 /// The most pages of `tools/list` read (a server that pages forever).
 const MAX_PAGES: usize = 100;
 
-/// The longest tool result passed to the model; the rest is cut with a note.
-pub const MAX_RESULT_BYTES: usize = 256 << 10;
+pub use super::result::MAX_RESULT_BYTES;
 
 /// A tool as the server lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,9 +40,12 @@ pub struct Server {
     pub conn: Conn,
     /// The protocol version agreed on.
     pub version: String,
-    /// `serverInfo.name` and `.version`, as the server says.
+    /// `serverInfo.name` and `.version`, as the server says, on one
+    /// escaped line.
     pub info: String,
     pub tools: Vec<McpTool>,
+    /// What listing its tools left out, a warning each (design §11.3).
+    pub warnings: Vec<String>,
     /// Its `timeout`: the longest one call may take.
     pub timeout: Option<Duration>,
 }
@@ -58,13 +65,7 @@ pub struct Outcome {
 }
 
 impl Conn {
-    fn request(
-        &self,
-        method: &str,
-        params: Value,
-        deadline: Instant,
-        cancel: bool,
-    ) -> Result<Value, Failure> {
+    fn request(&self, method: &str, params: Value, deadline: Instant, cancel: bool) -> rpc::Answer {
         match self {
             Conn::Stdio(s) => s.request(method, params, deadline, cancel),
             Conn::Http(h) => h.request(method, params, deadline, cancel),
@@ -160,14 +161,16 @@ impl Server {
             version: String::new(),
             info: String::new(),
             tools: Vec::new(),
+            warnings: Vec::new(),
             timeout: config.timeout,
         };
         let started = server
             .initialize(deadline)
             .and_then(|()| server.list(deadline));
         match started {
-            Ok(tools) => {
-                server.tools = tools;
+            Ok(listing) => {
+                server.warnings = listing.warnings(&server.name);
+                server.tools = listing.tools;
                 Ok(server)
             }
             Err(e) => {
@@ -188,31 +191,37 @@ impl Server {
             .conn
             .request("initialize", params, deadline, false)
             .map_err(|f| format!("initialize: {}", f.describe()))?;
-        let version = result["protocolVersion"].as_str().unwrap_or("");
-        if !PROTOCOL_VERSIONS.contains(&version) {
+        let init = serde_json::from_str::<Init>(result.get())
+            .map_err(|_| "initialize: the answer is not an object".to_string())?;
+        let version = string(init.version).unwrap_or_default();
+        if !PROTOCOL_VERSIONS.contains(&version.as_str()) {
             return Err(format!(
-                "the server speaks protocol version {version:?}; axe speaks {}",
+                "the server speaks protocol version \"{}\"; axe speaks {}",
+                shown(&version, 40),
                 PROTOCOL_VERSIONS.join(", ")
             ));
         }
-        self.version = version.to_string();
         if let Conn::Http(h) = &self.conn {
-            h.set_version(version);
+            h.set_version(&version);
         }
-        let info = &result["serverInfo"];
+        self.version = version;
+        let info = init
+            .info
+            .and_then(|i| serde_json::from_str::<Info>(i.get()).ok());
+        let (name, version) = info.map_or((None, None), |i| (string(i.name), string(i.version)));
         self.info = format!(
             "{} {}",
-            info["name"].as_str().unwrap_or("?"),
-            info["version"].as_str().unwrap_or("?")
+            shown(name.as_deref().unwrap_or("?"), 100),
+            shown(version.as_deref().unwrap_or("?"), 40)
         );
         self.conn
             .notify("notifications/initialized", &json!({}), deadline)
             .map_err(|f| format!("notifications/initialized: {}", f.describe()))
     }
 
-    /// Every page of `tools/list`.
-    fn list(&self, deadline: Instant) -> Result<Vec<McpTool>, String> {
-        let mut tools = Vec::new();
+    /// Every page of `tools/list`, within the caps.
+    fn list(&self, deadline: Instant) -> Result<Listing, String> {
+        let mut listing = Listing::default();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = match &cursor {
@@ -223,22 +232,12 @@ impl Server {
                 .conn
                 .request("tools/list", params, deadline, true)
                 .map_err(|f| format!("tools/list: {}", f.describe()))?;
-            let Some(list) = page["tools"].as_array() else {
-                return Err("tools/list: the answer has no tools array".into());
-            };
-            for t in list {
-                let Some(name) = t["name"].as_str() else {
-                    continue;
-                };
-                tools.push(McpTool {
-                    name: name.to_string(),
-                    description: t["description"].as_str().unwrap_or("").to_string(),
-                    schema: t["inputSchema"].clone(),
-                });
-            }
-            match page["nextCursor"].as_str() {
-                Some(c) if !c.is_empty() => cursor = Some(c.to_string()),
-                _ => return Ok(tools),
+            match listing
+                .page(&page)
+                .map_err(|e| format!("tools/list: {e}"))?
+            {
+                Some(next) => cursor = Some(next),
+                None => return Ok(listing),
             }
         }
         Err(format!("tools/list: more than {MAX_PAGES} pages"))
@@ -254,7 +253,7 @@ impl Server {
         };
         let params = json!({"name": name, "arguments": arguments});
         match self.conn.request("tools/call", params, deadline, true) {
-            Ok(result) => result_outcome(&result),
+            Ok(result) => super::result::outcome(&result),
             Err(Failure::Timeout) => Outcome {
                 text: format!(
                     "Error: MCP tool \"{name}\" on server \"{}\" did not answer before its deadline; the call was cancelled",
@@ -287,67 +286,22 @@ impl Server {
     }
 }
 
-/// A `tools/call` result as a tool result: text as it is, structured
-/// content as compact JSON (unless a text part already is that JSON),
-/// resources' text, images and audio as a one-line placeholder; `isError`.
-pub fn result_outcome(result: &Value) -> Outcome {
-    let mut parts: Vec<String> = Vec::new();
-    for item in result["content"].as_array().map_or(&[][..], |v| &v[..]) {
-        parts.push(content_text(item));
-    }
-    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
-        let same = parts
-            .iter()
-            .any(|p| serde_json::from_str::<Value>(p).is_ok_and(|v| &v == structured));
-        if !same {
-            parts.push(structured.to_string());
-        }
-    }
-    let mut text = parts.join("\n");
-    if text.len() > MAX_RESULT_BYTES {
-        let mut cut = MAX_RESULT_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let total = text.len();
-        text.truncate(cut);
-        text.push_str(&format!("\n... [cut: the result was {total} bytes]"));
-    }
-    Outcome {
-        text,
-        is_error: result["isError"].as_bool().unwrap_or(false),
-    }
+/// What axe reads of `initialize`'s answer, leniently.
+#[derive(Deserialize)]
+struct Init<'a> {
+    #[serde(borrow, default, rename = "protocolVersion")]
+    version: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "serverInfo")]
+    info: Option<&'a RawValue>,
 }
 
-/// One content item as text.
-fn content_text(item: &Value) -> String {
-    let kind = item["type"].as_str().unwrap_or("unknown");
-    let mime = item["mimeType"].as_str().unwrap_or("unknown type");
-    let size = |data: &Value| data.as_str().map_or(0, |d| d.len() / 4 * 3);
-    match kind {
-        "text" => item["text"].as_str().unwrap_or("").to_string(),
-        "image" | "audio" => format!(
-            "[{kind}: {mime}, about {} bytes, not shown]",
-            size(&item["data"])
-        ),
-        "resource" => {
-            let r = &item["resource"];
-            match r["text"].as_str() {
-                Some(t) => t.to_string(),
-                None => format!(
-                    "[resource {}: {}, binary, not shown]",
-                    r["uri"].as_str().unwrap_or("?"),
-                    r["mimeType"].as_str().unwrap_or("unknown type")
-                ),
-            }
-        }
-        "resource_link" => format!(
-            "[resource link: {} {}]",
-            item["name"].as_str().unwrap_or(""),
-            item["uri"].as_str().unwrap_or("?")
-        ),
-        other => format!("[{other} content, not shown]"),
-    }
+/// `serverInfo`, leniently.
+#[derive(Deserialize)]
+struct Info<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    version: Option<&'a RawValue>,
 }
 
 /// The sandbox a stdio server with `sandbox` runs in: `run_command`'s
@@ -376,35 +330,4 @@ fn confine(
         mode: Mode::Landlock(abi),
     };
     crate::sandbox::Confinement::new(&policy)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_kind_of_content_becomes_text() {
-        let r = json!({
-            "content": [
-                {"type": "text", "text": "hello"},
-                {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-                {"type": "resource", "resource": {"uri": "file:///a", "text": "body"}},
-                {"type": "resource", "resource": {"uri": "file:///b", "blob": "AA==", "mimeType": "x/y"}},
-            ],
-            "structuredContent": {"a": 1},
-            "isError": true
-        });
-        let o = result_outcome(&r);
-        assert!(o.is_error);
-        assert_eq!(
-            o.text,
-            "hello\n[image: image/png, about 3 bytes, not shown]\nbody\n[resource file:///b: x/y, binary, not shown]\n{\"a\":1}"
-        );
-    }
-
-    #[test]
-    fn structured_content_already_in_the_text_is_not_repeated() {
-        let r = json!({"content": [{"type": "text", "text": "{\"a\": 1}"}], "structuredContent": {"a": 1}});
-        assert_eq!(result_outcome(&r).text, "{\"a\": 1}");
-    }
 }

@@ -9,7 +9,7 @@ use std::io::{BufReader, Read};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::rpc::{self, Failure, Log, Pending};
 use super::stdio::{Line, MAX_LINE, read_line};
@@ -58,7 +58,7 @@ impl Http {
         params: Value,
         deadline: Instant,
         cancel: bool,
-    ) -> Result<Value, Failure> {
+    ) -> rpc::Answer {
         let waiter = self.pending.open()?;
         let body = rpc::request(waiter.id, method, &params);
         let got = self
@@ -73,12 +73,10 @@ impl Http {
                 })
             });
         self.pending.close(waiter.id);
-        if got == Err(Failure::Timeout) && cancel {
-            let params =
-                json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
-            // A second, as the other transports give it (`rpc::call`):
-            // the call is already past its deadline.
-            let line = rpc::notification("notifications/cancelled", &params);
+        if matches!(got, Err(Failure::Timeout)) && cancel {
+            // A second, as the older SSE gives it (`rpc::call`): the call
+            // is already past its deadline.
+            let line = rpc::cancelled(waiter.id);
             let _ = self.post(&line, Instant::now() + Duration::from_secs(1), false);
         }
         got
@@ -173,8 +171,14 @@ impl Http {
     ) -> Result<(), Failure> {
         let kind = header(&resp, "content-type").unwrap_or_default();
         let reader = resp.into_body().into_reader();
-        let mut input =
-            BufReader::new(reader.take(u64::try_from(MAX_LINE).unwrap_or(u64::MAX) * 4));
+        let max = u64::try_from(MAX_LINE).unwrap_or(u64::MAX);
+        let over = || {
+            Failure::Broken(format!(
+                "MCP server \"{}\" sent an answer over {} MiB",
+                self.name,
+                MAX_LINE >> 20
+            ))
+        };
         let io = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::TimedOut => Failure::Timeout,
             _ if Instant::now() >= deadline => Failure::Timeout,
@@ -184,25 +188,25 @@ impl Http {
             )),
         };
         if !kind.starts_with("text/event-stream") {
+            // A JSON answer is read whole, up to the cap a line has.
             let mut body = Vec::new();
-            input.read_to_end(&mut body).map_err(io)?;
+            reader.take(max + 1).read_to_end(&mut body).map_err(io)?;
+            if body.len() > MAX_LINE {
+                return Err(over());
+            }
             if body.iter().all(u8::is_ascii_whitespace) {
                 return Ok(());
             }
             return self.take(&body, deadline).map(|_| ());
         }
+        // An event stream: each event capped, and the stream as a whole.
+        let mut input = BufReader::new(reader.take(max * 4));
         let mut line = Vec::new();
         let mut data: Vec<u8> = Vec::new();
         loop {
             match read_line(&mut input, &mut line, MAX_LINE).map_err(io)? {
                 Line::Eof => return Ok(()),
-                Line::TooLong => {
-                    return Err(Failure::Broken(format!(
-                        "MCP server \"{}\" sent an event over {} MiB",
-                        self.name,
-                        MAX_LINE >> 20
-                    )));
-                }
+                Line::TooLong => return Err(over()),
                 Line::Full => {}
             }
             let text = line.strip_suffix(b"\r").unwrap_or(&line);
@@ -212,6 +216,10 @@ impl Http {
                 }
                 data.clear();
             } else if let Some(rest) = text.strip_prefix(b"data:") {
+                // An event's lines are capped together, as one line is.
+                if data.len().saturating_add(rest.len()) >= MAX_LINE {
+                    return Err(over());
+                }
                 if !data.is_empty() {
                     data.push(b'\n');
                 }
@@ -224,16 +232,15 @@ impl Http {
     /// response. A server's request is answered with a POST, on the
     /// caller's thread, so within the call's `deadline`.
     fn take(&self, bytes: &[u8], deadline: Instant) -> Result<bool, Failure> {
-        let msgs = rpc::messages(bytes)
-            .map_err(|why| Failure::Broken(format!("MCP server \"{}\": {why}", self.name)))?;
         let mut answered = false;
-        for m in &msgs {
-            answered |= m.get("method").is_none();
+        rpc::each_message(bytes, &mut |m| {
+            answered |= m.is_response();
             if let Some(reply) = rpc::handle(m, &self.pending, &self.log, &self.name) {
                 let until = deadline.min(Instant::now() + Duration::from_secs(5));
                 let _ = self.post(&reply, until, false);
             }
-        }
+        })
+        .map_err(|why| Failure::Broken(format!("MCP server \"{}\": {why}", self.name)))?;
         Ok(answered)
     }
 }
@@ -265,7 +272,7 @@ pub(super) fn send_json(
             ureq::Error::Timeout(_) => Failure::Timeout,
             e => Failure::Broken(format!(
                 "cannot reach the MCP server \"{name}\": {}",
-                crate::redact::redact(&e.to_string())
+                crate::redact::redact(&rpc::shown(&e.to_string(), rpc::SHOWN))
             )),
         })
 }

@@ -1,13 +1,18 @@
 //! MCP servers as tools (design §11): a blocking client of the Model
-//! Context Protocol — JSON-RPC 2.0 over a server's stdio (`stdio`) or over
-//! streamable HTTP (`http`), the messages (`rpc`), the protocol's steps
-//! (`client`) — the servers of a run (`registry`) and how they are
-//! declared (`config`).
+//! Context Protocol — JSON-RPC 2.0 over a server's stdio (`stdio`, its
+//! input written by `pipe`), over streamable HTTP (`http`) or the older SSE
+//! (`sse`), the messages (`rpc`), the protocol's steps (`client`), a
+//! server's tools taken within caps (`listing`) and a call's result as text
+//! (`result`) — the servers of a run (`registry`) and how they are declared
+//! (`config`).
 
 pub mod client;
 pub mod config;
 mod http;
+mod listing;
+mod pipe;
 pub mod registry;
+mod result;
 pub mod rpc;
 mod sse;
 mod stdio;

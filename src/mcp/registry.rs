@@ -1,11 +1,13 @@
 //! The MCP servers of one run (design §11.4): each started once, on the
 //! first agent that needs it, and shared by every agent of the tree that
-//! lists it; all stopped when the run ends, whichever way it ends (the
+//! lists it (another agent waits for a start no later than its own
+//! deadline); all stopped when the run ends, whichever way it ends (the
 //! registry's drop, and the signal action the run registers).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -31,7 +33,14 @@ type Started = Result<Arc<Server>, String>;
 /// One server of the run, started (or failing to) once.
 struct Slot {
     config: ServerConfig,
-    cell: Arc<OnceLock<Started>>,
+    cell: Arc<Cell>,
+}
+
+/// A server's start, shared: `None` while its first caller starts it.
+#[derive(Default)]
+struct Cell {
+    started: Mutex<Option<Started>>,
+    done: Condvar,
 }
 
 /// One MCP tool as an agent is offered it.
@@ -84,12 +93,13 @@ impl Servers {
     }
 
     /// The server `config` describes, started now if it is not yet (before
-    /// `deadline`); every caller after the first gets the same one.
+    /// `deadline`); every caller after the first gets the same one, waiting
+    /// for its start no later than its own `deadline`.
     pub fn get(&self, config: &ServerConfig, deadline: Instant) -> Started {
         if self.stopping.load(Ordering::Relaxed) {
             return Err("the run is ending".into());
         }
-        let cell = {
+        let (cell, first) = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             match slots.iter().find(|s| s.config.name == config.name) {
                 Some(s) if s.config != *config => {
@@ -98,49 +108,82 @@ impl Servers {
                         config.name
                     ));
                 }
-                Some(s) => s.cell.clone(),
+                Some(s) => (s.cell.clone(), false),
                 None => {
-                    let cell = Arc::new(OnceLock::new());
+                    let cell = Arc::new(Cell::default());
                     slots.push(Slot {
                         config: config.clone(),
                         cell: cell.clone(),
                     });
-                    cell
+                    (cell, true)
                 }
             }
         };
-        cell.get_or_init(|| {
-            let started = Instant::now();
-            (self.log)(&Note {
-                server: &config.name,
-                kind: "starting",
-                text: &format!("{} {}", config.transport.kind(), config.summary()),
+        if !first {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let started = cell.started.lock().unwrap_or_else(PoisonError::into_inner);
+            let (started, _) = cell
+                .done
+                .wait_timeout_while(started, left, |s| s.is_none())
+                .unwrap_or_else(PoisonError::into_inner);
+            return started.clone().unwrap_or_else(|| {
+                Err(format!(
+                    "MCP server \"{}\": still starting at the deadline",
+                    config.name
+                ))
             });
-            let server = Server::start(config, &self.cwd, self.log.clone(), deadline)
-                .map_err(|e| format!("MCP server \"{}\": {e}", config.name))?;
-            let ready = format!(
-                "{}, protocol {}, {} tool(s), {} ms",
-                server.info,
-                server.version,
-                server.tools.len(),
-                crate::deadline::millis(started.elapsed())
-            );
-            (self.log)(&Note {
-                server: &config.name,
-                kind: "ready",
-                text: &ready,
-            });
-            Ok(Arc::new(server))
-        })
-        .clone()
+        }
+        let started = self.start(config, deadline);
+        *cell.started.lock().unwrap_or_else(PoisonError::into_inner) = Some(started.clone());
+        cell.done.notify_all();
+        // A stop that came while it started did not see it.
+        if self.stopping.load(Ordering::Relaxed)
+            && let Ok(server) = &started
+        {
+            server.stop();
+        }
+        started
+    }
+
+    /// Starts the server `config` describes, saying so in the log; what its
+    /// listing left out is warned about.
+    fn start(&self, config: &ServerConfig, deadline: Instant) -> Started {
+        let started = Instant::now();
+        (self.log)(&Note {
+            server: &config.name,
+            kind: "starting",
+            text: &format!("{} {}", config.transport.kind(), config.summary()),
+        });
+        let server = Server::start(config, &self.cwd, self.log.clone(), deadline)
+            .map_err(|e| format!("MCP server \"{}\": {e}", config.name))?;
+        for w in &server.warnings {
+            crate::stderr::warn_once(w);
+        }
+        let ready = format!(
+            "{}, protocol {}, {} tool(s), {} ms",
+            server.info,
+            server.version,
+            server.tools.len(),
+            crate::deadline::millis(started.elapsed())
+        );
+        (self.log)(&Note {
+            server: &config.name,
+            kind: "ready",
+            text: &ready,
+        });
+        Ok(Arc::new(server))
     }
 
     /// The tools `mcp` gives an agent, its servers started as needed: every
     /// tool of each listed server, or those `mcp.tools` names. A tool whose
     /// name cannot go on the wire or whose input schema is not an object
-    /// schema is left out with a warning.
+    /// schema is left out with a warning; so is one whose wire name another
+    /// server's tool has already (`a` + `__x` and `a_` + `_x`): each name
+    /// is offered once. No wire name is a built-in tool's or `call_agent`,
+    /// none of which has `__`.
     pub fn tools_for(&self, mcp: &AgentMcp, deadline: Instant) -> Result<Vec<Bound>, String> {
         let mut out = Vec::new();
+        let mut owner: HashMap<String, String> = HashMap::new();
         for r in &mcp.servers {
             let config = self.definition(r)?;
             let server = self.get(&config, deadline)?;
@@ -150,9 +193,19 @@ impl Servers {
                     continue;
                 }
                 if let Err(why) = offerable(&wire, &t.schema) {
+                    let wire = super::rpc::shown(&wire, 100);
                     crate::stderr::warn_once(&format!("MCP tool \"{wire}\" is not offered: {why}"));
                     continue;
                 }
+                if let Some(first) = owner.get(&wire) {
+                    crate::stderr::warn_once(&format!(
+                        "MCP tool \"{wire}\" of server \"{}\" is not offered: server \"{first}\" \
+                         offers a tool of that name",
+                        server.name
+                    ));
+                    continue;
+                }
+                owner.insert(wire.clone(), server.name.clone());
                 out.push(Bound {
                     wire,
                     tool: t.name.clone(),
@@ -182,7 +235,12 @@ impl Servers {
             slots.iter().map(|s| s.cell.clone()).collect()
         };
         for cell in cells {
-            if let Some(Ok(server)) = cell.get() {
+            let started = cell
+                .started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(Ok(server)) = started {
                 server.stop();
             }
         }

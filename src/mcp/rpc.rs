@@ -3,13 +3,32 @@
 //! with each message a server sends — a response handed to its waiter, a
 //! server's request answered (`ping`; method not found for sampling, roots
 //! and elicitation), a log notification passed to the log.
+//!
+//! A message is read as text, never as a whole tree (issue 31): the parts
+//! axe looks at are taken from it and a result is handed on as its JSON
+//! text ([`RawValue`]), for its reader to take what it needs from. A tree
+//! of a server's JSON can take 90 times the line's size; the text takes
+//! its size, and a batch is handled one message at a time.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use serde::Deserialize;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+
+use crate::text::{clip, one_line};
+
+/// The most characters of what a server says shown in one note or error.
+pub const SHOWN: usize = 1000;
+
+/// The longest id a server's request may have and be answered: the reply
+/// echoes it.
+const MAX_ID: usize = 200;
 
 /// Where what a server says beside its answers goes (`--verbose` and the
 /// trace): its log messages, its stderr, and what axe noticed about it.
@@ -53,7 +72,41 @@ impl Failure {
     }
 }
 
-type Answer = Result<Value, Failure>;
+/// A result as the server wrote it, or why there is none.
+pub type Answer = Result<Box<RawValue>, Failure>;
+
+/// One message as it arrives: what axe reads of it, borrowed from the line.
+#[derive(Deserialize)]
+pub struct Message<'a> {
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+/// A JSON-RPC error object, leniently.
+#[derive(Deserialize)]
+struct ErrorObject<'a> {
+    #[serde(borrow, default)]
+    code: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<&'a RawValue>,
+}
+
+/// `notifications/message`'s params, leniently.
+#[derive(Deserialize)]
+struct LogParams<'a> {
+    #[serde(borrow, default)]
+    level: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+}
 
 /// Requests sent and not yet answered.
 #[derive(Default)]
@@ -149,63 +202,103 @@ pub fn notification(method: &str, params: &Value) -> String {
     json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }
 
-/// What the reader does with one message (an element of a batch included):
-/// returns the reply to send back, if any. `server` names it in the log.
-pub fn handle(msg: &Value, pending: &Pending, log: &Log, server: &str) -> Option<String> {
-    let method = msg.get("method").and_then(Value::as_str);
-    let id = msg.get("id").filter(|id| !id.is_null());
-    match (method, id) {
-        (Some(method), Some(id)) => Some(answer_request(method, id)),
+/// `raw` as a string when it is one.
+pub fn string(raw: Option<&RawValue>) -> Option<String> {
+    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+}
+
+/// What a server said, as it is shown: one line, at most `max` characters.
+pub fn shown(text: &str, max: usize) -> String {
+    one_line(&clip(text, max, "…"))
+}
+
+impl Message<'_> {
+    /// Whether it is a response (no method).
+    pub fn is_response(&self) -> bool {
+        self.method.is_none()
+    }
+}
+
+/// What the reader does with one message: returns the reply to send back,
+/// if any. `server` names it in the log.
+pub fn handle(msg: &Message, pending: &Pending, log: &Log, server: &str) -> Option<String> {
+    let dropped = |text: &str| {
+        log(&Note {
+            server,
+            kind: "dropped",
+            text,
+        })
+    };
+    match (msg.method, msg.id) {
+        (Some(method), Some(id)) => {
+            let method = string(Some(method)).unwrap_or_default();
+            if id.get().len() > MAX_ID {
+                dropped(&format!(
+                    "a request with an id over {MAX_ID} bytes, not answered"
+                ));
+                return None;
+            }
+            Some(answer_request(&method, id))
+        }
         (Some(method), None) => {
-            notified(method, msg.get("params"), log, server);
+            notified(
+                &string(Some(method)).unwrap_or_default(),
+                msg.params,
+                log,
+                server,
+            );
             None
         }
         (None, Some(id)) => {
-            let answer = match (msg.get("result"), msg.get("error")) {
-                (_, Some(err)) => Err(Failure::Rpc(
-                    err["code"].as_i64().unwrap_or(0),
-                    crate::text::one_line(err["message"].as_str().unwrap_or("(no message)")),
-                )),
-                (Some(result), None) => Ok(result.clone()),
+            let answer = match (msg.result, msg.error) {
+                (_, Some(err)) => Err(rpc_error(err)),
+                (Some(result), None) => Ok(result.to_owned()),
                 (None, None) => Err(Failure::Broken(
                     "the server sent a response with neither result nor error".into(),
                 )),
             };
-            let delivered = id.as_u64().is_some_and(|n| pending.answer(n, answer));
-            if !delivered {
-                let text = format!("a response to no request waiting (id {id})");
-                log(&Note {
-                    server,
-                    kind: "dropped",
-                    text: &text,
-                });
+            let n = serde_json::from_str::<u64>(id.get()).ok();
+            if !n.is_some_and(|n| pending.answer(n, answer)) {
+                let id = shown(id.get(), 40);
+                dropped(&format!("a response to no request waiting (id {id})"));
             }
             None
         }
         (None, None) => {
-            log(&Note {
-                server,
-                kind: "dropped",
-                text: "a message with neither method nor id",
-            });
+            dropped("a message with neither method nor id");
             None
         }
     }
 }
 
+/// A JSON-RPC error as a failure: its code and message (one line, clipped).
+fn rpc_error(err: &RawValue) -> Failure {
+    let e = serde_json::from_str::<ErrorObject>(err.get()).ok();
+    let code = e
+        .as_ref()
+        .and_then(|e| e.code)
+        .and_then(|c| serde_json::from_str::<i64>(c.get()).ok());
+    let message = string(e.and_then(|e| e.message));
+    Failure::Rpc(
+        code.unwrap_or(0),
+        shown(message.as_deref().unwrap_or("(no message)"), SHOWN),
+    )
+}
+
 /// One request over a connection whose answers arrive on a reader thread
 /// (stdio, the older SSE): a waiter opened, the request sent with `send`
 /// before `deadline`, its answer waited for until then; one still running
-/// at the deadline is forgotten and, when `cancel`, the server is sent
-/// `notifications/cancelled` (a second at most to send it).
+/// at the deadline is forgotten and, when `cancel` is given, the server is
+/// sent `notifications/cancelled` with it (which must not wait long: the
+/// call is past its deadline).
 pub fn call(
     pending: &Pending,
     method: &str,
     params: &Value,
     deadline: Instant,
-    cancel: bool,
     send: &dyn Fn(&str, Instant) -> Result<(), Failure>,
-) -> Result<Value, Failure> {
+    cancel: Option<&dyn Fn(&str)>,
+) -> Answer {
     let waiter = pending.open()?;
     if let Err(e) = send(&request(waiter.id, method, params), deadline) {
         pending.close(waiter.id);
@@ -214,11 +307,8 @@ pub fn call(
     match waiter.wait(deadline) {
         Err(Failure::Timeout) => {
             pending.close(waiter.id);
-            if cancel {
-                let params =
-                    json!({"requestId": waiter.id, "reason": "axe: the call's deadline passed"});
-                let line = notification("notifications/cancelled", &params);
-                let _ = send(&line, Instant::now() + std::time::Duration::from_secs(1));
+            if let Some(cancel) = cancel {
+                cancel(&cancelled(waiter.id));
             }
             Err(Failure::Timeout)
         }
@@ -226,51 +316,80 @@ pub fn call(
     }
 }
 
-/// The reply to a request the server made: `ping` is answered; anything
-/// else (sampling, roots, elicitation) is not offered by axe.
-fn answer_request(method: &str, id: &Value) -> String {
-    if method == "ping" {
-        return json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
-    }
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": -32601, "message": format!("Method not found: axe does not offer {method}")}
-    })
-    .to_string()
+/// `notifications/cancelled` for request `id`, at its deadline.
+pub fn cancelled(id: u64) -> String {
+    let params = json!({"requestId": id, "reason": "axe: the call's deadline passed"});
+    notification("notifications/cancelled", &params)
 }
 
-/// A notification from the server: log messages go to the log.
-fn notified(method: &str, params: Option<&Value>, log: &Log, server: &str) {
+/// The reply to a request the server made: `ping` is answered; anything
+/// else (sampling, roots, elicitation) is not offered by axe. The id is
+/// echoed as the server wrote it.
+fn answer_request(method: &str, id: &RawValue) -> String {
+    if method == "ping" {
+        return format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get());
+    }
+    let error = json!({
+        "code": -32601,
+        "message": format!("Method not found: axe does not offer {}", clip(method, 64, "…")),
+    });
+    format!(r#"{{"jsonrpc":"2.0","id":{},"error":{error}}}"#, id.get())
+}
+
+/// A notification from the server: log messages go to the log, on one
+/// line.
+fn notified(method: &str, params: Option<&RawValue>, log: &Log, server: &str) {
     if method != "notifications/message" {
         return;
     }
-    let Some(p) = params else { return };
-    let level = p["level"].as_str().unwrap_or("info");
-    let data = match &p["data"] {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    let Some(p) = params.and_then(|p| serde_json::from_str::<LogParams>(p.get()).ok()) else {
+        return;
     };
+    let level = string(p.level).unwrap_or_else(|| "info".into());
+    let data = p.data.map_or_else(String::new, |d| {
+        string(Some(d)).unwrap_or_else(|| d.get().to_string())
+    });
     log(&Note {
         server,
-        kind: &format!("log {level}"),
-        text: &crate::text::one_line(&data),
+        kind: &format!("log {}", shown(&level, 40)),
+        text: &shown(&data, SHOWN),
     });
 }
 
-/// The messages of one line: a message, or each of a batch. `Err` when it
-/// is not JSON-RPC at all.
-pub fn messages(line: &[u8]) -> Result<Vec<Value>, String> {
-    match serde_json::from_slice::<Value>(line) {
-        Ok(Value::Array(batch)) => Ok(batch),
-        Ok(v @ Value::Object(_)) => Ok(vec![v]),
-        _ => {
-            let text = String::from_utf8_lossy(line);
-            let shown: String = crate::text::one_line(&text).chars().take(80).collect();
-            Err(format!(
-                "the server wrote a line that is not JSON-RPC: {shown:?}"
-            ))
+/// Hands each message of `line` to `each` as it is read: the message, or
+/// each of a batch in turn (never held whole). `Err` when the line is not
+/// JSON-RPC; the messages before the fault were handed on.
+pub fn each_message(line: &[u8], each: &mut dyn FnMut(&Message)) -> Result<(), String> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let read = de::Deserializer::deserialize_any(&mut de, Each(each)).and_then(|()| de.end());
+    read.map_err(|_| {
+        let text = String::from_utf8_lossy(&line[..line.len().min(400)]);
+        let shown = shown(&text, 80);
+        format!("the server wrote a line that is not JSON-RPC: {shown:?}")
+    })
+}
+
+/// The visitor of [`each_message`].
+struct Each<'f, 'g>(&'f mut (dyn FnMut(&Message) + 'g));
+
+impl<'de> Visitor<'de> for Each<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON-RPC message or a batch of them")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let m = Message::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        (self.0)(&m);
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(m) = seq.next_element::<Message>()? {
+            (self.0)(&m);
         }
+        Ok(())
     }
 }
 

@@ -114,14 +114,18 @@ impl Sse {
         params: Value,
         deadline: Instant,
         cancel: bool,
-    ) -> Result<Value, Failure> {
+    ) -> rpc::Answer {
+        // A second for the cancel, past the call's deadline.
+        let late = |line: &str| {
+            let _ = self.post(line, Instant::now() + Duration::from_secs(1));
+        };
         rpc::call(
             &self.pending,
             method,
             &params,
             deadline,
-            cancel,
             &|line, until| self.post(line, until),
+            cancel.then_some(&late as &dyn Fn(&str)),
         )
     }
 
@@ -254,7 +258,7 @@ impl Reader {
                     "the MCP server \"{}\" named an endpoint not on the origin of its event \
                      stream: {}",
                     self.poster.name,
-                    crate::redact::redact(&crate::text::clip(&url, 200, "…"))
+                    crate::redact::redact(&rpc::shown(&url, 200))
                 ));
             }
             *self
@@ -267,11 +271,9 @@ impl Reader {
             }
             return Ok(());
         }
-        let Ok(msgs) = rpc::messages(data) else {
-            return Ok(());
-        };
         let name = &self.poster.name;
-        for m in &msgs {
+        // An event that is not JSON-RPC is passed over.
+        let _ = rpc::each_message(data, &mut |m| {
             if let Some(reply) = rpc::handle(m, &self.pending, &self.log, name) {
                 let url = self
                     .poster
@@ -285,7 +287,7 @@ impl Reader {
                     let _ = post(&p.agent, name, &url, &p.headers, &reply, deadline);
                 }
             }
-        }
+        });
         Ok(())
     }
 }

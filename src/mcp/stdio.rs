@@ -1,21 +1,25 @@
 //! The stdio transport (design §11.2): the server is a process axe starts
-//! in a process group of its own, kept by the orphan sweep; requests are
-//! lines on its stdin, written with the caller's deadline; one reader
-//! thread takes the lines of its stdout and hands each answer to its
-//! waiter; another passes its stderr to the log. Stopping it closes its
-//! stdin, waits briefly, then TERM, then KILL, to the whole group.
+//! in a process group of its own, kept by the orphan sweep ([`Stdio::start`]);
+//! requests are lines on its stdin, written with the caller's deadline
+//! (`pipe`); one reader thread takes the lines of its stdout and hands each
+//! answer to its waiter, replying to the server's requests only when the
+//! reply fits at once (dropped and counted otherwise); another passes its
+//! stderr to the log. Stopping it ([`Stdio::stop`]) closes its stdin, waits
+//! briefly (not when it is not reading), then TERM, then KILL, to the whole
+//! group.
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio as Piped};
+use std::process::{Child, Command, Stdio as Piped};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::rpc::{self, Failure, Log, Pending};
+use super::pipe::Pipe;
+use super::rpc::{self, Failure, Log, Note, Pending};
 use crate::sandbox::orphans;
 
 /// The longest line a server may write: a longer one fails the requests
@@ -31,6 +35,7 @@ pub struct Stdio {
     name: String,
     writer: Arc<Writer>,
     pending: Arc<Pending>,
+    log: Log,
     child: Mutex<Option<Child>>,
     pid: i32,
     /// The sandbox it runs in, kept (with its temporary directory) while it
@@ -38,8 +43,12 @@ pub struct Stdio {
     _confinement: Option<crate::sandbox::Confinement>,
 }
 
-/// The server's stdin, `None` once closed.
-struct Writer(Mutex<Option<ChildStdin>>);
+/// The server's stdin, and the replies to its requests dropped because
+/// they could not be written at once.
+struct Writer {
+    pipe: Pipe,
+    dropped: AtomicU64,
+}
 
 /// What to start.
 pub struct Spawn<'a> {
@@ -83,18 +92,16 @@ impl Stdio {
         else {
             return Err("the server's pipes are missing".into());
         };
-        // SAFETY: a flag on a descriptor this process owns.
-        unsafe {
-            let fd = stdin.as_raw_fd();
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
-        let writer = Arc::new(Writer(Mutex::new(Some(stdin))));
+        let writer = Arc::new(Writer {
+            pipe: Pipe::new(stdin),
+            dropped: AtomicU64::new(0),
+        });
         let pending = Arc::new(Pending::default());
         let server = Stdio {
             name: s.name.to_string(),
             writer: writer.clone(),
             pending: pending.clone(),
+            log: s.log.clone(),
             child: Mutex::new(Some(child)),
             pid,
             _confinement: s.confinement,
@@ -122,14 +129,18 @@ impl Stdio {
         params: Value,
         deadline: Instant,
         cancel: bool,
-    ) -> Result<Value, Failure> {
+    ) -> rpc::Answer {
+        // The cancel is past the deadline: written at once or not at all.
+        let late = |line: &str| {
+            self.writer.pipe.send_now(line);
+        };
         rpc::call(
             &self.pending,
             method,
             &params,
             deadline,
-            cancel,
-            &|line, until| self.writer.send(line, until),
+            &|line, until| self.writer.pipe.send(line, until),
+            cancel.then_some(&late as &dyn Fn(&str)),
         )
     }
 
@@ -141,16 +152,30 @@ impl Stdio {
     pub fn notify(&self, method: &str, params: &Value, deadline: Instant) -> Result<(), Failure> {
         let deadline = deadline.min(Instant::now() + Duration::from_secs(1));
         self.writer
+            .pipe
             .send(&rpc::notification(method, params), deadline)
     }
 
-    /// Stops the server: stdin closed, a grace period, TERM, another, KILL;
-    /// the whole process group is killed and the server reaped. Later
-    /// requests fail. Safe to call more than once.
+    /// Stops the server: stdin closed (without waiting for a writer), a
+    /// grace period (none when it is not reading its input: it would not
+    /// see the close), TERM, another, KILL; the whole process group is
+    /// killed and the server reaped. Later requests fail. The replies
+    /// dropped are counted in the log. Safe to call more than once.
     pub fn stop(&self) {
-        self.writer.close();
+        let deaf = self.writer.pipe.close();
         self.pending
             .break_with(&format!("the MCP server \"{}\" was stopped", self.name));
+        let dropped = self.writer.dropped.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            let text = format!(
+                "{dropped} replies to the server's requests in all, its input full or busy"
+            );
+            (self.log)(&Note {
+                server: &self.name,
+                kind: "dropped",
+                text: &text,
+            });
+        }
         let Some(mut child) = self
             .child
             .lock()
@@ -160,7 +185,7 @@ impl Stdio {
             return;
         };
         let pid = self.pid;
-        if pid > 0 && !exited_within(pid, GRACE) {
+        if pid > 0 && (deaf || !exited_within(pid, GRACE)) {
             // SAFETY: signals to the group of our own unreaped child.
             unsafe { libc::kill(-pid, libc::SIGTERM) };
             if !exited_within(pid, GRACE) {
@@ -186,59 +211,20 @@ impl Drop for Stdio {
 }
 
 impl Writer {
-    /// Writes `line` and a newline, waiting for room until `deadline`. A
-    /// line cut by the deadline leaves the stream unusable: it is closed.
-    fn send(&self, line: &str, deadline: Instant) -> Result<(), Failure> {
-        let mut guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(stdin) = guard.as_ref() else {
-            return Err(Failure::Broken("the server's input is closed".into()));
-        };
-        let fd = stdin.as_raw_fd();
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        let mut at = 0;
-        while at < bytes.len() {
-            let rest = &bytes[at..];
-            // SAFETY: writing a live buffer to a descriptor we own.
-            let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
-            if n > 0 {
-                at += n.unsigned_abs();
-                continue;
-            }
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        if at > 0 {
-                            *guard = None;
-                        }
-                        return Err(Failure::Timeout);
-                    }
-                    let mut pfd = libc::pollfd {
-                        fd,
-                        events: libc::POLLOUT,
-                        revents: 0,
-                    };
-                    let ms = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
-                    // SAFETY: one pollfd on the stack.
-                    unsafe { libc::poll(&mut pfd, 1, ms) };
-                }
-                _ => {
-                    *guard = None;
-                    return Err(Failure::Broken(format!(
-                        "cannot write to the server (it exited?): {err}"
-                    )));
-                }
-            }
+    /// Sends the reply to a server's request if it can go at once; else
+    /// drops it and counts it, saying so in the log the first time.
+    fn reply(&self, line: &str, log: &Log, name: &str) {
+        if self.pipe.send_now(line) {
+            return;
         }
-        Ok(())
-    }
-
-    fn close(&self) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+            log(&Note {
+                server: name,
+                kind: "dropped",
+                text: "a reply to the server's request: its input is full or busy \
+                       (replies are never waited for; counted when it stops)",
+            });
+        }
     }
 }
 
@@ -287,6 +273,10 @@ fn read_stdout(
     let mut input = BufReader::with_capacity(64 << 10, stdout);
     let mut line = Vec::new();
     loop {
+        // A long line's buffer is not kept for the next.
+        if line.capacity() > 1 << 20 {
+            line = Vec::new();
+        }
         match read_line(&mut input, &mut line, MAX_LINE) {
             Ok(Line::Eof) | Err(_) => break,
             Ok(Line::TooLong) => pending.fail_all(&format!(
@@ -294,16 +284,16 @@ fn read_stdout(
                 MAX_LINE >> 20
             )),
             Ok(Line::Full) if line.iter().all(u8::is_ascii_whitespace) => {}
-            Ok(Line::Full) => match rpc::messages(&line) {
-                Err(why) => pending.fail_all(&format!("MCP server \"{name}\": {why}")),
-                Ok(msgs) => {
-                    for m in &msgs {
-                        if let Some(reply) = rpc::handle(m, pending, log, name) {
-                            let _ = writer.send(&reply, Instant::now() + Duration::from_secs(5));
-                        }
+            Ok(Line::Full) => {
+                let read = rpc::each_message(&line, &mut |m| {
+                    if let Some(reply) = rpc::handle(m, pending, log, name) {
+                        writer.reply(&reply, log, name);
                     }
+                });
+                if let Err(why) = read {
+                    pending.fail_all(&format!("MCP server \"{name}\": {why}"));
                 }
-            },
+            }
         }
     }
     // EOF can come a moment before the exit.

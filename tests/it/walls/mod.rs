@@ -3,4 +3,5 @@
 //! it was not given. One file a wall.
 
 mod links;
+mod mcp;
 mod url_fetch;
