@@ -1,8 +1,12 @@
 //! Where axe keeps things (XDG directories) and what counts as an agent name.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::Error;
+
+/// Every agent directory this process put on a search path.
+static SEARCHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// `$XDG_CONFIG_HOME/axe`, else `~/.config/axe`.
 pub fn config_dir() -> Result<PathBuf, Error> {
@@ -45,6 +49,10 @@ impl AgentDirs {
             dirs.push(local);
         }
         dirs.push(config_dir()?.join("agents"));
+        SEARCHED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(dirs.iter().cloned());
         Ok(AgentDirs(dirs))
     }
 
@@ -77,6 +85,28 @@ impl AgentDirs {
             .find(|p| std::fs::symlink_metadata(p).is_ok())
             .unwrap_or_else(|| self.home().join(&file)))
     }
+}
+
+/// axe's own directories, which no tool of an agent may write (design
+/// §10.2, §10.6): the config directory (config.toml, agents, skills), `./axe` (the
+/// current directory's, whose `agents` is on the search path, and whose
+/// skills and schemas its agents read), and every agent directory this
+/// process searched (`--agents-dir`). Whether they exist or not.
+pub fn own_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = config_dir().into_iter().collect();
+    if let Ok(cwd) = std::env::current_dir() {
+        dirs.extend(Path::new(LOCAL_AGENTS).parent().map(|p| cwd.join(p)));
+    }
+    dirs.extend(
+        SEARCHED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned(),
+    );
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// `$XDG_STATE_HOME/axe`, else `~/.local/state/axe`: the run log's.
