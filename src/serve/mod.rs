@@ -12,6 +12,7 @@
 //! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; the token
 //! `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
 
+mod agents;
 mod auth;
 mod chat;
 mod complete;
@@ -34,9 +35,9 @@ use tiny_http::{Header, Request, Response};
 
 use crate::config::GlobalConfig;
 use crate::error::Error;
-use crate::paths::AgentDirs;
 use crate::run::Cancel;
 
+pub use agents::AgentFiles;
 pub use auth::token;
 pub use reply::ApiError;
 
@@ -76,7 +77,8 @@ pub struct Settings {
 pub struct Shared {
     settings: Settings,
     global: GlobalConfig,
-    dirs: AgentDirs,
+    /// The agent files, read at the start.
+    files: AgentFiles,
     cwd: PathBuf,
     /// The port listened on, to find a request's socket.
     port: u16,
@@ -144,8 +146,7 @@ impl Shared {
             a.sort();
             return Ok(a);
         }
-        let (found, _) = crate::agent::list(&self.dirs)?;
-        Ok(found.into_iter().map(|(id, _)| id).collect())
+        Ok(self.files.current().roots().to_vec())
     }
 
     /// Lists `cancel` for the stop while the guard lives.
@@ -167,7 +168,7 @@ impl Shared {
 pub fn serve(
     settings: Settings,
     global: GlobalConfig,
-    dirs: AgentDirs,
+    files: AgentFiles,
     cwd: PathBuf,
 ) -> Result<(), Error> {
     let listener = listen(settings.listen, settings.idle)?;
@@ -180,7 +181,7 @@ pub fn serve(
     let shared = Arc::new(Shared {
         settings,
         global,
-        dirs,
+        files,
         cwd,
         port: addr.port(),
         active: AtomicUsize::new(0),
