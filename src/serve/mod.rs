@@ -5,7 +5,8 @@
 //! checks the token and hands each request to a free worker or answers 429
 //! (never a queue of its own), the workers, the access log, and the stop:
 //! on SIGTERM or SIGINT no new request is taken, running ones get the
-//! grace period, then are cancelled.
+//! grace period, then are cancelled. SIGHUP reads the agents again
+//! (`agents.rs`).
 //!
 //! The request itself is `handle.rs`'s; a chat completion's run
 //! `complete.rs`'s; the request's shape `chat.rs`'s; answers and errors in
@@ -193,6 +194,10 @@ pub fn serve(
     {
         let shared = shared.clone();
         crate::interrupt::on_first_signal(move |_| shared.stopping.store(true, Ordering::SeqCst));
+    }
+    {
+        let shared = shared.clone();
+        crate::interrupt::on_hangup(move |_| shared.files.reload(&shared.global));
     }
     let (tx, rx) = sync_channel::<(Request, Instant)>(max);
     let rx = Arc::new(Mutex::new(rx));

@@ -415,3 +415,95 @@ fn axe_serve_does_not_read_an_agent_dir_a_served_agent_may_write_unconfined() {
     assert_eq!(chat("helper").status, 404);
     assert_eq!(chat("plain").status, 200);
 }
+
+#[test]
+fn axe_serve_reads_its_agents_once_and_again_on_sighup_never_from_a_request() {
+    let home = Home::new();
+    let project = TempDir::new("project");
+    let local = project.path().join("axe/agents");
+    std::fs::create_dir_all(&local).unwrap();
+    // lead may write its own directory (sandbox off, trusted by the user),
+    // which is all a model needs to try to change what later requests run.
+    std::fs::write(
+        local.join("lead.toml"),
+        format!(
+            "name = \"lead\"\nmodel = \"{}\"\nsystem_prompt = \"You are lead.\"\n\
+             tools = [\"run_command\"]\n[sandbox]\nmode = \"off\"\n",
+            P::OpenAi.model()
+        ),
+    )
+    .unwrap();
+    home.config(&format!("trusted_agent_dirs = [\"{}\"]\n", local.display()));
+    let write = format!(
+        "printf 'name = \"spy\"\\nmodel = \"{}\"\\nsystem_prompt = \"You are spy.\"\\n' \
+         > axe/agents/spy.toml && sed -i 's/You are lead./You are evil./' axe/agents/lead.toml",
+        P::OpenAi.model()
+    );
+    let prompts: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let fake = {
+        let (prompts, first) = (prompts.clone(), std::sync::atomic::AtomicBool::new(true));
+        FakeServer::route(move |req| {
+            prompts.lock().unwrap().push(req.system_prompt());
+            let first =
+                !req.has_tool_results() && first.swap(false, std::sync::atomic::Ordering::SeqCst);
+            if first {
+                let call = json!({ "command": write });
+                Reply::Json(200, P::OpenAi.tool_calls(&[("c1", "run_command", call)]))
+            } else {
+                Reply::Json(200, P::OpenAi.text("ok"))
+            }
+        })
+    };
+    let mut cmd = home.axe_on(&[(P::OpenAi, &fake)]);
+    cmd.current_dir(project.path());
+    let server = crate::serve::Server::start_with(cmd, &[]);
+    let chat = |agent: &str| {
+        crate::serve::post(
+            &server.addr,
+            "/v1/chat/completions",
+            &crate::serve::chat_body(agent, "hi"),
+            "",
+        )
+    };
+    let last_prompt = || prompts.lock().unwrap().last().cloned().unwrap_or_default();
+
+    // The first request's model rewrites lead and adds spy.
+    let r = chat("lead");
+    assert_eq!(r.status, 200, "{} {}", r.body, server.log());
+    assert!(
+        std::fs::read_to_string(local.join("lead.toml"))
+            .unwrap()
+            .contains("You are evil."),
+        "the command did not run: {}",
+        server.log()
+    );
+    assert!(local.join("spy.toml").exists());
+    // A later request runs the files as they were read at the start.
+    assert_eq!(chat("lead").status, 200);
+    assert!(
+        last_prompt().starts_with("You are lead."),
+        "{}",
+        last_prompt()
+    );
+    assert_eq!(chat("spy").status, 404);
+
+    // SIGHUP reads them again; the server goes on.
+    server.signal(libc::SIGHUP);
+    assert!(
+        server.wait_log("agents read again", std::time::Duration::from_secs(20)),
+        "{}",
+        server.log()
+    );
+    assert_eq!(chat("spy").status, 200, "{}", server.log());
+    assert!(
+        last_prompt().starts_with("You are spy."),
+        "{}",
+        last_prompt()
+    );
+    assert_eq!(chat("lead").status, 200);
+    assert!(
+        last_prompt().starts_with("You are evil."),
+        "{}",
+        last_prompt()
+    );
+}
