@@ -206,11 +206,20 @@ fn untrusted(
         let Some(why) = unconfined(&agent.config.tools.names, &agent.config.tools.sandbox) else {
             continue;
         };
-        let workdir = match first {
-            Some(f) if f == name => place.workdir,
-            _ => None,
-        };
-        let writable = writable(agent, workdir, place.cwd);
+        // `--workdir` is the first root's at top level; called as a
+        // sub-agent (a cycle back to it) it works in its file's.
+        let top = first == Some(name) && place.workdir.is_some();
+        let called = agents
+            .values()
+            .flatten()
+            .any(|a| a.config.sub_agents.contains(name));
+        let mut writable = Vec::new();
+        if top {
+            writable.extend(writable_by(agent, place.workdir, place.cwd));
+        }
+        if !top || called {
+            writable.extend(writable_by(agent, None, place.cwd));
+        }
         for dir in dirs.dirs() {
             let real = real(dir);
             let covered = writable.iter().any(|w| real.starts_with(w));
@@ -240,7 +249,7 @@ fn unconfined(tools: &[String], sandbox: &SandboxConfig) -> Option<&'static str>
 /// What an agent's commands may write: its workdir (`workdir`, else its
 /// file's, else the current directory) and its `[sandbox] write` paths,
 /// each with its symlinks resolved.
-fn writable(agent: &Agent, workdir: Option<&str>, cwd: &Path) -> Vec<PathBuf> {
+fn writable_by(agent: &Agent, workdir: Option<&str>, cwd: &Path) -> Vec<PathBuf> {
     let dir = match workdir.or(agent.config.workdir.as_deref()) {
         Some(d) if !d.trim().is_empty() => paths::resolve_against(cwd, d),
         _ => cwd.to_path_buf(),
@@ -316,6 +325,34 @@ mod tests {
             Catalog::read(&dirs, &Roots::Named(vec!["lead".into()]), &place).unwrap();
         assert!(left.is_empty());
         assert!(catalog.loaded("helper").is_some());
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn workdir_moves_the_top_agents_writes_but_not_its_calls_to_itself() {
+        let root = dir();
+        let (project, elsewhere) = (root.join("project"), root.join("elsewhere"));
+        let local = project.join("axe/agents");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let off = "tools = [\"run_command\"]\n[sandbox]\nmode = \"off\"\n";
+        write(&local, "dev", off);
+        let global = GlobalConfig::default();
+        let place = Place {
+            global: &global,
+            cwd: &project,
+            workdir: Some(elsewhere.to_str().unwrap()),
+            sealed: false,
+        };
+        let dirs = AgentDirs::of(vec![local.clone()]);
+        let roots = Roots::Named(vec!["dev".into()]);
+        let (catalog, left) = Catalog::read(&dirs, &roots, &place).unwrap();
+        assert!(left.is_empty(), "{left:?}");
+        assert!(catalog.loaded("dev").is_some());
+        // Calling itself, it works in its file's workdir: the project.
+        write(&local, "dev", &format!("sub_agents = [\"dev\"]\n{off}"));
+        let (catalog, left) = Catalog::read(&dirs, &roots, &place).unwrap();
+        assert_eq!(left.len(), 1);
+        assert!(catalog.loaded("dev").is_none());
         std::fs::remove_dir_all(root).unwrap();
     }
 }
