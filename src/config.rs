@@ -28,6 +28,10 @@ pub struct GlobalConfig {
     /// `[run_log]`: the record each `axe run` appends (design §7.7).
     #[serde(default)]
     pub run_log: crate::run_log::Settings,
+    /// `trusted_agent_dirs`: agent directories read even where an agent of
+    /// the run may write them with its commands unconfined (design §10.8).
+    #[serde(default)]
+    pub trusted_agent_dirs: Vec<String>,
 }
 
 /// A `[retry]` table, in `config.toml` or an agent file: each key that is
@@ -98,6 +102,11 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 # OPENAI_API_KEY, ...), then from this file. Base URLs are read from
 # AXE_<PROVIDER>_BASE_URL first, then from this file, then the defaults.
 # This file is created with mode 0600 because it may hold keys.
+
+# Agent directories read even where an agent of the run (or of any request
+# to `axe serve`) may write them with its commands unconfined ([sandbox]
+# mode = "off"): such a directory is otherwise left out, with a warning.
+# trusted_agent_dirs = ["~/src/project/axe/agents"]
 
 # [providers.anthropic]
 # api_key = "sk-ant-..."
@@ -293,8 +302,28 @@ impl GlobalConfig {
         Ok(out)
     }
 
-    /// Checks what the tables say: a `kind` is one of the wires.
+    /// `trusted_agent_dirs`, each `~` expanded and its symlinks resolved
+    /// (as written when it does not exist).
+    pub fn trusted_agent_dirs(&self) -> Vec<PathBuf> {
+        self.trusted_agent_dirs
+            .iter()
+            .map(|d| {
+                let p = paths::expand_tilde(d);
+                p.canonicalize().unwrap_or(p)
+            })
+            .collect()
+    }
+
+    /// Checks what the tables say: a `kind` is one of the wires; a trusted
+    /// agent directory is absolute (relative to what else would it be?).
     fn check(&self) -> Result<(), String> {
+        for d in &self.trusted_agent_dirs {
+            if !paths::expand_tilde(d).is_absolute() {
+                return Err(format!(
+                    "trusted_agent_dirs: {d:?} must be an absolute path (or start with ~/)"
+                ));
+            }
+        }
         for (name, s) in &self.providers {
             if let Some(k) = &s.kind
                 && Kind::parse(k).is_none()

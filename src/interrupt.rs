@@ -25,6 +25,9 @@ static ACTIONS: Mutex<Vec<(u64, Action)>> = Mutex::new(Vec::new());
 /// `axe serve`'s: taken by the first signal instead of ending the process
 /// (a second one ends it as usual).
 static FIRST: Mutex<Option<Action>> = Mutex::new(None);
+/// `axe serve`'s: taken by SIGHUP while the first signal has not come
+/// (the agents read again, design §14.2), instead of ending the process.
+static HANGUP: Mutex<Option<Action>> = Mutex::new(None);
 static TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 /// Set once a signal is being handled: the process is ending with it.
@@ -81,6 +84,29 @@ pub fn on_first_signal(action: impl Fn(&str) + Send + Sync + 'static) {
     *FIRST.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(action));
 }
 
+/// Runs `action` on SIGHUP, and goes on, for as long as the first signal
+/// has not come (see [`on_first_signal`]): a server's reload. Once it is
+/// stopping, SIGHUP ends it as any second signal does.
+pub fn on_hangup(action: impl Fn(&str) + Send + Sync + 'static) {
+    *HANGUP.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(action));
+}
+
+/// Whether SIGHUP was taken by [`on_hangup`]'s action (which has run).
+fn hung_up() -> bool {
+    let serving = FIRST
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_some();
+    let hangup = HANGUP.lock().unwrap_or_else(PoisonError::into_inner);
+    match hangup.as_ref() {
+        Some(action) if serving => {
+            action("hung up");
+            true
+        }
+        _ => false,
+    }
+}
+
 /// A temporary file that a signal must not leave behind, while it lives.
 pub struct TempFile(PathBuf);
 
@@ -133,6 +159,9 @@ pub fn install() {
                 let mut sig: libc::c_int = 0;
                 loop {
                     while libc::sigwait(&set, &mut sig) != 0 {}
+                    if sig == libc::SIGHUP && hung_up() {
+                        continue;
+                    }
                     let first = FIRST.lock().unwrap_or_else(PoisonError::into_inner).take();
                     match first {
                         Some(action) => action(describe(sig).0),

@@ -1,8 +1,12 @@
 //! Where axe keeps things (XDG directories) and what counts as an agent name.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::Error;
+
+/// Every agent directory this process put on a search path.
+static SEARCHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// `$XDG_CONFIG_HOME/axe`, else `~/.config/axe`.
 pub fn config_dir() -> Result<PathBuf, Error> {
@@ -16,10 +20,15 @@ pub fn data_dir() -> Result<PathBuf, Error> {
 }
 
 /// Where agent files are looked for, in order (design §3.16): the first
-/// directory that has `<name>.toml` holds the agent. The last is always the
-/// config directory's `agents`, where new files are made.
+/// directory that has `<name>.toml` holds the agent. The last is the
+/// config directory's `agents`, where new files are made, unless a run
+/// left it out as untrusted (`agent::Catalog`, design §10.8): it stays the
+/// home, and is not searched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentDirs(Vec<PathBuf>);
+pub struct AgentDirs {
+    dirs: Vec<PathBuf>,
+    home: PathBuf,
+}
 
 /// `axe/agents` beside the work: searched from the current directory.
 pub const LOCAL_AGENTS: &str = "axe/agents";
@@ -44,23 +53,47 @@ impl AgentDirs {
         if local.is_dir() {
             dirs.push(local);
         }
-        dirs.push(config_dir()?.join("agents"));
-        Ok(AgentDirs(dirs))
+        let home = config_dir()?.join("agents");
+        dirs.push(home.clone());
+        SEARCHED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(dirs.iter().cloned());
+        Ok(AgentDirs { dirs, home })
     }
 
     /// `<config_dir>/agents` alone.
     pub fn only(config_dir: &Path) -> AgentDirs {
-        AgentDirs(vec![config_dir.join("agents")])
+        let home = config_dir.join("agents");
+        AgentDirs {
+            dirs: vec![home.clone()],
+            home,
+        }
+    }
+
+    /// `dirs`, the last the home: for tests.
+    #[cfg(test)]
+    pub fn of(dirs: Vec<PathBuf>) -> AgentDirs {
+        let home = dirs.last().cloned().unwrap_or_default();
+        AgentDirs { dirs, home }
+    }
+
+    /// This search path without `dir`.
+    pub fn without(&self, dir: &Path) -> AgentDirs {
+        AgentDirs {
+            dirs: self.dirs.iter().filter(|d| *d != dir).cloned().collect(),
+            home: self.home.clone(),
+        }
     }
 
     /// The directories, in search order.
     pub fn dirs(&self) -> &[PathBuf] {
-        &self.0
+        &self.dirs
     }
 
     /// The config directory's `agents`, where `agents init` writes.
     pub fn home(&self) -> &Path {
-        self.0.last().map_or(Path::new("agents"), PathBuf::as_path)
+        &self.home
     }
 
     /// The file of agent `name`: `<dir>/<name>.toml` in the first directory
@@ -68,15 +101,45 @@ impl AgentDirs {
     /// is checked first (design D9): nothing is touched for a name that is
     /// not one, in any directory.
     pub fn file(&self, name: &str) -> Result<PathBuf, Error> {
+        let file = format!("{name}.toml");
+        Ok(self.find(name)?.unwrap_or_else(|| self.home.join(&file)))
+    }
+
+    /// The file of agent `name` in the first directory searched that has
+    /// one (a dangling link counts, and fails as unreadable rather than
+    /// falling through), none if no directory has one. The name is checked
+    /// first, as for [`AgentDirs::file`].
+    pub fn find(&self, name: &str) -> Result<Option<PathBuf>, Error> {
         check_agent_name(name)?;
         let file = format!("{name}.toml");
         Ok(self
-            .0
+            .dirs
             .iter()
             .map(|d| d.join(&file))
-            .find(|p| std::fs::symlink_metadata(p).is_ok())
-            .unwrap_or_else(|| self.home().join(&file)))
+            .find(|p| std::fs::symlink_metadata(p).is_ok()))
     }
+}
+
+/// axe's own directories, which no tool of an agent may write (design
+/// §10.2, §10.6): the config directory (config.toml, agents, skills), `./axe` (the
+/// current directory's, whose `agents` is on the search path, and whose
+/// skills and schemas its agents read), and every agent directory this
+/// process searched (`--agents-dir`). Whether they exist or not.
+pub fn own_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = config_dir().into_iter().collect();
+    if let Ok(cwd) = std::env::current_dir() {
+        dirs.extend(Path::new(LOCAL_AGENTS).parent().map(|p| cwd.join(p)));
+    }
+    dirs.extend(
+        SEARCHED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned(),
+    );
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// `$XDG_STATE_HOME/axe`, else `~/.local/state/axe`: the run log's.

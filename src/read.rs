@@ -46,6 +46,10 @@ impl From<Denied> for Unreadable {
             Denied::NotAFile => Unreadable::NotRegular,
             Denied::NotFound => Unreadable::Io(io::Error::from_raw_os_error(libc::ENOENT)),
             Denied::NotADirectory => Unreadable::Io(io::Error::from_raw_os_error(libc::ENOTDIR)),
+            Denied::Protected(what) => Unreadable::Io(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{what} is protected"),
+            )),
             Denied::Other(e) => Unreadable::Io(e),
         }
     }

@@ -1,12 +1,15 @@
 //! What one run read of its sub-agents (design D20): the first call to an
 //! agent loads it; the calls that arrive while it loads wait for that load,
 //! each no longer than its own deadline, and share its outcome, a failure
-//! as much as a success; a call after a failed load tries afresh.
+//! as much as a success; a call after a failed load tries afresh. The
+//! files come from the run's catalog, read at its start (design §10.8);
+//! one that did not load there is read afresh, unless the catalog is
+//! sealed (axe serve), when nothing is read after the start.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use crate::agent::Agent;
+use crate::agent::{Agent, Catalog};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::resolve::Resolved;
@@ -30,6 +33,9 @@ pub struct Snapshot {
     /// description reads of its sub-agents (their output schemas) and what
     /// their first call resolves, so that a file is read once per run.
     files: Mutex<HashMap<String, Arc<Agent>>>,
+    /// The agent files read at the run's start; none: every file is read
+    /// when first asked for.
+    catalog: Option<Arc<Catalog>>,
 }
 
 /// One agent of a [`Snapshot`]. An agent that was never loaded, or whose
@@ -60,14 +66,31 @@ enum Outcome {
 }
 
 impl Snapshot {
-    /// The file of agent `name` as this run read it, else `read`'s result,
-    /// kept when it loads. A file that did not load is read afresh next
-    /// time, as a failed load is (design D20).
+    /// A run's snapshot whose files come from `catalog` first.
+    pub fn of(catalog: Arc<Catalog>) -> Snapshot {
+        Snapshot {
+            catalog: Some(catalog),
+            ..Snapshot::default()
+        }
+    }
+
+    /// The file of agent `name` as this run read it (its catalog's, else
+    /// one read since), else `read`'s result, kept when it loads. A file
+    /// that did not load is read afresh next time, as a failed load is
+    /// (design D20), unless the catalog is sealed: then its failure stands.
     pub fn file(
         &self,
         name: &str,
         read: impl FnOnce() -> Result<Agent, Error>,
     ) -> Result<Arc<Agent>, Error> {
+        if let Some(catalog) = &self.catalog {
+            if let Some(agent) = catalog.loaded(name) {
+                return Ok(agent);
+            }
+            if catalog.sealed() {
+                return catalog.agent(name);
+            }
+        }
         let files = || self.files.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(agent) = files().get(name) {
             return Ok(agent.clone());

@@ -3,6 +3,7 @@
 //! the agents directory listed. The file's TOML shape and its validation
 //! are in `file`; the scaffold and the `agents show` view in `text`.
 
+mod catalog;
 mod file;
 mod text;
 mod tools;
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::memory::MemoryConfig;
 pub use crate::tools::{SandboxConfig, ToolsConfig};
+pub use catalog::{Catalog, LeftOut, Place, Roots};
 pub use text::{scaffold, show, yes_no};
 
 use crate::config::RetrySettings;
@@ -184,7 +186,11 @@ impl Agent {
 /// file. The name is checked (design D9) before any file is touched.
 /// Warnings name the file.
 pub fn load(dirs: &AgentDirs, name: &str) -> Result<Agent, Error> {
-    let path = dirs.file(name)?;
+    let Some(path) = dirs.find(name)? else {
+        return Err(Error::AgentNotFound {
+            name: name.to_string(),
+        });
+    };
     let text = match read::config_text(&path) {
         Ok(t) => t,
         Err(read::Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {

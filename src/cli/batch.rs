@@ -81,7 +81,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     // batch's answers are lines of JSON.
     let setup = top::Setup {
         global: &base.global,
-        dirs: &base.dirs,
+        catalog: &base.catalog,
         cwd: &base.cwd,
         verbose: quiet.clone(),
         retries: cmd.retries,

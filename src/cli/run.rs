@@ -4,12 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::args::RunCmd;
-use super::{load_agent, load_global, print_stdout};
+use super::{load_global, print_stdout};
+use crate::agent::{Agent, Catalog, Place, Roots};
 use crate::batch::template::{self, Prompts, Template, Vars};
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
@@ -46,7 +47,9 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
 /// line's overrides (read once), its templates and `--var`s.
 pub(super) struct Base {
     pub(super) global: GlobalConfig,
-    pub(super) dirs: AgentDirs,
+    /// The agent and its tree, read once from the trusted agent
+    /// directories (design §10.8).
+    pub(super) catalog: Arc<Catalog>,
     pub(super) cwd: PathBuf,
     pub(super) resolved: resolve::Resolved,
     /// Seconds for the run; for a batch, for each input.
@@ -67,8 +70,13 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
 
     let global = load_global()?;
     log.settings(global.run_log);
-    let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
-    let mut agent = load_agent(&dirs, &cmd.agent)?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
+    let catalog = Arc::new(read_agents(cmd, &global, &cwd)?);
+    let mut agent: Agent = (*catalog.agent(&cmd.agent)?).clone();
+    for w in &agent.warnings {
+        stderr::warn(w);
+    }
     if cmd.no_prompt_cache {
         agent.config.prompt_cache = false;
     }
@@ -87,14 +95,12 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
         caller_model: None,
         output_schema: cmd.output_schema.clone(),
     };
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
     let resolved = resolve::resolve(agent, &overrides, &global, &cwd, &deadline)?;
     log.model(&resolved.model.to_string());
     let prompts = Prompts::of(&resolved);
     Ok(Base {
         global,
-        dirs,
+        catalog,
         cwd,
         resolved,
         timeout,
@@ -102,6 +108,24 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
         vars,
         prompts,
     })
+}
+
+/// The agent `cmd` names and its tree, from the search path less the
+/// directories an agent of it may write unconfined (design §10.8), each
+/// left out said on stderr.
+fn read_agents(cmd: &RunCmd, global: &GlobalConfig, cwd: &Path) -> Result<Catalog, Error> {
+    let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
+    let place = Place {
+        global,
+        cwd,
+        workdir: cmd.workdir.as_deref(),
+        sealed: false,
+    };
+    let (catalog, left_out) = Catalog::read(&dirs, &Roots::Named(vec![cmd.agent.clone()]), &place)?;
+    for l in &left_out {
+        stderr::warn(&l.to_string());
+    }
+    Ok(catalog)
 }
 
 /// The run itself, telling `log` what it learns.
@@ -143,7 +167,7 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     log.ledger(&ledger, trace.as_deref(), &base.cwd);
     let setup = top::Setup {
         global: &base.global,
-        dirs: &base.dirs,
+        catalog: &base.catalog,
         cwd: &base.cwd,
         verbose,
         retries: cmd.retries,

@@ -1,6 +1,8 @@
 //! `axe serve`: the command line read into the server's settings,
-//! config.toml and the agents' search path loaded once, then the server
-//! (`crate::serve`, design ch. 14) until SIGTERM or SIGINT.
+//! config.toml, the agents' search path and the agent files loaded once,
+//! then the server
+//! (`crate::serve`, design ch. 14) until SIGTERM or SIGINT; SIGHUP reads
+//! the agent files again.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -10,7 +12,7 @@ use super::load_global;
 use crate::error::Error;
 use crate::interrupt;
 use crate::paths::{self, AgentDirs};
-use crate::serve::{self, Settings};
+use crate::serve::{self, AgentFiles, Settings};
 
 pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
     // The first signal stops the server gracefully; a second ends it.
@@ -41,6 +43,7 @@ pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
     let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
+    let files = AgentFiles::read(dirs, &cmd.agent, &global, &cwd)?;
     let settings = Settings {
         listen,
         max_concurrent: cmd.max_concurrent,
@@ -57,7 +60,7 @@ pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
         run_log: !cmd.no_log,
         access_log: !cmd.quiet,
     };
-    serve::serve(settings, global, dirs, cwd)
+    serve::serve(settings, global, files, cwd)
 }
 
 /// `--trace`: every request's run appends to it, so it must be a regular

@@ -9,19 +9,21 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{Cancel, Ctx, Streaming, TextSink};
+use crate::agent::Catalog;
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::ledger::{Budget, Ledger, Place};
-use crate::paths::AgentDirs;
 use crate::resolve::Resolved;
+use crate::snapshot::Snapshot;
 use crate::stderr::Verbose;
 use crate::trace_event::TraceEvent;
 
 /// What a top-level run is given beside its resolved agent.
 pub struct Setup<'a> {
     pub global: &'a GlobalConfig,
-    pub dirs: &'a AgentDirs,
+    /// The agent files read at the start, and where the rest are found.
+    pub catalog: &'a Arc<Catalog>,
     pub cwd: &'a Path,
     pub verbose: Verbose,
     /// `--retries`.
@@ -75,7 +77,7 @@ pub fn ctx<'a>(
     let mcp = mcp_servers(setup.global, setup.cwd, &setup.verbose, &ledger, &place)?;
     Ok(Ctx {
         global: setup.global,
-        agents: setup.dirs,
+        agents: setup.catalog.dirs(),
         cwd: setup.cwd,
         depth: 0,
         max_depth: resolved.agent.config.sub_agents_config.max_depth,
@@ -85,7 +87,7 @@ pub fn ctx<'a>(
         ledger,
         place,
         budgets: budgets(max_tokens, max_turns),
-        snapshot: Arc::default(),
+        snapshot: Arc::new(Snapshot::of(setup.catalog.clone())),
         mcp,
         stream: streaming(resolved, setup.stream, setup.whole),
         text: setup.text,

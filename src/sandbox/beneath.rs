@@ -18,6 +18,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use super::guard::Guard;
+
 /// Why a path could not be used.
 #[derive(Debug)]
 pub enum Denied {
@@ -29,6 +31,9 @@ pub enum Denied {
     NotFound,
     NotADirectory,
     NotAFile,
+    /// A write into a directory that protects the user (`guard`): the
+    /// protected name or path.
+    Protected(String),
     Other(io::Error),
 }
 
@@ -42,6 +47,11 @@ impl std::fmt::Display for Denied {
             Denied::NotFound => f.write_str("no such file or directory"),
             Denied::NotADirectory => f.write_str("not a directory"),
             Denied::NotAFile => f.write_str("not a regular file"),
+            Denied::Protected(what) => write!(
+                f,
+                "refused: {what} is protected; the file tools never write in .git, axe, .claude \
+                 or .codex directories, nor in axe's own config and agent directories"
+            ),
             Denied::Other(e) => write!(f, "{e}"),
         }
     }
@@ -69,6 +79,8 @@ pub struct Root {
     fd: OwnedFd,
     path: PathBuf,
     follow: Follow,
+    /// What writes must not touch; none: anything beneath the root.
+    guard: Option<Guard>,
 }
 
 /// Which symbolic links the kernel follows while resolving a name.
@@ -122,7 +134,16 @@ impl Root {
             fd,
             path: path.to_path_buf(),
             follow: Follow::Inside,
+            guard: None,
         })
+    }
+
+    /// This root, its writes held to `guard` (the file tools' root).
+    pub fn guarded(self, guard: Guard) -> Root {
+        Root {
+            guard: Some(guard),
+            ..self
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -173,11 +194,15 @@ impl Root {
 
     /// Writes `contents` to `name` atomically: a temporary file beside it,
     /// synced, then renamed over it (a reader sees the old file or the new
-    /// one, never half of one). Missing parent directories are made.
-    /// A symlink at `name` is replaced, not followed.
+    /// one, never half of one). Missing parent directories are made, and
+    /// removed again if the write is refused or fails. A symlink at `name`
+    /// is replaced, not followed. The guard, if any, is asked before each
+    /// directory is made and before the file is.
     pub fn write(&self, name: &str, contents: &[u8]) -> Result<(), Denied> {
         let (parent, file) = split(self.relative(name))?;
-        let dir = self.make_dirs(parent)?;
+        let mut made = Made(Vec::new());
+        let dir = self.make_dirs(parent, &mut made)?;
+        self.check(&dir, &file)?;
         let mode = existing_mode(&dir, &file).unwrap_or(0o644);
         let tmp = format!(".{file}.axe-{}-{}", std::process::id(), fastrand::u32(..));
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
@@ -187,9 +212,10 @@ impl Root {
         drop(out);
         let renamed = written.and_then(|()| rename_in(&dir, &tmp, &file));
         if let Err(e) = renamed {
-            let _ = unlink_in(&dir, &tmp);
+            let _ = unlink_in(&dir, &tmp, 0);
             return Err(Denied::Other(e));
         }
+        made.0.clear();
         Ok(())
     }
 
@@ -198,20 +224,58 @@ impl Root {
         resolve_in(&self.fd, self.relative(name), flags, mode, self.follow)
     }
 
-    /// The directory `parent` beneath the root, made when missing.
-    fn make_dirs(&self, parent: &str) -> Result<OwnedFd, Denied> {
-        let dir_flags = libc::O_PATH | libc::O_DIRECTORY;
-        let mut dir = resolve_in(&self.fd, ".", dir_flags, 0, self.follow)?;
+    /// The directory `parent` beneath the root, each missing component
+    /// made in the one before it (as the kernel resolved it, `..` and
+    /// symlinks included) once the guard allows it, and recorded in `made`.
+    fn make_dirs(&self, parent: &str, made: &mut Made) -> Result<OwnedFd, Denied> {
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        let whole = if parent.is_empty() { "." } else { parent };
+        match resolve_in(&self.fd, whole, flags, 0, self.follow) {
+            Err(Denied::NotFound) => {}
+            there => return there,
+        }
+        let mut dir = resolve_in(&self.fd, ".", flags, 0, self.follow)?;
+        let mut prefix = String::new();
         for part in parent.split('/').filter(|p| !p.is_empty() && *p != ".") {
-            dir = match resolve_in(&dir, part, dir_flags, 0, self.follow) {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            dir = match resolve_in(&self.fd, &prefix, flags, 0, self.follow) {
                 Err(Denied::NotFound) => {
-                    mkdir_in(&dir, part).map_err(Denied::Other)?;
-                    resolve_in(&dir, part, dir_flags, 0, self.follow)?
+                    self.check(&dir, part)?;
+                    if mkdir_in(&dir, part).map_err(Denied::Other)? {
+                        made.0
+                            .push((dir.try_clone().map_err(Denied::Other)?, part.to_string()));
+                    }
+                    resolve_in(&dir, part, flags, 0, self.follow)?
                 }
                 other => other?,
             };
         }
         Ok(dir)
+    }
+
+    /// The guard's word on making `name` in `dir`; yes when unguarded.
+    fn check(&self, dir: &OwnedFd, name: &str) -> Result<(), Denied> {
+        match &self.guard {
+            Some(guard) => guard.check(&self.fd, dir, name),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The directories one write made, each as its parent and its name:
+/// removed, last made first, when dropped (a refused or failed write
+/// leaves nothing behind); emptied once the write is done. A directory
+/// something else put a file in since is not empty and stays.
+struct Made(Vec<(OwnedFd, String)>);
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for (parent, name) in self.0.iter().rev() {
+            let _ = unlink_in(parent, name, libc::AT_REMOVEDIR);
+        }
     }
 }
 
@@ -380,7 +444,7 @@ fn walk(
     stack.pop().ok_or(Denied::NotFound)
 }
 
-fn openat(dir: i32, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+pub(super) fn openat(dir: i32, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
     let c = cstr(name.as_bytes())?;
     // SAFETY: valid fd and C string; the result is checked.
     let fd = unsafe { libc::openat(dir, c.as_ptr(), flags, mode) };
@@ -391,7 +455,9 @@ fn openat(dir: i32, name: &str, flags: i32, mode: u32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn mkdir_in(dir: &OwnedFd, name: &str) -> io::Result<()> {
+/// Makes directory `name` in `dir`: true if this call made it, false if
+/// it was there already (made meanwhile by someone else).
+fn mkdir_in(dir: &OwnedFd, name: &str) -> io::Result<bool> {
     let c = cstr(name.as_bytes())?;
     // SAFETY: valid fd and C string.
     if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o755) } < 0 {
@@ -399,8 +465,9 @@ fn mkdir_in(dir: &OwnedFd, name: &str) -> io::Result<()> {
         if e.kind() != io::ErrorKind::AlreadyExists {
             return Err(e);
         }
+        return Ok(false);
     }
-    Ok(())
+    Ok(true)
 }
 
 fn rename_in(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
@@ -413,10 +480,12 @@ fn rename_in(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
     Ok(())
 }
 
-fn unlink_in(dir: &OwnedFd, name: &str) -> io::Result<()> {
+/// Removes `name` from `dir`: a file, or with `AT_REMOVEDIR` an empty
+/// directory.
+fn unlink_in(dir: &OwnedFd, name: &str, flags: i32) -> io::Result<()> {
     let c = cstr(name.as_bytes())?;
     // SAFETY: valid fd and C string.
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } < 0 {
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), flags) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())

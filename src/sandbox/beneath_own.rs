@@ -139,7 +139,11 @@ impl Root {
     /// this one follows; made, with its parents, when missing and `create`.
     pub fn dir(&self, name: &str, create: bool) -> Result<Root, Denied> {
         let fd = if create {
-            self.make_dirs(name)?
+            let mut made = Made(Vec::new());
+            let fd = self.make_dirs(name, &mut made)?;
+            // Kept: axe's own directories stay once made.
+            made.0.clear();
+            fd
         } else {
             let flags = libc::O_PATH | libc::O_DIRECTORY;
             resolve_in(&self.fd, name, flags, 0, self.follow)?
@@ -153,6 +157,7 @@ impl Root {
             fd,
             path,
             follow: self.follow,
+            guard: None,
         })
     }
 
@@ -189,7 +194,7 @@ impl Root {
 
     /// Removes the file `name` in this directory (a link, not its target).
     pub fn remove(&self, name: &str) -> io::Result<()> {
-        unlink_in(&self.fd, name)
+        unlink_in(&self.fd, name, 0)
     }
 
     /// Syncs the directory, so that a name just made or renamed survives

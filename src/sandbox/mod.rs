@@ -5,6 +5,7 @@
 //! are collected and killed (`orphans`).
 
 pub mod beneath;
+pub mod guard;
 pub mod landlock;
 pub mod orphans;
 pub mod process;

@@ -14,6 +14,7 @@ use super::chat::Chat;
 use super::reply::{self, ApiError};
 use super::sse::Sse;
 use super::{Served, Shared};
+use crate::agent::{Agent, Catalog};
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::ledger;
@@ -38,7 +39,10 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     let mut served = Served::new(&chat.agent);
     let log = RunLog::start(&chat.agent, shared.settings.run_log);
     log.settings(shared.global.run_log);
-    let (resolved, deadline) = match prepare(chat, shared, started) {
+    // The agent files as they were read at the start (or the last SIGHUP),
+    // for the whole run.
+    let catalog = shared.files.current();
+    let (resolved, deadline) = match prepare(chat, &catalog, shared, started) {
         Ok(p) => p,
         Err(e) => {
             served.status = super::respond_error(rq, &e, &[]);
@@ -81,7 +85,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     };
     let setup = top::Setup {
         global: &shared.global,
-        dirs: &shared.dirs,
+        catalog: &catalog,
         cwd: &shared.cwd,
         verbose: Verbose::new(false),
         retries: shared.settings.retries,
@@ -147,11 +151,12 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     served
 }
 
-/// The agent of `chat` loaded and resolved, with its deadline (from the
+/// The agent of `chat` from `catalog`, resolved, with its deadline (from the
 /// request's start): its system prompt with the request's system messages
 /// after it, its output schema the request's when it gives one.
 fn prepare(
     chat: &Chat,
+    catalog: &Catalog,
     shared: &Shared,
     started: Instant,
 ) -> Result<(Resolved, Deadline), ApiError> {
@@ -160,7 +165,10 @@ fn prepare(
             name: chat.agent.clone(),
         }));
     }
-    let agent = crate::agent::load(&shared.dirs, &chat.agent).map_err(|e| reply::run_error(&e))?;
+    let agent: Agent = (*catalog
+        .agent(&chat.agent)
+        .map_err(|e| reply::run_error(&e))?)
+    .clone();
     for w in &agent.warnings {
         crate::stderr::warn_once(w);
     }

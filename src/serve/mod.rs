@@ -5,13 +5,15 @@
 //! checks the token and hands each request to a free worker or answers 429
 //! (never a queue of its own), the workers, the access log, and the stop:
 //! on SIGTERM or SIGINT no new request is taken, running ones get the
-//! grace period, then are cancelled.
+//! grace period, then are cancelled. SIGHUP reads the agents again
+//! (`agents.rs`).
 //!
 //! The request itself is `handle.rs`'s; a chat completion's run
 //! `complete.rs`'s; the request's shape `chat.rs`'s; answers and errors in
 //! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; the token
 //! `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
 
+mod agents;
 mod auth;
 mod chat;
 mod complete;
@@ -34,9 +36,9 @@ use tiny_http::{Header, Request, Response};
 
 use crate::config::GlobalConfig;
 use crate::error::Error;
-use crate::paths::AgentDirs;
 use crate::run::Cancel;
 
+pub use agents::AgentFiles;
 pub use auth::token;
 pub use reply::ApiError;
 
@@ -76,7 +78,8 @@ pub struct Settings {
 pub struct Shared {
     settings: Settings,
     global: GlobalConfig,
-    dirs: AgentDirs,
+    /// The agent files, read at the start.
+    files: AgentFiles,
     cwd: PathBuf,
     /// The port listened on, to find a request's socket.
     port: u16,
@@ -144,8 +147,7 @@ impl Shared {
             a.sort();
             return Ok(a);
         }
-        let (found, _) = crate::agent::list(&self.dirs)?;
-        Ok(found.into_iter().map(|(id, _)| id).collect())
+        Ok(self.files.current().roots().to_vec())
     }
 
     /// Lists `cancel` for the stop while the guard lives.
@@ -167,7 +169,7 @@ impl Shared {
 pub fn serve(
     settings: Settings,
     global: GlobalConfig,
-    dirs: AgentDirs,
+    files: AgentFiles,
     cwd: PathBuf,
 ) -> Result<(), Error> {
     let listener = listen(settings.listen, settings.idle)?;
@@ -180,7 +182,7 @@ pub fn serve(
     let shared = Arc::new(Shared {
         settings,
         global,
-        dirs,
+        files,
         cwd,
         port: addr.port(),
         active: AtomicUsize::new(0),
@@ -192,6 +194,10 @@ pub fn serve(
     {
         let shared = shared.clone();
         crate::interrupt::on_first_signal(move |_| shared.stopping.store(true, Ordering::SeqCst));
+    }
+    {
+        let shared = shared.clone();
+        crate::interrupt::on_hangup(move |_| shared.files.reload(&shared.global));
     }
     let (tx, rx) = sync_channel::<(Request, Instant)>(max);
     let rx = Arc::new(Mutex::new(rx));

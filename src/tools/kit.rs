@@ -1,12 +1,14 @@
 //! What an agent's tool calls need, made once when the agent is resolved
 //! (design §10): the tools it listed, its workdir opened as the root every
-//! path is resolved beneath, and the sandbox policy its commands run under.
+//! path is resolved beneath (its writes held to what protects the user,
+//! §10.2), and the sandbox policy its commands run under.
 
 use std::path::Path;
 
 use super::ToolsConfig;
 use crate::error::Error;
 use crate::paths;
+use crate::sandbox::guard::Guard;
 use crate::sandbox::{self, Mode, Policy, Root};
 
 /// An agent's tools, ready to run.
@@ -55,12 +57,14 @@ pub fn kit(config: &ToolsConfig, workdir: &Path) -> Result<Option<Kit>, Error> {
     } else {
         Mode::Off
     };
-    let root = Root::open(workdir).map_err(|e| {
-        Error::config(format!(
-            "cannot open the workdir {}: {e}",
-            workdir.display()
-        ))
-    })?;
+    let root = Root::open(workdir)
+        .map_err(|e| {
+            Error::config(format!(
+                "cannot open the workdir {}: {e}",
+                workdir.display()
+            ))
+        })?
+        .guarded(Guard::new(workdir, &paths::own_dirs()));
     let expand = |list: &[String]| {
         list.iter()
             .map(|p| paths::resolve_against(workdir, p))

@@ -279,6 +279,13 @@ fn dry_run_lists_the_tools_and_the_landlock_sandbox_commands_would_get() {
 #[test]
 fn dry_run_says_when_the_sandbox_is_off_or_not_used() {
     let home = Home::new();
+    // Run from the home, an agent with its sandbox off may write the
+    // config directory's agents: the user's word keeps them read (design
+    // §10.8).
+    home.config(&format!(
+        "trusted_agent_dirs = [\"{}\"]\n",
+        home.config_dir().join("agents").display()
+    ));
     home.named_agent(
         "loose",
         "openai/gpt-4o",
@@ -383,6 +390,13 @@ fn agents_show_lists_tools_and_the_sandbox_settings_the_file_sets() {
 #[test]
 fn progress_shows_a_running_tool_call_under_its_agent() {
     let home = Home::new();
+    // Run from the home, an agent with its sandbox off may write the
+    // config directory's agents: the user's word keeps them read (design
+    // §10.8).
+    home.config(&format!(
+        "trusted_agent_dirs = [\"{}\"]\n",
+        home.config_dir().join("agents").display()
+    ));
     // mode = "off": the view is the same under Landlock, and this runs on
     // kernels without it.
     home.named_agent(

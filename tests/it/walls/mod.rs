@@ -4,4 +4,5 @@
 
 mod links;
 mod mcp;
+mod trust;
 mod url_fetch;
