@@ -4,4 +4,5 @@
 
 mod links;
 mod mcp;
+mod serve;
 mod url_fetch;

@@ -1,0 +1,150 @@
+//! `axe serve`'s walls (design §14.4), through the binary on raw sockets:
+//! a request head is bounded in size and in time before any token is
+//! checked.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::serve::{Raw, Server, parse_raw, raw};
+
+fn start(args: &[&str]) -> (Home, FakeServer, Server) {
+    let home = Home::new();
+    home.named_agent("helper", "openai/gpt-4o", "");
+    let fake = FakeServer::json(200, &openai_text("ran", 1, 1));
+    let server = Server::start(&home, &fake, args);
+    (home, fake, server)
+}
+
+/// The port of `server` (listening on 127.0.0.1).
+fn port(server: &Server) -> &str {
+    server.addr.rsplit(':').next().unwrap()
+}
+
+/// `/proc/<pid>/status`'s VmHWM: the process's peak resident memory, KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmHWM")
+}
+
+/// Another client's `/healthz` is answered at once (5 s at most) while
+/// whatever `why` says goes on.
+fn healthz_at_once(server: &Server, why: &str) {
+    let asked = Instant::now();
+    let r = raw(
+        &server.addr,
+        format!(
+            "GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:{}\r\nconnection: close\r\n\r\n",
+            port(server)
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "another client's /healthz {why}: {}", r.head);
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "another client's /healthz waited {:?} {why}",
+        asked.elapsed()
+    );
+}
+
+/// Sends `head` then `filler` (`total` bytes of it) on a connection of
+/// its own, as fast as the server takes it, while the server's answer is
+/// read; the answer, and the server's peak memory after, KiB.
+fn flood_head(server: &Server, head: &str, filler: &[u8], total: usize) -> (Raw, u64) {
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut w = s.try_clone().unwrap();
+    w.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = head.to_string();
+    let filler = filler.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(head.as_bytes());
+        let mut sent = 0;
+        while sent < total {
+            if w.write_all(&filler).is_err() {
+                return;
+            }
+            sent += filler.len();
+        }
+        let _ = w.write_all(b"\r\n\r\n");
+    });
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    drop(s);
+    writer.join().unwrap();
+    (parse_raw(&answer), peak_kib(server.pid()))
+}
+
+#[test]
+fn a_64_mib_header_line_is_refused_and_memory_stays_small() {
+    let (_h, _f, server) = start(&[]);
+    healthz_at_once(&server, "at start");
+    let before = peak_kib(server.pid());
+    let head = format!(
+        "GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:{}\r\nx-big: ",
+        port(&server)
+    );
+    let (r, after) = flood_head(&server, &head, &[b'a'; 64 * 1024], 64 << 20);
+    assert_eq!(r.status, 431, "{} {}", r.head, server.log());
+    assert!(
+        after < before + 16 * 1024,
+        "one header line took the server from {before} KiB to {after} KiB"
+    );
+    healthz_at_once(&server, "after");
+}
+
+#[test]
+fn ten_thousand_headers_are_refused() {
+    let (_h, fake, server) = start(&[]);
+    let before = peak_kib(server.pid());
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{}\r\n",
+        port(&server)
+    );
+    let (r, after) = flood_head(&server, &head, b"x-h: v\r\n", 10_000 * 8);
+    assert_eq!(r.status, 431, "{} {}", r.head, server.log());
+    // 64 KiB in all, however it is split: 100 header lines of 1 KiB each
+    // are 100 KiB.
+    let line = format!("x-h: {}\r\n", "v".repeat(1000));
+    let (r2, _) = flood_head(&server, &head, line.as_bytes(), 100 * line.len());
+    assert_eq!(r2.status, 431, "{} {}", r2.head, server.log());
+    assert!(after < before + 16 * 1024, "{before} KiB -> {after} KiB");
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn a_head_trickled_a_byte_a_second_is_closed_at_the_idle_limit() {
+    // Each byte comes inside the 2 s idle limit; the head as a whole must
+    // come within it too, from its first byte.
+    let (_h, _f, server) = start(&["--idle-timeout", "2"]);
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nx-slow: ").unwrap();
+    let started = Instant::now();
+    let mut w = s.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_secs(1));
+            if w.write_all(b"a").is_err() {
+                return;
+            }
+        }
+    });
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let took = started.elapsed();
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    trickle.join().unwrap();
+    assert!(
+        took < Duration::from_secs(6),
+        "a head trickled within the idle limit was read for {took:?}"
+    );
+    let r = parse_raw(&answer);
+    assert_eq!(r.status, 408, "{}", r.head);
+    healthz_at_once(&server, "after");
+}
