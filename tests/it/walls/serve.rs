@@ -1,13 +1,13 @@
 //! `axe serve`'s walls (design §14.4), through the binary on raw sockets:
 //! a request head is bounded in size and in time before any token is
-//! checked.
+//! checked; requests pipelined behind a slow one stay few.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::serve::{Raw, Server, parse_raw, raw};
+use crate::serve::{Raw, Server, chat_body, parse_raw, raw};
 
 fn start(args: &[&str]) -> (Home, FakeServer, Server) {
     let home = Home::new();
@@ -147,4 +147,54 @@ fn a_head_trickled_a_byte_a_second_is_closed_at_the_idle_limit() {
     let r = parse_raw(&answer);
     assert_eq!(r.status, 408, "{}", r.head);
     healthz_at_once(&server, "after");
+}
+
+#[test]
+fn requests_pipelined_behind_a_slow_one_stay_few() {
+    let home = Home::new();
+    home.named_agent("helper", "openai/gpt-4o", "");
+    let fake = FakeServer::start(vec![Reply::Delay(
+        Duration::from_secs(12),
+        Box::new(Reply::Json(200, openai_text("slow", 1, 1))),
+    )]);
+    let server = Server::start(&home, &fake, &[]);
+    let before = peak_kib(server.pid());
+    let host = format!("host: 127.0.0.1:{}\r\n", port(&server));
+    let chat = chat_body("helper", "hi");
+    let first = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\n{host}content-type: application/json\r\ncontent-length: {}\r\n\r\n{chat}",
+        chat.len()
+    );
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    s.write_all(first.as_bytes()).unwrap();
+    fake.wait_for_requests(1);
+    // 100,000 small requests behind it (20 MB, more than the kernel's
+    // buffers hold), as fast as the server takes them.
+    let small = format!(
+        "GET /healthz HTTP/1.1\r\n{host}x-pad: {}\r\n\r\n",
+        "p".repeat(150)
+    );
+    let batch = small.repeat(1000);
+    s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+    let started = Instant::now();
+    let mut sent = 0;
+    for _ in 0..100 {
+        if s.write_all(batch.as_bytes()).is_err() {
+            break;
+        }
+        sent += 1000;
+    }
+    // What was sent is read (or not) meanwhile; the slow one still runs.
+    std::thread::sleep(Duration::from_secs(1));
+    let peak = peak_kib(server.pid());
+    healthz_at_once(&server, "behind 100,000 pipelined requests");
+    assert!(
+        peak < before + 32 * 1024,
+        "{sent} pipelined requests took the server from {before} KiB to {peak} KiB"
+    );
+    assert!(
+        sent < 100_000,
+        "the server read all 100,000 requests behind a running one ({:?}, {before} KiB -> {peak} KiB)",
+        started.elapsed()
+    );
 }
