@@ -3,7 +3,8 @@
 //! socket (loopback unless told otherwise, with read and write timeouts
 //! every connection inherits), the dispatcher that answers `/healthz`,
 //! checks the token and hands each request to a free worker or answers 429
-//! (never a queue of its own), the workers, the access log, and the stop:
+//! (never a queue of its own, never a write that may wait on a client),
+//! the workers, the access log, and the stop:
 //! on SIGTERM or SIGINT no new request is taken, running ones get the
 //! grace period, then are cancelled.
 //!
@@ -299,9 +300,8 @@ fn dispatch(
                 "too_many_requests",
                 format!("the server is running {max} requests, its most: try again shortly"),
             );
-            let mut extra = vec![("retry-after", RETRY_AFTER.into())];
-            extra.extend(conn::leave_body(&rq, shared.port));
-            let status = respond_error(rq, &e, &extra);
+            let extra = [("retry-after", RETRY_AFTER.into())];
+            let status = answer_now(rq, shared, &e, &extra);
             access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
@@ -323,8 +323,9 @@ fn dispatch(
 fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> {
     let (method, path) = (rq.method().to_string(), rq.url().to_string());
     if path == "/healthz" {
-        let extra: Vec<_> = conn::leave_body(&rq, shared.port).into_iter().collect();
-        let status = respond_json(rq, 200, &json!({"status": "ok"}), &extra);
+        let ok = json_response(200, &json!({"status": "ok"}), &[]);
+        conn::answer_now(rq, ok, shared.port);
+        let status = 200;
         access(shared, &method, &path, &Served::only(status), started);
         return None;
     }
@@ -340,9 +341,8 @@ fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> {
             "invalid_api_key",
             "a valid bearer token is required",
         );
-        let mut extra = vec![("www-authenticate", "Bearer".into())];
-        extra.extend(conn::leave_body(&rq, shared.port));
-        let status = respond_error(rq, &e, &extra);
+        let extra = [("www-authenticate", "Bearer".into())];
+        let status = answer_now(rq, shared, &e, &extra);
         access(shared, &method, &path, &Served::only(status), started);
         return None;
     }
@@ -363,8 +363,8 @@ fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
         while let Some((rq, started)) = peer.and_then(|p| shared.pipelines.next(p)) {
             if shared.stopping() {
                 let (method, path) = (rq.method().to_string(), rq.url().to_string());
-                let _ = conn::leave_body(&rq, shared.port);
-                let status = respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
+                let closed = [("connection", "close".into())];
+                let status = answer_now(rq, shared, &shutting_down(), &closed);
                 access(shared, &method, &path, &Served::only(status), started);
             } else if let Some(rq) = admit(rq, shared, started) {
                 serve_one(rq, shared, started);
@@ -402,8 +402,12 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
     while let Ok(Some(rq)) = server.try_recv() {
         // One pipelined behind a running request is its worker's to answer.
         if let Some((rq, _)) = shared.pipelines.set_aside((rq, Instant::now())) {
-            let _ = conn::leave_body(&rq, shared.port);
-            respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
+            answer_now(
+                rq,
+                shared,
+                &shutting_down(),
+                &[("connection", "close".into())],
+            );
         }
     }
     let idle = |within: Duration| {
@@ -465,6 +469,23 @@ fn access(shared: &Shared, method: &str, path: &str, s: &Served, started: Instan
 
 /// Answers `rq` with `status` and the JSON `body`; returns the status.
 fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]) -> u16 {
+    let _ = rq.respond(json_response(status, body, extra));
+    status
+}
+
+/// Refuses `rq` with `e`, its body unread, from a thread every client
+/// shares: never waiting on the client (`conn::answer_now`). The status.
+fn answer_now(rq: Request, shared: &Shared, e: &ApiError, extra: &[(&str, String)]) -> u16 {
+    conn::answer_now(rq, json_response(e.status, &e.body(), extra), shared.port);
+    e.status
+}
+
+/// An answer of `status` with the JSON `body` and the `extra` headers.
+fn json_response(
+    status: u16,
+    body: &Value,
+    extra: &[(&str, String)],
+) -> Response<std::io::Cursor<Vec<u8>>> {
     let mut resp = Response::from_string(body.to_string()).with_status_code(status);
     let headers = [("content-type", "application/json")]
         .into_iter()
@@ -475,8 +496,7 @@ fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]
             resp = resp.with_header(h);
         }
     }
-    let _ = rq.respond(resp);
-    status
+    resp
 }
 
 /// Answers `rq` with `e` in OpenAI's error shape.

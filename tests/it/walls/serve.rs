@@ -1,6 +1,7 @@
 //! `axe serve`'s walls (design §14.4), through the binary on raw sockets:
 //! a request head is bounded in size and in time before any token is
-//! checked; requests pipelined behind a slow one stay few.
+//! checked; requests pipelined behind a slow one stay few; a client that
+//! reads nothing holds up no other.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -197,4 +198,56 @@ fn requests_pipelined_behind_a_slow_one_stay_few() {
         "the server read all 100,000 requests behind a running one ({:?}, {before} KiB -> {peak} KiB)",
         started.elapsed()
     );
+}
+
+#[test]
+fn a_client_that_never_reads_its_answers_holds_up_no_other_client() {
+    // The answers the dispatcher gives itself (/healthz here) go to a
+    // client that reads none of them: once its socket is full, a write
+    // would wait, and every other client with it.
+    let (_h, _f, server) = start(&[]);
+    let host = format!("host: 127.0.0.1:{}\r\n", port(&server));
+    let batch = format!("GET /healthz HTTP/1.1\r\n{host}\r\n").repeat(1000);
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    small_receive_buffer(&s);
+    s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+    for _ in 0..200 {
+        if s.write_all(batch.as_bytes()).is_err() {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    healthz_at_once(&server, "while a client read none of its answers");
+    // That client's connection was closed: what it reads now ends.
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut sink = [0u8; 64 * 1024];
+    let ended = loop {
+        match s.read(&mut sink) {
+            Ok(0) => break true,
+            Ok(_) => {}
+            Err(e) => break e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    };
+    assert!(
+        ended,
+        "the connection of a client that reads nothing stayed open"
+    );
+}
+
+/// Keeps `s`'s receive buffer at its smallest, so that a server writing
+/// to it finds its own buffer full soon.
+fn small_receive_buffer(s: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4096;
+    // SAFETY: setsockopt on our own socket with an int of its size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&raw const size).cast(),
+            libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).unwrap(),
+        )
+    };
+    assert_eq!(r, 0);
 }
