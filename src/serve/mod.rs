@@ -10,9 +10,11 @@
 //!
 //! The request itself is `handle.rs`'s; a chat completion's run
 //! `complete.rs`'s; the request's shape `chat.rs`'s; answers and errors in
-//! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; the token
-//! `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
+//! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; what a
+//! request meets before a worker `admit.rs`'s; the token and the
+//! cross-site checks `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
 
+mod admit;
 mod auth;
 mod chat;
 mod complete;
@@ -30,7 +32,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tiny_http::{Header, Request, Response};
 
 use crate::config::GlobalConfig;
@@ -288,7 +290,7 @@ fn dispatch(
         let Some((rq, started)) = shared.pipelines.set_aside((rq, Instant::now())) else {
             continue;
         };
-        let Some(rq) = admit(rq, shared, started) else {
+        let Some(rq) = admit::admit(rq, shared, started) else {
             continue;
         };
         if shared.active.fetch_add(1, Ordering::SeqCst) >= max {
@@ -301,7 +303,7 @@ fn dispatch(
                 format!("the server is running {max} requests, its most: try again shortly"),
             );
             let extra = [("retry-after", RETRY_AFTER.into())];
-            let status = answer_now(rq, shared, &e, &extra);
+            let status = admit::answer_now(rq, shared, &e, &extra);
             access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
@@ -316,37 +318,6 @@ fn dispatch(
         }
     }
     None
-}
-
-/// `rq` back unless it is `/healthz`, answered here, or lacks the token,
-/// refused here (401).
-fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> {
-    let (method, path) = (rq.method().to_string(), rq.url().to_string());
-    if path == "/healthz" {
-        let ok = json_response(200, &json!({"status": "ok"}), &[]);
-        conn::answer_now(rq, ok, shared.port);
-        let status = 200;
-        access(shared, &method, &path, &Served::only(status), started);
-        return None;
-    }
-    let auth = rq
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Authorization"))
-        .map(|h| h.value.as_str().to_string());
-    if !auth::allowed(shared.settings.token.as_deref(), auth.as_deref()) {
-        let e = ApiError::new(
-            401,
-            "invalid_request_error",
-            "invalid_api_key",
-            "a valid bearer token is required",
-        );
-        let extra = [("www-authenticate", "Bearer".into())];
-        let status = answer_now(rq, shared, &e, &extra);
-        access(shared, &method, &path, &Served::only(status), started);
-        return None;
-    }
-    Some(rq)
 }
 
 /// A worker: one request at a time, a panic kept inside its request
@@ -364,9 +335,9 @@ fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
             if shared.stopping() {
                 let (method, path) = (rq.method().to_string(), rq.url().to_string());
                 let closed = [("connection", "close".into())];
-                let status = answer_now(rq, shared, &shutting_down(), &closed);
+                let status = admit::answer_now(rq, shared, &shutting_down(), &closed);
                 access(shared, &method, &path, &Served::only(status), started);
-            } else if let Some(rq) = admit(rq, shared, started) {
+            } else if let Some(rq) = admit::admit(rq, shared, started) {
                 serve_one(rq, shared, started);
             }
         }
@@ -402,7 +373,7 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
     while let Ok(Some(rq)) = server.try_recv() {
         // One pipelined behind a running request is its worker's to answer.
         if let Some((rq, _)) = shared.pipelines.set_aside((rq, Instant::now())) {
-            answer_now(
+            admit::answer_now(
                 rq,
                 shared,
                 &shutting_down(),
@@ -471,13 +442,6 @@ fn access(shared: &Shared, method: &str, path: &str, s: &Served, started: Instan
 fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]) -> u16 {
     let _ = rq.respond(json_response(status, body, extra));
     status
-}
-
-/// Refuses `rq` with `e`, its body unread, from a thread every client
-/// shares: never waiting on the client (`conn::answer_now`). The status.
-fn answer_now(rq: Request, shared: &Shared, e: &ApiError, extra: &[(&str, String)]) -> u16 {
-    conn::answer_now(rq, json_response(e.status, &e.body(), extra), shared.port);
-    e.status
 }
 
 /// An answer of `status` with the JSON `body` and the `extra` headers.
