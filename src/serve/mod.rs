@@ -408,34 +408,44 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
 }
 
 /// One access-log line on stderr: method, path, agent, status, time,
-/// tokens, request id. Never waits for stderr.
+/// tokens, request id, each field one word whatever the client sent.
+/// Never waits for stderr.
 fn access(shared: &Shared, method: &str, path: &str, s: &Served, started: Instant) {
     if !shared.settings.access_log {
         return;
     }
-    let path: String = path
-        .chars()
-        .take(200)
-        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
-        .collect();
-    let agent: String = s
-        .agent
-        .chars()
-        .take(100)
-        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
-        .collect();
-    let agent = if agent.is_empty() {
-        "-".to_string()
-    } else {
-        agent
-    };
-    let id = if s.id.is_empty() { "-" } else { &s.id };
     crate::stderr::lines(format!(
-        "axe: serve: {method} {path} agent={agent} status={} ms={} tokens={} id={id}\n",
+        "axe: serve: {} {} agent={} status={} ms={} tokens={} id={}\n",
+        field(method, 100),
+        field(path, 200),
+        field(&s.agent, 100),
         s.status,
         crate::deadline::millis(started.elapsed()),
         s.tokens,
+        field(&s.id, 100),
     ));
+}
+
+/// `text`, at most `max` characters, as one field of a log line: control
+/// characters written out as `text::one_line` writes them (`\u{1b}`,
+/// `\n`), so that a client's escape sequence cannot drive the terminal nor
+/// a newline forge a line of its own, and other whitespace too (`\u{20}`),
+/// so that the field stays one word; `-` when empty.
+fn field(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for c in text.chars().take(max) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else if c.is_whitespace() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        out.push('-');
+    }
+    out
 }
 
 /// Answers `rq` with `status` and the JSON `body`; returns the status.
@@ -466,4 +476,20 @@ fn json_response(
 /// Answers `rq` with `e` in OpenAI's error shape.
 fn respond_error(rq: Request, e: &ApiError, extra: &[(&str, String)]) -> u16 {
     respond_json(rq, e.status, &e.body(), extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn a_log_field_is_one_word_with_its_controls_written_out() {
+        assert_eq!(field("GET", 100), "GET");
+        assert_eq!(field("", 100), "-");
+        assert_eq!(
+            field("X\naxe: warning\x1b[2J\u{85}\u{2028}", 100),
+            "X\\naxe:\\u{20}warning\\u{1b}[2J\\u{85}\\u{2028}"
+        );
+        assert_eq!(field("abcdef", 3), "abc");
+    }
 }

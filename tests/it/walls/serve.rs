@@ -3,7 +3,8 @@
 //! required (then the token is the gate), while curl and the `openai`
 //! clients are served; a request head is bounded in size and in time
 //! before any token is checked; requests pipelined behind a slow one stay
-//! few; a client that reads nothing holds up no other. Through the binary,
+//! few; a client that reads nothing holds up no other; what a client
+//! sends reaches the access log as one escaped line. Through the binary,
 //! on raw sockets, with curl and the `openai` client.
 
 use std::io::{Read, Write};
@@ -444,6 +445,32 @@ fn a_client_that_never_reads_its_answers_holds_up_no_other_client() {
     assert!(
         ended,
         "the connection of a client that reads nothing stayed open"
+    );
+}
+
+#[test]
+fn a_method_with_escapes_is_logged_as_one_escaped_line() {
+    let (_h, _f, server) = start(&[]);
+    let req = format!(
+        "\x1b[2J\x1b]0;pwned\x07X\naxe:\twarning:\x0bforged\x1b[0m /healthz HTTP/1.1\r\nhost: 127.0.0.1:{}\r\nconnection: close\r\n\r\n",
+        port(&server)
+    );
+    let r = raw(&server.addr, req.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(server.wait_log("/healthz", Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(200));
+    let log = server.log();
+    assert!(!log.contains('\x1b') && !log.contains('\x07'), "{log:?}");
+    for line in log.lines() {
+        assert!(
+            line.starts_with("axe: serve: ") || line.starts_with("axe: serving on "),
+            "a line of its own: {line:?} in {log:?}"
+        );
+    }
+    let line = server.access_lines().pop().unwrap();
+    assert!(
+        line.starts_with("axe: serve: \\u{1b}[2J\\u{1b}]0;pwned\\u{7}X\\naxe:\\twarning:\\u{b}forged\\u{1b}[0m /healthz agent=- status=200 "),
+        "{line}"
     );
 }
 
