@@ -141,7 +141,7 @@ fn request(addr: &str) -> Duration {
     let mut s = TcpStream::connect(addr).expect("connect");
     let _ = s.set_nodelay(true);
     let req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
         BODY.len()
     );
     s.write_all(req.as_bytes()).unwrap();

@@ -1,11 +1,17 @@
 //! Who may use `axe serve` (design §14.4): a loopback address serves its
 //! own machine, any other address needs a bearer token; the token comes
 //! from `--token-file` or `AXE_SERVE_TOKEN`, and a request's is compared
-//! with it in constant time.
+//! with it in constant time. Without a token, a loopback server serves its
+//! machine's programs, not the web pages its browser shows: a request
+//! that carries an `Origin`, names a `Host` that is not loopback (DNS
+//! rebinding) or whose body is not JSON is refused before it runs.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 
+use tiny_http::{Header, Method};
+
+use super::reply::ApiError;
 use crate::error::Error;
 
 /// The shortest token accepted: a guessable one protects nothing.
@@ -65,6 +71,87 @@ pub fn allowed(token: Option<&str>, header: Option<&str>) -> bool {
     same(given.as_bytes(), token.as_bytes())
 }
 
+/// Why a request with `method` and `headers`, to a server that requires
+/// no token, is refused before it runs; none when it may go on. A browser
+/// sends an `Origin` with every request a page makes that is not a plain
+/// GET (a POST from a form or `fetch()` alike, `null` from a sandboxed
+/// frame); a page that rebound its own name to 127.0.0.1 sends that name
+/// as the `Host`; and no page can POST `application/json` elsewhere
+/// without a preflight, which is refused for its `Origin`. The port is not
+/// looked at: a tunnel or a port mapping changes it, and no page can
+/// choose it.
+pub fn cross_site(method: &Method, headers: &[Header]) -> Option<ApiError> {
+    let named = |name: &'static str| headers.iter().filter(move |h| h.field.equiv(name));
+    let forbidden = |code, message: &str| {
+        let message = format!("{message}; a server that requires a token (--token-file) takes it");
+        Some(ApiError::new(403, "invalid_request_error", code, message))
+    };
+    if named("Origin").next().is_some() {
+        return forbidden(
+            "origin_not_allowed",
+            "a request from a web page (it carries an Origin) is refused",
+        );
+    }
+    let mut hosts = named("Host");
+    let host = hosts.next().map(|h| h.value.as_str());
+    if hosts.next().is_some() || !host.is_some_and(loopback_host) {
+        return forbidden(
+            "host_not_allowed",
+            "the Host header must name this machine (localhost, 127.0.0.1, [::1])",
+        );
+    }
+    let mut types = named("Content-Type").peekable();
+    let json = types.peek().is_some() && types.all(|h| is_json(h.value.as_str()));
+    if *method == Method::Post && !json {
+        return Some(ApiError::new(
+            415,
+            "invalid_request_error",
+            "unsupported_media_type",
+            "the body must be sent as content-type: application/json",
+        ));
+    }
+    None
+}
+
+/// Whether a `Host` value names this machine by a loopback name:
+/// `localhost` (in any case) or a loopback address (127.0.0.0/8, `[::1]`,
+/// `[::ffff:127.0.0.1]`), with a port or without.
+fn loopback_host(host: &str) -> bool {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((ip, "")) => (ip, None),
+            Some((ip, after)) => match after.strip_prefix(':') {
+                Some(port) => (ip, Some(port)),
+                None => return false,
+            },
+            None => return false,
+        },
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    let port_ok =
+        port.is_none_or(|p| p.parse::<u16>().is_ok() && p.bytes().all(|b| b.is_ascii_digit()));
+    let name_ok = if host.starts_with('[') {
+        name.parse::<Ipv6Addr>()
+            .is_ok_and(|ip| ip.to_canonical().is_loopback())
+    } else {
+        name.eq_ignore_ascii_case("localhost")
+            || name.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+    };
+    port_ok && name_ok
+}
+
+/// Whether a `Content-Type` value is JSON: `application/json`, in any
+/// case, with any parameters (`; charset=utf-8`).
+fn is_json(value: &str) -> bool {
+    value
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
 /// `a == b`, taking the same time wherever they differ (the length of the
 /// secret alone is not hidden).
 fn same(a: &[u8], b: &[u8]) -> bool {
@@ -90,6 +177,70 @@ mod tests {
         assert!(!allowed(t, Some("0123456789abcdef")));
         assert!(!allowed(t, None));
         assert!(allowed(None, None));
+    }
+
+    #[test]
+    fn a_host_is_loopback_by_its_name_whatever_its_port() {
+        for ok in [
+            "localhost",
+            "LocalHost:8080",
+            "127.0.0.1",
+            "127.0.0.1:65535",
+            "127.1.2.3:1",
+            "[::1]",
+            "[::1]:8080",
+            "[0:0:0:0:0:0:0:1]:80",
+            "[::ffff:127.0.0.1]:80",
+        ] {
+            assert!(loopback_host(ok), "{ok}");
+        }
+        for no in [
+            "",
+            "attacker.example",
+            "attacker.example:8080",
+            "localhost.",
+            "localhost.attacker.example",
+            "127.0.0.1.nip.io",
+            "0x7f.1",
+            "2130706433",
+            "127.0.0.1:",
+            "127.0.0.1:+80",
+            "127.0.0.1:65536",
+            "127.0.0.1:80:80",
+            "localhost:80@attacker.example",
+            "[::1]x:80",
+            "[::1",
+            "::1",
+            "[::2]",
+            "[::1%lo]",
+            "10.0.0.1",
+            "0.0.0.0",
+        ] {
+            assert!(!loopback_host(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn json_is_application_json_with_any_parameters() {
+        for ok in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            " application/json ;charset=UTF-8",
+        ] {
+            assert!(is_json(ok), "{ok}");
+        }
+        for no in [
+            "",
+            "text/plain",
+            "text/plain; application/json",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/json-seq",
+            "application/vnd.api+json",
+        ] {
+            assert!(!is_json(no), "{no}");
+        }
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! A request's connection, below tiny_http (design §14.3): its socket
 //! found by the two addresses tiny_http gives (the peer's and the
 //! listener's), so that axe serve can notice the client hang up while the
-//! run goes on, and stop reading a body it refused. One thread, the
-//! watcher, looks at every watched socket's TCP state and sets the cancel
-//! flag of a run whose client hung up; a socket is watched while its
-//! guard lives.
+//! run goes on, stop reading a body it refused, and answer without waiting
+//! on a client that reads nothing. One thread, the watcher, looks at every
+//! watched socket's TCP state and sets the cancel flag of a run whose
+//! client hung up; a socket is watched while its guard lives.
 
+use std::io::Cursor;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,6 +117,60 @@ pub fn leave_body(rq: &tiny_http::Request, port: u16) -> Option<(&'static str, S
         stop_reading(&sock);
     }
     Some(("connection", "close".into()))
+}
+
+/// Answers `rq` with `resp`, its body left unread, without ever waiting
+/// on the client (design §14.1): for the threads every client shares. The
+/// answer, as tiny_http would write it, goes in one non-blocking send; a
+/// socket that cannot take it whole is a client that reads nothing, and
+/// its connection is shut both ways. tiny_http's own write waited up to
+/// the idle limit on a full socket, and every other client with it. A
+/// body left on the socket is not read ([`leave_body`]). Where the socket
+/// is not found (the client left), tiny_http writes the answer.
+pub fn answer_now(rq: tiny_http::Request, resp: tiny_http::Response<Cursor<Vec<u8>>>, port: u16) {
+    let sock = rq.remote_addr().copied().and_then(|p| socket(port, p));
+    let mut resp = resp;
+    if rq.body_length().is_some_and(|n| n > READ_WITH_HEAD) {
+        if let Some(s) = &sock {
+            stop_reading(s);
+        }
+        let closes = resp.headers().iter().any(|h| h.field.equiv("connection"));
+        if let (false, Ok(h)) = (closes, tiny_http::Header::from_bytes("connection", "close")) {
+            resp.add_header(h);
+        }
+    }
+    let Some(sock) = sock else {
+        let _ = rq.respond(resp);
+        return;
+    };
+    let mut bytes = Vec::new();
+    let head_only = *rq.method() == tiny_http::Method::Head;
+    let version = rq.http_version().clone();
+    let printed = resp.raw_print(&mut bytes, version, rq.headers(), head_only, None);
+    if printed.is_err() || !send_now(&sock, &bytes) {
+        // SAFETY: shutdown on a descriptor we own.
+        unsafe {
+            libc::shutdown(sock.as_raw_fd(), libc::SHUT_RDWR);
+        }
+    }
+    // Answered: tiny_http writes nothing more for it, and the connection's
+    // next answer may follow.
+    drop(rq.into_writer());
+}
+
+/// Whether `bytes` went whole onto `sock` in one send that does not wait.
+fn send_now(sock: &OwnedFd, bytes: &[u8]) -> bool {
+    // SAFETY: a send from our own buffer, of its length, on a descriptor
+    // we own.
+    let sent = unsafe {
+        libc::send(
+            sock.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    usize::try_from(sent).ok() == Some(bytes.len())
 }
 
 /// Stops reading from `sock`: reads see the end at once (a refused body

@@ -3,16 +3,19 @@
 //! socket (loopback unless told otherwise, with read and write timeouts
 //! every connection inherits), the dispatcher that answers `/healthz`,
 //! checks the token and hands each request to a free worker or answers 429
-//! (never a queue of its own), the workers, the access log, and the stop:
+//! (never a queue of its own, never a write that may wait on a client),
+//! the workers, the access log, and the stop:
 //! on SIGTERM or SIGINT no new request is taken, running ones get the
 //! grace period, then are cancelled. SIGHUP reads the agents again
 //! (`agents.rs`).
 //!
 //! The request itself is `handle.rs`'s; a chat completion's run
 //! `complete.rs`'s; the request's shape `chat.rs`'s; answers and errors in
-//! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; the token
-//! `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
+//! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; what a
+//! request meets before a worker `admit.rs`'s; the token and the
+//! cross-site checks `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
 
+mod admit;
 mod agents;
 mod auth;
 mod chat;
@@ -31,7 +34,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tiny_http::{Header, Request, Response};
 
 use crate::config::GlobalConfig;
@@ -293,7 +296,7 @@ fn dispatch(
         let Some((rq, started)) = shared.pipelines.set_aside((rq, Instant::now())) else {
             continue;
         };
-        let Some(rq) = admit(rq, shared, started) else {
+        let Some(rq) = admit::admit(rq, shared, started) else {
             continue;
         };
         if shared.active.fetch_add(1, Ordering::SeqCst) >= max {
@@ -305,9 +308,8 @@ fn dispatch(
                 "too_many_requests",
                 format!("the server is running {max} requests, its most: try again shortly"),
             );
-            let mut extra = vec![("retry-after", RETRY_AFTER.into())];
-            extra.extend(conn::leave_body(&rq, shared.port));
-            let status = respond_error(rq, &e, &extra);
+            let extra = [("retry-after", RETRY_AFTER.into())];
+            let status = admit::answer_now(rq, shared, &e, &extra);
             access(shared, &method, &path, &Served::only(status), started);
             continue;
         }
@@ -324,37 +326,6 @@ fn dispatch(
     None
 }
 
-/// `rq` back unless it is `/healthz`, answered here, or lacks the token,
-/// refused here (401).
-fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> {
-    let (method, path) = (rq.method().to_string(), rq.url().to_string());
-    if path == "/healthz" {
-        let extra: Vec<_> = conn::leave_body(&rq, shared.port).into_iter().collect();
-        let status = respond_json(rq, 200, &json!({"status": "ok"}), &extra);
-        access(shared, &method, &path, &Served::only(status), started);
-        return None;
-    }
-    let auth = rq
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Authorization"))
-        .map(|h| h.value.as_str().to_string());
-    if !auth::allowed(shared.settings.token.as_deref(), auth.as_deref()) {
-        let e = ApiError::new(
-            401,
-            "invalid_request_error",
-            "invalid_api_key",
-            "a valid bearer token is required",
-        );
-        let mut extra = vec![("www-authenticate", "Bearer".into())];
-        extra.extend(conn::leave_body(&rq, shared.port));
-        let status = respond_error(rq, &e, &extra);
-        access(shared, &method, &path, &Served::only(status), started);
-        return None;
-    }
-    Some(rq)
-}
-
 /// A worker: one request at a time, a panic kept inside its request
 /// (tiny_http answers it 500). The requests its connection pipelined
 /// behind it follow in the same slot, in order.
@@ -369,10 +340,10 @@ fn worker(rx: &Mutex<Receiver<(Request, Instant)>>, shared: &Shared) {
         while let Some((rq, started)) = peer.and_then(|p| shared.pipelines.next(p)) {
             if shared.stopping() {
                 let (method, path) = (rq.method().to_string(), rq.url().to_string());
-                let _ = conn::leave_body(&rq, shared.port);
-                let status = respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
+                let closed = [("connection", "close".into())];
+                let status = admit::answer_now(rq, shared, &shutting_down(), &closed);
                 access(shared, &method, &path, &Served::only(status), started);
-            } else if let Some(rq) = admit(rq, shared, started) {
+            } else if let Some(rq) = admit::admit(rq, shared, started) {
                 serve_one(rq, shared, started);
             }
         }
@@ -408,8 +379,12 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
     while let Ok(Some(rq)) = server.try_recv() {
         // One pipelined behind a running request is its worker's to answer.
         if let Some((rq, _)) = shared.pipelines.set_aside((rq, Instant::now())) {
-            let _ = conn::leave_body(&rq, shared.port);
-            respond_error(rq, &shutting_down(), &[("connection", "close".into())]);
+            admit::answer_now(
+                rq,
+                shared,
+                &shutting_down(),
+                &[("connection", "close".into())],
+            );
         }
     }
     let idle = |within: Duration| {
@@ -439,38 +414,58 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
 }
 
 /// One access-log line on stderr: method, path, agent, status, time,
-/// tokens, request id. Never waits for stderr.
+/// tokens, request id, each field one word whatever the client sent.
+/// Never waits for stderr.
 fn access(shared: &Shared, method: &str, path: &str, s: &Served, started: Instant) {
     if !shared.settings.access_log {
         return;
     }
-    let path: String = path
-        .chars()
-        .take(200)
-        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
-        .collect();
-    let agent: String = s
-        .agent
-        .chars()
-        .take(100)
-        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
-        .collect();
-    let agent = if agent.is_empty() {
-        "-".to_string()
-    } else {
-        agent
-    };
-    let id = if s.id.is_empty() { "-" } else { &s.id };
     crate::stderr::lines(format!(
-        "axe: serve: {method} {path} agent={agent} status={} ms={} tokens={} id={id}\n",
+        "axe: serve: {} {} agent={} status={} ms={} tokens={} id={}\n",
+        field(method, 100),
+        field(path, 200),
+        field(&s.agent, 100),
         s.status,
         crate::deadline::millis(started.elapsed()),
         s.tokens,
+        field(&s.id, 100),
     ));
+}
+
+/// `text`, at most `max` characters, as one field of a log line: control
+/// characters written out as `text::one_line` writes them (`\u{1b}`,
+/// `\n`), so that a client's escape sequence cannot drive the terminal nor
+/// a newline forge a line of its own, and other whitespace too (`\u{20}`),
+/// so that the field stays one word; `-` when empty.
+fn field(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for c in text.chars().take(max) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else if c.is_whitespace() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        out.push('-');
+    }
+    out
 }
 
 /// Answers `rq` with `status` and the JSON `body`; returns the status.
 fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]) -> u16 {
+    let _ = rq.respond(json_response(status, body, extra));
+    status
+}
+
+/// An answer of `status` with the JSON `body` and the `extra` headers.
+fn json_response(
+    status: u16,
+    body: &Value,
+    extra: &[(&str, String)],
+) -> Response<std::io::Cursor<Vec<u8>>> {
     let mut resp = Response::from_string(body.to_string()).with_status_code(status);
     let headers = [("content-type", "application/json")]
         .into_iter()
@@ -481,11 +476,26 @@ fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]
             resp = resp.with_header(h);
         }
     }
-    let _ = rq.respond(resp);
-    status
+    resp
 }
 
 /// Answers `rq` with `e` in OpenAI's error shape.
 fn respond_error(rq: Request, e: &ApiError, extra: &[(&str, String)]) -> u16 {
     respond_json(rq, e.status, &e.body(), extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn a_log_field_is_one_word_with_its_controls_written_out() {
+        assert_eq!(field("GET", 100), "GET");
+        assert_eq!(field("", 100), "-");
+        assert_eq!(
+            field("X\naxe: warning\x1b[2J\u{85}\u{2028}", 100),
+            "X\\naxe:\\u{20}warning\\u{1b}[2J\\u{85}\\u{2028}"
+        );
+        assert_eq!(field("abcdef", 3), "abc");
+    }
 }

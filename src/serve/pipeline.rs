@@ -4,7 +4,9 @@
 //! requests itself, must not answer a request whose connection has an
 //! earlier one still being served: it would wait for that run, and every
 //! other client with it. Such a request is set aside here, by its peer's
-//! address, and the worker serving the earlier one takes it next.
+//! address, and the worker serving the earlier one takes it next. At most
+//! 3 are: tiny_http reads no more of a connection's requests while 4 are
+//! unanswered (vendor/tiny_http/AXE.md).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

@@ -259,7 +259,7 @@ fn failures_get_their_status_in_openais_error_shape() {
     assert_eq!(r.status, 404);
     let r = super::raw(
         &server.addr,
-        b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n",
     );
     assert_eq!(r.status, 200);
 }
@@ -353,7 +353,7 @@ fn hang_up_stops_the_run(after_one: bool) {
         json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}).to_string();
     let mut conn = std::net::TcpStream::connect(&server.addr).unwrap();
     let req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
     std::io::Write::write_all(&mut conn, req.as_bytes()).unwrap();

@@ -43,7 +43,7 @@ fn a_head_that_stops_coming_is_let_go_at_the_idle_limit() {
     let mut slow: Vec<TcpStream> = (0..20)
         .map(|_| {
             let mut s = TcpStream::connect(&server.addr).unwrap();
-            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-slow: ")
+            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ")
                 .unwrap();
             s
         })
@@ -73,7 +73,7 @@ fn refused_early(addr: &str, body: &str) -> super::Raw {
         .unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     let _ = s
@@ -88,7 +88,7 @@ fn refused_early(addr: &str, body: &str) -> super::Raw {
 fn a_1_gib_body_is_refused_before_it_is_read() {
     let (_h, fake, server) = start(&[]);
     let mut s = TcpStream::connect(&server.addr).unwrap();
-    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1073741824\r\n\r\n{\"model\":\"helper\",")
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1073741824\r\n\r\n{\"model\":\"helper\",")
         .unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     // The client goes on sending while it waits; the server reads none of
@@ -123,7 +123,7 @@ fn a_body_cut_off_is_a_400_and_one_that_stalls_a_408() {
     // Longer than tiny_http reads itself: the body reaches axe's reader.
     let body = chat_body("helper", &"x".repeat(4000));
     let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     let mut s = TcpStream::connect(&server.addr).unwrap();
@@ -167,7 +167,7 @@ fn invalid_utf8_is_a_400() {
     body.extend_from_slice(&[0xff, 0xfe, 0x80]);
     body.extend_from_slice(b"\"}]}");
     let mut req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
         body.len()
     )
     .into_bytes();
@@ -224,8 +224,8 @@ fn a_request_pipelined_behind_a_running_one_holds_up_no_other_client() {
     let mut a = TcpStream::connect(&server.addr).unwrap();
     a.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let two = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\n\r\n{chat}GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{chat}GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n",
         chat.len()
     );
     a.write_all(two.as_bytes()).unwrap();
@@ -253,7 +253,7 @@ fn a_body_declared_larger_than_any_memory_is_refused_and_the_server_lives() {
         let mut s = TcpStream::connect(&server.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let head = format!(
-            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
              content-length: 1000000000000000\r\n\r\n{{\"a\":"
         );
         s.write_all(head.as_bytes()).unwrap();
@@ -283,8 +283,10 @@ fn a_body_trickled_to_a_request_answered_without_it_holds_up_no_other_client() {
     let (_h, _f, server) = start(&[]);
     let mut a = TcpStream::connect(&server.addr).unwrap();
     a.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    a.write_all(b"POST /healthz HTTP/1.1\r\nhost: x\r\ncontent-length: 100000000\r\n\r\n{\"a\":")
-        .unwrap();
+    a.write_all(
+        b"POST /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000000\r\n\r\n{\"a\":",
+    )
+    .unwrap();
     let mut got = [0u8; 1024];
     let n = a.read(&mut got).unwrap_or(0);
     assert_eq!(parse_raw(&got[..n]).status, 200);
@@ -308,7 +310,7 @@ fn healthz_at_once(server: &Server, why: &str) {
     let asked = Instant::now();
     let b = raw(
         &server.addr,
-        b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n",
     );
     assert_eq!(b.status, 200, "{}", server.log());
     assert!(

@@ -219,7 +219,7 @@ pub fn parse_raw(bytes: &[u8]) -> Raw {
 /// A POST of `body` to `path`, closing the connection after.
 pub fn post(addr: &str, path: &str, body: &str, headers: &str) -> Raw {
     let req = format!(
-        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n{headers}\r\n{body}",
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n{headers}\r\n{body}",
         body.len()
     );
     raw(addr, req.as_bytes())

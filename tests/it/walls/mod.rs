@@ -4,5 +4,6 @@
 
 mod links;
 mod mcp;
+mod serve;
 mod trust;
 mod url_fetch;

@@ -6,9 +6,12 @@ use std::io::{BufReader, BufWriter, ErrorKind, Read};
 
 use std::net::SocketAddr;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::common::{HTTPVersion, Method};
 use crate::util::RefinedTcpStream;
+use crate::util::{HeadClock, Timed};
 use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
 use crate::Request;
 
@@ -20,14 +23,19 @@ pub struct ClientConnection {
 
     // sequence of Readers to the stream, so that the data is not read in
     //  the wrong order
-    source: SequentialReaderBuilder<BufReader<RefinedTcpStream>>,
+    source: SequentialReaderBuilder<BufReader<Timed>>,
 
     // sequence of Writers to the stream, to avoid writing response #2 before
     //  response #1
     sink: SequentialWriterBuilder<BufWriter<RefinedTcpStream>>,
 
     // Reader to read the next header from
-    next_header_source: SequentialReader<BufReader<RefinedTcpStream>>,
+    next_header_source: SequentialReader<BufReader<Timed>>,
+
+    // axe: the head being read is whole within `head_limit` of its first
+    // byte (AXE.md)
+    head_clock: Arc<HeadClock>,
+    head_limit: Option<Duration>,
 
     // set to true if we know that the previous request is the last one
     no_more_requests: bool,
@@ -36,11 +44,19 @@ pub struct ClientConnection {
     secure: bool,
 }
 
+/// axe: a request head's bounds (AXE.md): a line (the request line or a
+/// header, without its CRLF), the head in all, and its header lines.
+const MAX_LINE: usize = 8 * 1024;
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_HEADERS: usize = 100;
+
 /// Error that can happen when reading a request.
 #[derive(Debug)]
 enum ReadError {
     WrongRequestLine,
     WrongHeader(HTTPVersion),
+    /// axe: a head over its bounds (AXE.md)
+    HeadTooLarge,
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
     ReadIoError(IoError),
@@ -55,6 +71,8 @@ impl ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
 
+        let head_clock = Arc::new(HeadClock::default());
+        let (read_socket, head_limit) = Timed::new(read_socket, head_clock.clone());
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
 
@@ -63,6 +81,8 @@ impl ClientConnection {
             sink: SequentialWriterBuilder::new(BufWriter::with_capacity(1024, write_socket)),
             remote_addr,
             next_header_source: first_header,
+            head_clock,
+            head_limit,
             no_more_requests: false,
             secure,
         }
@@ -77,7 +97,9 @@ impl ClientConnection {
     ///
     /// Reads until `CRLF` is reached. The next read will start
     ///  at the first byte of the new line.
-    fn read_next_line(&mut self) -> IoResult<AsciiString> {
+    ///
+    /// axe: at most `MAX_LINE` bytes, and `room` more in the head (AXE.md).
+    fn read_next_line(&mut self, room: &mut usize) -> Result<AsciiString, ReadError> {
         let mut buf = Vec::new();
         let mut prev_byte_was_cr = false;
 
@@ -85,14 +107,33 @@ impl ClientConnection {
             let byte = self.next_header_source.by_ref().bytes().next();
 
             let byte = match byte {
-                Some(b) => b?,
-                None => return Err(IoError::new(ErrorKind::ConnectionAborted, "Unexpected EOF")),
+                Some(b) => b.map_err(ReadError::ReadIoError)?,
+                None => {
+                    let e = IoError::new(ErrorKind::ConnectionAborted, "Unexpected EOF");
+                    return Err(ReadError::ReadIoError(e));
+                }
             };
+
+            // axe: the head's first byte starts its clock
+            if *room == MAX_HEAD {
+                self.head_clock.start(self.head_limit);
+            }
+            if *room == 0 {
+                return Err(ReadError::HeadTooLarge);
+            }
+            *room -= 1;
 
             if byte == b'\n' && prev_byte_was_cr {
                 buf.pop(); // removing the '\r'
-                return AsciiString::from_ascii(buf)
-                    .map_err(|_| IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII"));
+                return AsciiString::from_ascii(buf).map_err(|_| {
+                    let e = IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII");
+                    ReadError::ReadIoError(e)
+                });
+            }
+
+            // axe: AXE.md
+            if buf.len() > MAX_LINE {
+                return Err(ReadError::HeadTooLarge);
             }
 
             prev_byte_was_cr = byte == b'\r';
@@ -105,9 +146,12 @@ impl ClientConnection {
     /// Blocks until the header has been read.
     fn read(&mut self) -> Result<Request, ReadError> {
         let (method, path, version, headers) = {
+            // axe: what the head may still hold (AXE.md)
+            let mut room = MAX_HEAD;
+
             // reading the request line
             let (method, path, version) = {
-                let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                let line = self.read_next_line(&mut room)?;
 
                 parse_request_line(
                     line.as_str().trim(), // TODO: remove this conversion
@@ -118,11 +162,15 @@ impl ClientConnection {
             let headers = {
                 let mut headers = Vec::new();
                 loop {
-                    let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                    let line = self.read_next_line(&mut room)?;
 
                     if line.is_empty() {
                         break;
                     };
+                    // axe: AXE.md
+                    if headers.len() == MAX_HEADERS {
+                        return Err(ReadError::HeadTooLarge);
+                    }
                     headers.push(match FromStr::from_str(line.as_str().trim()) {
                         // TODO: remove this conversion
                         Ok(h) => h,
@@ -135,6 +183,8 @@ impl ClientConnection {
 
             (method, path, version, headers)
         };
+        // axe: the head is whole (AXE.md)
+        self.head_clock.stop();
 
         // building the writer for the request
         let writer = self.sink.next().unwrap();
@@ -211,6 +261,16 @@ impl Iterator for ClientConnection {
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
                     return None; // closing the connection
+                }
+
+                // axe: AXE.md
+                Err(ReadError::HeadTooLarge) => {
+                    let writer = self.sink.next().unwrap();
+                    let response = Response::new_empty(StatusCode(431));
+                    response
+                        .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
+                        .ok();
+                    return None; // the rest of the head is not read
                 }
 
                 Err(ReadError::ExpectationFailed(ver)) => {

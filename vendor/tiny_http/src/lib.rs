@@ -128,6 +128,11 @@ mod ssl;
 mod test;
 mod util;
 
+/// axe: how many of a connection's requests may be read and not yet
+/// answered (AXE.md). Pipelined requests were read as fast as they came,
+/// each kept until answered: without bound behind a slow one.
+const MAX_UNANSWERED: usize = 4;
+
 /// The main class of this library.
 ///
 /// Destroying this object will immediately close the listening socket and the reading
@@ -333,8 +338,26 @@ impl Server {
                                         receiver.recv().unwrap();
                                     }
                                 } else {
+                                    // axe: at most MAX_UNANSWERED of the
+                                    // connection's requests read and not yet
+                                    // answered (AXE.md)
+                                    let (sender, receiver) = mpsc::channel();
+                                    let mut unanswered = 0;
                                     for rq in client {
-                                        messages.push(rq.into());
+                                        messages.push(rq.with_notify_sender(sender.clone()).into());
+                                        unanswered += 1;
+                                        while receiver.try_recv().is_ok() {
+                                            unanswered -= 1;
+                                        }
+                                        while unanswered >= MAX_UNANSWERED && receiver.recv().is_ok() {
+                                            unanswered -= 1;
+                                        }
+                                    }
+                                    // The requests still out send here when
+                                    // answered: the receiver outlives them.
+                                    drop(sender);
+                                    while unanswered > 0 && receiver.recv().is_ok() {
+                                        unanswered -= 1;
                                     }
                                 }
                             }

@@ -1,6 +1,7 @@
 pub use self::custom_stream::CustomStream;
 pub use self::equal_reader::EqualReader;
 pub use self::fused_reader::FusedReader;
+pub use self::head_clock::{HeadClock, Timed};
 pub use self::messages_queue::MessagesQueue;
 pub use self::refined_tcp_stream::RefinedTcpStream;
 pub use self::sequential::{SequentialReader, SequentialReaderBuilder};
@@ -12,6 +13,7 @@ use std::str::FromStr;
 mod custom_stream;
 mod equal_reader;
 mod fused_reader;
+mod head_clock; // axe: AXE.md
 mod messages_queue;
 pub(crate) mod refined_tcp_stream;
 mod sequential;

@@ -1,6 +1,7 @@
 use std::io::Result as IoResult;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::time::Duration;
 
 use crate::connection::Connection;
 #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
@@ -120,6 +121,28 @@ impl RefinedTcpStream {
 
     pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
         self.stream.peer_addr()
+    }
+
+    /// axe: the socket's read timeout (AXE.md).
+    pub(crate) fn read_timeout(&self) -> IoResult<Option<Duration>> {
+        match &self.stream {
+            Stream::Http(Connection::Tcp(s)) => s.read_timeout(),
+            #[cfg(unix)]
+            Stream::Http(Connection::Unix(s)) => s.read_timeout(),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => Ok(None),
+        }
+    }
+
+    /// axe: sets the socket's read timeout (AXE.md).
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> IoResult<()> {
+        match &self.stream {
+            Stream::Http(Connection::Tcp(s)) => s.set_read_timeout(t),
+            #[cfg(unix)]
+            Stream::Http(Connection::Unix(s)) => s.set_read_timeout(t),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => Ok(()),
+        }
     }
 }
 
