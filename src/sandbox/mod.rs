@@ -2,10 +2,12 @@
 //! touch is decided by the kernel. Paths are opened beneath the workdir
 //! with `openat2` (`beneath`); commands run under Landlock (`landlock`)
 //! and a seccomp filter on the sockets they may make (`seccomp`), in a
-//! session of their own (`process`); descendants a command leaves behind
+//! session of their own (`process`), inheriting no signal handling and no
+//! descriptor of axe's (`inherit`); descendants a command leaves behind
 //! are collected and killed (`orphans`).
 
 pub mod beneath;
+pub mod inherit;
 pub mod landlock;
 pub mod orphans;
 pub mod process;
@@ -111,9 +113,9 @@ impl Confinement {
         &self.tmp.0
     }
 
-    /// Makes `cmd` start confined: a session of its own, no privileges to
-    /// gain, killed with axe, then the ruleset, then the filter (design
-    /// §10.3). The
+    /// Makes `cmd` start confined: nothing inherited of axe's signals and
+    /// descriptors, a session of its own, no privileges to gain, killed
+    /// with axe, then the ruleset, then the filter (design §10.3). The
     /// filter comes last: it needs `no_new_privs`, and nothing after it but
     /// `exec` makes a system call it could refuse.
     pub fn apply(&self, cmd: &mut std::process::Command) {
@@ -126,6 +128,7 @@ impl Confinement {
         // before the fork: no allocation, no locks.
         unsafe {
             cmd.pre_exec(move || {
+                inherit::reset()?;
                 process::confine(ruleset)?;
                 match &filter {
                     Some(f) => seccomp::load(f),

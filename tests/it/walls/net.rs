@@ -3,9 +3,11 @@
 //! probe server (`fixtures/walls/probe_server.py`, sandboxed or not) run
 //! `fixtures/walls/probe.py`, which tries every kind of socket (MPTCP
 //! past Landlock's TCP rules, UDP, packet, netlink, vsock..., io_uring, a
-//! system call under i386's ABI). Loopback listeners of the test's own see
-//! what got through.
+//! system call under i386's ABI), reads its signal mask and a descriptor
+//! axe was started with. Loopback listeners of the test's own see what got
+//! through.
 
+use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -247,5 +249,61 @@ fn a_system_call_under_another_abi_kills_the_process() {
                 "network {network}"
             );
         }
+    }
+}
+
+/// What a command, a sandboxed server and a server outside the sandbox
+/// start with: no signal blocked, none ignored (the server is Python,
+/// which ignores SIGPIPE and SIGXFSZ itself), so a stop's TERM ends them.
+#[test]
+fn spawned_processes_start_with_no_signal_blocked_or_ignored() {
+    if !python3() {
+        return;
+    }
+    for sandboxed in [true, false] {
+        let s = setup(false, Some(sandboxed));
+        let calls: Vec<Call> = vec![
+            (
+                "c1",
+                "run_command",
+                command("grep -E '^Sig(Blk|Ign)' /proc/self/status".into()),
+            ),
+            ("c2", "probe__probe", probe(&["status".into()])),
+        ];
+        let got = run(&s, &calls, None);
+        let got: Vec<String> = got.iter().map(|r| lines(r)).collect();
+        assert_eq!(
+            got,
+            [
+                "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000",
+                "SigBlk:\t0000000000000000\nSigIgn:\t0000000001001000",
+            ],
+            "the command, then the server (sandboxed: {sandboxed})"
+        );
+    }
+}
+
+/// axe started with a secret file open on descriptor 7 (not
+/// close-on-exec): neither a command nor a server, sandboxed or not, can
+/// read it through that descriptor.
+#[test]
+fn a_descriptor_axe_inherited_reaches_no_command_nor_server() {
+    if !python3() {
+        return;
+    }
+    for sandboxed in [true, false] {
+        let s = setup(false, Some(sandboxed));
+        let mut secret = std::fs::File::open(s.home.dir.path().join("secret.txt")).unwrap();
+        let mut text = String::new();
+        secret.read_to_string(&mut text).unwrap();
+        let secret = std::fs::File::open(s.home.dir.path().join("secret.txt")).unwrap();
+        let calls: Vec<Call> = vec![
+            ("c1", "run_command", command("cat <&7".into())),
+            ("c2", "probe__probe", probe(&["fd".into(), "7".into()])),
+        ];
+        let got = run(&s, &calls, Some(&secret));
+        assert!(!got[0].contains(&text), "the command read it: {}", got[0]);
+        assert!(got[0].contains("Bad file descriptor"), "{}", got[0]);
+        assert_eq!(lines(&got[1]), "fd 7: EBADF", "sandboxed: {sandboxed}");
     }
 }
