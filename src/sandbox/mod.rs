@@ -1,12 +1,14 @@
 //! The sandbox (design §10.2–§10.5): what a model's tool call may
 //! touch is decided by the kernel. Paths are opened beneath the workdir
-//! with `openat2` (`beneath`); commands run under Landlock (`landlock`)
-//! and a seccomp filter on the sockets they may make (`seccomp`), in a
-//! session of their own (`process`), inheriting no signal handling and no
-//! descriptor of axe's (`inherit`); descendants a command leaves behind
-//! are collected and killed (`orphans`).
+//! with `openat2` (`beneath`); commands run under Landlock (`landlock`,
+//! with what of `/etc` any user may read, `etc`) and a seccomp filter on
+//! the sockets they may make (`seccomp`), in a session of their own
+//! (`process`), inheriting no signal handling and no descriptor of axe's
+//! (`inherit`); descendants a command leaves behind are collected and
+//! killed (`orphans`).
 
 pub mod beneath;
+pub mod etc;
 pub mod inherit;
 pub mod landlock;
 pub mod orphans;

@@ -65,7 +65,7 @@
 //! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //! | ch. 13 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
 //! | ch. 14 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
-//! | §10.3, §10.5 | the walls (issue 31): sockets of every kind, a foreign ABI, inherited signals and descriptors, from commands and MCP servers | `walls/net.rs` |
+//! | §10.3, §10.5 | the walls (issue 31): sockets of every kind, a foreign ABI, inherited signals and descriptors, `/etc` as root, from commands and MCP servers | `walls/net.rs` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!

@@ -5,7 +5,7 @@
 //! past Landlock's TCP rules, UDP, packet, netlink, vsock..., io_uring, a
 //! system call under i386's ABI), reads its signal mask and a descriptor
 //! axe was started with. Loopback listeners of the test's own see what got
-//! through.
+//! through. Last, what of `/etc` a command reads when axe runs as root.
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
@@ -306,4 +306,95 @@ fn a_descriptor_axe_inherited_reaches_no_command_nor_server() {
         assert!(got[0].contains("Bad file descriptor"), "{}", got[0]);
         assert_eq!(lines(&got[1]), "fd 7: EBADF", "sandboxed: {sandboxed}");
     }
+}
+
+/// Files made in `/etc` for the test (where it may write there: root),
+/// removed when dropped, each with the directory made for it.
+struct Planted(Vec<PathBuf>);
+
+impl Planted {
+    fn file(&mut self, path: &str, mode: u32) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = PathBuf::from(path);
+        let parent = path.parent().unwrap();
+        if !parent.exists() {
+            std::fs::create_dir(parent).ok()?;
+            self.0.push(parent.to_path_buf());
+        }
+        if path.exists() {
+            return Some(path);
+        }
+        std::fs::write(&path, "PLANTED-SECRET\n").ok()?;
+        self.0.push(path.clone());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).ok()?;
+        Some(path)
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        for p in self.0.iter().rev() {
+            let _ = std::fs::remove_file(p).or_else(|_| std::fs::remove_dir(p));
+        }
+    }
+}
+
+/// As root, a command reads what of `/etc` any user may, and the programs
+/// that need `/etc` work; the shadow files, sudoers, SSH host keys, axe's
+/// own directory and a file only root may read stay closed to it.
+#[test]
+fn commands_read_what_programs_need_from_etc_and_no_secret() {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: /etc as root not tested: the tests do not run as root");
+        return;
+    }
+    if !landlock() {
+        return;
+    }
+    let pid = std::process::id();
+    let mut planted = Planted(Vec::new());
+    let mut closed = vec![
+        "/etc/shadow".to_string(),
+        "/etc/gshadow".into(),
+        "/etc/shadow-".into(),
+    ];
+    let plant = [
+        ("/etc/sudoers".to_string(), 0o440),
+        (format!("/etc/sudoers.d/axe-walls-{pid}"), 0o440),
+        (format!("/etc/ssh/ssh_host_axe_walls_{pid}_key"), 0o600),
+        (format!("/etc/axe/token-walls-{pid}"), 0o644),
+        (format!("/etc/axe-walls-{pid}.secret"), 0o600),
+    ];
+    for (path, mode) in plant {
+        let made = planted.file(&path, mode);
+        assert!(made.is_some(), "cannot plant {path}");
+        closed.push(path);
+    }
+    let open = planted
+        .file(&format!("/etc/axe-walls-{pid}.conf"), 0o644)
+        .unwrap();
+    let mut script = String::new();
+    for path in closed.iter().chain([&open.display().to_string()]) {
+        script.push_str(&format!(
+            "cat {path} >/dev/null 2>&1 && echo 'read {path}' || echo 'closed {path}'\n"
+        ));
+    }
+    // What programs read of /etc works as it does outside the sandbox.
+    let works = "head -1 /etc/passwd\ngetent passwd root\ngetent hosts localhost\n\
+                 grep -c localhost /etc/hosts\nls /etc | grep -c '^passwd$'\n\
+                 ls /etc/alternatives >/dev/null && echo alternatives\n\
+                 python3 -c 'import ssl; ssl.create_default_context(); print(\"ssl\")'\n\
+                 git --version\necho TZ $(date +%Z)\n";
+    script.push_str(works);
+    let outside = std::process::Command::new("sh")
+        .args(["-c", works])
+        .output()
+        .unwrap();
+    let s = setup(false, None);
+    let got = run(&s, &[("c1", "run_command", command(script))], None);
+    let mut want: Vec<String> = closed.iter().map(|p| format!("closed {p}")).collect();
+    want.push(format!("read {}", open.display()));
+    want.push(stdout(&outside).trim_end().to_string());
+    assert_eq!(lines(&got[0]), want.join("\n"));
 }
