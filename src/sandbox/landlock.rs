@@ -94,8 +94,8 @@ pub fn ruleset(grants: &Grants, version: i32) -> Result<OwnedFd, String> {
     for (path, access) in rules {
         created = add(created, path, access, path.is_dir(), abi)?;
     }
-    // `/etc` may be listed (its names are no secret: `ls /etc`), its
-    // entries read only as `etc` grants them.
+    // `/etc` and the directories beneath it may be listed (names are no
+    // secret: `ls /etc`); files are read only as `etc` grants them.
     let list = BitFlags::from(AccessFs::ReadDir);
     created = add(created, Path::new(ETC), list, true, abi)?;
     for entry in super::etc::readable().iter() {
