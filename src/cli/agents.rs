@@ -128,9 +128,10 @@ fn edit(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
         .ok_or_else(|| Error::general("no editor configured: set $VISUAL or $EDITOR"))?;
     let mut words = editor.split_whitespace();
     let program = words.next().unwrap_or_default();
-    let status = std::process::Command::new(program)
-        .args(words)
-        .arg(&path)
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(words).arg(&path);
+    crate::sandbox::inherit::clean(&mut cmd);
+    let status = cmd
         .status()
         .map_err(|e| Error::general(format!("cannot start editor \"{editor}\": {e}")))?;
     if !status.success() {

@@ -82,6 +82,7 @@ impl Stdio {
             }
             None => {
                 cmd.process_group(0);
+                crate::sandbox::inherit::clean(&mut cmd);
             }
         }
         let mut child = orphans::spawn_kept(|| cmd.spawn())

@@ -1,5 +1,6 @@
 //! The Landlock ruleset a sandboxed command runs under (design §10.3):
-//! read and execute on the system's directories, read and write
+//! read and execute on the system's directories and what of `/etc` any
+//! user may read (`super::etc`), read and write
 //! on the workdir, the command's private temporary directory and what the
 //! agent adds, nothing else; TCP connect and bind denied unless the agent
 //! allows the network (ABI 4 and later); signals and abstract Unix sockets
@@ -11,13 +12,18 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
 /// Directories a shell and the usual tools read and run programs from.
+/// `/etc` among them is granted entry by entry: what any user may read
+/// there ([`ETC`], `super::etc`).
 pub const SYSTEM_READ: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys",
 ];
+
+/// The one system directory not granted whole.
+pub const ETC: &str = "/etc";
 
 /// Device files every program may read and write.
 pub const DEVICES: &[&str] = &[
@@ -79,24 +85,44 @@ pub fn ruleset(grants: &Grants, version: i32) -> Result<OwnedFd, String> {
             .map_err(|e| e.to_string())?;
     }
     let mut created = ruleset.create().map_err(|e| e.to_string())?;
-    let system = SYSTEM_READ.iter().map(Path::new);
+    let system = SYSTEM_READ.iter().filter(|p| **p != ETC).map(Path::new);
     let rules = system
         .map(|p| (p, read))
         .chain(grants.read.iter().map(|p| (p.as_path(), read)))
         .chain(DEVICES.iter().map(|p| (Path::new(*p), file_rw)))
         .chain(grants.write.iter().map(|p| (p.as_path(), all)));
     for (path, access) in rules {
-        let Ok(fd) = PathFd::new(path) else { continue };
-        // A file (a device) takes only the rights a file can have.
-        let access = if path.is_dir() {
-            access
-        } else {
-            access & AccessFs::from_file(abi)
-        };
-        created = created
-            .add_rule(PathBeneath::new(fd, access))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        created = add(created, path, access, path.is_dir(), abi)?;
+    }
+    // `/etc` and the directories beneath it may be listed (names are no
+    // secret: `ls /etc`); files are read only as `etc` grants them.
+    let list = BitFlags::from(AccessFs::ReadDir);
+    created = add(created, Path::new(ETC), list, true, abi)?;
+    for entry in super::etc::readable().iter() {
+        created = add(created, &entry.path, read, entry.dir, abi)?;
     }
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or_else(|| "the kernel did not create a Landlock ruleset".to_string())
+}
+
+/// Grants `access` beneath `path`, a directory when `dir` (a file takes only
+/// the rights a file can have). A path that cannot be opened is left out.
+fn add(
+    created: RulesetCreated,
+    path: &Path,
+    access: BitFlags<AccessFs>,
+    dir: bool,
+    abi: ABI,
+) -> Result<RulesetCreated, String> {
+    let Ok(fd) = PathFd::new(path) else {
+        return Ok(created);
+    };
+    let access = if dir {
+        access
+    } else {
+        access & AccessFs::from_file(abi)
+    };
+    created
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }

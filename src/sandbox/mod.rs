@@ -1,15 +1,21 @@
 //! The sandbox (design §10.2–§10.5): what a model's tool call may
 //! touch is decided by the kernel. Paths are opened beneath the workdir
-//! with `openat2` (`beneath`); commands run under Landlock in a session of
-//! their own (`landlock`, `process`); descendants a command leaves behind
-//! are collected and killed (`orphans`).
+//! with `openat2` (`beneath`); commands run under Landlock (`landlock`,
+//! with what of `/etc` any user may read, `etc`) and a seccomp filter on
+//! the sockets they may make (`seccomp`), in a session of their own
+//! (`process`), inheriting no signal handling and no descriptor of axe's
+//! (`inherit`); descendants a command leaves behind are collected and
+//! killed (`orphans`).
 
 pub mod beneath;
+pub mod etc;
 pub mod guard;
+pub mod inherit;
 pub mod landlock;
 pub mod orphans;
 pub mod process;
 pub mod protected;
+pub mod seccomp;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -68,22 +74,23 @@ pub fn landlock_abi() -> i32 {
     *ABI.get_or_init(landlock::abi)
 }
 
-/// A policy made ready to apply: its Landlock ruleset (none when the
-/// sandbox is off) and the private temporary directory (`TMPDIR`), removed
-/// when this is dropped. A command keeps one while it runs; an MCP server
-/// (design §11.4) as long as it lives.
+/// A policy made ready to apply: its Landlock ruleset and seccomp filter
+/// (neither when the sandbox is off) and the private temporary directory
+/// (`TMPDIR`), removed when this is dropped. A command keeps one while it
+/// runs; an MCP server (design §11.4) as long as it lives.
 #[derive(Debug)]
 pub struct Confinement {
     ruleset: Option<OwnedFd>,
+    filter: Option<seccomp::Program>,
     tmp: TempDir,
 }
 
 impl Confinement {
     /// Builds the ruleset for `policy`, the workdir and a new private
-    /// temporary directory writable.
+    /// temporary directory writable, and the filter for its network.
     pub fn new(policy: &Policy) -> Result<Confinement, String> {
         let tmp = TempDir::new().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-        let ruleset = match policy.mode {
+        let (ruleset, filter) = match policy.mode {
             Mode::Landlock(abi) => {
                 let mut write = vec![policy.workdir.clone(), tmp.0.clone()];
                 write.extend(policy.write.iter().cloned());
@@ -92,11 +99,16 @@ impl Confinement {
                     read: policy.read.clone(),
                     network: policy.network,
                 };
-                Some(landlock::ruleset(&grants, abi)?)
+                let filter = seccomp::Program::new(policy.network)?;
+                (Some(landlock::ruleset(&grants, abi)?), Some(filter))
             }
-            Mode::Off => None,
+            Mode::Off => (None, None),
         };
-        Ok(Confinement { ruleset, tmp })
+        Ok(Confinement {
+            ruleset,
+            filter,
+            tmp,
+        })
     }
 
     /// The private temporary directory.
@@ -104,16 +116,28 @@ impl Confinement {
         &self.tmp.0
     }
 
-    /// Makes `cmd` start confined: a session of its own, no privileges to
-    /// gain, killed with axe, then the ruleset (design §10.3).
+    /// Makes `cmd` start confined: nothing inherited of axe's signals and
+    /// descriptors, a session of its own, no privileges to gain, killed
+    /// with axe, then the ruleset, then the filter (design §10.3). The
+    /// filter comes last: it needs `no_new_privs`, and nothing after it but
+    /// `exec` makes a system call it could refuse.
     pub fn apply(&self, cmd: &mut std::process::Command) {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
         let ruleset = self.ruleset.as_ref().map(AsRawFd::as_raw_fd);
+        let filter = self.filter.clone();
         // SAFETY: the closure runs in the child between fork and exec and
-        // makes only async-signal-safe system calls: no allocation, no locks.
+        // makes only async-signal-safe system calls on what was built
+        // before the fork: no allocation, no locks.
         unsafe {
-            cmd.pre_exec(move || process::confine(ruleset));
+            cmd.pre_exec(move || {
+                inherit::reset()?;
+                process::confine(ruleset)?;
+                match &filter {
+                    Some(f) => seccomp::load(f),
+                    None => Ok(()),
+                }
+            });
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod links;
 mod mcp;
+mod net;
 mod serve;
 mod trust;
 mod url_fetch;
