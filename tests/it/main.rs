@@ -65,6 +65,7 @@
 //! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //! | ch. 13 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
 //! | ch. 14 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
+//! | §10.3, §10.6, D28 | the walls: nothing a run starts outlives it, on any exit path; what protects the user read-only to commands | `walls/processes.rs`, `walls/readonly.rs` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -116,4 +117,5 @@ mod trace;
 mod trace_golden;
 mod trace_streams;
 mod tree_fake;
+mod walls;
 mod web_search;
