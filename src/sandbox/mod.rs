@@ -1,11 +1,15 @@
 //! The sandbox (design §10.2–§10.5): what a model's tool call may
 //! touch is decided by the kernel. Paths are opened beneath the workdir
 //! with `openat2` (`beneath`); commands run under Landlock in a session of
-//! their own (`landlock`, `process`); descendants a command leaves behind
-//! are collected and killed (`orphans`).
+//! their own (`landlock`, `process`), in namespaces of their own where the
+//! kernel allows (`namespace`, `init`): nothing they start outlives them;
+//! descendants a command leaves behind otherwise are collected and killed
+//! (`orphans`).
 
 pub mod beneath;
+mod init;
 pub mod landlock;
+pub mod namespace;
 pub mod orphans;
 pub mod process;
 pub mod protected;
@@ -13,6 +17,7 @@ pub mod protected;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 pub use beneath::{Denied, Root};
@@ -75,6 +80,8 @@ pub fn landlock_abi() -> i32 {
 pub struct Confinement {
     ruleset: Option<OwnedFd>,
     tmp: TempDir,
+    /// The namespaces it runs in, where the kernel allows them.
+    namespaces: Option<Arc<namespace::Plan>>,
 }
 
 impl Confinement {
@@ -95,7 +102,12 @@ impl Confinement {
             }
             Mode::Off => None,
         };
-        Ok(Confinement { ruleset, tmp })
+        let namespaces = namespace::plan(policy)?.map(Arc::new);
+        Ok(Confinement {
+            ruleset,
+            tmp,
+            namespaces,
+        })
     }
 
     /// The private temporary directory.
@@ -103,16 +115,18 @@ impl Confinement {
         &self.tmp.0
     }
 
-    /// Makes `cmd` start confined: a session of its own, no privileges to
-    /// gain, killed with axe, then the ruleset (design §10.3).
+    /// Makes `cmd` start confined: its namespaces, a session of its own,
+    /// no privileges to gain, killed with axe, then the ruleset (design
+    /// §10.3).
     pub fn apply(&self, cmd: &mut std::process::Command) {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
         let ruleset = self.ruleset.as_ref().map(AsRawFd::as_raw_fd);
+        let namespaces = self.namespaces.clone();
         // SAFETY: the closure runs in the child between fork and exec and
         // makes only async-signal-safe system calls: no allocation, no locks.
         unsafe {
-            cmd.pre_exec(move || process::confine(ruleset));
+            cmd.pre_exec(move || process::confine(ruleset, namespaces.as_deref()));
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Processes a command leaves behind after leaving its process group
-//! (`setsid`, a double fork), and the daemons of an MCP server: axe makes
-//! itself their reaper (`PR_SET_CHILD_SUBREAPER`), so
+//! Processes a command leaves behind where it has no PID namespace of its
+//! own (the kernel refused one: `namespace`), and the daemons of an MCP
+//! server: axe makes itself their reaper (`PR_SET_CHILD_SUBREAPER`), so
 //! they become its children instead of init's, and kills them whenever no
 //! command is running, at the end of the run and on every signal
 //! ([`sweep_all`]). A sweep goes round until no such child is left (a
@@ -32,7 +32,9 @@ static REAPER: AtomicBool = AtomicBool::new(false);
 const SWEEP_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long a sweep waits for a child it killed through its group to end
-/// before it kills the child itself.
+/// by itself: a command's keeper (`namespace`) ends once its namespace is
+/// empty, and waiting for that, rather than killing the keeper at once,
+/// means nothing of the namespace is left when the sweep returns.
 const KEEPER_WAIT: Duration = Duration::from_millis(500);
 
 /// One running command; the sweep runs when the last one ends.
@@ -143,6 +145,8 @@ fn sweep_locked(kept: &[i32]) {
 }
 
 /// Kills each of `pids` (axe's own children) and its group, and reaps it.
+/// The group first: a keeper's group is its namespace's init, and the
+/// keeper then ends by itself once the namespace is empty.
 fn kill_and_reap(pids: &[i32]) {
     for pid in pids {
         // SAFETY: signals to the group of our own unreaped child, or to

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::without_user_namespaces;
 use crate::common::*;
 
 /// A mark no other process carries.
@@ -152,24 +153,44 @@ fn a_41_deep_chain_of_new_sessions_is_gone_when_axe_exits() {
 }
 
 #[test]
-fn with_the_sandbox_off_the_sweep_ends_a_41_deep_chain() {
+fn where_a_command_has_no_namespaces_the_sweep_alone_ends_a_41_deep_chain() {
     if !landlock() {
         return;
     }
-    let mark = mark();
-    let _cleanup = Cleanup(mark.clone());
-    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "[sandbox]\nmode = \"off\"\n");
-    chain_script(&s.work);
-    let server = model(&chain_command(&mark, 41));
-    let out = axe(&s, &server, &["--timeout", "60"]).output().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        result(&server).contains("chain of 41"),
-        "{}",
-        result(&server)
-    );
-    let left = left(&mark);
-    assert!(left.is_empty(), "outlived axe: {left:?}");
+    // The sandbox off (no namespaces by design), and Landlock where the
+    // kernel makes no user namespace.
+    let mut outlived = Vec::new();
+    for (sandbox, no_userns) in [("mode = \"off\"", false), ("", true)] {
+        let mark = mark();
+        let _cleanup = Cleanup(mark.clone());
+        let s = ToolsSetup::new(
+            P::OpenAi,
+            &["run_command"],
+            &format!("[sandbox]\n{sandbox}\n"),
+        );
+        chain_script(&s.work);
+        let server = model(&chain_command(&mark, 41));
+        let cmd = axe(&s, &server, &["--timeout", "60"]);
+        let mut cmd = match no_userns {
+            false => cmd,
+            true => match without_user_namespaces(cmd) {
+                Some(c) => c,
+                None => continue,
+            },
+        };
+        let out = cmd.output().unwrap();
+        assert_eq!(code(&out), 0, "{sandbox}: {}", stderr(&out));
+        assert!(
+            result(&server).contains("chain of 41"),
+            "{}",
+            result(&server)
+        );
+        let left = left(&mark);
+        if !left.is_empty() {
+            outlived.push(format!("{sandbox}: {left:?}"));
+        }
+    }
+    assert!(outlived.is_empty(), "outlived axe: {outlived:?}");
 }
 
 /// Starts `hands` on `server` (whose command is [`long_command`]) and
@@ -396,4 +417,92 @@ fn an_mcp_servers_daemons_are_gone_when_axe_exits_sandboxed_or_not() {
         }
     }
     assert!(outlived.is_empty(), "outlived axe: {outlived:?}");
+}
+
+#[test]
+fn a_normal_users_commands_get_the_same_walls() {
+    if !landlock() {
+        return;
+    }
+    let mark = mark();
+    let _cleanup = Cleanup(mark.clone());
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let script = format!(
+        "export AXE_WALL_MARK={mark}; (setsid sleep 300 &); sleep 300 & \
+         echo uid $(id -u); echo ok > other.txt"
+    );
+    let server = model(&script);
+    let Some(mut cmd) = super::as_a_normal_user(&axe(&s, &server, &["--timeout", "60"])) else {
+        return;
+    };
+    let chown = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(s.home.dir.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let out = cmd.output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = result(&server);
+    assert!(said.contains("uid 65534\n"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(s.work.join("other.txt")).unwrap(),
+        "ok\n"
+    );
+    let left = left(&mark);
+    assert!(left.is_empty(), "outlived axe: {left:?}");
+}
+
+#[test]
+fn axe_killed_with_sigkill_mid_command_leaves_nothing_running() {
+    // No sweep can run: the kernel alone ends the command's namespace (its
+    // keeper dies with axe, its init with the keeper).
+    if !landlock() {
+        return;
+    }
+    let mark = mark();
+    let _cleanup = Cleanup(mark.clone());
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let server = model(&long_command(&mark));
+    let mut child = start(&s, &server, &["--timeout", "60"]);
+    let until = Instant::now() + Duration::from_secs(10);
+    while marked(&mark).len() < 4 {
+        assert!(
+            Instant::now() < until,
+            "the command's processes are not running"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait();
+    let left = left(&mark);
+    assert!(left.is_empty(), "outlived axe: {left:?}");
+}
+
+#[test]
+fn a_command_sees_only_its_own_processes() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let me = std::process::id();
+    let script = format!(
+        "sleep 30 & test -e /proc/{me} && echo sees the test; \
+         echo pids $(ls -d /proc/[0-9]* | wc -l); echo self $$ $!"
+    );
+    let server = model(&script);
+    let out = axe(&s, &server, &["--timeout", "60"]).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = result(&server);
+    assert!(!said.contains("sees the test"), "{said}");
+    // Its init, its shell, the sleep, ls and wc at most.
+    let pids: usize = said
+        .split("pids ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(pids <= 6, "{said}");
+    // Its pids are the namespace's: `$$` and `$!` name what /proc shows.
+    assert!(said.contains("self 2 3\n"), "{said}");
 }
