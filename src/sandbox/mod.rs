@@ -1,8 +1,9 @@
-//! The sandbox (design §10.2–§10.5): what a model's tool call may
-//! touch is decided by the kernel. Paths are opened beneath the workdir
-//! with `openat2` (`beneath`); commands run under Landlock in a session of
+//! The sandbox (design §10.2–§10.6): what a model's tool call may touch
+//! is decided by the kernel. Paths are opened beneath the workdir with
+//! `openat2` (`beneath`); commands run under Landlock in a session of
 //! their own (`landlock`, `process`), in namespaces of their own where the
-//! kernel allows (`namespace`, `init`): nothing they start outlives them;
+//! kernel allows (`namespace`, `init`): nothing they start outlives them,
+//! and what protects the user is read-only to them (`protected`);
 //! descendants a command leaves behind otherwise are collected and killed
 //! (`orphans`).
 
@@ -54,6 +55,11 @@ pub struct Policy {
     /// agent file's check refuses names that look like one).
     pub env: Vec<String>,
     pub mode: Mode,
+    /// `.git`, `axe/`, `.claude/` and `.codex/` under a writable directory
+    /// are read-only to commands (design §10.6), and commands are refused
+    /// where the kernel cannot make them so; false only when the agent file
+    /// says `[sandbox] protect = false`.
+    pub protect: bool,
 }
 
 /// One command to run under a policy.
@@ -115,9 +121,9 @@ impl Confinement {
         &self.tmp.0
     }
 
-    /// Makes `cmd` start confined: its namespaces, a session of its own,
-    /// no privileges to gain, killed with axe, then the ruleset (design
-    /// §10.3).
+    /// Makes `cmd` start confined: its namespaces and read-only mounts,
+    /// a session of its own, no privileges to gain, killed with axe, then
+    /// the ruleset (design §10.3).
     pub fn apply(&self, cmd: &mut std::process::Command) {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;

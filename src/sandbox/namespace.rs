@@ -1,8 +1,10 @@
 //! The namespaces a confined process runs in (design §10.3, §10.6): a user
-//! namespace, so that no privilege is needed; a mount namespace, where a
-//! fresh `/proc` shows only the namespace's processes; and a PID namespace, so that
+//! namespace, so that no privilege is needed; a mount namespace, where what
+//! protects the user (`protected`) is bound read-only and a fresh `/proc`
+//! shows only the namespace's processes; and a PID namespace, so that
 //! nothing the command starts outlives it (`init`: the process axe
-//! spawns splits in three there). Where they may be had.
+//! spawns splits in three there). Where they may be had, and what a policy
+//! gets where they may not.
 //!
 //! `enter` and `grant_proc` run between `fork` and `exec` in a copy of
 //! a multi-threaded process: system calls only, no allocation, no lock;
@@ -74,18 +76,59 @@ impl Plan {
 }
 
 /// The plan for a process confined by `policy`: under Landlock, namespaces
-/// wherever the kernel allows them; where it does not, none (the orphan
-/// sweep is then all there is, `orphans`). With the sandbox off, none:
-/// such a command sees and signals the machine's processes as the user
-/// does, and the sweep alone ends what it leaves.
+/// wherever the kernel allows them, with the protected paths beneath its
+/// writable directories bound read-only unless the policy does not
+/// protect. Where the kernel does not allow them, none (the orphan sweep is
+/// then all there is, `orphans`), unless the policy protects: then an
+/// error (design §10.6). With the sandbox off, none: such a command sees
+/// and signals the machine's processes as the user does, and the sweep
+/// alone ends what it leaves.
 pub fn plan(policy: &super::Policy) -> Result<Option<Plan>, String> {
     let super::Mode::Landlock(abi) = policy.mode else {
         return Ok(None);
     };
-    if available().is_err() {
-        return Ok(None);
+    if let Err(why) = available() {
+        return if protects(policy) {
+            Err(refusal(&why))
+        } else {
+            Ok(None)
+        };
     }
-    Ok(Some(Plan::new(&[], abi)))
+    let read_only = if protects(policy) {
+        let also: Vec<PathBuf> = crate::paths::config_dir().into_iter().collect();
+        super::protected::paths(&writable(policy), &also)
+    } else {
+        Vec::new()
+    };
+    Ok(Some(Plan::new(&read_only, abi)))
+}
+
+/// The directories `policy` lets a command write, its temporary one aside.
+pub fn writable(policy: &super::Policy) -> Vec<PathBuf> {
+    let mut writable = vec![policy.workdir.clone()];
+    writable.extend(policy.write.iter().cloned());
+    writable
+}
+
+/// Whether `policy`'s commands run with what protects the user read-only.
+pub fn protects(policy: &super::Policy) -> bool {
+    matches!(policy.mode, super::Mode::Landlock(abi) if abi > 0) && policy.protect
+}
+
+/// Fails, saying why and what to do, when `policy` protects and the kernel
+/// cannot: for a check before a run sends anything.
+pub fn required(policy: &super::Policy) -> Result<(), String> {
+    match available() {
+        Err(why) if protects(policy) => Err(refusal(&why)),
+        _ => Ok(()),
+    }
+}
+
+fn refusal(why: &str) -> String {
+    format!(
+        "commands cannot be kept from writing .git, axe/, .claude/ and .codex/ here: {why}; to \
+         run them without that protection, set [sandbox] protect = false in the agent file"
+    )
 }
 
 /// Whether the kernel lets axe make these namespaces here, asked once by

@@ -96,7 +96,7 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
 }
 
 /// In the child, in this order: no core dump and killed if axe dies; then
-/// the namespaces, when there are any (they need the
+/// the namespaces and read-only mounts, when there are any (they need the
 /// privileges the steps after take away; the child splits there and only
 /// the command's process returns, `init`); then a session of its own,
 /// no capability, no privileges to gain; then Landlock, which forbids any

@@ -40,6 +40,7 @@ impl Place {
             network,
             env: Vec::new(),
             mode: Mode::Landlock(abi),
+            protect: true,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! kernel. One file per wall.
 
 mod processes;
+mod readonly;
 
 use std::process::Command;
 

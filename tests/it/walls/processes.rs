@@ -157,10 +157,10 @@ fn where_a_command_has_no_namespaces_the_sweep_alone_ends_a_41_deep_chain() {
     if !landlock() {
         return;
     }
-    // The sandbox off (no namespaces by design), and Landlock where the
-    // kernel makes no user namespace.
+    // The sandbox off (no namespaces by design), and Landlock without
+    // user namespaces (the file opting out of the protection).
     let mut outlived = Vec::new();
-    for (sandbox, no_userns) in [("mode = \"off\"", false), ("", true)] {
+    for (sandbox, no_userns) in [("mode = \"off\"", false), ("protect = false", true)] {
         let mark = mark();
         let _cleanup = Cleanup(mark.clone());
         let s = ToolsSetup::new(
@@ -427,9 +427,11 @@ fn a_normal_users_commands_get_the_same_walls() {
     let mark = mark();
     let _cleanup = Cleanup(mark.clone());
     let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    std::fs::create_dir_all(s.work.join(".git")).unwrap();
+    std::fs::write(s.work.join(".git/config"), "[core]\n").unwrap();
     let script = format!(
         "export AXE_WALL_MARK={mark}; (setsid sleep 300 &); sleep 300 & \
-         echo uid $(id -u); echo ok > other.txt"
+         echo uid $(id -u); echo x >> .git/config || echo refused; echo ok > other.txt"
     );
     let server = model(&script);
     let Some(mut cmd) = super::as_a_normal_user(&axe(&s, &server, &["--timeout", "60"])) else {
@@ -445,6 +447,11 @@ fn a_normal_users_commands_get_the_same_walls() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let said = result(&server);
     assert!(said.contains("uid 65534\n"), "{said}");
+    assert!(said.contains("refused"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(s.work.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
     assert_eq!(
         std::fs::read_to_string(s.work.join("other.txt")).unwrap(),
         "ok\n"
