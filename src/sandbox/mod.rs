@@ -151,8 +151,25 @@ pub fn run(req: &Request) -> Result<Finished, String> {
         cancel: req.cancel,
         max_output: req.max_output,
     };
+    // A protected name that does not exist has nothing to mount over: one
+    // the command creates is moved aside when it returns (design §10.6).
+    let absent = if namespace::protects(policy) {
+        protected::absent(&namespace::writable(policy))
+    } else {
+        Vec::new()
+    };
     let _running = orphans::Running::start();
-    process::run(&spec).map_err(|e| format!("cannot start the command: {e}"))
+    let mut finished = process::run(&spec).map_err(|e| format!("cannot start the command: {e}"))?;
+    for (path, to) in protected::set_aside(&absent) {
+        let said = format!(
+            "the command created {}, which commands may not write; it was moved to {}",
+            path.display(),
+            to.display()
+        );
+        crate::stderr::warn(&said);
+        finished.output.push_str(&format!("\n[{said}]\n"));
+    }
+    Ok(finished)
 }
 
 /// The command's environment: [`PASSED_ENV`] and the agent's names as axe

@@ -242,3 +242,39 @@ fn where_the_kernel_cannot_protect_them_commands_are_refused_unless_the_file_opt
         .tool_result_texts();
     assert!(said[0].starts_with("wrote\n"), "{said:?}");
 }
+
+#[test]
+fn a_protected_name_a_command_creates_is_moved_aside_when_it_returns() {
+    if !landlock() {
+        return;
+    }
+    // Nothing to mount over: the workdir has none of the names yet.
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let script = "git init -q && git config core.fsmonitor 'touch /tmp/axe-pwned' \
+                  && mkdir -p axe/agents .claude && echo x > axe/agents/x.toml \
+                  && echo x > .claude/settings.json && echo made";
+    let (out, results, _) = s.run(
+        P::OpenAi,
+        &[("c1", "run_command", json!({"command": script}))],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let said = results.join("\n");
+    assert!(said.contains("made"), "{said}");
+    for name in [".git", "axe", ".claude"] {
+        assert!(!s.work.join(name).exists(), "{name} is still there: {said}");
+        let aside = s.work.join(format!("{name}.refused-by-axe"));
+        assert!(aside.exists(), "{name} was not moved aside: {said}");
+        assert!(
+            said.contains(&format!("moved to {}", aside.display())),
+            "{said}"
+        );
+        assert!(
+            stderr(&out).contains(&format!(
+                "axe: warning: the command created {}",
+                s.work.join(name).display()
+            )),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
