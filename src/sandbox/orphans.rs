@@ -114,9 +114,8 @@ pub fn sweep_all() {
     if !REAPER.load(Ordering::Relaxed) {
         return;
     }
-    let s = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+    let _held = STATE.lock().unwrap_or_else(PoisonError::into_inner);
     sweep_locked(&[]);
-    drop(s);
 }
 
 /// Kills and reaps axe's children that are not kept; their own children
@@ -133,8 +132,8 @@ fn sweep_locked(kept: &[i32]) {
             return;
         }
         if Instant::now() >= until {
-            crate::stderr::lines(format!(
-                "axe: warning: {} processes a command left were still being started after {} s of killing them\n",
+            crate::stderr::warn(&format!(
+                "{} processes a command left were still being started after {} s of killing them",
                 orphans.len(),
                 SWEEP_LIMIT.as_secs()
             ));
