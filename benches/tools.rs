@@ -168,6 +168,7 @@ fn policy(dir: &Path, mode: Mode) -> Policy {
         network: false,
         env: Vec::new(),
         mode,
+        protect: true,
     }
 }
 

@@ -1,7 +1,7 @@
 //! SIGINT, SIGTERM and SIGHUP. An interrupted command ends the way a failed
 //! one does, not in the middle of something: the progress view is erased,
-//! the trace gets its `run_end` lines, temporary files being written are
-//! removed, one line `axe: interrupted` (`terminated`, `hung up`) is
+//! the trace gets its `run_end` lines, every process the run started is
+//! killed, temporary files being written are removed, one line `axe: interrupted` (`terminated`, `hung up`) is
 //! printed, and the exit status is 130, 143 or 129 (`Code::Interrupted`,
 //! `Terminated`, `HungUp`), as shells report them.
 //!
@@ -204,6 +204,9 @@ fn end(sig: libc::c_int) -> ! {
     {
         action(why);
     }
+    // What the run started goes with it: commands still running, what
+    // they or an MCP server left (design §10.3).
+    crate::sandbox::orphans::sweep_all();
     for path in TEMP_FILES
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

@@ -27,6 +27,9 @@ fn main() -> ExitCode {
             Code::Panic
         }
     };
+    // Nothing the run started outlives it (design §10.3): commands still
+    // running, what they or an MCP server left behind.
+    axe::sandbox::orphans::sweep_all();
     // What is queued for stderr goes out before the process ends, unless
     // nobody reads it. (Written by stderr's own thread, never by a macro
     // that panics when stderr is closed or full.)

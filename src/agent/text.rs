@@ -62,7 +62,9 @@ model = "provider/model-name"
 # and a private TMPDIR: extra paths to read (and run programs from) or to
 # write, TCP (network), private addresses for url_fetch (private_networks),
 # environment variables to pass (never a key). mode = "off" runs commands
-# without Landlock, where the kernel has none.
+# without Landlock, where the kernel has none. .git, axe/, .claude/ and
+# .codex/ stay read-only to commands; protect = false lets them write there
+# (an agent that commits), and run where the kernel cannot protect them.
 # [sandbox]
 # mode = "landlock"
 # read = ["~/.cargo", "~/.rustup"]
@@ -70,6 +72,7 @@ model = "provider/model-name"
 # network = false
 # private_networks = false
 # env = ["CARGO_HOME"]
+# protect = true
 
 # MCP servers whose tools this agent is offered, as <server>__<tool>: names
 # of config.toml's [[mcp_servers]], or tables here (at the end of the file).
@@ -263,6 +266,8 @@ fn tool_rows(t: &super::ToolsConfig) -> Vec<(&'static str, String)> {
     let list = |v: &[String]| (!v.is_empty()).then(|| v.join(", "));
     let yes = |b: bool| b.then(|| "yes".to_string());
     let off = (!sb.landlock).then(|| "off (commands run without Landlock)".to_string());
+    let unprotected = (sb.landlock && !sb.protect)
+        .then(|| "off (commands may write .git, axe/, .claude/, .codex/)".to_string());
     [
         ("Tools", list(&t.names)),
         ("Allowed Hosts", list(&t.allowed_hosts)),
@@ -272,6 +277,7 @@ fn tool_rows(t: &super::ToolsConfig) -> Vec<(&'static str, String)> {
         ("Sandbox Network", yes(sb.network)),
         ("Private Networks", yes(sb.private_networks)),
         ("Sandbox Env", list(&sb.env)),
+        ("Sandbox Protect", unprotected),
     ]
     .into_iter()
     .filter_map(|(label, value)| value.map(|v| (label, v)))

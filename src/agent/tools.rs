@@ -21,6 +21,7 @@ pub(super) struct SandboxFile {
     private_networks: bool,
     #[serde(default)]
     env: Vec<String>,
+    protect: Option<bool>,
 }
 
 impl SandboxFile {
@@ -55,6 +56,7 @@ impl SandboxFile {
             network: self.network,
             private_networks: self.private_networks,
             env: self.env,
+            protect: self.protect.unwrap_or(true),
         })
     }
 }

@@ -328,6 +328,7 @@ fn confine(
         network: sb.network,
         env: Vec::new(),
         mode: Mode::Landlock(abi),
+        protect: true,
     };
     crate::sandbox::Confinement::new(&policy)
 }

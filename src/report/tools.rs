@@ -93,10 +93,19 @@ fn sandbox(kit: &Kit) -> Vec<(&'static str, String)> {
         (false, 0..=3) => format!("on (Landlock ABI {abi} cannot deny TCP)"),
         (false, _) => "off".to_string(),
     };
+    let read_only = if p.protect {
+        format!(
+            "{} beneath what is writable",
+            crate::sandbox::protected::NAMES.join(", ")
+        )
+    } else {
+        "nothing (protect = false)".to_string()
+    };
     vec![
         ("Sandbox", format!("Landlock ABI {abi}")),
         ("Readable", read.join(", ")),
         ("Writable", write.join(", ")),
+        ("Read-only", read_only),
         ("Network", network),
         env,
     ]

@@ -1,17 +1,21 @@
-//! The sandbox (design §10.2–§10.5): what a model's tool call may
-//! touch is decided by the kernel. Paths are opened beneath the workdir
-//! with `openat2` (`beneath`); commands run under Landlock (`landlock`,
-//! with what of `/etc` any user may read, `etc`) and a seccomp filter on
-//! the sockets they may make (`seccomp`), in a session of their own
-//! (`process`), inheriting no signal handling and no descriptor of axe's
-//! (`inherit`); descendants a command leaves behind are collected and
-//! killed (`orphans`).
+//! The sandbox (design §10.2–§10.6): what a model's tool call may touch
+//! is decided by the kernel. Paths are opened beneath the workdir with
+//! `openat2` (`beneath`); commands run under Landlock (`landlock`, with
+//! what of `/etc` any user may read, `etc`) and a seccomp filter on the
+//! sockets they may make (`seccomp`), in a session of their own
+//! (`process`), in namespaces of their own where the kernel allows
+//! (`namespace`, `init`): nothing they start outlives them, and what
+//! protects the user is read-only to them (`protected`); they inherit no
+//! signal handling and no descriptor of axe's (`inherit`); descendants a
+//! command leaves behind otherwise are collected and killed (`orphans`).
 
 pub mod beneath;
 pub mod etc;
 pub mod guard;
 pub mod inherit;
+mod init;
 pub mod landlock;
+pub mod namespace;
 pub mod orphans;
 pub mod process;
 pub mod protected;
@@ -20,6 +24,7 @@ pub mod seccomp;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 pub use beneath::{Denied, Root};
@@ -56,6 +61,11 @@ pub struct Policy {
     /// agent file's check refuses names that look like one).
     pub env: Vec<String>,
     pub mode: Mode,
+    /// `.git`, `axe/`, `.claude/` and `.codex/` under a writable directory
+    /// are read-only to commands (design §10.6), and commands are refused
+    /// where the kernel cannot make them so; false only when the agent file
+    /// says `[sandbox] protect = false`.
+    pub protect: bool,
 }
 
 /// One command to run under a policy.
@@ -83,6 +93,8 @@ pub struct Confinement {
     ruleset: Option<OwnedFd>,
     filter: Option<seccomp::Program>,
     tmp: TempDir,
+    /// The namespaces it runs in, where the kernel allows them.
+    namespaces: Option<Arc<namespace::Plan>>,
 }
 
 impl Confinement {
@@ -104,10 +116,12 @@ impl Confinement {
             }
             Mode::Off => (None, None),
         };
+        let namespaces = namespace::plan(policy)?.map(Arc::new);
         Ok(Confinement {
             ruleset,
             filter,
             tmp,
+            namespaces,
         })
     }
 
@@ -116,23 +130,27 @@ impl Confinement {
         &self.tmp.0
     }
 
-    /// Makes `cmd` start confined: nothing inherited of axe's signals and
-    /// descriptors, a session of its own, no privileges to gain, killed
-    /// with axe, then the ruleset, then the filter (design §10.3). The
-    /// filter comes last: it needs `no_new_privs`, and nothing after it but
-    /// `exec` makes a system call it could refuse.
+    /// Makes `cmd` start confined: its namespaces and read-only mounts, a
+    /// session of its own, no privileges to gain, killed with axe, then the
+    /// ruleset; then nothing inherited of axe's signals and descriptors,
+    /// then the filter (design §10.3). The filter comes last: it needs
+    /// `no_new_privs`, and nothing after it but `exec` makes a system call
+    /// it could refuse.
     pub fn apply(&self, cmd: &mut std::process::Command) {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
         let ruleset = self.ruleset.as_ref().map(AsRawFd::as_raw_fd);
         let filter = self.filter.clone();
+        let namespaces = self.namespaces.clone();
         // SAFETY: the closure runs in the child between fork and exec and
         // makes only async-signal-safe system calls on what was built
         // before the fork: no allocation, no locks.
         unsafe {
             cmd.pre_exec(move || {
+                process::confine(ruleset, namespaces.as_deref())?;
+                // In the command alone (the namespace's keeper and init
+                // stay behind in `confine`), whatever they blocked.
                 inherit::reset()?;
-                process::confine(ruleset)?;
                 match &filter {
                     Some(f) => seccomp::load(f),
                     None => Ok(()),
@@ -156,8 +174,25 @@ pub fn run(req: &Request) -> Result<Finished, String> {
         cancel: req.cancel,
         max_output: req.max_output,
     };
+    // A protected name that does not exist has nothing to mount over: one
+    // the command creates is moved aside when it returns (design §10.6).
+    let absent = if namespace::protects(policy) {
+        protected::absent(&namespace::writable(policy))
+    } else {
+        Vec::new()
+    };
     let _running = orphans::Running::start();
-    process::run(&spec).map_err(|e| format!("cannot start the command: {e}"))
+    let mut finished = process::run(&spec).map_err(|e| format!("cannot start the command: {e}"))?;
+    for (path, to) in protected::set_aside(&absent) {
+        let said = format!(
+            "the command created {}, which commands may not write; it was moved to {}",
+            path.display(),
+            to.display()
+        );
+        crate::stderr::warn(&said);
+        finished.output.push_str(&format!("\n[{said}]\n"));
+    }
+    Ok(finished)
 }
 
 /// The command's environment: [`PASSED_ENV`] and the agent's names as axe

@@ -1,12 +1,16 @@
-//! Processes a sandboxed command leaves behind after leaving its process
-//! group (`setsid`, a double fork): axe makes itself their reaper
-//! (`PR_SET_CHILD_SUBREAPER`), so they become its children instead of
-//! init's, and kills them whenever no command is running, and at the end of
-//! the run. A command's own group is killed when it returns (`process`);
-//! this catches what escaped the group.
+//! Processes a command leaves behind where it has no PID namespace of its
+//! own (the kernel refused one: `namespace`), and the daemons of an MCP
+//! server: axe makes itself their reaper (`PR_SET_CHILD_SUBREAPER`), so
+//! they become its children instead of init's, and kills them whenever no
+//! command is running, at the end of the run and on every signal
+//! ([`sweep_all`]). A sweep goes round until no such child is left (a
+//! killed process's own children come to axe in turn), bounded by time,
+//! never by a count of rounds. A command's own group is killed when it
+//! returns (`process`); this catches what escaped the group.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Commands running now, and the direct children axe keeps on purpose
 /// (MCP servers, `crate::mcp`): one lock, so a sweep never sees a command's shell between
@@ -23,24 +27,39 @@ static STATE: Mutex<State> = Mutex::new(State {
 
 static REAPER: AtomicBool = AtomicBool::new(false);
 
+/// The longest a sweep goes on killing: only a process tree that forks
+/// faster than it is killed lasts that long.
+const SWEEP_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a sweep waits for a child it killed through its group to end
+/// by itself: a command's keeper (`namespace`) ends once its namespace is
+/// empty, and waiting for that, rather than killing the keeper at once,
+/// means nothing of the namespace is left when the sweep returns.
+const KEEPER_WAIT: Duration = Duration::from_millis(500);
+
 /// One running command; the sweep runs when the last one ends.
 pub struct Running(());
 
 impl Running {
     pub fn start() -> Running {
-        if !REAPER.swap(true, Ordering::Relaxed) {
-            // SAFETY: flags on this process. Failing the first only means
-            // orphans go to init as before. The second makes axe's own
-            // `/proc` files (its environment, with the keys) readable only
-            // with CAP_SYS_PTRACE, which a command never has.
-            unsafe {
-                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-                libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-            }
-        }
+        become_reaper();
         let mut s = STATE.lock().unwrap_or_else(PoisonError::into_inner);
         s.running += 1;
         Running(())
+    }
+}
+
+/// Makes axe the reaper of its descendants' orphans, once.
+fn become_reaper() {
+    if !REAPER.swap(true, Ordering::Relaxed) {
+        // SAFETY: flags on this process. Failing the first only means
+        // orphans go to init as before. The second makes axe's own
+        // `/proc` files (its environment, with the keys) readable only
+        // with CAP_SYS_PTRACE, which a command never has.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        }
     }
 }
 
@@ -60,6 +79,7 @@ impl Drop for Running {
 pub fn spawn_kept(
     spawn: impl FnOnce() -> std::io::Result<std::process::Child>,
 ) -> std::io::Result<std::process::Child> {
+    become_reaper();
     let mut s = STATE.lock().unwrap_or_else(PoisonError::into_inner);
     let child = spawn()?;
     if let Ok(pid) = i32::try_from(child.id()) {
@@ -86,10 +106,24 @@ pub fn sweep() {
     }
 }
 
+/// Kills every child of axe now, kept or not, commands running or not, and
+/// whatever comes to axe as they die: for the end of the process (its
+/// last line, and every signal that ends it, `crate::interrupt`). The MCP
+/// servers' own stop comes first, where there is one.
+pub fn sweep_all() {
+    if !REAPER.load(Ordering::Relaxed) {
+        return;
+    }
+    let _held = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+    sweep_locked(&[]);
+}
+
 /// Kills and reaps axe's children that are not kept; their own children
-/// then come to axe too, so it goes round until none is left (bounded).
+/// then come to axe too, so it goes round until none is left, for at most
+/// [`SWEEP_LIMIT`].
 fn sweep_locked(kept: &[i32]) {
-    for _ in 0..32 {
+    let until = Instant::now() + SWEEP_LIMIT;
+    loop {
         let orphans: Vec<i32> = children()
             .into_iter()
             .filter(|p| !kept.contains(p))
@@ -97,19 +131,49 @@ fn sweep_locked(kept: &[i32]) {
         if orphans.is_empty() {
             return;
         }
-        for pid in &orphans {
-            // SAFETY: signals and a non-blocking wait on our own children.
-            unsafe {
-                libc::kill(-*pid, libc::SIGKILL);
+        if Instant::now() >= until {
+            crate::stderr::warn(&format!(
+                "{} processes a command left were still being started after {} s of killing them",
+                orphans.len(),
+                SWEEP_LIMIT.as_secs()
+            ));
+            return;
+        }
+        kill_and_reap(&orphans);
+    }
+}
+
+/// Kills each of `pids` (axe's own children) and its group, and reaps it.
+/// The group first: a keeper's group is its namespace's init, and the
+/// keeper then ends by itself once the namespace is empty.
+fn kill_and_reap(pids: &[i32]) {
+    for pid in pids {
+        // SAFETY: signals to the group of our own unreaped child, or to
+        // the child alone when it leads no group.
+        unsafe {
+            if libc::kill(-*pid, libc::SIGKILL) != 0 {
                 libc::kill(*pid, libc::SIGKILL);
             }
         }
-        for pid in &orphans {
-            let mut status = 0;
-            // SAFETY: waiting for our own child, which was just killed.
-            unsafe {
-                libc::waitpid(*pid, &mut status, 0);
+    }
+    let patience = Instant::now() + KEEPER_WAIT;
+    for pid in pids {
+        let mut status = 0;
+        loop {
+            // SAFETY: a non-blocking wait for our own child.
+            let r = unsafe { libc::waitpid(*pid, &mut status, libc::WNOHANG) };
+            if r != 0 || Instant::now() >= patience {
+                if r == 0 {
+                    // SAFETY: a signal to our own unreaped child, then a
+                    // wait for it.
+                    unsafe {
+                        libc::kill(*pid, libc::SIGKILL);
+                        libc::waitpid(*pid, &mut status, 0);
+                    }
+                }
+                break;
             }
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A command run as `sh -c` under the sandbox (design §10.3):
-//! a new session and process group, `no_new_privs`, no capabilities, no
-//! core dumps, killed with its parent, the Landlock ruleset applied between `fork` and `exec`;
+//! its namespaces (`namespace`), a new session and process group,
+//! `no_new_privs`, no capabilities, no core dumps, killed with its parent,
+//! the Landlock ruleset applied between `fork` and `exec`;
 //! a reduced environment; stdout and stderr captured together into one
 //! bounded buffer (its head and tail kept); the deadline stops the whole
 //! group (TERM, then KILL after a grace); whatever the command left running
@@ -94,23 +95,39 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
     })
 }
 
-/// In the child: a session of its own, no privileges to gain, no core
-/// dump, killed if axe dies, then Landlock.
-pub(super) fn confine(ruleset: Option<i32>) -> io::Result<()> {
+/// In the child, in this order: no core dump and killed if axe dies; then
+/// the namespaces and read-only mounts, when there are any (they need the
+/// privileges the steps after take away; the child splits there and only
+/// the command's process returns, `init`); then a session of its own,
+/// no capability, no privileges to gain; then Landlock, which forbids any
+/// later mount. What comes last of all, just before `exec`, goes at the
+/// end of this function.
+pub(super) fn confine(ruleset: Option<i32>, ns: Option<&super::namespace::Plan>) -> io::Result<()> {
     // SAFETY: plain system calls on values, async-signal-safe.
     unsafe {
-        if libc::setsid() < 0 {
-            return Err(io::Error::last_os_error());
-        }
         let none = libc::rlimit {
             rlim_cur: 0,
             rlim_max: 0,
         };
         libc::setrlimit(libc::RLIMIT_CORE, &none);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    }
+    let fresh_proc = match ns {
+        Some(plan) => {
+            super::namespace::enter(plan)?;
+            super::init::split()?
+        }
+        None => false,
+    };
+    // SAFETY: plain system calls on values, async-signal-safe.
+    unsafe {
+        if libc::setsid() < 0 {
+            return Err(io::Error::last_os_error());
+        }
         // Run as root, a command would keep every capability (ptrace, raw
         // sockets, mounts...): with the bounding set empty, `exec` leaves
-        // it none. Without CAP_SETPCAP (not root) there is nothing to drop.
+        // it none. Without CAP_SETPCAP (not root, no user namespace) there
+        // is nothing to drop.
         libc::prctl(
             libc::PR_CAP_AMBIENT,
             libc::PR_CAP_AMBIENT_CLEAR_ALL,
@@ -124,9 +141,13 @@ pub(super) fn confine(ruleset: Option<i32>) -> io::Result<()> {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(io::Error::last_os_error());
         }
-        if let Some(fd) = ruleset
-            && libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0
-        {
+    }
+    if let Some(fd) = ruleset {
+        if let (true, Some(plan)) = (fresh_proc, ns) {
+            super::namespace::grant_proc(plan, fd)?;
+        }
+        // SAFETY: a system call on a descriptor number.
+        if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) } != 0 {
             return Err(io::Error::last_os_error());
         }
     }

@@ -40,6 +40,7 @@ impl Place {
             network,
             env: Vec::new(),
             mode: Mode::Landlock(abi),
+            protect: true,
         })
     }
 }
@@ -149,27 +150,28 @@ fn what_a_command_leaves_running_is_gone_when_it_returns() {
     let Some(policy) = p.policy(false) else {
         return;
     };
-    let r = sh(&policy, "sleep 100 & echo $!", 10);
-    let pid: i32 = r.output.trim().parse().unwrap();
-    assert!(gone(pid), "the background sleep {pid} survived its command");
-    // One that left the group (a new session) goes at the sweep.
-    let r = sh(
-        &policy,
-        "setsid sh -c 'echo $$; exec sleep 100' & sleep 0.2",
-        10,
-    );
-    let pid: i32 = r.output.trim().parse().unwrap();
-    orphans::sweep();
-    assert!(gone(pid), "the escaped sleep {pid} survived the sweep");
+    // In its group, and in a session of its own.
+    let mark = format!("axe-unit-{}", fastrand::u64(..));
+    let script =
+        format!("export AXE_UNIT_MARK={mark}; sleep 100 & (setsid sleep 100 &); sleep 0.2");
+    let r = sh(&policy, &script, 10);
+    assert_eq!(r.exit, Exit::Code(0), "{}", r.output);
+    assert!(gone(&mark), "what the command left survived it");
 }
 
-/// Whether `pid` is gone, waiting up to 10 s for it (a loaded machine may
-/// be slow to act on the kill).
-fn gone(pid: i32) -> bool {
+/// Whether no process with `AXE_UNIT_MARK=<mark>` in its environment is
+/// left, waiting up to 10 s (a loaded machine may be slow to act on the
+/// kill). A zombie's environment reads empty: it is dead.
+fn gone(mark: &str) -> bool {
+    let needle = format!("AXE_UNIT_MARK={mark}\0");
+    let marked = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
+    };
     for _ in 0..1000 {
-        // A zombie has no cmdline: it is dead, only not yet reaped.
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if cmdline.is_empty() {
+        if !marked() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(10));

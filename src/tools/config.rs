@@ -30,4 +30,8 @@ pub struct SandboxConfig {
     pub private_networks: bool,
     /// Environment variables passed to commands beyond the usual few.
     pub env: Vec<String>,
+    /// `.git`, `axe/`, `.claude/`, `.codex/` read-only to commands, and
+    /// commands refused where the kernel cannot make them so (design
+    /// §10.6): true unless the file says `protect = false`.
+    pub protect: bool,
 }

@@ -77,7 +77,11 @@ pub fn kit(config: &ToolsConfig, workdir: &Path) -> Result<Option<Kit>, Error> {
         network: sb.network,
         env: sb.env.clone(),
         mode,
+        protect: sb.protect,
     };
+    if names.iter().any(|n| n == "run_command") {
+        sandbox::namespace::required(&policy).map_err(Error::config)?;
+    }
     Ok(Some(Kit {
         names,
         root,

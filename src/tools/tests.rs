@@ -41,6 +41,7 @@ impl Work {
             network: false,
             env: Vec::new(),
             mode: Mode::Off,
+            protect: true,
         };
         Work { dir, root, policy }
     }

@@ -296,31 +296,37 @@ fn what_a_command_leaves_running_does_not_outlive_it() {
         return;
     }
     let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let mark = format!("axe-test-{}", fastrand::u64(..));
     let calls: Vec<Call> = vec![
         (
             "c1",
             "run_command",
-            json!({"command": "sleep 300 >/dev/null 2>&1 & echo $!"}),
+            json!({"command": format!("export AXE_TEST_MARK={mark}; sleep 300 >/dev/null 2>&1 & echo started")}),
         ),
         (
             "c2",
             "run_command",
-            json!({"command": "setsid sh -c 'echo $$; exec sleep 300' & sleep 0.3"}),
+            json!({"command": format!("export AXE_TEST_MARK={mark}; setsid sh -c 'exec sleep 300' & sleep 0.3")}),
         ),
     ];
-    let (out, results, _) = s.run(P::OpenAi, &calls);
+    let (out, _, _) = s.run(P::OpenAi, &calls);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    for r in &results {
-        let pid: i32 = r.lines().next().unwrap().trim().parse().unwrap();
-        assert!(gone(pid), "process {pid} outlived its run: {r}");
-    }
+    assert!(gone(&mark), "a process the commands left outlived the run");
 }
 
-/// Whether `pid` is gone (a zombie counts), waiting up to 10 s for it (a
-/// loaded machine may be slow to act on the kill).
-fn gone(pid: i32) -> bool {
+/// Whether no process with `AXE_TEST_MARK=<mark>` in its environment is
+/// left (a zombie's environment reads empty), waiting up to 10 s (a loaded
+/// machine may be slow to act on the kill).
+fn gone(mark: &str) -> bool {
+    let needle = format!("AXE_TEST_MARK={mark}\0");
+    let marked = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
+    };
     (0..1000).any(|_| {
-        let alive = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty());
+        let alive = marked();
         if alive {
             std::thread::sleep(Duration::from_millis(10));
         }

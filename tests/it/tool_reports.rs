@@ -267,6 +267,7 @@ fn dry_run_lists_the_tools_and_the_landlock_sandbox_commands_would_get() {
          Sandbox:          Landlock ABI {abi}\n\
          Readable:         /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, /etc, /opt, /proc, /sys, {h}/.cargo, /srv/data\n\
          Writable:         {w}, a private TMPDIR, {w}/out, /dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom\n\
+         Read-only:        .git, axe, .claude, .codex beneath what is writable\n\
          Network:          {network}\n\
          Env:              PATH, HOME, USER, LOGNAME, LANG, LC_ALL, LC_CTYPE, TERM, TZ, CARGO_HOME, TMPDIR, SHELL\n\
          url_fetch hosts:  docs.rs, *.github.io\n\

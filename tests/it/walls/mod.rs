@@ -5,6 +5,8 @@
 mod links;
 mod mcp;
 mod net;
+mod processes;
+mod readonly;
 mod serve;
 mod trust;
 mod url_fetch;
