@@ -8,6 +8,7 @@
 
 use crate::common::*;
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -252,12 +253,19 @@ fn a_call_waiting_for_another_callers_load_gives_up_at_its_own_timeout() {
         "sub_agents = [\"w\"]\n[sub_agents_config]\ntimeout = 1\n",
     );
     let scratch = TempDir::new("slow-load");
-    // Read in one openat2 a file (design §10.7), the tree takes a few
-    // seconds only this large (300 deep and 1,200 files took 0.17 s).
-    write_slow_failing_w(&home, &slow_tree(scratch.path(), 1800, 4000));
+    // w's load waits for its memory file's lock, which this test holds: it
+    // takes the memory's lock wait (2 s) whatever the machine's speed, past
+    // quick's 1 s timeout, then fails on its prompt size.
+    write_slow_failing_w(&home, &slow_tree(scratch.path(), 20, 40));
+    let w = home.config_dir().join("agents/w.toml");
+    let toml = std::fs::read_to_string(&w).unwrap();
+    std::fs::write(&w, format!("{toml}[memory]\nenabled = true\n")).unwrap();
+    let memory = std::fs::File::open(home.memory("w", "## 2026-01-01T00:00:00Z\nold\n")).unwrap();
+    // SAFETY: a lock on a file this test opened.
+    assert_eq!(unsafe { libc::flock(memory.as_raw_fd(), libc::LOCK_EX) }, 0);
 
     // slow's call to w goes first and loads it, with no timeout of its own;
-    // quick's comes 300 ms later and waits for that load.
+    // quick's comes 100 ms later and waits for that load.
     let slow_called = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
     let quick_call: Arc<Mutex<Option<Instant>>> = Arc::default();
     let results: Arc<Mutex<Vec<(String, String, Instant)>>> = Arc::default();
@@ -288,7 +296,7 @@ fn a_call_waiting_for_another_callers_load_gives_up_at_its_own_timeout() {
                     let _ = cv
                         .wait_timeout_while(called, Duration::from_secs(10), |c| !*c)
                         .unwrap();
-                    std::thread::sleep(Duration::from_millis(300));
+                    std::thread::sleep(Duration::from_millis(100));
                     *quick_call.lock().unwrap() = Some(Instant::now());
                     Reply::Json(
                         200,
@@ -335,12 +343,12 @@ fn a_call_waiting_for_another_callers_load_gives_up_at_its_own_timeout() {
         slow_result.contains("over max_prompt_bytes (64)"),
         "{slow_result}"
     );
-    // quick's result came at its timeout, not when the load ended: the tree
-    // takes about 3.5 s to read here (and more with other tests running),
-    // so a waiter held to the end of the load misses this bound.
+    // quick's result came at its timeout, not when the load ended: the
+    // load waits 2 s for the lock from before quick's call, so a waiter held
+    // to its end comes 1.9 s or more after that call, and misses this bound.
     let waited = quick_answered - quick_call.lock().unwrap().expect("quick called w");
     assert!(
-        waited < Duration::from_millis(2500),
+        waited < Duration::from_millis(1600),
         "quick's call to w, with a 1 s timeout, took {waited:?}"
     );
 }
