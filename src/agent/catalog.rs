@@ -238,12 +238,18 @@ fn untrusted(
 
 /// Why an agent's commands may write without the read-only protection of
 /// axe's directories (design §10.6), if they may: they run with the sandbox
-/// off. None for an agent that runs no command.
+/// off, or with that protection turned off. None for an agent that runs no
+/// command.
 fn unconfined(tools: &[String], sandbox: &SandboxConfig) -> Option<&'static str> {
     if !tools.iter().any(|t| t == "run_command") {
-        return None;
+        None
+    } else if !sandbox.landlock {
+        Some("runs commands with its sandbox off (mode = \"off\")")
+    } else if !sandbox.protect {
+        Some("runs commands that may write axe's directories (protect = false)")
+    } else {
+        None
     }
-    (!sandbox.landlock).then_some("runs commands with its sandbox off (mode = \"off\")")
 }
 
 /// What an agent's commands may write: its workdir (`workdir`, else its

@@ -392,6 +392,33 @@ fn an_agent_dir_a_sandbox_off_agent_may_write_is_not_read_unless_config_trusts_i
 }
 
 #[test]
+fn an_agent_dir_a_protect_false_agent_may_write_is_not_read() {
+    // Landlock on, but the read-only mounts of axe's directories turned off
+    // (design §10.6): its commands may write axe/agents as surely as with
+    // the sandbox off.
+    let (home, project, local) = unconfined_lead();
+    let lead = home.config_dir().join("agents/lead.toml");
+    let toml = std::fs::read_to_string(&lead).unwrap();
+    assert!(toml.contains("mode = \"off\""), "{toml}");
+    std::fs::write(&lead, toml.replace("mode = \"off\"", "protect = false")).unwrap();
+    let fake = delegating();
+    let out = home
+        .axe_on(&[(P::OpenAi, &fake)])
+        .current_dir(project.path())
+        .args(["run", "lead", "-p", "go", "--timeout", "30"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let warning = format!(
+        "not reading agents from {}: agent \"lead\" runs commands that may write axe's \
+         directories (protect = false)",
+        local.display()
+    );
+    assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
+    assert!(fake.sent_by("helper").is_empty(), "helper was read and run");
+}
+
+#[test]
 fn axe_serve_does_not_read_an_agent_dir_a_served_agent_may_write_unconfined() {
     let (home, project, local) = unconfined_lead();
     home.named_agent("plain", P::OpenAi.model(), "");
