@@ -328,7 +328,7 @@ fn confine(
         network: sb.network,
         env: Vec::new(),
         mode: Mode::Landlock(abi),
-        protect: true,
+        protect: sb.protect,
     };
     crate::sandbox::Confinement::new(&policy)
 }

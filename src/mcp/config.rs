@@ -54,6 +54,11 @@ pub struct SandboxFile {
     /// TCP allowed.
     #[serde(default)]
     pub network: bool,
+    /// `false`: the server may write what protects the user beneath its
+    /// directories, and runs where the kernel cannot keep it from them
+    /// (design §10.6). Default true.
+    #[serde(default)]
+    pub protect: Option<bool>,
 }
 
 /// How axe talks to a server.
@@ -95,11 +100,25 @@ pub struct ServerConfig {
 
 /// What a sandboxed server may touch beyond its directory, the system's
 /// directories and a private temporary directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSandbox {
     pub read: Vec<String>,
     pub write: Vec<String>,
     pub network: bool,
+    /// What protects the user beneath its directories read-only to it
+    /// (design §10.6).
+    pub protect: bool,
+}
+
+impl Default for ServerSandbox {
+    fn default() -> ServerSandbox {
+        ServerSandbox {
+            read: Vec::new(),
+            write: Vec::new(),
+            network: false,
+            protect: true,
+        }
+    }
 }
 
 impl Transport {
@@ -266,6 +285,7 @@ impl ServerFile {
                 read: t.read,
                 write: t.write,
                 network: t.network,
+                protect: t.protect.unwrap_or(true),
             }),
         };
         if sandbox.is_some() && !matches!(transport, Transport::Stdio { .. }) {

@@ -127,7 +127,8 @@ pub fn required(policy: &super::Policy) -> Result<(), String> {
 fn refusal(why: &str) -> String {
     format!(
         "commands cannot be kept from writing .git, axe/, .claude/ and .codex/ here: {why}; to \
-         run them without that protection, set [sandbox] protect = false in the agent file"
+         run them without that protection, set [sandbox] protect = false in the agent file \
+         (for a sandboxed MCP server, protect = false in its [mcp_servers.sandbox] table)"
     )
 }
 

@@ -228,3 +228,42 @@ fn a_sandboxed_server_without_its_own_files_readable_does_not_start() {
     assert!(err.starts_with("axe: MCP server \"files\""), "{err}");
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn where_the_kernel_cannot_protect_its_directory_a_sandboxed_server_starts_only_if_told() {
+    // No user namespaces: nothing can be bound read-only over `.git` in the
+    // server's directory (design §10.6), so the server does not start
+    // unless its table says protect = false in so many words.
+    let Some(script) = files_server() else { return };
+    if !landlock() {
+        return;
+    }
+    let fixtures = script.parent().unwrap().display().to_string();
+    for protect in ["", "protect = false\n"] {
+        let home = Home::new();
+        let work = home.dir.path().join("work");
+        std::fs::create_dir_all(work.join(".git")).unwrap();
+        let sandbox = format!("[mcp_servers.sandbox]\nread = [{fixtures:?}]\n{protect}");
+        home.config(&table(&script, &work, &sandbox));
+        home.named_agent("user", P::OpenAi.model(), "mcp_servers = [\"files\"]\n");
+        let server = FakeServer::route(|_| Reply::Json(200, P::OpenAi.text("done")));
+        let mut cmd = home.axe();
+        cmd.env("OPENAI_API_KEY", "sk-test-key-0123456789")
+            .env(P::OpenAi.base_url_var(), &server.url)
+            .args(["run", "user", "-p", "go", "--timeout", "60"]);
+        let Some(mut cmd) = crate::walls::without_user_namespaces(cmd) else {
+            return;
+        };
+        let out = cmd.output().unwrap();
+        if protect.is_empty() {
+            assert_eq!(code(&out), 2, "{}", stderr(&out));
+            let err = stderr(&out);
+            assert!(err.contains("cannot be kept from writing .git"), "{err}");
+            assert!(err.contains("[mcp_servers.sandbox]"), "{err}");
+            assert!(server.requests().is_empty());
+        } else {
+            assert_eq!(code(&out), 0, "{}", stderr(&out));
+            assert_eq!(stdout(&out), "done\n");
+        }
+    }
+}
