@@ -24,8 +24,18 @@ fmt:
 lint:
 	$(CARGO) clippy --all-targets -- -D warnings
 
+# A wall the tests could not test here (the kernel or a tool missing) is
+# said at the end, never only in cargo's hidden output (tests/common/walls.rs).
+WALLS_NOT_TESTED = target/tmp/walls-not-tested.txt
 unit:
+	@rm -f $(WALLS_NOT_TESTED)
 	$(CARGO) test
+	@if [ -s $(WALLS_NOT_TESTED) ]; then \
+		echo "make test: these walls were NOT tested on this machine:"; \
+		sort -u $(WALLS_NOT_TESTED) | sed 's/^/  /'; \
+	else \
+		echo "make test: every wall was tested on this machine (Landlock, seccomp, user namespaces)"; \
+	fi
 
 ## bench: delegation latency, per-run cost, memory, connections, binary size,
 ## for the release build and the static one side by side (prints a table and

@@ -14,6 +14,7 @@ mod memory;
 mod server;
 mod streams;
 mod tools;
+mod walls;
 mod wire;
 
 pub use cache::*;
@@ -23,4 +24,5 @@ pub use memory::*;
 pub use server::*;
 pub use streams::*;
 pub use tools::*;
+pub use walls::*;
 pub use wire::*;

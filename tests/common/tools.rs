@@ -105,12 +105,3 @@ fn key_var(p: P) -> &'static str {
         P::Ollama => "OLLAMA_API_KEY",
     }
 }
-
-/// Whether this kernel has Landlock; says SKIPPED on stderr when not.
-pub fn landlock() -> bool {
-    let abi = axe::sandbox::landlock_abi();
-    if abi == 0 {
-        eprintln!("SKIPPED: this kernel has no Landlock; the sandbox tests did not run");
-    }
-    abi > 0
-}

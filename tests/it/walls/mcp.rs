@@ -21,15 +21,7 @@ use crate::common::*;
 /// The fixture, when `python3` runs here.
 fn hostile() -> Option<PathBuf> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/hostile_server.py");
-    let runs = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !runs {
-        eprintln!("SKIPPED: MCP walls not tested: python3 does not run here");
-        return None;
-    }
-    Some(script)
+    python3("the MCP walls (hostile servers)").then_some(script)
 }
 
 /// `[[mcp_servers]]` running the fixture over stdio as `name` with `args`.

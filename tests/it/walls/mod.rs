@@ -22,7 +22,7 @@ pub fn as_a_normal_user(cmd: &Command) -> Option<Command> {
         return None;
     }
     if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: setpriv is missing; a normal user's walls were not tested as root");
+        crate::common::not_tested("a normal user's walls, run as root", "setpriv is missing");
         return None;
     }
     let mut wrapped = Command::new("setpriv");
@@ -62,8 +62,9 @@ pub fn without_user_namespaces(cmd: Command) -> Option<Command> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !works {
-        eprintln!(
-            "SKIPPED: no user namespaces could be turned off here (unshare -U); the fallback without them was not tested"
+        crate::common::not_tested(
+            "the walls without user namespaces (fail closed, the sweep alone)",
+            "no user namespace could be made here to turn them off in (unshare -U)",
         );
         return None;
     }

@@ -169,15 +169,8 @@ impl Listeners {
     }
 }
 
-fn python3() -> bool {
-    let runs = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !runs {
-        eprintln!("SKIPPED: the network walls not tested: python3 does not run here");
-    }
-    runs && landlock()
+fn probes_run() -> bool {
+    crate::common::python3("the network walls (socket probes)") && landlock()
 }
 
 fn command(script: String) -> Value {
@@ -193,7 +186,7 @@ fn probe(args: &[String]) -> Value {
 /// the listeners reached only with the network on.
 #[test]
 fn a_confined_process_makes_only_the_sockets_its_network_setting_allows() {
-    if !python3() {
+    if !probes_run() {
         return;
     }
     for network in [false, true] {
@@ -229,10 +222,10 @@ fn a_confined_process_makes_only_the_sockets_its_network_setting_allows() {
 #[test]
 fn a_system_call_under_another_abi_kills_the_process() {
     if !cfg!(target_arch = "x86_64") {
-        eprintln!("SKIPPED: the foreign-ABI wall not tested: i386's ABI is x86_64's only");
+        not_tested("the foreign-ABI wall", "i386's ABI is x86_64's only");
         return;
     }
-    if !python3() {
+    if !probes_run() {
         return;
     }
     for network in [false, true] {
@@ -257,7 +250,7 @@ fn a_system_call_under_another_abi_kills_the_process() {
 /// which ignores SIGPIPE and SIGXFSZ itself), so a stop's TERM ends them.
 #[test]
 fn spawned_processes_start_with_no_signal_blocked_or_ignored() {
-    if !python3() {
+    if !probes_run() {
         return;
     }
     for sandboxed in [true, false] {
@@ -288,7 +281,7 @@ fn spawned_processes_start_with_no_signal_blocked_or_ignored() {
 /// read it through that descriptor.
 #[test]
 fn a_descriptor_axe_inherited_reaches_no_command_nor_server() {
-    if !python3() {
+    if !probes_run() {
         return;
     }
     for sandboxed in [true, false] {
@@ -346,7 +339,7 @@ impl Drop for Planted {
 fn commands_read_what_programs_need_from_etc_and_no_secret() {
     // SAFETY: geteuid has no arguments and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: /etc as root not tested: the tests do not run as root");
+        not_tested("/etc's secrets as root", "the tests do not run as root");
         return;
     }
     if !landlock() {
