@@ -110,6 +110,20 @@ impl FakeServer {
         })
     }
 
+    /// A model whose answers to requests without tool results are `first`
+    /// (a response making tool calls) and to those with them `done`: one
+    /// round of tool calls, then the end of the run.
+    pub fn tool_loop(first: String, done: String) -> FakeServer {
+        FakeServer::route(move |req| {
+            let body = if req.has_tool_results() {
+                &done
+            } else {
+                &first
+            };
+            Reply::Json(200, body.clone())
+        })
+    }
+
     /// Each request is answered with what `handler` returns for it. The
     /// handler runs on the connection's own thread, so it may block (at a
     /// [`Gate`], say) without holding up other connections.

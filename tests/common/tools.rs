@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 use super::home::{Home, with_peak_rss};
-use super::server::{FakeServer, Reply};
+use super::server::FakeServer;
 use super::wire::{Call, P};
 
 /// A home whose agent `hands` lists `tools` (and `extra` TOML) and works in
@@ -72,13 +72,7 @@ impl ToolsSetup {
     ) -> (Output, Vec<String>, FakeServer, u64) {
         let first = p.tool_calls(calls);
         let done = p.text("done");
-        let server = FakeServer::route(move |req| {
-            if req.has_tool_results() {
-                Reply::Json(200, done.clone())
-            } else {
-                Reply::Json(200, first.clone())
-            }
-        });
+        let server = FakeServer::tool_loop(first, done);
         let (out, peak_kib) = with_peak_rss(
             self.home
                 .axe()

@@ -17,13 +17,7 @@ fn search(
     home.named_agent("finder", P::OpenAi.model(), "tools = [\"web_search\"]\n");
     let first = P::OpenAi.tool_calls(&[("c1", "web_search", json!({"query": query}))]);
     let done = P::OpenAi.text("done");
-    let model = FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    });
+    let model = FakeServer::tool_loop(first, done);
     let mut cmd = home.axe_on(&[(P::OpenAi, &model)]);
     cmd.args(["run", "finder", "-p", "go"]);
     if let Some(t) = tavily {

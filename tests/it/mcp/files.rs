@@ -42,13 +42,7 @@ fn model(calls: Vec<(String, String, Value)>) -> FakeServer {
         .collect();
     let first = P::OpenAi.tool_calls(&first);
     let done = P::OpenAi.text("done");
-    FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    })
+    FakeServer::tool_loop(first, done)
 }
 
 fn run(home: &Home, server: &FakeServer, extra: &[&str]) -> std::process::Output {

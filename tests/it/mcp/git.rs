@@ -49,13 +49,7 @@ fn the_readme_git_server_answers_with_this_repositorys_history() {
         json!({"repo_path": root, "max_count": 3}),
     )]);
     let done = P::Anthropic.text("done");
-    let model = FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    });
+    let model = FakeServer::tool_loop(first, done);
     let out = home
         .axe_on(&[(P::Anthropic, &model)])
         .args([

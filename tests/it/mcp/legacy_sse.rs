@@ -70,13 +70,7 @@ fn a_go_original_agent_file_with_an_sse_server_runs() {
     );
     let first = P::OpenAi.tool_calls(&[("c1", "ev__echo", json!({"message": "over sse"}))]);
     let done = P::OpenAi.text("done");
-    let model = FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    });
+    let model = FakeServer::tool_loop(first, done);
     let out = home
         .axe_on(&[(P::OpenAi, &model)])
         .env("CLIENT_NAME", "axe-tests")

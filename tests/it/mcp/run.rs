@@ -60,13 +60,7 @@ fn key_var(p: P) -> &'static str {
 fn model(p: P, calls: &[Call]) -> FakeServer {
     let first = p.tool_calls(calls);
     let done = p.text("done");
-    FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    })
+    FakeServer::tool_loop(first, done)
 }
 
 fn axe(home: &Home, p: P, server: &FakeServer, extra: &[&str]) -> std::process::Command {

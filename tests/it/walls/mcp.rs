@@ -63,13 +63,7 @@ fn http(script: &std::path::Path, args: &[&str]) -> Http {
 fn model(calls: &[(&str, &str, Value)]) -> FakeServer {
     let first = P::OpenAi.tool_calls(calls);
     let done = P::OpenAi.text("done");
-    FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    })
+    FakeServer::tool_loop(first, done)
 }
 
 fn axe(home: &Home, server: &FakeServer, args: &[&str]) -> std::process::Command {

@@ -55,13 +55,7 @@ fn setup(network: bool, server: Option<bool>) -> ToolsSetup {
 fn run(s: &ToolsSetup, calls: &[Call], secret: Option<&std::fs::File>) -> Vec<String> {
     let first = P::OpenAi.tool_calls(calls);
     let done = P::OpenAi.text("done");
-    let server = FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    });
+    let server = FakeServer::tool_loop(first, done);
     let mut cmd = s.home.axe();
     cmd.env("OPENAI_API_KEY", OPENAI_KEY)
         .env(P::OpenAi.base_url_var(), &server.url)

@@ -81,13 +81,7 @@ impl Drop for Cleanup {
 fn model(script: &str) -> FakeServer {
     let first = P::OpenAi.tool_calls(&[("c1", "run_command", json!({"command": script}))]);
     let done = P::OpenAi.text("done");
-    FakeServer::route(move |req| {
-        if req.has_tool_results() {
-            Reply::Json(200, done.clone())
-        } else {
-            Reply::Json(200, first.clone())
-        }
-    })
+    FakeServer::tool_loop(first, done)
 }
 
 /// `axe run hands` on `server`, with `args`.
