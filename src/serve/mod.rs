@@ -252,7 +252,7 @@ fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
     let l = TcpListener::bind(addr)
         .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
     let tv = libc::timeval {
-        tv_sec: libc::time_t::try_from(idle.as_secs()).unwrap_or(10),
+        tv_sec: idle.as_secs().try_into().unwrap_or(10),
         tv_usec: 0,
     };
     for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
