@@ -103,11 +103,13 @@ pub fn plan(policy: &super::Policy) -> Result<Option<Plan>, String> {
     Ok(Some(Plan::new(&read_only, abi)))
 }
 
-/// The directories `policy` lets a command write, its temporary one aside.
+/// The directories `policy` lets a command write, its temporary one aside,
+/// where the kernel finds what was opened now.
 pub fn writable(policy: &super::Policy) -> Vec<PathBuf> {
-    let mut writable = vec![policy.workdir.clone()];
-    writable.extend(policy.write.iter().cloned());
-    writable
+    std::iter::once(&policy.workdir)
+        .chain(&policy.write)
+        .filter_map(super::Opened::real_path)
+        .collect()
 }
 
 /// Whether `policy`'s commands run with what protects the user read-only.
