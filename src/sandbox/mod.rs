@@ -21,6 +21,7 @@ pub mod orphans;
 pub mod process;
 pub mod protected;
 pub mod seccomp;
+pub mod view;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -123,7 +124,7 @@ impl Confinement {
             }
             Mode::Off => (None, None),
         };
-        let namespaces = namespace::plan(policy)?.map(Arc::new);
+        let namespaces = namespace::plan(policy, &private)?.map(Arc::new);
         Ok(Confinement {
             ruleset,
             filter,

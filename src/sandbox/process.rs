@@ -94,9 +94,11 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
 
 /// In the child, in this order: into the workdir `cwd` (a descriptor: the
 /// directory opened when the agent was resolved, whatever its name leads
-/// to by now); no core dump and killed if axe dies; then the namespaces and read-only mounts, when there are any (they need the
-/// privileges the steps after take away; the child splits there and only
-/// the command's process returns, `init`); then a session of its own,
+/// to by now); no core dump and killed if axe dies; then the namespaces,
+/// the view of the filesystem and the read-only mounts, when there are any
+/// (they need the privileges the steps after take away; the child splits
+/// there and only the command's process returns, `init`, in the workdir
+/// as the view has it); then a session of its own,
 /// no capability, no privileges to gain; then Landlock, which forbids any
 /// later mount. What comes last of all, just before `exec`, goes at the
 /// end of this function.
@@ -122,7 +124,7 @@ pub(super) fn confine(
     let fresh_proc = match ns {
         Some(plan) => {
             super::namespace::enter(plan)?;
-            super::init::split()?
+            super::init::split(plan.view.is_some())?
         }
         None => false,
     };
@@ -150,8 +152,8 @@ pub(super) fn confine(
         }
     }
     if let Some(fd) = ruleset {
-        if let (true, Some(plan)) = (fresh_proc, ns) {
-            super::namespace::grant_proc(plan, fd)?;
+        if let Some(plan) = ns {
+            super::namespace::grant_fresh(plan, fd, fresh_proc)?;
         }
         // SAFETY: a system call on a descriptor number.
         if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) } != 0 {
