@@ -11,14 +11,14 @@
 //! the rest does not exist there. Landlock stays the second wall: its rules
 //! are on the inodes, which the binds keep.
 //!
-//! [`View`] is made in axe before the fork; [`build`] and [`finish`] run
+//! [`View`] is made in axe before the fork; `build` and `finish` run
 //! between `fork` and `exec` (system calls only, on its buffers). The new
 //! root is entered with `pivot_root`, not `chroot`: a chroot leaves the old
 //! root mounted in the namespace, and a process that gets out of a chroot
 //! (a directory descriptor, `..` from a working directory outside it) is
 //! back in it; after `pivot_root` and the old root's detach, there is no
 //! path to the rest of the machine left in the namespace. The old root
-//! stays mounted (at [`OLD`]) only until the init has mounted the fresh
+//! stays mounted (at `OLD`) only until the init has mounted the fresh
 //! `/proc`, which the kernel allows only where a full `/proc` is visible.
 
 use std::ffi::CString;
@@ -255,7 +255,7 @@ const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
 /// In the keeper, after its namespaces are made: a tmpfs as the new root,
-/// the old one at [`OLD`], and everything of the view made and bound in
+/// the old one at `OLD`, and everything of the view made and bound in
 /// it. Each bind's source is opened with no link followed and must still
 /// be the inode the policy opened; its target too is reached with no
 /// link (a grant nested in another lies in a directory a command writes).
