@@ -457,3 +457,43 @@ fn a_write_path_swapped_for_a_link_by_another_agents_command_is_refused() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// A sandboxed MCP server's `cwd` swapped for a link to the home by another
+/// agent's command: the server does not start (the run that lists it is
+/// refused, naming the link) and lists nothing of the home.
+#[test]
+fn an_mcp_servers_cwd_swapped_for_a_link_by_another_agents_command_is_refused() {
+    if !can_probe() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/walls");
+    let srv = s.work.join("srv");
+    s.home.config(&format!(
+        "[[mcp_servers]]\nname = \"probe\"\ncommand = \"python3\"\nargs = [{:?}]\ncwd = {:?}\n\
+         [mcp_servers.sandbox]\nread = [{:?}]\n",
+        fixtures.join("probe_server.py").display().to_string(),
+        srv.display().to_string(),
+        fixtures.display().to_string(),
+    ));
+    let own = s.home.dir.path().join("own");
+    std::fs::create_dir_all(&own).unwrap();
+    s.home.named_agent(
+        "served",
+        P::OpenAi.model(),
+        &format!(
+            "workdir = {:?}\nmcp_servers = [\"probe\"]\n",
+            own.display().to_string()
+        ),
+    );
+    swap_for_a_link_home(&s, "srv");
+    let server = script_of(&[("p1", "probe__probe", json!({ "args": ["ls", "."] }))]);
+    let out = run(&s, &server, "served");
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&srv.display().to_string()) && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(server.requests().is_empty());
+}
