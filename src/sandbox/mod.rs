@@ -140,9 +140,10 @@ impl Confinement {
     }
 
     /// Makes `cmd` start confined, in the workdir (by its descriptor, so
-    /// whatever its name leads to by now): its namespaces and read-only
-    /// mounts, a session of its own, no privileges to gain, killed with axe, then the
-    /// ruleset; then nothing inherited of axe's signals and descriptors,
+    /// whatever its name leads to by now): its namespaces, its view of the
+    /// filesystem and read-only mounts, a session of its own, no privileges
+    /// to gain, killed with axe, then the ruleset; then nothing inherited
+    /// of axe's signals and descriptors,
     /// then the filter (design §10.3). The filter comes last: it needs
     /// `no_new_privs`, and nothing after it but `exec` makes a system call
     /// it could refuse.

@@ -181,8 +181,18 @@ pub fn available() -> Result<(), String> {
 
 fn probe() -> Result<(), String> {
     use std::os::unix::process::CommandExt;
-    let view = super::view::plan(&[], None)?;
-    let plan = Plan::new(&[std::env::temp_dir()], view, 0);
+    // The temporary directory in the view, bound read-only over itself.
+    let tmp = std::env::temp_dir()
+        .canonicalize()
+        .map_err(|e| format!("the temporary directory: {e}"))?;
+    let grant = super::view::Grant {
+        path: tmp.clone(),
+        id: None,
+        dir: true,
+        read_only: false,
+    };
+    let view = super::view::plan(&[grant], None)?;
+    let plan = Plan::new(&[tmp], view, 0);
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.args(["-c", ":"])
         .stdin(std::process::Stdio::null())
