@@ -16,7 +16,7 @@
 //! - 64 `read_file` calls at once: 64 threads each running one call, as the
 //!   fan-out runs the calls of one response.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -162,7 +162,7 @@ fn one_mib_file(dir: &Path) -> String {
 
 fn policy(dir: &Path, mode: Mode) -> Policy {
     Policy {
-        workdir: PathBuf::from(dir),
+        workdir: sandbox::Opened::own(dir).expect("workdir"),
         read: Vec::new(),
         write: Vec::new(),
         network: false,

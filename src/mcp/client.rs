@@ -116,7 +116,7 @@ impl Server {
                     |d| crate::paths::resolve_against(cwd, d),
                 );
                 let confinement = match &config.sandbox {
-                    Some(sb) => Some(confine(sb, &dir)?),
+                    Some(sb) => Some(confine(sb, cwd, own.as_deref().unwrap_or("."))?),
                     None => None,
                 };
                 Conn::Stdio(stdio::Stdio::start(stdio::Spawn {
@@ -305,26 +305,30 @@ struct Info<'a> {
 }
 
 /// The sandbox a stdio server with `sandbox` runs in: `run_command`'s
-/// rules (design §10.3), its directory as the workdir. Landlock is required:
-/// a server the file asks to confine never runs unconfined.
+/// rules (design §10.3), its directory (`written` against `cwd`) as the
+/// workdir. Landlock is required: a server the file asks to confine never
+/// runs unconfined. Its directory and paths are opened as an agent's are,
+/// none through a link below its anchor (§10.7), and it starts in that
+/// directory by descriptor.
 fn confine(
     sb: &super::config::ServerSandbox,
-    dir: &std::path::Path,
+    cwd: &std::path::Path,
+    written: &str,
 ) -> Result<crate::sandbox::Confinement, String> {
-    use crate::sandbox::{Mode, Policy};
+    use crate::sandbox::beneath::Base;
+    use crate::sandbox::{Mode, Opened, Policy, opened};
     let abi = crate::sandbox::landlock_abi();
     if abi == 0 {
         return Err("sandbox = true needs Landlock, which this kernel does not offer".into());
     }
-    let expand = |list: &[String]| {
-        list.iter()
-            .map(|p| crate::paths::resolve_against(dir, p))
-            .collect::<Vec<_>>()
-    };
+    let dir = Opened::open(Base::Dir(cwd), written, true).map_err(|e| {
+        let path = crate::paths::resolve_against(cwd, written);
+        opened::refusal("its cwd", &path, &e)
+    })?;
     let policy = Policy {
-        workdir: dir.to_path_buf(),
-        read: expand(&sb.read),
-        write: expand(&sb.write),
+        read: opened::granted(&dir, &sb.read, "read")?,
+        write: opened::granted(&dir, &sb.write, "write")?,
+        workdir: dir.clone(),
         network: sb.network,
         env: Vec::new(),
         mode: Mode::Landlock(abi),

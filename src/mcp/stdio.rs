@@ -68,20 +68,20 @@ impl Stdio {
     pub fn start(s: Spawn) -> Result<Stdio, String> {
         let mut cmd = Command::new(s.command);
         cmd.args(s.args)
-            .current_dir(s.cwd)
             .env_clear()
             .envs(s.env.iter().map(|(k, v)| (k, v)))
             .stdin(Piped::piped())
             .stdout(Piped::piped())
             .stderr(Piped::piped());
         match &s.confinement {
-            // A session of its own (its own group), as a command's.
+            // A session of its own (its own group), as a command's, in
+            // its directory by the descriptor opened (`Confinement`).
             Some(c) => {
                 cmd.env("TMPDIR", c.tmp());
                 c.apply(&mut cmd);
             }
             None => {
-                cmd.process_group(0);
+                cmd.current_dir(s.cwd).process_group(0);
                 crate::sandbox::inherit::clean(&mut cmd);
             }
         }

@@ -83,9 +83,9 @@ fn sandbox(kit: &Kit) -> Vec<(&'static str, String)> {
         ];
     };
     let mut read: Vec<String> = SYSTEM_READ.iter().map(|s| s.to_string()).collect();
-    read.extend(p.read.iter().map(|p| shown(p)));
-    let mut write = vec![shown(&p.workdir), "a private TMPDIR".to_string()];
-    write.extend(p.write.iter().map(|p| shown(p)));
+    read.extend(p.read.iter().map(|p| shown(p.path())));
+    let mut write = vec![shown(p.workdir.path()), "a private TMPDIR".to_string()];
+    write.extend(p.write.iter().map(|p| shown(p.path())));
     write.extend(DEVICES.iter().map(|s| s.to_string()));
     let network = match (p.network, abi) {
         (true, _) => "on".to_string(),

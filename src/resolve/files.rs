@@ -6,7 +6,6 @@
 //! swapped in while the run reads is refused by the kernel, never read.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Instant;
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -15,6 +14,7 @@ use super::{ContextFile, Skipped, why_unread};
 use crate::deadline::Deadline;
 use crate::error::{During, Error};
 use crate::read::{self, Unreadable};
+use crate::sandbox::Opened;
 use crate::sandbox::beneath::{Denied, Follow, Kind, Root};
 use crate::stderr;
 
@@ -51,7 +51,7 @@ const LINK: &str = "a symbolic link, not followed";
 /// glob is a config error; reaching `deadline` is a timeout (an API error,
 /// exit 3).
 pub fn collect_files(
-    workdir: &Path,
+    opened: &Opened,
     patterns: &[String],
     max_file_bytes: u64,
     deadline: &Deadline,
@@ -59,7 +59,9 @@ pub fn collect_files(
     if patterns.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let root = Root::own(workdir, Follow::Nothing)
+    let workdir = opened.path();
+    let root = opened
+        .root(Follow::Nothing)
         .map_err(|e| Error::config(format!("cannot open workdir {}: {e}", workdir.display())))?;
     let matched = matches(&root, patterns, deadline)?;
     let mut files = Vec::new();
@@ -273,7 +275,7 @@ mod tests {
 
     #[test]
     fn invalid_glob_is_a_config_error() {
-        let err = collect_files(Path::new("."), &["src/[".into()], 1 << 20, &later()).unwrap_err();
+        let err = collect_files(&here(), &["src/[".into()], 1 << 20, &later()).unwrap_err();
         assert!(
             matches!(&err, Error::InvalidGlob { pattern, .. } if pattern == "src/["),
             "{err:?}"
@@ -286,6 +288,11 @@ mod tests {
         );
     }
 
+    /// The current directory, opened.
+    fn here() -> Opened {
+        Opened::own(std::path::Path::new(".")).unwrap()
+    }
+
     fn later() -> Deadline {
         Deadline::after(60)
     }
@@ -296,8 +303,7 @@ mod tests {
             at: Instant::now(),
             secs: 7,
         };
-        let err =
-            collect_files(Path::new("."), &["src/**/*.rs".into()], 1 << 20, &passed).unwrap_err();
+        let err = collect_files(&here(), &["src/**/*.rs".into()], 1 << 20, &passed).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -315,7 +321,7 @@ mod tests {
         );
         // The same glob with time left reads this crate's sources.
         let (files, _) =
-            collect_files(Path::new("."), &["src/**/*.rs".into()], 1 << 20, &later()).unwrap();
+            collect_files(&here(), &["src/**/*.rs".into()], 1 << 20, &later()).unwrap();
         assert!(files.iter().any(|f| f.path == "src/resolve/files.rs"));
     }
 }

@@ -6,7 +6,6 @@
 
 mod files;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,7 +17,8 @@ use crate::memory::{self, Memory};
 use crate::paths;
 use crate::provider::ModelRef;
 use crate::read::{self, Unreadable};
-use crate::sandbox::beneath::{Anchored, Base};
+use crate::sandbox::beneath::{Anchored, Base, Denied};
+use crate::sandbox::opened::{self, Opened};
 use crate::schema::{self, OutputSchema};
 use files::collect_files;
 pub use files::{Found, matches as glob_matches};
@@ -158,7 +158,7 @@ pub fn resolve(
     Ok(Resolved {
         agent,
         model,
-        workdir,
+        workdir: workdir.path().to_path_buf(),
         skill_path,
         skill,
         files,
@@ -268,20 +268,27 @@ fn within_prompt_limit(
     Ok((kept, over))
 }
 
-/// `--workdir`, then the TOML `workdir` (relative to `cwd`), then `cwd`.
-fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<PathBuf, Error> {
-    let dir = match overrides
+/// `--workdir`, then the TOML `workdir` (relative to `cwd`), then `cwd`,
+/// opened once beneath the directory it is written against with no link
+/// followed below it (design §10.7): another agent's command may have
+/// swapped it, or a directory above it, for a link. The file tools, the
+/// context files and the commands all work from this descriptor.
+fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<Opened, Error> {
+    let written = match overrides
         .workdir
         .as_deref()
         .or(agent.config.workdir.as_deref())
     {
-        Some(d) if !d.trim().is_empty() => paths::resolve_against(cwd, d),
-        _ => return Ok(cwd.to_path_buf()),
+        Some(d) if !d.trim().is_empty() => d,
+        _ => ".",
     };
-    match fs::metadata(&dir) {
-        Ok(m) if m.is_dir() => Ok(dir),
-        Ok(_) => Err(Error::WorkdirNotDirectory { path: dir }),
-        Err(_) => Err(Error::WorkdirNotFound { path: dir }),
+    let path = || paths::resolve_against(cwd, written);
+    match Opened::open(Base::Dir(cwd), written, true) {
+        Ok(dir) if written == "." => Ok(dir.shown_as(cwd)),
+        Ok(dir) => Ok(dir),
+        Err(Denied::NotFound) => Err(Error::WorkdirNotFound { path: path() }),
+        Err(Denied::NotADirectory) => Err(Error::WorkdirNotDirectory { path: path() }),
+        Err(e) => Err(Error::config(opened::refusal("the workdir", &path(), &e))),
     }
 }
 

@@ -9,6 +9,7 @@
 //! planted below the anchor, before the run or during it, is refused
 //! ([`Denied::Link`]), never followed.
 
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
@@ -119,6 +120,22 @@ impl Root {
         Ok(root)
     }
 
+    /// A root on a copy of `fd` (a directory already opened, design §10.7's
+    /// granted paths: `sandbox::opened`), shown in messages as `path`.
+    pub fn from_fd(fd: BorrowedFd, path: &Path, follow: Follow) -> io::Result<Root> {
+        Ok(Root {
+            fd: crate::sandbox::opened::dup(fd)?,
+            path: path.to_path_buf(),
+            follow,
+            guard: None,
+        })
+    }
+
+    /// The root's descriptor (`O_PATH`).
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
     /// The current directory (`.`, whatever its name leads to by now) as
     /// such a root, shown in messages as `shown`.
     pub fn cwd(shown: &Path, follow: Follow) -> io::Result<Root> {
@@ -133,6 +150,13 @@ impl Root {
     pub fn open_with(&self, name: &str, flags: i32, mode: u32) -> Result<File, Denied> {
         let flags = flags | libc::O_NONBLOCK | libc::O_NOCTTY;
         resolve_in(&self.fd, name, flags, mode, self.follow).map(File::from)
+    }
+
+    /// `name` as an `O_PATH` descriptor (a directory only when `dir`):
+    /// what a policy grants (`sandbox::opened`).
+    pub fn open_path(&self, name: &str, dir: bool) -> Result<OwnedFd, Denied> {
+        let flags = libc::O_PATH | if dir { libc::O_DIRECTORY } else { 0 };
+        resolve_in(&self.fd, name, flags, 0, self.follow)
     }
 
     /// The directory `name` beneath this one, as a root that follows what

@@ -33,8 +33,10 @@ const FORWARDED: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
 
 /// In the keeper, after `namespace::enter`: forks the init, which forks
 /// the command. Returns only in the command, saying whether `/proc` is the
-/// namespace's own; the keeper and the init end with `_exit`.
-pub(super) fn split() -> io::Result<bool> {
+/// namespace's own; the keeper and the init end with `_exit`. With a
+/// `view` (`super::view`), the init finishes it once `/proc` is mounted,
+/// and the command fails when either could not be done.
+pub(super) fn split(view: bool) -> io::Result<bool> {
     // SAFETY: system calls only (see the module's comment).
     unsafe {
         block_forwarded(libc::SIG_BLOCK);
@@ -63,6 +65,13 @@ pub(super) fn split() -> io::Result<bool> {
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             std::ptr::null(),
         ) == 0;
+        let finished = match (view, fresh_proc) {
+            (false, _) => Ok(()),
+            (true, true) => super::view::finish(),
+            // No view without its own `/proc`: the system's shows the
+            // machine's processes, and their roots.
+            (true, false) => Err(io::Error::last_os_error()),
+        };
         for sig in FORWARDED {
             handle(sig, forward as *const () as libc::sighandler_t);
         }
@@ -75,7 +84,7 @@ pub(super) fn split() -> io::Result<bool> {
                 handle(sig, libc::SIG_DFL);
             }
             libc::close(status[1]);
-            return Ok(fresh_proc);
+            return finished.map(|()| fresh_proc);
         }
         be_init(command, status[1])
     }

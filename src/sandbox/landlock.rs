@@ -8,12 +8,14 @@
 //! axe, and only applied in the child between `fork` and `exec`.
 
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
+
+use super::Opened;
 
 /// Directories a shell and the usual tools read and run programs from.
 /// `/etc` among them is granted entry by entry: what any user may read
@@ -34,14 +36,17 @@ pub const DEVICES: &[&str] = &[
     "/dev/urandom",
 ];
 
-/// What a sandboxed command may touch, beyond the system's directories.
+/// What a sandboxed command may touch, beyond the system's directories:
+/// each path by the descriptor opened when the agent was resolved (design
+/// §10.7), so a rule holds on what was opened, whatever its name leads to
+/// by now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grants {
     /// Read and write (the workdir, the private temporary directory, and
     /// the agent's `write_paths`).
-    pub write: Vec<PathBuf>,
+    pub write: Vec<Opened>,
     /// Read and execute (the agent's `read_paths`).
-    pub read: Vec<PathBuf>,
+    pub read: Vec<Opened>,
     /// TCP connect and bind allowed.
     pub network: bool,
 }
@@ -63,8 +68,9 @@ pub fn abi() -> i32 {
 }
 
 /// The ruleset for `grants` under ABI `version`, as the descriptor
-/// `landlock_restrict_self(2)` takes. A path in `grants` or the system list
-/// that does not exist is left out (there is nothing to reach there).
+/// `landlock_restrict_self(2)` takes. A path in `grants` that did not exist
+/// when opened, or one of the system list that does not, is left out
+/// (there is nothing to reach there).
 pub fn ruleset(grants: &Grants, version: i32) -> Result<OwnedFd, String> {
     let abi = ABI::from(version);
     let read = AccessFs::from_read(abi);
@@ -88,11 +94,13 @@ pub fn ruleset(grants: &Grants, version: i32) -> Result<OwnedFd, String> {
     let system = SYSTEM_READ.iter().filter(|p| **p != ETC).map(Path::new);
     let rules = system
         .map(|p| (p, read))
-        .chain(grants.read.iter().map(|p| (p.as_path(), read)))
-        .chain(DEVICES.iter().map(|p| (Path::new(*p), file_rw)))
-        .chain(grants.write.iter().map(|p| (p.as_path(), all)));
+        .chain(DEVICES.iter().map(|p| (Path::new(*p), file_rw)));
     for (path, access) in rules {
         created = add(created, path, access, path.is_dir(), abi)?;
+    }
+    let granted = grants.read.iter().map(|p| (p, read));
+    for (opened, access) in granted.chain(grants.write.iter().map(|p| (p, all))) {
+        created = add_opened(created, opened, access, abi)?;
     }
     // `/etc` and the directories beneath it may be listed (names are no
     // secret: `ls /etc`); files are read only as `etc` grants them.
@@ -103,6 +111,27 @@ pub fn ruleset(grants: &Grants, version: i32) -> Result<OwnedFd, String> {
     }
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or_else(|| "the kernel did not create a Landlock ruleset".to_string())
+}
+
+/// Grants `access` beneath `opened`, by its descriptor (a file takes only
+/// the rights a file can have); nothing for a path that did not exist.
+fn add_opened(
+    created: RulesetCreated,
+    opened: &Opened,
+    access: BitFlags<AccessFs>,
+    abi: ABI,
+) -> Result<RulesetCreated, String> {
+    let Some(fd) = opened.fd() else {
+        return Ok(created);
+    };
+    let access = if opened.is_dir() {
+        access
+    } else {
+        access & AccessFs::from_file(abi)
+    };
+    created
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(|e| format!("{}: {e}", opened.path().display()))
 }
 
 /// Grants `access` beneath `path`, a directory when `dir` (a file takes only

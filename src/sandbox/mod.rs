@@ -16,10 +16,12 @@ pub mod inherit;
 mod init;
 pub mod landlock;
 pub mod namespace;
+pub mod opened;
 pub mod orphans;
 pub mod process;
 pub mod protected;
 pub mod seccomp;
+pub mod view;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -28,6 +30,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use beneath::{Denied, Root};
+pub use opened::Opened;
 pub use process::{Exit, Finished};
 
 /// Environment variables a command gets from axe's own environment, when
@@ -48,14 +51,15 @@ pub enum Mode {
     Off,
 }
 
-/// What an agent's commands may touch.
+/// What an agent's commands may touch: each path opened once, when the
+/// agent was resolved (design §10.7), and granted by its descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
-    pub workdir: PathBuf,
+    pub workdir: Opened,
     /// Extra paths readable (and executable).
-    pub read: Vec<PathBuf>,
+    pub read: Vec<Opened>,
     /// Extra paths readable and writable.
-    pub write: Vec<PathBuf>,
+    pub write: Vec<Opened>,
     pub network: bool,
     /// Variables passed through beyond [`PASSED_ENV`] (never a key: the
     /// agent file's check refuses names that look like one).
@@ -93,6 +97,8 @@ pub struct Confinement {
     ruleset: Option<OwnedFd>,
     filter: Option<seccomp::Program>,
     tmp: TempDir,
+    /// The workdir, the process's working directory (none: axe's own).
+    cwd: Option<Arc<OwnedFd>>,
     /// The namespaces it runs in, where the kernel allows them.
     namespaces: Option<Arc<namespace::Plan>>,
 }
@@ -102,9 +108,11 @@ impl Confinement {
     /// temporary directory writable, and the filter for its network.
     pub fn new(policy: &Policy) -> Result<Confinement, String> {
         let tmp = TempDir::new().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let private =
+            Opened::own(&tmp.0).map_err(|e| format!("cannot open a temporary directory: {e}"))?;
         let (ruleset, filter) = match policy.mode {
             Mode::Landlock(abi) => {
-                let mut write = vec![policy.workdir.clone(), tmp.0.clone()];
+                let mut write = vec![policy.workdir.clone(), private.clone()];
                 write.extend(policy.write.iter().cloned());
                 let grants = landlock::Grants {
                     write,
@@ -116,11 +124,12 @@ impl Confinement {
             }
             Mode::Off => (None, None),
         };
-        let namespaces = namespace::plan(policy)?.map(Arc::new);
+        let namespaces = namespace::plan(policy, &private)?.map(Arc::new);
         Ok(Confinement {
             ruleset,
             filter,
             tmp,
+            cwd: policy.workdir.shared(),
             namespaces,
         })
     }
@@ -130,9 +139,11 @@ impl Confinement {
         &self.tmp.0
     }
 
-    /// Makes `cmd` start confined: its namespaces and read-only mounts, a
-    /// session of its own, no privileges to gain, killed with axe, then the
-    /// ruleset; then nothing inherited of axe's signals and descriptors,
+    /// Makes `cmd` start confined, in the workdir (by its descriptor, so
+    /// whatever its name leads to by now): its namespaces, its view of the
+    /// filesystem and read-only mounts, a session of its own, no privileges
+    /// to gain, killed with axe, then the ruleset; then nothing inherited
+    /// of axe's signals and descriptors,
     /// then the filter (design §10.3). The filter comes last: it needs
     /// `no_new_privs`, and nothing after it but `exec` makes a system call
     /// it could refuse.
@@ -142,12 +153,14 @@ impl Confinement {
         let ruleset = self.ruleset.as_ref().map(AsRawFd::as_raw_fd);
         let filter = self.filter.clone();
         let namespaces = self.namespaces.clone();
+        let cwd = self.cwd.clone();
         // SAFETY: the closure runs in the child between fork and exec and
         // makes only async-signal-safe system calls on what was built
         // before the fork: no allocation, no locks.
         unsafe {
             cmd.pre_exec(move || {
-                process::confine(ruleset, namespaces.as_deref())?;
+                let cwd = cwd.as_deref().map(AsRawFd::as_raw_fd);
+                process::confine(cwd, ruleset, namespaces.as_deref())?;
                 // In the command alone (the namespace's keeper and init
                 // stay behind in `confine`), whatever they blocked.
                 inherit::reset()?;
@@ -167,7 +180,6 @@ pub fn run(req: &Request) -> Result<Finished, String> {
     let confinement = Confinement::new(policy)?;
     let spec = process::Spec {
         script: req.script,
-        workdir: &policy.workdir,
         env: environment(&policy.env, confinement.tmp()),
         confinement: &confinement,
         deadline: req.deadline,

@@ -1,7 +1,8 @@
 //! The namespaces a confined process runs in (design §10.3, §10.6): a user
-//! namespace, so that no privilege is needed; a mount namespace, where what
-//! protects the user (`protected`) is bound read-only and a fresh `/proc`
-//! shows only the namespace's processes; and a PID namespace, so that
+//! namespace, so that no privilege is needed; a mount namespace, whose root
+//! holds only what the process is granted (`view`), where what protects the
+//! user (`protected`) is bound read-only and a fresh `/proc` shows only the
+//! namespace's processes; and a PID namespace, so that
 //! nothing the command starts outlives it (`init`: the process axe
 //! spawns splits in three there). Where they may be had, and what a policy
 //! gets where they may not.
@@ -46,22 +47,30 @@ pub struct Plan {
     gid_map: Vec<u8>,
     /// Bound read-only over themselves.
     read_only: Vec<CString>,
-    /// Landlock's read rights for the fresh `/proc`, when the command runs
-    /// under Landlock (0: it does not).
+    /// The root the process sees; none: the machine's (`[sandbox] read`
+    /// granting `/`).
+    pub(super) view: Option<super::view::View>,
+    /// Landlock's read rights for the fresh `/proc`, and the right to list
+    /// a directory, when the command runs under Landlock (0: it does not).
     proc_rights: u64,
+    list_rights: u64,
 }
 
 impl Plan {
-    /// A plan binding `read_only` read-only; `landlock_abi` 0 when the
-    /// command runs without Landlock.
-    pub fn new(read_only: &[PathBuf], landlock_abi: i32) -> Plan {
+    /// A plan binding `read_only` read-only in `view`; `landlock_abi` 0
+    /// when the command runs without Landlock.
+    pub fn new(read_only: &[PathBuf], view: Option<super::view::View>, landlock_abi: i32) -> Plan {
         use std::os::unix::ffi::OsStrExt;
         // SAFETY: getters without arguments.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        let proc_rights = if landlock_abi > 0 {
-            landlock::AccessFs::from_read(landlock::ABI::from(landlock_abi)).bits()
+        let (proc_rights, list_rights) = if landlock_abi > 0 {
+            let read = landlock::AccessFs::from_read(landlock::ABI::from(landlock_abi));
+            (
+                read.bits(),
+                landlock::BitFlags::from(landlock::AccessFs::ReadDir).bits(),
+            )
         } else {
-            0
+            (0, 0)
         };
         Plan {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
@@ -70,7 +79,9 @@ impl Plan {
                 .iter()
                 .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
                 .collect(),
+            view,
             proc_rights,
+            list_rights,
         }
     }
 }
@@ -83,7 +94,7 @@ impl Plan {
 /// error (design §10.6). With the sandbox off, none: such a command sees
 /// and signals the machine's processes as the user does, and the sweep
 /// alone ends what it leaves.
-pub fn plan(policy: &super::Policy) -> Result<Option<Plan>, String> {
+pub fn plan(policy: &super::Policy, tmp: &super::Opened) -> Result<Option<Plan>, String> {
     let super::Mode::Landlock(abi) = policy.mode else {
         return Ok(None);
     };
@@ -100,14 +111,39 @@ pub fn plan(policy: &super::Policy) -> Result<Option<Plan>, String> {
     } else {
         Vec::new()
     };
-    Ok(Some(Plan::new(&read_only, abi)))
+    // `[sandbox] read` paths are bound read-only: a second wall beside
+    // Landlock's (a write path beneath one is bound again, writable).
+    let grant = |o: &super::Opened, read_only| {
+        Some(super::view::Grant {
+            path: o.real_path()?,
+            id: o.id(),
+            dir: o.is_dir(),
+            read_only,
+        })
+    };
+    // A command never starts outside its view: without the workdir in it,
+    // it does not start.
+    let workdir = grant(&policy.workdir, false).ok_or_else(|| {
+        format!(
+            "the workdir {}: where it lies now cannot be found (removed since, or no /proc)",
+            policy.workdir.path().display()
+        )
+    })?;
+    let mut grants = vec![workdir.clone()];
+    grants.extend(grant(tmp, false));
+    grants.extend(policy.write.iter().filter_map(|o| grant(o, false)));
+    grants.extend(policy.read.iter().filter_map(|o| grant(o, true)));
+    let view = super::view::plan(&grants, Some(&workdir))?;
+    Ok(Some(Plan::new(&read_only, view, abi)))
 }
 
-/// The directories `policy` lets a command write, its temporary one aside.
+/// The directories `policy` lets a command write, its temporary one aside,
+/// where the kernel finds what was opened now.
 pub fn writable(policy: &super::Policy) -> Vec<PathBuf> {
-    let mut writable = vec![policy.workdir.clone()];
-    writable.extend(policy.write.iter().cloned());
-    writable
+    std::iter::once(&policy.workdir)
+        .chain(&policy.write)
+        .filter_map(super::Opened::real_path)
+        .collect()
 }
 
 /// Whether `policy`'s commands run with what protects the user read-only.
@@ -126,14 +162,16 @@ pub fn required(policy: &super::Policy) -> Result<(), String> {
 
 fn refusal(why: &str) -> String {
     format!(
-        "commands cannot be kept from writing .git, axe/, .claude/ and .codex/ here: {why}; to \
+        "commands cannot be kept from writing .git, axe/, .claude/ and .codex/, nor held to a \
+         view of the filesystem holding only what they are granted, here: {why}; to \
          run them without that protection, set [sandbox] protect = false in the agent file \
          (for a sandboxed MCP server, protect = false in its [mcp_servers.sandbox] table)"
     )
 }
 
 /// Whether the kernel lets axe make these namespaces here, asked once by
-/// running `sh -c :` in them with a directory bound read-only; the reason
+/// running `sh -c :` in them, in a view of the system's directories
+/// (`view`) with a directory bound read-only; the reason
 /// when it does not (no user namespaces, a limit of 0, a container's
 /// policy).
 pub fn available() -> Result<(), String> {
@@ -143,7 +181,18 @@ pub fn available() -> Result<(), String> {
 
 fn probe() -> Result<(), String> {
     use std::os::unix::process::CommandExt;
-    let plan = Plan::new(&[std::env::temp_dir()], 0);
+    // The temporary directory in the view, bound read-only over itself.
+    let tmp = std::env::temp_dir()
+        .canonicalize()
+        .map_err(|e| format!("the temporary directory: {e}"))?;
+    let grant = super::view::Grant {
+        path: tmp.clone(),
+        id: None,
+        dir: true,
+        read_only: false,
+    };
+    let view = super::view::plan(&[grant], None)?;
+    let plan = Plan::new(&[tmp], view, 0);
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.args(["-c", ":"])
         .stdin(std::process::Stdio::null())
@@ -154,7 +203,7 @@ fn probe() -> Result<(), String> {
     unsafe {
         cmd.pre_exec(move || {
             enter(&plan)?;
-            super::init::split().map(|_| ())
+            super::init::split(plan.view.is_some()).map(|_| ())
         });
     }
     match cmd.status() {
@@ -173,9 +222,10 @@ fn probe() -> Result<(), String> {
 }
 
 /// In the keeper, first: its own user, mount and PID namespaces (the last
-/// for its children), its ids mapped to themselves, then each protected
-/// path bound read-only. A path gone since the plan was made is passed
-/// over.
+/// for its children), its ids mapped to themselves, then the view as its
+/// root (`view`), then each protected path bound read-only in it (a path
+/// gone since the plan was made is passed over), then into the workdir as
+/// the view has it.
 pub(super) fn enter(plan: &Plan) -> io::Result<()> {
     // SAFETY: system calls on buffers made before the fork.
     unsafe {
@@ -195,8 +245,14 @@ pub(super) fn enter(plan: &Plan) -> io::Result<()> {
         // No mount made here shows outside: the kernel copies shared mounts
         // into a mount namespace owned by a new user namespace as slaves,
         // so nothing needs remounting first.
+        if let Some(view) = &plan.view {
+            super::view::build(view)?;
+        }
         for path in &plan.read_only {
             bind_read_only(path)?;
+        }
+        if let Some(view) = &plan.view {
+            super::view::enter_cwd(view)?;
         }
     }
     Ok(())
@@ -226,6 +282,21 @@ unsafe fn bind_read_only(path: &CString) -> io::Result<()> {
             _ => Err(err),
         };
     }
+    // SAFETY: a path made before the fork.
+    unsafe { read_only(libc::AT_FDCWD, path, AT_RECURSIVE) }
+}
+
+/// Makes the mount at `path` beneath `dir` read-only (`mount_setattr`,
+/// Linux 5.12, which every kernel with Landlock has): with `flags`
+/// `AT_RECURSIVE`, with what is mounted beneath it.
+///
+/// # Safety
+/// Only system calls: safe between fork and exec.
+pub(super) unsafe fn read_only(
+    dir: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_uint,
+) -> io::Result<()> {
     let attr = MountAttr {
         attr_set: MOUNT_ATTR_RDONLY,
         attr_clr: 0,
@@ -236,29 +307,42 @@ unsafe fn bind_read_only(path: &CString) -> io::Result<()> {
     check(unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
+            dir,
             path.as_ptr(),
-            AT_RECURSIVE,
+            flags,
             &raw const attr,
             std::mem::size_of::<MountAttr>(),
         ) as libc::c_int
     })
 }
 
-/// In the command, when `/proc` is fresh: lets Landlock's `ruleset` read
-/// it (the ruleset, built outside, names the system's `/proc`, another
-/// file system).
-pub(super) fn grant_proc(plan: &Plan, ruleset: i32) -> io::Result<()> {
+/// In the command, once its namespaces are made: lets Landlock's
+/// `ruleset` (built outside, on the machine's inodes) read the fresh
+/// `/proc` when there is one, and list the view's directories (its root is
+/// a new file system: nothing else of it is granted, and what is bound in
+/// it keeps its own rules).
+pub(super) fn grant_fresh(plan: &Plan, ruleset: i32, fresh_proc: bool) -> io::Result<()> {
+    if fresh_proc {
+        add_rule(ruleset, c"/proc", plan.proc_rights)?;
+    }
+    if plan.view.is_some() {
+        add_rule(ruleset, c"/", plan.list_rights)?;
+    }
+    Ok(())
+}
+
+/// Grants `rights` beneath `path` in `ruleset`.
+fn add_rule(ruleset: i32, path: &std::ffi::CStr, rights: u64) -> io::Result<()> {
     // SAFETY: open, landlock_add_rule and close on values and a packed
     // attribute of the size the kernel expects.
     unsafe {
         let fd = libc::open(
-            c"/proc".as_ptr(),
+            path.as_ptr(),
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
         );
         check(fd)?;
         let attr = PathBeneath {
-            allowed_access: plan.proc_rights,
+            allowed_access: rights,
             parent_fd: fd,
         };
         let r = libc::syscall(

@@ -12,7 +12,6 @@ use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,10 +26,9 @@ pub const CANCEL_POLL: Duration = Duration::from_millis(50);
 #[derive(Debug)]
 pub struct Spec<'a> {
     pub script: &'a str,
-    pub workdir: &'a Path,
     /// The whole environment the command gets.
     pub env: Vec<(OsString, OsString)>,
-    /// What confines it.
+    /// What confines it, and where it runs (the workdir).
     pub confinement: &'a super::Confinement,
     pub deadline: Instant,
     /// Stops the command as the deadline would, when set (checked at least
@@ -68,7 +66,6 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(spec.script)
-        .current_dir(spec.workdir)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -95,16 +92,28 @@ pub fn run(spec: &Spec) -> io::Result<Finished> {
     })
 }
 
-/// In the child, in this order: no core dump and killed if axe dies; then
-/// the namespaces and read-only mounts, when there are any (they need the
-/// privileges the steps after take away; the child splits there and only
-/// the command's process returns, `init`); then a session of its own,
+/// In the child, in this order: into the workdir `cwd` (a descriptor: the
+/// directory opened when the agent was resolved, whatever its name leads
+/// to by now); no core dump and killed if axe dies; then the namespaces,
+/// the view of the filesystem and the read-only mounts, when there are any
+/// (they need the privileges the steps after take away; the child splits
+/// there and only the command's process returns, `init`, in the workdir
+/// as the view has it); then a session of its own,
 /// no capability, no privileges to gain; then Landlock, which forbids any
 /// later mount. What comes last of all, just before `exec`, goes at the
 /// end of this function.
-pub(super) fn confine(ruleset: Option<i32>, ns: Option<&super::namespace::Plan>) -> io::Result<()> {
+pub(super) fn confine(
+    cwd: Option<i32>,
+    ruleset: Option<i32>,
+    ns: Option<&super::namespace::Plan>,
+) -> io::Result<()> {
     // SAFETY: plain system calls on values, async-signal-safe.
     unsafe {
+        if let Some(fd) = cwd
+            && libc::fchdir(fd) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
         let none = libc::rlimit {
             rlim_cur: 0,
             rlim_max: 0,
@@ -115,7 +124,7 @@ pub(super) fn confine(ruleset: Option<i32>, ns: Option<&super::namespace::Plan>)
     let fresh_proc = match ns {
         Some(plan) => {
             super::namespace::enter(plan)?;
-            super::init::split()?
+            super::init::split(plan.view.is_some())?
         }
         None => false,
     };
@@ -143,8 +152,8 @@ pub(super) fn confine(ruleset: Option<i32>, ns: Option<&super::namespace::Plan>)
         }
     }
     if let Some(fd) = ruleset {
-        if let (true, Some(plan)) = (fresh_proc, ns) {
-            super::namespace::grant_proc(plan, fd)?;
+        if let Some(plan) = ns {
+            super::namespace::grant_fresh(plan, fd, fresh_proc)?;
         }
         // SAFETY: a system call on a descriptor number.
         if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) } != 0 {

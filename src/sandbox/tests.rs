@@ -34,7 +34,7 @@ impl Place {
             return None;
         }
         Some(Policy {
-            workdir: self.work.clone(),
+            workdir: Opened::own(&self.work).unwrap(),
             read: Vec::new(),
             write: Vec::new(),
             network,

@@ -3,12 +3,12 @@
 //! path is resolved beneath (its writes held to what protects the user,
 //! §10.2), and the sandbox policy its commands run under.
 
-use std::path::Path;
-
 use super::ToolsConfig;
 use crate::error::Error;
 use crate::paths;
+use crate::sandbox::beneath::Follow;
 use crate::sandbox::guard::Guard;
+use crate::sandbox::opened::{self, Opened};
 use crate::sandbox::{self, Mode, Policy, Root};
 
 /// An agent's tools, ready to run.
@@ -29,10 +29,13 @@ impl Kit {
     }
 }
 
-/// The kit for an agent whose workdir is `workdir`; none when it lists no
-/// tool. `run_command` where the kernel has no Landlock is refused here,
-/// before anything is sent, unless the file turned the sandbox off.
-pub fn kit(config: &ToolsConfig, workdir: &Path) -> Result<Option<Kit>, Error> {
+/// The kit for an agent whose workdir is `workdir` (opened when it was
+/// resolved); none when it lists no tool. `run_command` where the kernel
+/// has no Landlock is refused here, before anything is sent, unless the
+/// file turned the sandbox off. Its `[sandbox]` paths are opened here,
+/// relative ones beneath the workdir's descriptor, none through a link
+/// (design §10.7).
+pub fn kit(config: &ToolsConfig, workdir: &Opened) -> Result<Option<Kit>, Error> {
     if config.names.is_empty() {
         return Ok(None);
     }
@@ -57,23 +60,19 @@ pub fn kit(config: &ToolsConfig, workdir: &Path) -> Result<Option<Kit>, Error> {
     } else {
         Mode::Off
     };
-    let root = Root::open(workdir)
+    let root = workdir
+        .root(Follow::Inside)
         .map_err(|e| {
             Error::config(format!(
                 "cannot open the workdir {}: {e}",
-                workdir.display()
+                workdir.path().display()
             ))
         })?
-        .guarded(Guard::new(workdir, &paths::own_dirs()));
-    let expand = |list: &[String]| {
-        list.iter()
-            .map(|p| paths::resolve_against(workdir, p))
-            .collect::<Vec<_>>()
-    };
+        .guarded(Guard::new(workdir.path(), &paths::own_dirs()));
     let policy = Policy {
-        workdir: workdir.to_path_buf(),
-        read: expand(&sb.read),
-        write: expand(&sb.write),
+        workdir: workdir.clone(),
+        read: opened::granted(workdir, &sb.read, "read").map_err(Error::config)?,
+        write: opened::granted(workdir, &sb.write, "write").map_err(Error::config)?,
         network: sb.network,
         env: sb.env.clone(),
         mode,

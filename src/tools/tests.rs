@@ -35,7 +35,7 @@ impl Work {
         std::fs::write(dir.join("ignored.txt"), "fn hidden() {}\n").unwrap();
         let root = Root::open(&dir).unwrap();
         let policy = Policy {
-            workdir: dir.clone(),
+            workdir: crate::sandbox::Opened::own(&dir).unwrap(),
             read: Vec::new(),
             write: Vec::new(),
             network: false,

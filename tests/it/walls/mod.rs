@@ -10,6 +10,7 @@ mod readonly;
 mod serve;
 mod trust;
 mod url_fetch;
+mod view;
 
 use std::process::Command;
 
