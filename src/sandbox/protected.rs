@@ -22,8 +22,11 @@ const POINTER_BYTES: u64 = 4096;
 
 /// The protected paths that exist now beneath any of `writable`, each in
 /// its canonical form (symlinks resolved, as the kernel will find it), no
-/// path twice. `also` are directories to protect when beneath a writable
-/// one (axe's config directory, `--agents-dir`).
+/// path twice: the [`NAMES`] at the top of each, the directories a `.git`
+/// file there points to, and wherever beneath, `also` and axe's own
+/// directories (`paths::own_dirs`: the config directory, the current
+/// directory's `axe/`, every agent directory searched, `--agents-dir`
+/// among them), each of which an agent file or config.toml is read from.
 pub fn paths(writable: &[PathBuf], also: &[PathBuf]) -> Vec<PathBuf> {
     let roots: Vec<PathBuf> = writable
         .iter()
@@ -41,7 +44,12 @@ pub fn paths(writable: &[PathBuf], also: &[PathBuf]) -> Vec<PathBuf> {
             }
         }
     }
-    found.extend(also.iter().filter_map(|p| p.canonicalize().ok()));
+    let own = crate::paths::own_dirs();
+    found.extend(
+        also.iter()
+            .chain(&own)
+            .filter_map(|p| p.canonicalize().ok()),
+    );
     found.retain(|p| roots.iter().any(|r| p.starts_with(r)));
     found.sort();
     found.dedup();
