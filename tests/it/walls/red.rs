@@ -46,6 +46,14 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|_| "-".into())
 }
 
+/// `hands` copied into `config`'s `agents`: the agent, where the config
+/// directory is elsewhere.
+fn agent_in(s: &ToolsSetup, config: &Path) {
+    std::fs::create_dir_all(config.join("agents")).unwrap();
+    let file = s.home.config_dir().join("agents/hands.toml");
+    std::fs::copy(file, config.join("agents/hands.toml")).unwrap();
+}
+
 /// An agent directory given with `--agents-dir` inside the workdir: a
 /// command wrote its files (a server declared there runs unconfined on the
 /// next run); now it is read-only to commands, as the config directory is.
@@ -71,4 +79,163 @@ fn an_agent_directory_beneath_the_workdir_is_read_only_to_commands() {
     );
     assert_eq!(read(&team.join("helper.toml")), helper, "{said}");
     assert!(!team.join("x.toml").exists(), "{said}");
+}
+
+/// axe run from a directory below the workdir's top, which has no `axe/`
+/// yet: a command made `axe/agents` there, read by the next run from that
+/// directory; now it is moved aside.
+#[test]
+fn the_current_directorys_axe_a_command_makes_below_the_top_is_moved_aside() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let sub = s.work.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let script =
+        "mkdir -p sub/axe/agents && echo 'name = \"y\"' > sub/axe/agents/y.toml && echo made";
+    let server = model(script);
+    let mut cmd = axe(&s, &server, &[]);
+    cmd.current_dir(&sub);
+    let (out, said) = said(cmd, &server);
+    assert!(said.contains("made"), "{said}");
+    assert!(!sub.join("axe").exists(), "{said}");
+    assert!(
+        sub.join("axe.refused-by-axe/agents/y.toml").exists(),
+        "{said}"
+    );
+    assert!(
+        stderr(&out).contains(&format!(
+            "axe: warning: the command created {}",
+            sub.join("axe").display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A config directory that does not exist yet, beneath the workdir: a
+/// command made it and a config.toml whose base URL took the next run's
+/// key; now it is moved aside.
+#[test]
+fn a_config_directory_a_command_makes_is_moved_aside() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let script = "mkdir -p .config/axe && \
+                  printf '[providers.openai]\\nbase_url = \"http://127.0.0.1:9\"\\n' \
+                  > .config/axe/config.toml && echo made";
+    let server = model(script);
+    let mut cmd = axe(&s, &server, &["--agents-dir"]);
+    cmd.arg(s.home.config_dir().join("agents"))
+        .env("XDG_CONFIG_HOME", s.work.join(".config"));
+    let (out, said) = said(cmd, &server);
+    assert!(said.contains("made"), "{said}");
+    assert!(!s.work.join(".config").exists(), "{said}");
+    let aside = s.work.join(".config.refused-by-axe/axe/config.toml");
+    assert!(aside.exists(), "{said}");
+    assert!(said.contains("moved to"), "{said}");
+    assert!(stderr(&out).contains("axe: warning: the command created"));
+}
+
+/// The config directory beneath the workdir, read-only to commands: the
+/// directory above it renamed and made again held a config.toml of the
+/// command's where axe reads its own; now what was made is moved aside.
+#[test]
+fn a_directory_above_a_protected_one_renamed_and_made_again_is_moved_aside() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let config = s.work.join("cfg/axe");
+    agent_in(&s, &config);
+    let script = "echo x >> cfg/axe/config.toml || echo read-only; \
+                  mv cfg cfg-old && mkdir -p cfg/axe && echo evil > cfg/axe/config.toml && echo swapped";
+    let server = model(script);
+    let mut cmd = axe(&s, &server, &[]);
+    cmd.env("XDG_CONFIG_HOME", s.work.join("cfg"));
+    let (_, said) = said(cmd, &server);
+    assert!(said.contains("read-only"), "{said}");
+    assert!(said.contains("swapped"), "{said}");
+    assert_eq!(read(&config.join("config.toml")), "-", "{said}");
+    assert_eq!(
+        read(&s.work.join("cfg.refused-by-axe/axe/config.toml")),
+        "evil\n"
+    );
+    assert!(s.work.join("cfg-old/axe/agents/hands.toml").exists());
+}
+
+/// 99 names taken in advance: the `.git` a command made stayed, with its
+/// fsmonitor, and nothing said so; now it is moved aside all the same.
+#[test]
+fn a_protected_name_is_moved_aside_whatever_names_were_taken_first() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let script = "touch .git.refused-by-axe; \
+                  for i in $(seq 2 200); do touch .git.refused-by-axe-$i; done; \
+                  mkdir .git && echo '[core] fsmonitor = x' > .git/config && echo made";
+    let server = model(script);
+    let (out, said) = said(axe(&s, &server, &[]), &server);
+    assert!(said.contains("made"), "{said}");
+    assert!(!s.work.join(".git").exists(), "{said}");
+    assert!(said.contains("moved to"), "{said}");
+    assert!(stderr(&out).contains("axe: warning: the command created"));
+}
+
+/// A normal user's command made its workdir read-only after making
+/// `.git` and `axe/`: both stayed, and nothing said so; now they are moved
+/// aside, and the workdir keeps the mode the command gave it.
+#[test]
+fn a_workdir_made_read_only_still_has_protected_names_moved_aside() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    let script = "mkdir .git axe && echo x > .git/config && chmod 555 . && echo locked";
+    let server = model(script);
+    let Some(cmd) = super::as_a_normal_user(&axe(&s, &server, &[])) else {
+        return;
+    };
+    let chown = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(s.home.dir.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let (_, said) = said(cmd, &server);
+    assert!(said.contains("locked"), "{said}");
+    for name in [".git", "axe"] {
+        assert!(!s.work.join(name).exists(), "{name}: {said}");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&s.work).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o555);
+}
+
+/// `.git` a link to the repository (as `repo` makes them): the mount
+/// protects where it leads, and a command removed the link and made a
+/// `.git` of its own, fsmonitor and all; now that one is moved aside.
+#[test]
+fn a_git_link_replaced_by_a_directory_is_moved_aside() {
+    if !landlock() {
+        return;
+    }
+    let s = ToolsSetup::new(P::OpenAi, &["run_command"], "");
+    std::fs::create_dir_all(s.work.join("store")).unwrap();
+    std::fs::write(s.work.join("store/config"), "[core]\n").unwrap();
+    std::os::unix::fs::symlink("store", s.work.join(".git")).unwrap();
+    let script = "echo x >> .git/config || echo read-only; \
+                  rm .git && mkdir .git && echo '[core] fsmonitor = x' > .git/config && echo swapped";
+    let server = model(script);
+    let (_, said) = said(axe(&s, &server, &[]), &server);
+    assert!(
+        said.contains("read-only") && said.contains("swapped"),
+        "{said}"
+    );
+    assert_eq!(read(&s.work.join("store/config")), "[core]\n");
+    assert_eq!(read(&s.work.join(".git/config")), "-", "{said}");
+    assert!(said.contains("moved to"), "{said}");
 }
