@@ -239,3 +239,27 @@ fn a_git_link_replaced_by_a_directory_is_moved_aside() {
     assert_eq!(read(&s.work.join(".git/config")), "-", "{said}");
     assert!(said.contains("moved to"), "{said}");
 }
+
+/// A chunked body whose chunk-size line never ends, on a loopback server
+/// (no token): 64 MiB of hex digits were read into memory (and 600 MiB
+/// took the server from 5 to 615 MB); now the line is refused at 4 KiB.
+#[test]
+fn a_chunk_size_line_is_bounded() {
+    let home = Home::new();
+    home.named_agent("helper", "openai/gpt-4o", "");
+    let fake = FakeServer::json(200, &openai_text("ran", 1, 1));
+    let server = crate::serve::Server::start(&home, &fake, &[]);
+    let before = super::serve::peak_kib(server.pid());
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         transfer-encoding: chunked\r\n\r\n",
+        server.addr
+    );
+    let (r, after) = super::serve::flood_head(&server, &head, &[b'1'; 64 * 1024], 64 << 20);
+    assert_eq!(r.status, 400, "{} {}", r.head, server.log());
+    assert!(
+        after < before + 16 * 1024,
+        "one chunk-size line took the server from {before} KiB to {after} KiB"
+    );
+    assert!(fake.requests().is_empty());
+}
