@@ -115,9 +115,12 @@ impl Server {
                     || cwd.to_path_buf(),
                     |d| crate::paths::resolve_against(cwd, d),
                 );
-                let confinement = match &config.sandbox {
-                    Some(sb) => Some(confine(sb, &dir)?),
-                    None => None,
+                let (confinement, watch) = match &config.sandbox {
+                    Some(sb) => {
+                        let (c, w) = confine(sb, &dir)?;
+                        (Some(c), w)
+                    }
+                    None => (None, crate::sandbox::protected::Watch::default()),
                 };
                 Conn::Stdio(stdio::Stdio::start(stdio::Spawn {
                     name: &config.name,
@@ -127,6 +130,7 @@ impl Server {
                     cwd: &dir,
                     log: log.clone(),
                     confinement,
+                    watch,
                 })?)
             }
             Transport::Http { url, headers } => {
@@ -306,12 +310,21 @@ struct Info<'a> {
 
 /// The sandbox a stdio server with `sandbox` runs in: `run_command`'s
 /// rules (design §10.3), its directory as the workdir. Landlock is required:
-/// a server the file asks to confine never runs unconfined.
+/// a server the file asks to confine never runs unconfined. With it, what
+/// stands where a protected path is, noted before the server starts (as for
+/// a command), so that what the server puts there is moved aside when it
+/// stops.
 fn confine(
     sb: &super::config::ServerSandbox,
     dir: &std::path::Path,
-) -> Result<crate::sandbox::Confinement, String> {
-    use crate::sandbox::{Mode, Policy};
+) -> Result<
+    (
+        crate::sandbox::Confinement,
+        crate::sandbox::protected::Watch,
+    ),
+    String,
+> {
+    use crate::sandbox::{Mode, Policy, namespace, protected::Watch};
     let abi = crate::sandbox::landlock_abi();
     if abi == 0 {
         return Err("sandbox = true needs Landlock, which this kernel does not offer".into());
@@ -330,5 +343,10 @@ fn confine(
         mode: Mode::Landlock(abi),
         protect: sb.protect,
     };
-    crate::sandbox::Confinement::new(&policy)
+    let watch = if namespace::protects(&policy) {
+        Watch::new(&namespace::writable(&policy))
+    } else {
+        Watch::default()
+    };
+    Ok((crate::sandbox::Confinement::new(&policy)?, watch))
 }

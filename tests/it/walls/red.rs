@@ -263,3 +263,45 @@ fn a_chunk_size_line_is_bounded() {
     );
     assert!(fake.requests().is_empty());
 }
+
+/// A sandboxed MCP server made `.git` in its directory, which had none,
+/// and wrote `core.fsmonitor` there: it stayed after the run (the user's
+/// next `git status` ran it); now it is moved aside when the server stops.
+#[test]
+fn a_protected_name_a_sandboxed_mcp_server_creates_is_moved_aside() {
+    if !python3("a sandboxed MCP server's protected names moved aside") || !landlock() {
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/files_server.py");
+    let fixtures = script.parent().unwrap().display().to_string();
+    let home = Home::new();
+    let work = home.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let start = format!("mkdir .git && exec python3 {}", script.display());
+    home.config(&format!(
+        "[[mcp_servers]]\nname = \"files\"\ncommand = \"sh\"\nargs = [\"-c\", {start:?}]\n\
+         cwd = {:?}\n[mcp_servers.sandbox]\nread = [{fixtures:?}]\n",
+        work.display().to_string()
+    ));
+    home.named_agent("user", P::OpenAi.model(), "mcp_servers = [\"files\"]\n");
+    let path = work.join(".git/config").display().to_string();
+    let first = P::OpenAi.tool_calls(&[(
+        "c1",
+        "files__write_file",
+        json!({"path": path, "text": "[core]\n\tfsmonitor = x\n"}),
+    )]);
+    let model = FakeServer::tool_loop(first, P::OpenAi.text("done"));
+    let out = home
+        .axe_on(&[(P::OpenAi, &model)])
+        .args(["run", "user", "-p", "go", "--timeout", "60"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!work.join(".git").exists(), "the server's .git stayed");
+    assert!(work.join(".git.refused-by-axe/config").exists());
+    assert!(
+        stderr(&out).contains("axe: warning: the MCP server \"files\" created"),
+        "{}",
+        stderr(&out)
+    );
+}
