@@ -305,3 +305,48 @@ fn a_protected_name_a_sandboxed_mcp_server_creates_is_moved_aside() {
         stderr(&out)
     );
 }
+
+/// Context files' names come from a directory an agent may write: a link
+/// named with a newline and an escape sequence forged an `axe: warning:`
+/// line and reached the terminal raw under --verbose (its Skipped line),
+/// and a file so named did in --dry-run's list; now each is one line, its
+/// control characters written out.
+#[test]
+fn a_context_files_name_reaches_the_terminal_as_one_escaped_line() {
+    let s = ToolsSetup::new(P::OpenAi, &[], "files = [\"*\"]\n");
+    let forged = "x\naxe: warning: FORGED\u{1b}[31m";
+    std::os::unix::fs::symlink("/etc/hostname", s.work.join(format!("link{forged}"))).unwrap();
+    std::fs::write(s.work.join(format!("file{forged}")), "text").unwrap();
+    let server = FakeServer::json(200, &P::OpenAi.text("done"));
+    let out = s
+        .home
+        .axe_on(&[(P::OpenAi, &server)])
+        .args(["run", "hands", "-p", "go", "--verbose"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}'), "{err}");
+    assert!(
+        !err.lines().any(|l| l.starts_with("axe: warning: FORGED")),
+        "{err}"
+    );
+    assert!(
+        err.contains("Skipped:  linkx axe: warning: FORGED\\u{1b}[31m"),
+        "{err}"
+    );
+    let out = s
+        .home
+        .axe()
+        .args(["run", "hands", "-p", "go", "--dry-run"])
+        .output()
+        .unwrap();
+    let listed = stdout(&out);
+    let files = listed.split("--- Files").nth(1).unwrap_or_default();
+    let files = files.split("--- Stdin").next().unwrap_or_default();
+    assert!(
+        files.contains("filex axe: warning: FORGED\\u{1b}[31m"),
+        "{listed}"
+    );
+    assert!(!files.contains('\u{1b}'), "{listed}");
+}
