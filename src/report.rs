@@ -47,8 +47,11 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
     if r.files.is_empty() {
         s.push_str("(none)\n");
     }
+    // A name from a directory an agent may write: one line, its control
+    // characters written out, as every line axe prints of what others
+    // wrote (the prompt above is shown as it is sent).
     for f in &r.files {
-        s.push_str(&format!("{}\n", f.path));
+        s.push_str(&format!("{}\n", crate::text::one_line(&f.path)));
     }
     let stdin = match input {
         UserInput::Prompt(t) | UserInput::Stdin(t) => t.as_str(),
@@ -152,7 +155,8 @@ pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs
     v.line(&format!("Skill:    {skill}"));
     v.line(&format!("Files:    {} file(s)", r.files.len()));
     for f in &r.skipped {
-        v.line(&format!("Skipped:  {} ({})", f.path, f.reason));
+        let path = crate::text::one_line(&f.path);
+        v.line(&format!("Skipped:  {path} ({})", f.reason));
     }
     v.line(&format!(
         "Stdin:    {}",

@@ -115,9 +115,12 @@ impl Server {
                     || cwd.to_path_buf(),
                     |d| crate::paths::resolve_against(cwd, d),
                 );
-                let confinement = match &config.sandbox {
-                    Some(sb) => Some(confine(sb, cwd, own.as_deref().unwrap_or("."))?),
-                    None => None,
+                let (confinement, watch) = match &config.sandbox {
+                    Some(sb) => {
+                        let (c, w) = confine(sb, cwd, own.as_deref().unwrap_or("."))?;
+                        (Some(c), w)
+                    }
+                    None => (None, crate::sandbox::protected::Watch::default()),
                 };
                 Conn::Stdio(stdio::Stdio::start(stdio::Spawn {
                     name: &config.name,
@@ -127,6 +130,7 @@ impl Server {
                     cwd: &dir,
                     log: log.clone(),
                     confinement,
+                    watch,
                 })?)
             }
             Transport::Http { url, headers } => {
@@ -309,14 +313,22 @@ struct Info<'a> {
 /// workdir. Landlock is required: a server the file asks to confine never
 /// runs unconfined. Its directory and paths are opened as an agent's are,
 /// none through a link below its anchor (§10.7), and it starts in that
-/// directory by descriptor.
+/// directory by descriptor. With it, what stands where a protected path
+/// is, noted before the server starts (as for a command), so that what the
+/// server puts there is moved aside when it stops.
 fn confine(
     sb: &super::config::ServerSandbox,
     cwd: &std::path::Path,
     written: &str,
-) -> Result<crate::sandbox::Confinement, String> {
+) -> Result<
+    (
+        crate::sandbox::Confinement,
+        crate::sandbox::protected::Watch,
+    ),
+    String,
+> {
     use crate::sandbox::beneath::Base;
-    use crate::sandbox::{Mode, Opened, Policy, opened};
+    use crate::sandbox::{Mode, Opened, Policy, namespace, opened, protected::Watch};
     let abi = crate::sandbox::landlock_abi();
     if abi == 0 {
         return Err("sandbox = true needs Landlock, which this kernel does not offer".into());
@@ -334,5 +346,10 @@ fn confine(
         mode: Mode::Landlock(abi),
         protect: sb.protect,
     };
-    crate::sandbox::Confinement::new(&policy)
+    let watch = if namespace::protects(&policy) {
+        Watch::new(&namespace::writable(&policy))
+    } else {
+        Watch::default()
+    };
+    Ok((crate::sandbox::Confinement::new(&policy)?, watch))
 }

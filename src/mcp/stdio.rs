@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::pipe::Pipe;
 use super::rpc::{self, Failure, Log, Note, Pending};
 use crate::sandbox::orphans;
+use crate::sandbox::protected::Watch;
 
 /// The longest line a server may write: a longer one fails the requests
 /// waiting and is skipped.
@@ -41,6 +42,8 @@ pub struct Stdio {
     /// The sandbox it runs in, kept (with its temporary directory) while it
     /// lives.
     _confinement: Option<crate::sandbox::Confinement>,
+    /// What stood where protected paths are when it started (sandboxed).
+    watch: Watch,
 }
 
 /// The server's stdin, and the replies to its requests dropped because
@@ -61,6 +64,9 @@ pub struct Spawn<'a> {
     pub log: Log,
     /// Run it in the sandbox (design §11.4).
     pub confinement: Option<crate::sandbox::Confinement>,
+    /// What stood where protected paths are before it started: what it puts
+    /// there is moved aside when it stops (design §10.6).
+    pub watch: Watch,
 }
 
 impl Stdio {
@@ -106,6 +112,7 @@ impl Stdio {
             child: Mutex::new(Some(child)),
             pid,
             _confinement: s.confinement,
+            watch: s.watch,
         };
         let (name, log) = (s.name.to_string(), s.log.clone());
         let reader = std::thread::Builder::new()
@@ -202,6 +209,19 @@ impl Stdio {
         }
         let _ = child.wait();
         orphans::release(pid);
+        // Its namespace is empty now (the keeper ends after it): nothing
+        // of it writes any more.
+        for (path, to) in self.watch.set_aside() {
+            let said = match to {
+                Ok(to) => format!("moved to {}", to.display()),
+                Err(why) => format!("it could not be moved aside ({why}): remove it"),
+            };
+            crate::stderr::warn(&format!(
+                "the MCP server \"{}\" created {}, which it may not write; {said}",
+                self.name,
+                path.display()
+            ));
+        }
     }
 }
 

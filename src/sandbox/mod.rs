@@ -177,6 +177,16 @@ impl Confinement {
 /// private temporary directory (`TMPDIR`), removed when it returns.
 pub fn run(req: &Request) -> Result<Finished, String> {
     let policy = req.policy;
+    // A protected name that does not exist has nothing to mount over, and
+    // a directory above a protected one can be renamed and made again:
+    // what the command puts there is moved aside when it returns (design
+    // §10.6). Noted before the mounts are planned: what appears between
+    // the two is then moved aside too, never taken as the user's.
+    let watch = if namespace::protects(policy) {
+        protected::Watch::new(&namespace::writable(policy))
+    } else {
+        protected::Watch::default()
+    };
     let confinement = Confinement::new(policy)?;
     let spec = process::Spec {
         script: req.script,
@@ -186,21 +196,21 @@ pub fn run(req: &Request) -> Result<Finished, String> {
         cancel: req.cancel,
         max_output: req.max_output,
     };
-    // A protected name that does not exist has nothing to mount over: one
-    // the command creates is moved aside when it returns (design §10.6).
-    let absent = if namespace::protects(policy) {
-        protected::absent(&namespace::writable(policy))
-    } else {
-        Vec::new()
-    };
     let _running = orphans::Running::start();
     let mut finished = process::run(&spec).map_err(|e| format!("cannot start the command: {e}"))?;
-    for (path, to) in protected::set_aside(&absent) {
-        let said = format!(
-            "the command created {}, which commands may not write; it was moved to {}",
-            path.display(),
-            to.display()
-        );
+    for (path, to) in watch.set_aside() {
+        let said = match to {
+            Ok(to) => format!(
+                "the command created {}, which commands may not write; it was moved to {}",
+                path.display(),
+                to.display()
+            ),
+            Err(why) => format!(
+                "the command created {}, which commands may not write, and it could not be \
+                 moved aside ({why}): do not run git or axe there before removing it",
+                path.display()
+            ),
+        };
         crate::stderr::warn(&said);
         finished.output.push_str(&format!("\n[{said}]\n"));
     }

@@ -9,8 +9,9 @@
 //!
 //! This module finds the paths; commands get them as read-only mounts
 //! (`namespace`) and axe's own file tools refuse them. A name that does not
-//! exist has nothing to mount over: one a command creates is moved aside
-//! when the command returns ([`absent`], [`set_aside`]).
+//! exist has nothing to mount over, and a directory above a protected one
+//! may be renamed and made again: what a command puts there is moved
+//! aside when it returns ([`Watch`]).
 
 use std::path::{Path, PathBuf};
 
@@ -22,8 +23,11 @@ const POINTER_BYTES: u64 = 4096;
 
 /// The protected paths that exist now beneath any of `writable`, each in
 /// its canonical form (symlinks resolved, as the kernel will find it), no
-/// path twice. `also` are directories to protect when beneath a writable
-/// one (axe's config directory, `--agents-dir`).
+/// path twice: the [`NAMES`] at the top of each, the directories a `.git`
+/// file there points to, and wherever beneath, `also` and axe's own
+/// directories (`paths::own_dirs`: the config directory, the current
+/// directory's `axe/`, every agent directory searched, `--agents-dir`
+/// among them), each of which an agent file or config.toml is read from.
 pub fn paths(writable: &[PathBuf], also: &[PathBuf]) -> Vec<PathBuf> {
     let roots: Vec<PathBuf> = writable
         .iter()
@@ -41,88 +45,21 @@ pub fn paths(writable: &[PathBuf], also: &[PathBuf]) -> Vec<PathBuf> {
             }
         }
     }
-    found.extend(also.iter().filter_map(|p| p.canonicalize().ok()));
+    let own = crate::paths::own_dirs();
+    found.extend(
+        also.iter()
+            .chain(&own)
+            .filter_map(|p| p.canonicalize().ok()),
+    );
     found.retain(|p| roots.iter().any(|r| p.starts_with(r)));
     found.sort();
     found.dedup();
     found
 }
 
-/// The protected names missing now at the top of each of `writable`: a
-/// command may create one (no mount can be made over nothing), and
-/// [`set_aside`] moves it away when the command returns.
-pub fn absent(writable: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = writable
-        .iter()
-        .filter_map(|r| r.canonicalize().ok())
-        .flat_map(|root| NAMES.iter().map(move |n| root.join(n)))
-        .filter(|p| {
-            std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// Moves each of `absent` that exists now to `<name>.refused-by-axe`
-/// beside it (`-2`, `-3`... when that is taken; never over anything, and a
-/// link is moved, not followed), so that nothing a command made there is
-/// read by git, axe or another tool; each moved path with where it went.
-pub fn set_aside(absent: &[PathBuf]) -> Vec<(PathBuf, PathBuf)> {
-    let mut moved = Vec::new();
-    for path in absent {
-        if std::fs::symlink_metadata(path).is_err() {
-            continue;
-        }
-        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-            continue;
-        };
-        for n in 1..100 {
-            let suffix = if n == 1 {
-                String::new()
-            } else {
-                format!("-{n}")
-            };
-            let to = path.with_file_name(format!("{name}.refused-by-axe{suffix}"));
-            match rename_no_replace(path, &to) {
-                Ok(()) => {
-                    moved.push((path.clone(), to));
-                    break;
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
-                Err(_) => break,
-            }
-        }
-    }
-    moved
-}
-
-/// `renameat2(RENAME_NOREPLACE)`: fails rather than replace `to`.
-fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let cstr = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-    };
-    let (from, to) = (cstr(from)?, cstr(to)?);
-    // SAFETY: renameat2(2) on two NUL-terminated paths that outlive the call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
+#[path = "protected_watch.rs"]
+mod watch;
+pub use watch::{SetAside, Watch};
 
 /// When `.git` is a file (a linked worktree, a submodule), the directory its
 /// `gitdir:` line names, and that directory's `commondir` (where a

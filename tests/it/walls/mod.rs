@@ -7,6 +7,7 @@ mod mcp;
 mod net;
 mod processes;
 mod readonly;
+mod red;
 mod serve;
 mod trust;
 mod url_fetch;

@@ -40,7 +40,7 @@ fn chat(server: &Server, headers: &str) -> Raw {
 }
 
 /// `/proc/<pid>/status`'s VmHWM: the process's peak resident memory, KiB.
-fn peak_kib(pid: u32) -> u64 {
+pub(super) fn peak_kib(pid: u32) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     text.lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -270,7 +270,7 @@ fn with_a_token_the_token_is_the_gate() {
 /// Sends `head` then `filler` (`total` bytes of it) on a connection of
 /// its own, as fast as the server takes it, while the server's answer is
 /// read; the answer, and the server's peak memory after, KiB.
-fn flood_head(server: &Server, head: &str, filler: &[u8], total: usize) -> (Raw, u64) {
+pub(super) fn flood_head(server: &Server, head: &str, filler: &[u8], total: usize) -> (Raw, u64) {
     let mut s = TcpStream::connect(&server.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut w = s.try_clone().unwrap();
