@@ -105,8 +105,8 @@ fn the_static_build_has_no_loader_and_no_shared_libraries() {
     assert_eq!(found.interpreter, None, "{}: {found:?}", bin.display());
     assert_eq!(found.needed, 0, "{}: {found:?}", bin.display());
     assert!(
-        bytes.len() <= 5 << 20,
-        "the static build is {} bytes, over 5 MiB",
+        bytes.len() <= 6 << 20,
+        "the static build is {} bytes, over the 6 MiB budget (D29)",
         bytes.len()
     );
 }
