@@ -37,7 +37,7 @@ const PLACEHOLDERS: [&str; 6] = [
 ];
 
 /// Registers a key so that it never appears in output; one that cannot be a
-/// secret (see [`is_secret`]) is left out.
+/// secret (see `is_secret`) is left out.
 pub fn register(secret: &str) {
     let secret = secret.trim();
     if !is_secret(secret) {

@@ -5,7 +5,7 @@
 //! loading config.toml and an agent with their warnings.
 //!
 //! Signals: a command that writes files or runs agents calls
-//! [`interrupt::install`] as its first statement, before anything it does
+//! `interrupt::install` as its first statement, before anything it does
 //! can start a thread (stderr's writer, say), so that SIGINT, SIGTERM and
 //! SIGHUP end it cleanly (design §6.5). The other commands leave the
 //! signals as they are. That call, in the command's own function, is the
