@@ -54,6 +54,10 @@ pub struct Plan {
     /// a directory, when the command runs under Landlock (0: it does not).
     proc_rights: u64,
     list_rights: u64,
+    /// A network namespace of its own too (the network off): no interface
+    /// but a loopback that is down, no abstract socket and no `/proc/net`
+    /// of the machine's, whatever the seccomp filter lets through.
+    pub(super) own_network: bool,
 }
 
 impl Plan {
@@ -82,6 +86,7 @@ impl Plan {
             view,
             proc_rights,
             list_rights,
+            own_network: false,
         }
     }
 }
@@ -134,7 +139,9 @@ pub fn plan(policy: &super::Policy, tmp: &super::Opened) -> Result<Option<Plan>,
     grants.extend(policy.write.iter().filter_map(|o| grant(o, false)));
     grants.extend(policy.read.iter().filter_map(|o| grant(o, true)));
     let view = super::view::plan(&grants, Some(&workdir))?;
-    Ok(Some(Plan::new(&read_only, view, abi)))
+    let mut plan = Plan::new(&read_only, view, abi);
+    plan.own_network = !policy.network;
+    Ok(Some(plan))
 }
 
 /// The directories `policy` lets a command write, its temporary one aside,
@@ -229,9 +236,13 @@ fn probe() -> Result<(), String> {
 pub(super) fn enter(plan: &Plan) -> io::Result<()> {
     // SAFETY: system calls on buffers made before the fork.
     unsafe {
-        check(libc::unshare(
-            libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID,
-        ))?;
+        let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        // The network namespace is a wall beside the seccomp filter, not
+        // the wall: a kernel that will not make one (built without it)
+        // leaves the command with the filter alone.
+        if !plan.own_network || libc::unshare(flags | libc::CLONE_NEWNET) != 0 {
+            check(libc::unshare(flags))?;
+        }
         // axe is not dumpable (`orphans`), so its `/proc/self` files
         // belong to root: this process may write its maps only while it
         // is. Not dumpable again at once: the init, forked from it, holds

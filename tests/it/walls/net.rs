@@ -385,3 +385,45 @@ fn commands_read_what_programs_need_from_etc_and_no_secret() {
     want.push(stdout(&outside).trim_end().to_string());
     assert_eq!(lines(&got[0]), want.join("\n"));
 }
+
+/// With the network off a command has a network namespace of its own: the
+/// machine's interfaces and connections are not there to see (`/proc/net`),
+/// and nothing but a loopback that is down. With it on, the machine's.
+#[test]
+fn with_the_network_off_a_command_sees_no_interface_or_connection_of_the_machine() {
+    if !landlock() {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = format!("0100007F:{:04X}", listener.local_addr().unwrap().port());
+    let script = "cat /proc/net/dev /proc/net/tcp";
+    for network in [false, true] {
+        let extra = if network {
+            "[sandbox]\nnetwork = true\n"
+        } else {
+            ""
+        };
+        let s = ToolsSetup::new(P::OpenAi, &["run_command"], extra);
+        let calls = [("c1", "run_command", json!({"command": script}))];
+        let (out, results, _) = s.run(P::OpenAi, &calls);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let seen = &results[0];
+        // `/proc/net/dev`'s rows are `name: counters`; `/proc/net/tcp`'s
+        // start with a number and a colon.
+        let interfaces: Vec<&str> = seen
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(name, _)| name.trim())
+            .filter(|name| !name.is_empty() && !name.chars().all(|c| c.is_ascii_digit()))
+            .collect();
+        if network {
+            assert!(seen.contains(&port), "the machine's listener: {seen}");
+        } else {
+            assert!(
+                !seen.contains(&port),
+                "the machine's listener was seen: {seen}"
+            );
+            assert_eq!(interfaces, ["lo"], "{seen}");
+        }
+    }
+}
