@@ -7,6 +7,14 @@
 //! targets, never checked. `AXE_BENCH_REPEATS=n` sets the repetitions
 //! (default 3; the median is shown), `AXE_BENCH_BIN=PATH` another binary.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/common/mod.rs"]
 mod common;

@@ -12,6 +12,14 @@
 //! blocks a turn than the API looks back from a mark); and the first again
 //! with `--no-prompt-cache`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/common/mod.rs"]
 mod common;

@@ -10,6 +10,14 @@
 //! - serve's time per request beside the same run as an `axe run` process
 //!   (start-up included): what a served request saves.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/common/mod.rs"]
 mod common;

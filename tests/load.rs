@@ -5,6 +5,13 @@
 //! Counted from `/proc/self`, in-process, against a loopback fake provider.
 
 #![cfg(target_os = "linux")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
 
 // The shared harness serves the integration crate (tests/it); this crate
 // uses a part of it.

@@ -12,6 +12,14 @@
 //! once the batch test has read 100,000 answers, which is why each test
 //! measures from a fresh copy of this binary ([`in_own_process`]).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 // The shared harness serves the integration crate (tests/it); this crate
 // uses a part of it.
 #[allow(dead_code, unused_imports)]

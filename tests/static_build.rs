@@ -9,6 +9,14 @@
 //! namespaces are not allowed the chroot test skips the same way, unless
 //! `AXE_TEST_REQUIRE_UNSHARE=1`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 // The shared harness serves the integration crate (tests/it); this crate
 // uses a part of it.
 #[allow(dead_code, unused_imports)]

@@ -20,6 +20,14 @@
 //! `--dry-run` and connection reuse in `per_run.rs`; the table and
 //! `results.json` in `report.rs`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 // The test harness (tests/common) serves the integration tests; the bench
 // uses a part of it.
 #[allow(dead_code, unused_imports)]

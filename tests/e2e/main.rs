@@ -22,6 +22,14 @@
 //! facts and structure (status codes, messages, ids, token counts, which
 //! agent asked what, what ran at the same time), never a model's wording.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 // The shared harness serves the integration crate (tests/it); this crate
 // uses a part of it.
 #[allow(dead_code, unused_imports)]
