@@ -282,8 +282,9 @@ pub fn with_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
     });
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
-    // SAFETY: rusage is plain data; the pid is our own child, waited once.
+    // SAFETY: rusage is plain data.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pid is our own child, waited once, into our own locals.
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(waited, pid);
     use std::os::unix::process::ExitStatusExt;
