@@ -217,5 +217,6 @@ fn end(sig: libc::c_int) -> ! {
     crate::stdout::drain();
     crate::stderr::error_line(format!("axe: {why}\n"));
     crate::stderr::flush(crate::stderr::PATIENCE);
+    #[allow(clippy::exit, reason = "a signal ends the run (design §6.5)")]
     std::process::exit(i32::from(code.status()))
 }
