@@ -15,10 +15,10 @@
     reason = "a test fails by panicking, and says what it measured or skipped"
 )]
 
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../tests/common/mod.rs"]
 mod common;
-#[allow(dead_code)]
+#[allow(dead_code, reason = "the bench uses a part of it")]
 #[path = "support/measure.rs"]
 mod measure;
 

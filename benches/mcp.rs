@@ -38,9 +38,7 @@ use axe::mcp::{Server, ServerFile};
 use common::{FakeServer, Home, openai_text};
 use serde_json::json;
 
-// The test harness (tests/common) serves the integration tests; the bench
-// uses its fake provider and temporary homes.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../tests/common/mod.rs"]
 mod common;
 

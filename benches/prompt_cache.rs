@@ -20,7 +20,7 @@
     reason = "a test fails by panicking, and says what it measured or skipped"
 )]
 
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../tests/common/mod.rs"]
 mod common;
 

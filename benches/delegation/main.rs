@@ -28,9 +28,7 @@
     reason = "a test fails by panicking, and says what it measured or skipped"
 )]
 
-// The test harness (tests/common) serves the integration tests; the bench
-// uses a part of it.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod fan_out;

@@ -260,7 +260,7 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Bounded {
 
 /// Runs `cmd` to the end and returns its output and peak resident memory in
 /// KiB, from the kernel's accounting of exactly that child (`wait4`).
-#[allow(clippy::zombie_processes)] // reaped by wait4, which std does not know of
+#[allow(clippy::zombie_processes, reason = "reaped by wait4, unknown to std")]
 pub fn with_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
     use std::io::Read;
     let mut child = cmd

@@ -30,9 +30,7 @@
     reason = "a test fails by panicking, and says what it measured or skipped"
 )]
 
-// The shared harness serves the integration crate (tests/it); this crate
-// uses a part of it.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../common/mod.rs"]
 mod common;
 use common::*;
