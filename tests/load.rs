@@ -19,8 +19,8 @@ use axe::deadline::Deadline;
 use axe::ledger::{Children, Ledger, Place};
 use axe::provider::ToolCall;
 use axe::run::Ctx;
+use axe::run::dispatch::{Caller, run_calls};
 use axe::stderr::Verbose;
-use axe::tool::{Caller, run_calls};
 
 fn global(server: &FakeServer) -> GlobalConfig {
     GlobalConfig {

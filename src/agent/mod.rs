@@ -21,6 +21,11 @@ use crate::error::Error;
 use crate::paths::AgentDirs;
 use crate::{paths, read, tomlfile};
 
+/// The name of the tool through which an agent's `sub_agents` are offered
+/// (design §3.3): no built-in tool, and not a name its `tools` may list.
+/// The tool itself is `run::call_agent`'s.
+pub const CALL_AGENT: &str = "call_agent";
+
 /// Nesting limit for sub-agents when `max_depth` is 0 or absent.
 pub const DEFAULT_MAX_DEPTH: u32 = 3;
 /// Hard limit for `max_depth`.

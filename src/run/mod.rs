@@ -9,10 +9,14 @@
 //! The top-level run and every sub-agent go through these functions
 //! (design §3.5); a sub-agent differs only in its [`Ctx`].
 
+pub mod call_agent;
 mod converse;
+pub mod dispatch;
 mod hooks;
+mod pool;
 mod repair;
 mod request;
+mod snapshot;
 pub mod top;
 
 use std::path::Path;
@@ -25,9 +29,9 @@ use crate::error::Error;
 use crate::ledger::{self, Budget, Children, Ledger, Place};
 use crate::provider::{Kind, Provider, Request, anthropic_schema};
 use crate::resolve::Resolved;
-use crate::snapshot::Snapshot;
 use crate::stderr::Verbose;
-use crate::tool::{self, Caller};
+use dispatch::Caller;
+use snapshot::Snapshot;
 
 pub use crate::outcome::Outcome;
 use crate::trace_event::{Ending, TraceEvent};
@@ -134,7 +138,7 @@ pub fn run_agent(
         children: &children,
         turn: 0,
     };
-    let run_calls = |turn: u32, calls: &[_]| tool::run_calls(calls, &Caller { turn, ..caller });
+    let run_calls = |turn: u32, calls: &[_]| dispatch::run_calls(calls, &Caller { turn, ..caller });
     let tools: Option<&ToolRunner> =
         if config.sub_agents.is_empty() && resolved.tools.is_none() && mcp.is_empty() {
             None

@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::snapshot::Snapshot;
 use super::{Cancel, Ctx, Streaming, TextSink};
 use crate::agent::Catalog;
 use crate::config::GlobalConfig;
@@ -15,7 +16,6 @@ use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::ledger::{Budget, Ledger, Place};
 use crate::resolve::Resolved;
-use crate::snapshot::Snapshot;
 use crate::stderr::Verbose;
 use crate::trace_event::TraceEvent;
 
