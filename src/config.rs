@@ -27,7 +27,7 @@ pub struct GlobalConfig {
     pub mcp_servers: Vec<crate::mcp::ServerFile>,
     /// `[run_log]`: the record each `axe run` appends (design §7.7).
     #[serde(default)]
-    pub run_log: crate::run_log::Settings,
+    pub run_log: crate::trace::run_log::Settings,
     /// `trusted_agent_dirs`: agent directories read even where an agent of
     /// the run may write them with its commands unconfined (design §10.8).
     #[serde(default)]
@@ -367,7 +367,7 @@ fn known_keys(table: &str) -> &'static [&'static str] {
     match table {
         "" => tomlfile::fields::<GlobalConfig>(),
         "retry" => tomlfile::fields::<RetrySettings>(),
-        "run_log" => tomlfile::fields::<crate::run_log::Settings>(),
+        "run_log" => tomlfile::fields::<crate::trace::run_log::Settings>(),
         t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
             tomlfile::fields::<crate::mcp::config::SandboxFile>()
         }

@@ -5,12 +5,12 @@
 //! [`agent`] loads the agent file and [`config`] the global config;
 //! `resolve` turns them into a model, a workdir, context files and a system
 //! prompt, with the agent's `memory` of its past runs; [`provider`] speaks the three wire formats; [`run`] is the
-//! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
+//! conversation loop; `run::dispatch` runs the model's `call_agent` calls, each a
 //! sub-agent through the same [`run`] path, the calls of one response at
 //! once through `pool`, each sub-agent loaded once per run (`snapshot`).
 //! The built-in tools (`read_file`, `run_command`, ...) are in [`tools`],
-//! confined by [`sandbox`]. The [`ledger`] collects what the whole tree did
-//! (trace, usage, budgets), each trace event a `trace_event::TraceEvent`
+//! confined by [`sandbox`]. The `trace::ledger` collects what the whole tree did
+//! (trace, usage, budgets), each trace event a `trace::event::TraceEvent`
 //! written in one place, and `trace` writes its lines; `report` prints the
 //! dry run, `--json` and `--verbose`; [`stderr`] writes everything that goes
 //! to stderr, through the same kind of `queue` as a trace on a pipe. `graph`
@@ -30,10 +30,8 @@ pub mod deadline;
 pub mod error;
 mod graph;
 mod interrupt;
-pub mod ledger;
 pub mod mcp;
 mod memory;
-mod outcome;
 pub mod paths;
 mod progress;
 pub mod provider;
@@ -43,7 +41,6 @@ pub mod redact;
 mod report;
 mod resolve;
 pub mod run;
-mod run_log;
 pub mod sandbox;
 pub mod schema;
 mod serve;
@@ -53,6 +50,5 @@ mod stdout;
 mod text;
 mod tomlfile;
 pub mod tools;
-mod trace;
-mod trace_event;
+pub mod trace;
 mod write;

@@ -22,10 +22,10 @@ use std::time::Instant;
 
 use crate::deadline::{Deadline, millis};
 use crate::error::Error;
-use crate::ledger::{self, Budget, Ledger};
 use crate::resolve::{Resolved, UserInput};
 use crate::run::{self, Ctx};
 use crate::stderr::Verbose;
+use crate::trace::ledger::{self, Budget, Ledger};
 use inputs::{Body, Input};
 use progress::Counts;
 use schedule::{Admit, Gate, Order};

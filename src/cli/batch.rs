@@ -23,9 +23,9 @@ use crate::error::Error;
 use crate::interrupt;
 use crate::resolve::Found;
 use crate::run::{Cancel, TextSink, top};
-use crate::run_log::RunLog;
 use crate::sandbox::beneath::{Follow, Root};
 use crate::stderr::{self, Verbose};
+use crate::trace::run_log::RunLog;
 
 /// `--jobs` when not given.
 pub const DEFAULT_JOBS: usize = 4;

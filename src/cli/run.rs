@@ -21,9 +21,9 @@ use crate::progress::{self, Progress};
 use crate::report;
 use crate::resolve::{self, Overrides, UserInput};
 use crate::run::{self, Cancel, Ctx, TextSink, top};
-use crate::run_log::RunLog;
 use crate::stderr::{self, Verbose};
 use crate::stdin;
+use crate::trace::run_log::RunLog;
 
 /// Runs the agent and prints its answer, or runs it over a batch of inputs
 /// (`--each`, `--each-file`: `batch.rs`), and records the command in the

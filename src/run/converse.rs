@@ -21,13 +21,13 @@ use super::dispatch;
 use super::repair::{self, Shaped};
 use super::{Ctx, MAX_TURNS, Outcome};
 use crate::error::Error;
-use crate::ledger::{self, Totals};
 use crate::provider::{
     Change, ErrorKind, Message, Notice, Provider, Request, Response, ToolCall, ToolResult, adjust,
 };
 use crate::schema::OutputSchema;
 use crate::stderr;
-use crate::trace_event::{FailedRequest, Resend, TraceEvent};
+use crate::trace::event::{FailedRequest, Resend, TraceEvent};
+use crate::trace::ledger::{self, Totals};
 
 /// Runs the tool calls made in turn `turn` and returns one result per call,
 /// in call order.

@@ -26,15 +26,15 @@ use std::time::{Duration, Instant};
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::ledger::{self, Budget, Children, Ledger, Place};
 use crate::provider::{Kind, Provider, Request, anthropic_schema};
 use crate::resolve::Resolved;
 use crate::stderr::Verbose;
+use crate::trace::ledger::{self, Budget, Children, Ledger, Place};
 use dispatch::Caller;
 use snapshot::Snapshot;
 
-pub use crate::outcome::Outcome;
-use crate::trace_event::{Ending, TraceEvent};
+use crate::trace::event::{Ending, TraceEvent};
+pub use crate::trace::outcome::Outcome;
 
 pub use crate::deadline::Cancel;
 pub use converse::{ToolRunner, converse};

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use super::Ctx;
 use super::call_agent;
 use crate::error::Error;
-use crate::ledger::Budget;
 use crate::mcp::Bound;
 use crate::provider::{Message, Provider, Request, RetryPolicy, Tool, ToolChoice};
 use crate::resolve::Resolved;
+use crate::trace::ledger::Budget;
 
 /// The provider `resolved` runs on, retrying as `--retries`, then the
 /// agent's `[retry]`, then config.toml's say. A missing key is the error.

@@ -14,10 +14,10 @@ use crate::agent::Catalog;
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::ledger::{Budget, Ledger, Place};
 use crate::resolve::Resolved;
 use crate::stderr::Verbose;
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::{Budget, Ledger, Place};
 
 /// What a top-level run is given beside its resolved agent.
 pub struct Setup<'a> {

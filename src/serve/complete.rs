@@ -17,11 +17,11 @@ use super::{Served, Shared};
 use crate::agent::{Agent, Catalog};
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::ledger;
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Cancel, TextSink, top};
-use crate::run_log::RunLog;
 use crate::stderr::Verbose;
+use crate::trace::ledger;
+use crate::trace::run_log::RunLog;
 
 /// Status logged for a client that left before its answer (nginx's).
 pub const CLIENT_GONE: u16 = 499;

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::error::Error;
-use crate::ledger::Totals;
 use crate::provider::{Cut, ErrorKind};
+use crate::trace::ledger::Totals;
 
 /// An error as OpenAI's API gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]

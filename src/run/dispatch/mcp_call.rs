@@ -7,9 +7,9 @@
 use std::time::Instant;
 
 use super::Caller;
-use crate::ledger::ToolDetail;
 use crate::provider::{ToolCall, ToolResult, wire};
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::ToolDetail;
 
 /// Runs `call`, whose tool is among the caller's MCP tools.
 pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult {

@@ -16,10 +16,10 @@ use std::time::Instant;
 
 use super::call_agent;
 use super::pool;
-use crate::ledger::Children;
 use crate::provider::{ModelRef, ToolCall, ToolResult};
 use crate::run::Ctx;
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::Children;
 
 use crate::agent::CALL_AGENT;
 
