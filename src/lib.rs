@@ -12,7 +12,7 @@
 //! confined by [`sandbox`]. The `trace::ledger` collects what the whole tree did
 //! (trace, usage, budgets), each trace event a `trace::event::TraceEvent`
 //! written in one place, and `trace` writes its lines; `report` prints the
-//! dry run, `--json` and `--verbose`; [`stderr`] writes everything that goes
+//! dry run, `--json` and `--verbose`; `io::stderr` writes everything that goes
 //! to stderr, through the same kind of `queue` as a trace on a pipe. `graph`
 //! loads the delegation graph without running anything, for `axe agents
 //! check` and `axe agents tree`. `batch` runs one agent over many inputs
@@ -29,13 +29,12 @@ pub mod config;
 pub mod deadline;
 pub mod error;
 mod graph;
-mod interrupt;
+pub mod io;
 pub mod mcp;
 mod memory;
 pub mod paths;
 mod progress;
 pub mod provider;
-mod queue;
 mod read;
 pub mod redact;
 mod report;
@@ -44,9 +43,6 @@ pub mod run;
 pub mod sandbox;
 pub mod schema;
 mod serve;
-pub mod stderr;
-mod stdin;
-mod stdout;
 mod text;
 mod tomlfile;
 pub mod tools;

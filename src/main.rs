@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use axe::error::Code;
-use axe::stderr;
+use axe::io::stderr;
 
 fn main() -> ExitCode {
     // The panic is reported below as one line; the default hook's multi-line

@@ -7,7 +7,7 @@
 //! The view is drawn by one thread from the tree's lists of running agents
 //! and tool calls ([`crate::trace::ledger::Ledger::running`],
 //! [`crate::trace::ledger::Ledger::tools_running`]), and each frame is queued on stderr's
-//! one writer ([`crate::stderr::frame`]), where verbose lines and warnings
+//! one writer ([`crate::io::stderr::frame`]), where verbose lines and warnings
 //! go too: the writer erases the view before a line, and the next frame
 //! draws it again below.
 
@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::stderr;
+use crate::io::stderr;
 use crate::trace::ledger::{Ledger, Running, RunningTool};
 
 /// How often the view is redrawn.

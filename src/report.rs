@@ -10,11 +10,11 @@ use serde::Serialize;
 
 use crate::agent::yes_no;
 use crate::deadline::millis;
+use crate::io::stderr::Verbose;
 use crate::provider::Kind;
 use crate::redact::redact;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
-use crate::stderr::Verbose;
 use crate::trace::ledger::{self, AgentUsage, Ledger, ToolDetail};
 
 fn params_line(r: &Resolved) -> String {

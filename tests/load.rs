@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
+use axe::io::stderr::Verbose;
 use axe::provider::ToolCall;
 use axe::run::Ctx;
 use axe::run::dispatch::{Caller, run_calls};
-use axe::stderr::Verbose;
 use axe::trace::ledger::{Children, Ledger, Place};
 
 fn global(server: &FakeServer) -> GlobalConfig {

@@ -19,7 +19,7 @@ use crate::read::Unreadable;
 use crate::sandbox::beneath::{Anchored, Base, Root};
 
 /// The most bytes of one input: a line, or a file (stdin's own limit).
-pub const MAX_INPUT_BYTES: u64 = crate::stdin::MAX_BYTES;
+pub const MAX_INPUT_BYTES: u64 = crate::io::stdin::MAX_BYTES;
 
 /// One input, in the order read.
 #[derive(Debug, Clone)]

@@ -20,11 +20,11 @@ use crate::batch::template::Template;
 use crate::batch::{self, Batch, resume};
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr::{self, Verbose};
 use crate::resolve::Found;
 use crate::run::{Cancel, TextSink, top};
 use crate::sandbox::beneath::{Follow, Root};
-use crate::stderr::{self, Verbose};
 use crate::trace::run_log::RunLog;
 
 /// `--jobs` when not given.
@@ -134,7 +134,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     batch.run(jobs, inputs);
     drop(view);
     ledger.flush_trace();
-    crate::interrupt::wait_if_ending();
+    crate::io::interrupt::wait_if_ending();
     end(&batch, log)
 }
 

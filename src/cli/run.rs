@@ -15,14 +15,14 @@ use crate::batch::template::{self, Prompts, Template, Vars};
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr::{self, Verbose};
+use crate::io::stdin;
 use crate::paths::AgentDirs;
 use crate::progress::{self, Progress};
 use crate::report;
 use crate::resolve::{self, Overrides, UserInput};
 use crate::run::{self, Cancel, Ctx, TextSink, top};
-use crate::stderr::{self, Verbose};
-use crate::stdin;
 use crate::trace::run_log::RunLog;
 
 /// Runs the agent and prints its answer, or runs it over a batch of inputs
@@ -233,10 +233,10 @@ fn streamed_end(
     ctx: &Ctx,
     started: Instant,
 ) -> Result<(), Error> {
-    let written = crate::stdout::finish(ctx.deadline.at);
+    let written = crate::io::stdout::finish(ctx.deadline.at);
     let mut outcome = match outcome {
         Ok(o) => o,
-        Err(e) if crate::stdout::printed() => return Err(Error::Partial(Box::new(e))),
+        Err(e) if crate::io::stdout::printed() => return Err(Error::Partial(Box::new(e))),
         Err(e) => return Err(e),
     };
     outcome.duration = started.elapsed();

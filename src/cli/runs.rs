@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use super::args::{RunsCmd, RunsSub};
 use super::{print_stdout, register_global_secrets};
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr;
 use crate::redact::redact;
-use crate::stderr;
 use crate::text::{clip, one_line};
 use crate::trace::run_log::{self, Record};
 

@@ -19,9 +19,9 @@ use std::time::SystemTime;
 pub use file::{TRIM_READ_LIMIT, Trimmed, backup_path};
 
 use crate::error::Error;
+use crate::io::stderr;
 use crate::paths;
 use crate::sandbox::beneath::{Anchored, Base};
-use crate::stderr;
 
 /// `[memory]`, validated: the Go original's keys and meanings.
 #[derive(Debug, Clone, PartialEq)]

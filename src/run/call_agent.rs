@@ -254,7 +254,7 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
             ))
         })?;
     for w in &loaded.warnings {
-        crate::stderr::warn_once(w);
+        crate::io::stderr::warn_once(w);
     }
     if let Some(Err(e)) = loaded
         .config

@@ -21,11 +21,11 @@ use super::dispatch;
 use super::repair::{self, Shaped};
 use super::{Ctx, MAX_TURNS, Outcome};
 use crate::error::Error;
+use crate::io::stderr;
 use crate::provider::{
     Change, ErrorKind, Message, Notice, Provider, Request, Response, ToolCall, ToolResult, adjust,
 };
 use crate::schema::OutputSchema;
-use crate::stderr;
 use crate::trace::event::{FailedRequest, Resend, TraceEvent};
 use crate::trace::ledger::{self, Totals};
 

@@ -14,8 +14,8 @@ use crate::agent::Catalog;
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
+use crate::io::stderr::Verbose;
 use crate::resolve::Resolved;
-use crate::stderr::Verbose;
 use crate::trace::event::TraceEvent;
 use crate::trace::ledger::{Budget, Ledger, Place};
 

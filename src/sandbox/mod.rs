@@ -211,7 +211,7 @@ pub fn run(req: &Request) -> Result<Finished, String> {
                 path.display()
             ),
         };
-        crate::stderr::warn(&said);
+        crate::io::stderr::warn(&said);
         finished.output.push_str(&format!("\n[{said}]\n"));
     }
     Ok(finished)

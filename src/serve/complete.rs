@@ -17,9 +17,9 @@ use super::{Served, Shared};
 use crate::agent::{Agent, Catalog};
 use crate::deadline::Deadline;
 use crate::error::Error;
+use crate::io::stderr::Verbose;
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Cancel, TextSink, top};
-use crate::stderr::Verbose;
 use crate::trace::ledger;
 use crate::trace::run_log::RunLog;
 
@@ -170,7 +170,7 @@ fn prepare(
         .map_err(|e| reply::run_error(&e))?)
     .clone();
     for w in &agent.warnings {
-        crate::stderr::warn_once(w);
+        crate::io::stderr::warn_once(w);
     }
     let secs = top::timeout(
         shared.settings.timeout,

@@ -12,9 +12,9 @@ use std::time::{Instant, SystemTime};
 use super::{ANSWER_BYTES, FIRST_LINE_CHARS, Record, Settings};
 use crate::deadline::millis;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr;
 use crate::redact::redact;
-use crate::stderr;
 use crate::text;
 use crate::trace::ledger::{self, Ledger};
 

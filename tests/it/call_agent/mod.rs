@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use axe::agent::CALL_AGENT;
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
+use axe::io::stderr::Verbose;
 use axe::provider::{ToolCall, ToolResult};
 use axe::run::Ctx;
 use axe::run::call_agent::call_agent_tool;
 use axe::run::dispatch::*;
-use axe::stderr::Verbose;
 use axe::trace::ledger::{Children, Ledger, Place};
 use serde_json::{Value, json};
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::queue::{Dest, Piece, Queue};
+use crate::io::queue::{Dest, Piece, Queue};
 use crate::redact::redact;
 
 /// How long [`flush`] waits for a stderr that takes nothing at all.
