@@ -11,8 +11,9 @@ use serde::Deserialize;
 
 use crate::error::Error;
 use crate::provider::{Kind, ModelError, ModelRef, Provider, RetryPolicy, presets};
-use crate::write::{Created, create_new};
-use crate::{paths, read, redact, tomlfile};
+use crate::sandbox::read;
+use crate::sandbox::write::{Created, create_new};
+use crate::{paths, redact, tomlfile};
 
 /// The parsed `config.toml`. A missing file is an empty config.
 #[derive(Debug, Default, Deserialize)]

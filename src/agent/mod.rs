@@ -19,7 +19,8 @@ pub use text::{scaffold, show, yes_no};
 use crate::config::RetrySettings;
 use crate::error::Error;
 use crate::paths::AgentDirs;
-use crate::{paths, read, tomlfile};
+use crate::sandbox::read;
+use crate::{paths, tomlfile};
 
 /// The name of the tool through which an agent's `sub_agents` are offered
 /// (design §3.3): no built-in tool, and not a name its `tools` may list.

@@ -14,9 +14,9 @@ use super::{ContextFile, Skipped, why_unread};
 use crate::deadline::Deadline;
 use crate::error::{During, Error};
 use crate::io::stderr;
-use crate::read::{self, Unreadable};
 use crate::sandbox::Opened;
 use crate::sandbox::beneath::{Denied, Follow, Kind, Root};
+use crate::sandbox::read::{self, Unreadable};
 
 /// What a glob matched, as the walk saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,8 +21,9 @@ use serde_json::Value;
 
 use crate::agent::{OutputConfig, SchemaSource};
 use crate::error::Error;
+use crate::paths;
 use crate::sandbox::beneath::{Anchored, Base};
-use crate::{paths, read};
+use crate::sandbox::read;
 
 /// The most validation errors a repair message lists.
 const MAX_LISTED: usize = 8;

@@ -169,7 +169,7 @@ fn open_file(path: &Path) -> io::Result<Sink> {
         let written = path.to_string_lossy();
         let at = Anchored::new(Base::Cwd(Path::new(".")), &written)?;
         let (dir, name) = at.parent(false)?;
-        crate::write::open_append(&dir, &name, 0o600)?
+        crate::sandbox::write::open_append(&dir, &name, 0o600)?
     };
     let meta = file.metadata()?;
     if !meta.is_file() {
