@@ -43,6 +43,5 @@ pub mod sandbox;
 pub mod schema;
 mod serve;
 mod text;
-mod tomlfile;
 pub mod tools;
 pub mod trace;

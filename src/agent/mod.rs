@@ -17,10 +17,11 @@ pub use catalog::{Catalog, LeftOut, Place, Roots};
 pub use text::{scaffold, show, yes_no};
 
 use crate::config::RetrySettings;
+use crate::config::tomlfile;
 use crate::error::Error;
+use crate::paths;
 use crate::paths::AgentDirs;
 use crate::sandbox::read;
-use crate::{paths, tomlfile};
 
 /// The name of the tool through which an agent's `sub_agents` are offered
 /// (design §3.3): no built-in tool, and not a name its `tools` may list.

@@ -1,6 +1,9 @@
 //! The global config file (`<config>/config.toml`): API keys and base URLs
 //! per provider, with environment variables taking precedence, and
-//! `axe config init`.
+//! `axe config init`. Every TOML file axe reads, this one and the agent
+//! files, is parsed by `tomlfile`, which warns of the keys it did not use.
+
+pub(crate) mod tomlfile;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +16,7 @@ use crate::error::Error;
 use crate::provider::{Kind, ModelError, ModelRef, Provider, RetryPolicy, presets};
 use crate::sandbox::read;
 use crate::sandbox::write::{Created, create_new};
-use crate::{paths, redact, tomlfile};
+use crate::{paths, redact};
 
 /// The parsed `config.toml`. A missing file is an empty config.
 #[derive(Debug, Default, Deserialize)]
@@ -140,7 +143,7 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 "#;
 
 /// The sample skill written by `axe config init`.
-const SAMPLE_SKILL: &str = include_str!("../fixtures/skills/sample/SKILL.md");
+const SAMPLE_SKILL: &str = include_str!("../../fixtures/skills/sample/SKILL.md");
 
 impl GlobalConfig {
     /// Loads `<config>/config.toml`; a missing file gives the empty config.
