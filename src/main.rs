@@ -22,7 +22,7 @@ fn main() -> ExitCode {
             let msg = axe::error::panic_message(payload.as_ref());
             stderr::error_line(format!(
                 "axe: internal error (a bug in axe): {}\n",
-                axe::redact::redact(&msg)
+                axe::text::redact::redact(&msg)
             ));
             Code::Panic
         }

@@ -1,7 +1,7 @@
 //! The reports of a run besides its answer: the `--dry-run` text (its
 //! tools section in `report/tools.rs`), the `--json` object, the
 //! `--verbose` header and footer and the usage table. Everything here
-//! passes through [`redact`](crate::redact) first, but the model's words in
+//! passes through [`redact`](crate::text::redact) first, but the model's words in
 //! `--json`: the answer and the tool calls' arguments (design §6.7).
 
 mod tools;
@@ -12,9 +12,9 @@ use crate::agent::yes_no;
 use crate::deadline::millis;
 use crate::io::stderr::Verbose;
 use crate::provider::Kind;
-use crate::redact::redact;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
+use crate::text::redact::redact;
 use crate::trace::ledger::{self, AgentUsage, Ledger, ToolDetail};
 
 fn params_line(r: &Resolved) -> String {

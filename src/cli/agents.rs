@@ -8,9 +8,9 @@ use crate::graph;
 use crate::io::interrupt;
 use crate::io::stderr;
 use crate::paths::{self, AgentDirs};
-use crate::redact::redact;
 use crate::sandbox::write::{Created, create_new};
 use crate::text::one_line;
+use crate::text::redact::redact;
 use std::path::{Path, PathBuf};
 
 /// Runs the `agents` subcommand.

@@ -17,7 +17,7 @@ use crate::io::stderr;
 use crate::memory::{self, Log};
 use crate::paths::AgentDirs;
 use crate::provider::{Message, ModelRef, Request, RetryPolicy};
-use crate::redact::redact;
+use crate::text::redact::redact;
 
 /// What the model is asked to do with the memory (the Go original's three
 /// sections, in words of our own).

@@ -12,8 +12,8 @@ use crate::io::interrupt;
 use crate::mcp::config::validate_all;
 use crate::mcp::{ServerConfig, ServerRef};
 use crate::paths::AgentDirs;
-use crate::redact::redact;
 use crate::text::one_line;
+use crate::text::redact::redact;
 
 /// A server and where it is defined.
 struct Listed {

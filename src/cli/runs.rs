@@ -11,7 +11,7 @@ use super::{print_stdout, register_global_secrets};
 use crate::error::Error;
 use crate::io::interrupt;
 use crate::io::stderr;
-use crate::redact::redact;
+use crate::text::redact::redact;
 use crate::text::{clip, one_line};
 use crate::trace::run_log::{self, Record};
 

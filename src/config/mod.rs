@@ -13,10 +13,11 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::Error;
+use crate::paths;
 use crate::provider::{Kind, ModelError, ModelRef, Provider, RetryPolicy, presets};
 use crate::sandbox::read;
 use crate::sandbox::write::{Created, create_new};
-use crate::{paths, redact};
+use crate::text::redact;
 
 /// The parsed `config.toml`. A missing file is an empty config.
 #[derive(Debug, Default, Deserialize)]

@@ -12,7 +12,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::io::queue::{Dest, Piece, Queue};
-use crate::redact::redact;
+use crate::text::redact::redact;
 
 /// How long [`flush`] waits for a stderr that takes nothing at all.
 pub const PATIENCE: Duration = Duration::from_secs(1);

@@ -33,7 +33,7 @@ pub fn token(file: Option<&str>, addr: &SocketAddr) -> Result<Option<String>, Er
                 "the serve token must be at least {MIN_TOKEN_LEN} characters, with no spaces"
             )));
         }
-        crate::redact::register(t);
+        crate::text::redact::register(t);
     }
     if token.is_none() && !addr.ip().is_loopback() {
         return Err(Error::config(format!(

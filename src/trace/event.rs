@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::deadline::millis;
 use crate::error::Error;
 use crate::provider::{Provider, Request, Response, Retry, ToolCall, ToolResult};
-use crate::redact::redact_fields;
+use crate::text::redact::redact_fields;
 use crate::trace::ledger::{Place, Totals};
 use crate::trace::outcome::Outcome;
 

@@ -162,7 +162,7 @@ pub(super) fn error_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
-        content: crate::redact::redact(&content),
+        content: crate::text::redact::redact(&content),
         is_error: true,
     }
 }

@@ -14,8 +14,8 @@ use crate::deadline::millis;
 use crate::error::Error;
 use crate::io::interrupt;
 use crate::io::stderr;
-use crate::redact::redact;
 use crate::text;
+use crate::text::redact::redact;
 use crate::trace::ledger::{self, Ledger};
 
 /// The record of the run under way. Dropped while a panic unwinds, it
