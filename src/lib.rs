@@ -33,7 +33,6 @@ pub mod io;
 pub mod mcp;
 mod memory;
 pub mod paths;
-mod progress;
 pub mod provider;
 mod report;
 mod resolve;

@@ -2,8 +2,12 @@
 //! tools section in `report/tools.rs`), the `--json` object, the
 //! `--verbose` header and footer and the usage table. Everything here
 //! passes through [`redact`](crate::text::redact) first, but the model's words in
-//! `--json`: the answer and the tool calls' arguments (design §6.7).
+//! `--json`: the answer and the tool calls' arguments (design §6.7). The
+//! live progress view a terminal shows while a run goes on is `progress`'s.
+//! `axe run` and a batch (each input's `--json` line, its dry run, its
+//! progress line) print them.
 
+pub(crate) mod progress;
 mod tools;
 
 use serde::Serialize;
