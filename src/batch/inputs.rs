@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::template::{Template, Vars};
 use crate::error::Error;
+use crate::resolve::template::{Template, Vars};
 use crate::sandbox::beneath::{Anchored, Base, Root};
 use crate::sandbox::read::Unreadable;
 

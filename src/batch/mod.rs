@@ -14,7 +14,6 @@ pub mod lines;
 pub mod progress;
 pub mod resume;
 pub mod schedule;
-pub mod template;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,13 +22,13 @@ use std::time::Instant;
 use crate::deadline::{Deadline, millis};
 use crate::error::Error;
 use crate::io::stderr::Verbose;
+use crate::resolve::template::{Prompts, Template};
 use crate::resolve::{Resolved, UserInput};
 use crate::run::{self, Ctx};
 use crate::trace::ledger::{self, Budget, Ledger};
 use inputs::{Body, Input};
 use progress::Counts;
 use schedule::{Admit, Gate, Order};
-use template::{Prompts, Template};
 
 /// Everything the inputs of a batch share.
 pub struct Batch<'a> {

@@ -16,14 +16,15 @@ use crate::batch::inputs::{Body, Inputs, Lines, Source};
 use crate::batch::lines::Out;
 use crate::batch::progress::View;
 use crate::batch::schedule::{Gate, Order};
-use crate::batch::template::Template;
 use crate::batch::{self, Batch, resume};
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::io::interrupt;
 use crate::io::stderr::{self, Verbose};
 use crate::resolve::Found;
-use crate::run::{Cancel, TextSink, top};
+use crate::resolve::template::Template;
+use crate::run::{TextSink, top};
 use crate::sandbox::beneath::{Follow, Root};
 use crate::trace::run_log::RunLog;
 

@@ -11,8 +11,8 @@ use std::time::Instant;
 use super::args::RunCmd;
 use super::{load_global, print_stdout};
 use crate::agent::{Agent, Catalog, Place, Roots};
-use crate::batch::template::{self, Prompts, Template, Vars};
 use crate::config::GlobalConfig;
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::io::interrupt;
@@ -21,8 +21,9 @@ use crate::io::stdin;
 use crate::paths::AgentDirs;
 use crate::report;
 use crate::report::progress::{self, Progress};
+use crate::resolve::template::{self, Prompts, Template, Vars};
 use crate::resolve::{self, Overrides, UserInput};
-use crate::run::{self, Cancel, Ctx, TextSink, top};
+use crate::run::{self, Ctx, TextSink, top};
 use crate::trace::run_log::RunLog;
 
 /// Runs the agent and prints its answer, or runs it over a batch of inputs
