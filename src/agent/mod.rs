@@ -5,6 +5,7 @@
 
 mod catalog;
 mod file;
+mod output;
 mod text;
 mod tools;
 
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 pub use crate::memory::MemoryConfig;
 pub use crate::tools::{SandboxConfig, ToolsConfig};
 pub use catalog::{Catalog, LeftOut, Place, Roots};
+pub use output::output_schema;
 pub use text::{scaffold, show, yes_no};
 
 use crate::config::RetrySettings;

@@ -18,7 +18,6 @@ use crate::error::Error;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
-use crate::schema;
 
 /// How many characters of a task the `--verbose` line shows (design §3.14).
 const TASK_PREVIEW_CHARS: usize = 80;
@@ -118,7 +117,9 @@ pub(super) fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::
             continue;
         };
         let output = loaded.config.output.as_ref();
-        if let Ok(Some(shape)) = schema::load(output, None, loaded.config_dir(), ctx.cwd) {
+        if let Ok(Some(shape)) =
+            crate::agent::output_schema(output, None, loaded.config_dir(), ctx.cwd)
+        {
             found.push((name.clone(), shape.schema));
         }
     }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::GlobalConfig;
-use crate::deadline::Deadline;
+use crate::deadline::{Cancel, Deadline};
 use crate::error::Error;
 use crate::io::stderr::Verbose;
 use crate::provider::{Kind, Provider, Request, anthropic_schema};
@@ -36,7 +36,6 @@ use snapshot::Snapshot;
 use crate::trace::event::{Ending, TraceEvent};
 pub use crate::trace::outcome::Outcome;
 
-pub use crate::deadline::Cancel;
 pub use converse::{ToolRunner, converse};
 pub use hooks::{TextFn, TextSink};
 

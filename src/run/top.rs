@@ -9,9 +9,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::snapshot::Snapshot;
-use super::{Cancel, Ctx, Streaming, TextSink};
+use super::{Ctx, Streaming, TextSink};
 use crate::agent::Catalog;
 use crate::config::GlobalConfig;
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::io::stderr::Verbose;

@@ -15,11 +15,12 @@ use super::reply::{self, ApiError};
 use super::sse::Sse;
 use super::{Served, Shared};
 use crate::agent::{Agent, Catalog};
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::io::stderr::Verbose;
 use crate::resolve::{self, Overrides, Resolved};
-use crate::run::{self, Cancel, TextSink, top};
+use crate::run::{self, TextSink, top};
 use crate::trace::ledger;
 use crate::trace::run_log::RunLog;
 

@@ -38,8 +38,8 @@ use serde_json::Value;
 use tiny_http::{Header, Request, Response};
 
 use crate::config::GlobalConfig;
+use crate::deadline::Cancel;
 use crate::error::Error;
-use crate::run::Cancel;
 
 pub use agents::AgentFiles;
 pub use auth::token;
