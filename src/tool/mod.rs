@@ -6,11 +6,13 @@
 //! that is not a function, gets an error result and the conversation goes
 //! on. The fan-out, the trace, panics and error results are here, the same
 //! for every tool: the built-in tools (`builtin.rs`, design §10) and the
-//! MCP servers' tools (`mcp_call.rs`, design §11) are arms of `dispatch`.
+//! MCP servers' tools (`mcp_call.rs`, design §11) are arms of `dispatch`,
+//! reported alike (`reported.rs`).
 
 mod builtin;
 mod call_agent;
 mod mcp_call;
+mod reported;
 
 use std::any::Any;
 use std::time::Instant;
