@@ -121,6 +121,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         timeout_secs: 0,
         tools: None,
         mcp: &[],
+        offered: &[],
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,

@@ -133,6 +133,7 @@ pub fn run_agent(
         timeout_secs: sac.timeout,
         tools: resolved.tools.as_deref(),
         mcp: &mcp,
+        offered: &offered,
         ctx,
         children: &children,
         turn: 0,
@@ -146,7 +147,7 @@ pub fn run_agent(
         };
 
     let started = Instant::now();
-    report_start(ctx, &provider, &req.model, offered);
+    report_start(ctx, &provider, &req.model, offered.len());
     note_unsent_schema(ctx, &provider, &req);
     let output = resolved.output_schema.as_deref();
     let result = converse(&provider, req, ctx, tools, output);

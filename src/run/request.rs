@@ -31,21 +31,21 @@ pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error
     Ok(provider)
 }
 
-/// The first request of `resolved` on the user message `message`, and how
-/// many tools it offers.
+/// The first request of `resolved` on the user message `message`, and the
+/// names of the tools it offers, in order.
 pub(super) fn first(
     resolved: &Resolved,
     message: &str,
     mcp: &[Bound],
     ctx: &Ctx,
-) -> (Request, usize) {
+) -> (Request, Vec<String>) {
     let config = &resolved.agent.config;
     let builtins = resolved.tools.as_ref().map_or(&[][..], |k| &k.names[..]);
     let (tools, tool_choice) = tools(&config.sub_agents, builtins, mcp, ctx);
     let offered = if tool_choice == ToolChoice::Auto {
-        tools.len()
+        tools.iter().map(|t| t.name.clone()).collect()
     } else {
-        0
+        Vec::new()
     };
     let req = Request {
         model: resolved.model.model.clone(),

@@ -1,19 +1,10 @@
 //! A call to one of the caller's built-in tools (design §10.1): run through
-//! the registry (`crate::tools`) with the caller's kit and deadline, seen
-//! like a sub-agent is — a `--verbose` line, a `tool` trace event, the
-//! ledger's record for `--json` and the live view — and answered with its
-//! result, an error result when it failed. It never fails the run.
-
-use std::time::Instant;
+//! the registry (`crate::tools`) with the caller's kit and deadline, and
+//! reported as every tool call is (`reported.rs`).
 
 use super::Caller;
 use crate::provider::{ToolCall, ToolResult};
 use crate::tools::{self, Env};
-use crate::trace::event::TraceEvent;
-use crate::trace::ledger::ToolDetail;
-
-/// Characters of an argument shown in a summary.
-const SUMMARY_CHARS: usize = 80;
 
 /// Runs `call`, whose tool the caller listed.
 pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult {
@@ -21,63 +12,15 @@ pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult 
     let Some(kit) = caller.tools else {
         return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
     };
-    let summary = summary(call);
-    let running = ctx.ledger.tool_started(&ctx.place, &call.name, &summary);
-    let started = Instant::now();
-    let env = Env {
-        root: &kit.root,
-        policy: &kit.policy,
-        allowed_hosts: &kit.allowed_hosts,
-        private_networks: kit.private_networks,
-        deadline: ctx.deadline.at,
-        cancel: &ctx.cancel,
-    };
-    let done = tools::run(&call.name, &call.arguments, &env);
-    let took = started.elapsed();
-    drop(running);
-    let ms = crate::deadline::millis(took);
-    let how = if done.is_error { "error" } else { "ok" };
-    ctx.verbose.line(&format!(
-        "[tool] {}: {summary} ({how}, {ms} ms, {} bytes)",
-        call.name, done.bytes
-    ));
-    let event = TraceEvent::Tool {
-        name: &call.name,
-        summary: &summary,
-        took,
-        bytes: done.bytes,
-        exit: done.exit,
-        error: done.is_error.then_some(done.text.as_str()),
-    };
-    ctx.ledger.event(&ctx.place, caller.turn, event);
-    ctx.ledger.record_tool(
-        &ctx.place,
-        ToolDetail::new(call, &done.text, done.is_error, caller.turn, index, took),
-    );
-    ToolResult {
-        call_id: call.id.clone(),
-        tool_name: call.name.clone(),
-        content: done.text,
-        is_error: done.is_error,
-    }
-}
-
-/// A call's arguments in one short line: `path "src/main.rs"`,
-/// `command "cargo test"`, each value cut to [`SUMMARY_CHARS`].
-pub(super) fn summary(call: &ToolCall) -> String {
-    let mut parts = Vec::new();
-    for (key, value) in &call.arguments {
-        // The body of a write is its size, not its text.
-        if key == "content" || key == "new_string" || key == "old_string" {
-            parts.push(format!("{key} ({} bytes)", value.len()));
-            continue;
-        }
-        let one = crate::text::one_line(value);
-        let mut shown: String = one.chars().take(SUMMARY_CHARS).collect();
-        if one.chars().count() > SUMMARY_CHARS {
-            shown.push_str("...");
-        }
-        parts.push(format!("{key} {shown:?}"));
-    }
-    parts.join(", ")
+    super::reported::run(call, index, caller, || {
+        let env = Env {
+            root: &kit.root,
+            policy: &kit.policy,
+            allowed_hosts: &kit.allowed_hosts,
+            private_networks: kit.private_networks,
+            deadline: ctx.deadline.at,
+            cancel: &ctx.cancel,
+        };
+        tools::run(&call.name, &call.arguments, &env)
+    })
 }

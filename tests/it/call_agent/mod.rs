@@ -169,6 +169,7 @@ fn call_one_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCal
         timeout_secs,
         tools: None,
         mcp: &[],
+        offered: &[],
         ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,
