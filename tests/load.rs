@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
-use axe::ledger::{Children, Ledger, Place};
+use axe::io::stderr::Verbose;
 use axe::provider::ToolCall;
 use axe::run::Ctx;
-use axe::stderr::Verbose;
-use axe::tool::{Caller, run_calls};
+use axe::run::dispatch::{Caller, run_calls};
+use axe::trace::ledger::{Children, Ledger, Place};
 
 fn global(server: &FakeServer) -> GlobalConfig {
     GlobalConfig {

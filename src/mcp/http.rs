@@ -275,7 +275,7 @@ pub(super) fn send_json(
             ureq::Error::Timeout(_) => Failure::Timeout,
             e => Failure::Broken(format!(
                 "cannot reach the MCP server \"{name}\": {}",
-                crate::redact::redact(&rpc::shown(&e.to_string(), rpc::SHOWN))
+                crate::text::redact::redact(&rpc::shown(&e.to_string(), rpc::SHOWN))
             )),
         })
 }

@@ -65,7 +65,12 @@ impl Sse {
             .timeout_connect(Some(left))
             .build()
             .call()
-            .map_err(|e| format!("cannot reach it: {}", crate::redact::redact(&e.to_string())))?;
+            .map_err(|e| {
+                format!(
+                    "cannot reach it: {}",
+                    crate::text::redact::redact(&e.to_string())
+                )
+            })?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(format!("its event stream answered HTTP {status}"));
@@ -247,7 +252,7 @@ impl Reader {
                     "the MCP server \"{}\" named an endpoint not on the origin of its event \
                      stream: {}",
                     self.poster.name,
-                    crate::redact::redact(&rpc::shown(&url, 200))
+                    crate::text::redact::redact(&rpc::shown(&url, 200))
                 ));
             }
             *self

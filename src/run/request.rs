@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use super::Ctx;
+use super::call_agent;
 use crate::error::Error;
-use crate::ledger::Budget;
 use crate::mcp::Bound;
 use crate::provider::{Message, Provider, Request, RetryPolicy, Tool, ToolChoice};
 use crate::resolve::Resolved;
-use crate::tool;
+use crate::trace::ledger::Budget;
 
 /// The provider `resolved` runs on, retrying as `--retries`, then the
 /// agent's `[retry]`, then config.toml's say. A missing key is the error.
@@ -91,12 +91,12 @@ fn tools(
     match (sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
         (true, _) => {}
         (false, true) => {
-            let shapes = tool::shapes(sub_agents, ctx);
-            offered.insert(0, tool::call_agent_tool(sub_agents, &shapes));
+            let shapes = call_agent::shapes(sub_agents, ctx);
+            offered.insert(0, call_agent::call_agent_tool(sub_agents, &shapes));
         }
         (false, false) if offered.is_empty() => {
             return (
-                vec![tool::call_agent_tool(sub_agents, &[])],
+                vec![call_agent::call_agent_tool(sub_agents, &[])],
                 ToolChoice::None,
             );
         }

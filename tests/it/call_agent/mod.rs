@@ -14,13 +14,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axe::agent::CALL_AGENT;
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
-use axe::ledger::{Children, Ledger, Place};
+use axe::io::stderr::Verbose;
 use axe::provider::{ToolCall, ToolResult};
 use axe::run::Ctx;
-use axe::stderr::Verbose;
-use axe::tool::*;
+use axe::run::call_agent::call_agent_tool;
+use axe::run::dispatch::*;
+use axe::trace::ledger::{Children, Ledger, Place};
 use serde_json::{Value, json};
 
 /// The tail of every `Error: sub-agent ...` result (design §3.6).

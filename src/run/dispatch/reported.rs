@@ -7,10 +7,10 @@
 use std::time::Instant;
 
 use super::Caller;
-use crate::ledger::ToolDetail;
 use crate::provider::{ToolCall, ToolResult};
 use crate::tools::Done;
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::ToolDetail;
 
 /// Characters of an argument shown in a summary.
 const SUMMARY_CHARS: usize = 80;

@@ -11,22 +11,20 @@
 //! every tool.
 
 mod builtin;
-mod call_agent;
 mod mcp_call;
 mod reported;
 
 use std::any::Any;
 use std::time::Instant;
 
-use crate::ledger::Children;
-use crate::pool;
+use super::call_agent;
+use super::pool;
 use crate::provider::{ModelRef, ToolCall, ToolResult};
 use crate::run::Ctx;
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::Children;
 
-pub use crate::tools::CALL_AGENT;
-pub use call_agent::call_agent_tool;
-pub(crate) use call_agent::shapes;
+use crate::agent::CALL_AGENT;
 
 /// The most calls of one response that run at the same time; more wait for
 /// a free thread. Far above what a model sends in practice, it only bounds
@@ -98,7 +96,7 @@ fn next_seq(call: &ToolCall, caller: &Caller) -> u32 {
 }
 
 /// The call's argument `key`, trimmed; empty when absent.
-fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
+pub(super) fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
     call.arguments.get(key).map_or("", |v| v.trim())
 }
 
@@ -188,11 +186,11 @@ fn foreign_call(name: &str, raw: &serde_json::Value, offered: &[String]) -> Stri
 /// An error result: axe's own text, which may quote an agent file or a
 /// provider's error, so it is redacted before the parent's model (and the
 /// trace, which writes results as they are) sees it (design §6.7).
-fn error_result(call: &ToolCall, content: String) -> ToolResult {
+pub(super) fn error_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
-        content: crate::redact::redact(&content),
+        content: crate::text::redact::redact(&content),
         is_error: true,
     }
 }
