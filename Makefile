@@ -22,10 +22,13 @@ fmt:
 	$(CARGO) fmt --all -- --check
 
 ## lint: clippy on every target (library, binary, tests, benches) with the
-## rules of Cargo.toml's [lints] and clippy.toml, warnings denied; and every
-## source file opens with a `//!` saying what it owns
+## rules of Cargo.toml's [lints] and clippy.toml, warnings denied; every
+## source file opens with a `//!` saying what it owns; and no two top-level
+## modules of src/ import each other, directly or through others
 lint:
 	$(CARGO) clippy --all-targets -- -D warnings
+	@python3 scripts/module_loops.py src || \
+		{ echo "make lint: top-level modules import each other (above); imports go one way (design §1.2)" >&2; exit 1; }
 	@awk 'FNR == 1 && !/^\/\/!/ { print "  " FILENAME; bad = 1 } END { exit bad }' \
 		$$(find src tests benches -name '*.rs') || \
 		{ echo "make lint: the files above do not open with a //! saying what they own" >&2; exit 1; }

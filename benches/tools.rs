@@ -136,7 +136,7 @@ fn read_file_times(dir: &Path, file: &str) -> (Duration, Duration) {
         allowed_hosts: &[],
         private_networks: false,
         deadline: Instant::now() + Duration::from_secs(60),
-        cancel: &axe::run::Cancel::default(),
+        cancel: &axe::deadline::Cancel::default(),
     };
     let mut one = Vec::new();
     for _ in 0..RUNS {

@@ -208,7 +208,7 @@ impl Error {
     /// The error as the one line `axe: ...` prints: newlines folded,
     /// secrets redacted.
     pub fn one_line(&self) -> String {
-        crate::redact::redact(&crate::text::one_line(&self.to_string()))
+        crate::text::redact::redact(&crate::text::one_line(&self.to_string()))
     }
 }
 

@@ -1,61 +1,76 @@
 //! axe: run LLM agents defined in TOML files, with sub-agent delegation.
 //!
-//! The way through the code follows a run: [`cli`] parses the command line
-//! and runs the command (one file each), the user message read from `stdin`;
-//! [`agent`] loads the agent file and [`config`] the global config;
-//! `resolve` turns them into a model, a workdir, context files and a system
-//! prompt, with the agent's `memory` of its past runs; [`provider`] speaks the three wire formats; [`run`] is the
-//! conversation loop; [`tool`] runs the model's `call_agent` calls, each a
-//! sub-agent through the same [`run`] path, the calls of one response at
-//! once through `pool`, each sub-agent loaded once per run (`snapshot`).
-//! The built-in tools (`read_file`, `run_command`, ...) are in [`tools`],
-//! confined by [`sandbox`]. The [`ledger`] collects what the whole tree did
-//! (trace, usage, budgets), each trace event a `trace_event::TraceEvent`
-//! written in one place, and `trace` writes its lines; `report` prints the
-//! dry run, `--json` and `--verbose`; [`stderr`] writes everything that goes
-//! to stderr, through the same kind of `queue` as a trace on a pipe. `graph`
-//! loads the delegation graph without running anything, for `axe agents
-//! check` and `axe agents tree`. `batch` runs one agent over many inputs
-//! (`--each`) and fills prompt templates. docs/design.md says why; README.md's
-//! "Layout" has a line per module.
-//!
-//! The modules that are public are the ones the binary, the tests and the
-//! benchmark use.
+//! This file's module list, a comment line or two above each, is the code
+//! map, in the order a run goes through it (docs/design.md says why each
+//! piece is as it is; README.md's "Layout" has the same rooms, a line
+//! each; each module's own `//!` says more). The only loop between modules
+//! is the one the design needs, inside `run`: a tool call runs a sub-agent
+//! through the same `run_agent`. A module is public when the binary, the
+//! tests or the benchmarks use it.
 
-pub mod agent;
-mod batch;
+// The command line: arguments, one file per command, what commands share.
 pub mod cli;
-pub mod config;
-pub mod deadline;
-pub mod error;
-mod graph;
-mod interrupt;
-pub mod ledger;
-pub mod mcp;
-mod memory;
-mod outcome;
+
+// The process's own stdin, stdout, stderr (one writer each) and signals.
+pub mod io;
+
+// Where axe keeps things (XDG directories, the agent search path).
 pub mod paths;
-mod pool;
-mod progress;
-pub mod provider;
-mod queue;
-mod read;
-pub mod redact;
-mod report;
+
+// `config.toml` and the one TOML reader: keys, base URLs, retries.
+pub mod config;
+
+// An agent file loaded and validated; the agents of a run read once.
+pub mod agent;
+
+// From an agent and a run's overrides to what is sent: model, workdir,
+// context files, skill, memory, system prompt, `{{KEY}}` templates.
 mod resolve;
+
+// An agent's memory of its past runs: loaded, appended, trimmed.
+mod memory;
+
+// The model providers: one folder per wire format, HTTP, retries, streams.
+pub mod provider;
+
+// The run: `run_agent`, the conversation loop, tool-call dispatch,
+// `call_agent` and the fan-out of one response's calls.
 pub mod run;
-mod run_log;
-pub mod sandbox;
-pub mod schema;
-mod serve;
-mod snapshot;
-pub mod stderr;
-mod stdin;
-mod stdout;
-mod text;
-mod tomlfile;
-pub mod tool;
+
+// The run's deadline, a call's narrower one, and the cancel flag.
+pub mod deadline;
+
+// The built-in tools (`read_file`, `run_command`, ...) and their registry.
 pub mod tools;
-mod trace;
-mod trace_event;
-mod write;
+
+// The kernel's walls around tools: Landlock, seccomp, namespaces, the
+// file reader and writer for paths a model names.
+pub mod sandbox;
+
+// The MCP client: servers, transports, their tools called.
+pub mod mcp;
+
+// Output schemas: compiled, an answer checked, the repair message.
+pub mod schema;
+
+// What a run did: trace events and their lines, the ledger the tree
+// reports to, a run's outcome, the run log.
+pub mod trace;
+
+// What `axe run` prints: the dry run, `--json`, `--verbose`, the live view.
+mod report;
+
+// One agent over many inputs (`--each`): inputs, schedule, lines, resume.
+mod batch;
+
+// `axe serve`: agents behind an OpenAI-compatible HTTP endpoint.
+mod serve;
+
+// The delegation graph without running it: `agents check` and `tree`.
+mod graph;
+
+// Text shaping every output shares: one line, clipped, keys redacted.
+pub mod text;
+
+// The one error enum and every exit status.
+pub mod error;

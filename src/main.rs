@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use axe::error::Code;
-use axe::stderr;
+use axe::io::stderr;
 
 fn main() -> ExitCode {
     // The panic is reported below as one line; the default hook's multi-line
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
             let msg = axe::error::panic_message(payload.as_ref());
             stderr::error_line(format!(
                 "axe: internal error (a bug in axe): {}\n",
-                axe::redact::redact(&msg)
+                axe::text::redact::redact(&msg)
             ));
             Code::Panic
         }

@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
-use axe::ledger::{Children, Ledger, Place};
+use axe::io::stderr::Verbose;
 use axe::provider::ToolCall;
 use axe::run::Ctx;
-use axe::stderr::Verbose;
-use axe::tool::{Caller, run_calls};
+use axe::run::dispatch::{Caller, run_calls};
+use axe::trace::ledger::{Children, Ledger, Place};
 
 fn global(server: &FakeServer) -> GlobalConfig {
     GlobalConfig {
@@ -126,6 +126,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         timeout_secs: 0,
         tools: None,
         mcp: &[],
+        offered: &[],
         ctx: &ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,

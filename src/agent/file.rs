@@ -135,7 +135,7 @@ pub(super) struct BudgetFile {
 
 /// The fields of each table, for "did you mean" (`""`: the top level).
 pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
-    use crate::tomlfile::fields;
+    use crate::config::tomlfile::fields;
     match table {
         "" => fields::<AgentFile>(),
         "sub_agents_config" => fields::<SubAgentsFile>(),

@@ -5,6 +5,7 @@
 
 mod catalog;
 mod file;
+mod output;
 mod text;
 mod tools;
 
@@ -14,12 +15,20 @@ use std::path::{Path, PathBuf};
 pub use crate::memory::MemoryConfig;
 pub use crate::tools::{SandboxConfig, ToolsConfig};
 pub use catalog::{Catalog, LeftOut, Place, Roots};
+pub use output::output_schema;
 pub use text::{scaffold, show, yes_no};
 
 use crate::config::RetrySettings;
+use crate::config::tomlfile;
 use crate::error::Error;
+use crate::paths;
 use crate::paths::AgentDirs;
-use crate::{paths, read, tomlfile};
+use crate::sandbox::read;
+
+/// The name of the tool through which an agent's `sub_agents` are offered
+/// (design §3.3): no built-in tool, and not a name its `tools` may list.
+/// The tool itself is `run::call_agent`'s.
+pub const CALL_AGENT: &str = "call_agent";
 
 /// Nesting limit for sub-agents when `max_depth` is 0 or absent.
 pub const DEFAULT_MAX_DEPTH: u32 = 3;

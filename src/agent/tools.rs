@@ -69,7 +69,7 @@ pub(super) fn validate(
     sandbox: SandboxFile,
 ) -> Result<ToolsConfig, Error> {
     for name in &names {
-        if name == crate::tools::CALL_AGENT {
+        if name == super::CALL_AGENT {
             return Err(Error::config(
                 "tools: call_agent is not a tool to list: it is offered by sub_agents",
             ));

@@ -13,13 +13,13 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::template::{Template, Vars};
 use crate::error::Error;
-use crate::read::Unreadable;
+use crate::resolve::template::{Template, Vars};
 use crate::sandbox::beneath::{Anchored, Base, Root};
+use crate::sandbox::read::Unreadable;
 
 /// The most bytes of one input: a line, or a file (stdin's own limit).
-pub const MAX_INPUT_BYTES: u64 = crate::stdin::MAX_BYTES;
+pub const MAX_INPUT_BYTES: u64 = crate::io::stdin::MAX_BYTES;
 
 /// One input, in the order read.
 #[derive(Debug, Clone)]
@@ -86,7 +86,8 @@ impl Lines {
             };
             let at = Anchored::new(Base::Cwd(cwd), path).map_err(|e| cannot(&e))?;
             let (root, rest) = at.parts();
-            let (mut file, _) = crate::read::open_in(root, rest).map_err(|e| cannot(&e))?;
+            let (mut file, _) =
+                crate::sandbox::read::open_in(root, rest).map_err(|e| cannot(&e))?;
             let total = count(&mut file);
             file.seek(SeekFrom::Start(0)).map_err(|e| cannot(&e))?;
             (Box::new(BufReader::with_capacity(64 * 1024, file)), total)
@@ -312,7 +313,7 @@ fn value_text(v: &Value) -> String {
 /// design §10.7), a regular file only (a FIFO a glob matched would block
 /// the open for ever), at most [`MAX_INPUT_BYTES`].
 pub fn read_file(root: &Root, shown: &str) -> Result<String, Error> {
-    match crate::read::bytes_in(root, shown, MAX_INPUT_BYTES) {
+    match crate::sandbox::read::bytes_in(root, shown, MAX_INPUT_BYTES) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
         Err(Unreadable::TooLarge { .. }) => Err(Error::config(format!(
             "{shown} is larger than {MAX_INPUT_BYTES} bytes"

@@ -14,7 +14,6 @@ pub mod lines;
 pub mod progress;
 pub mod resume;
 pub mod schedule;
-pub mod template;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,14 +21,14 @@ use std::time::Instant;
 
 use crate::deadline::{Deadline, millis};
 use crate::error::Error;
-use crate::ledger::{self, Budget, Ledger};
+use crate::io::stderr::Verbose;
+use crate::resolve::template::{Prompts, Template};
 use crate::resolve::{Resolved, UserInput};
 use crate::run::{self, Ctx};
-use crate::stderr::Verbose;
+use crate::trace::ledger::{self, Budget, Ledger};
 use inputs::{Body, Input};
 use progress::Counts;
 use schedule::{Admit, Gate, Order};
-use template::{Prompts, Template};
 
 /// Everything the inputs of a batch share.
 pub struct Batch<'a> {
@@ -246,7 +245,7 @@ impl Batch<'_> {
 /// A signal is ending the process: no more lines are written to `out`, and
 /// every input running (`live`) gets its `run_end` in the trace.
 pub fn interrupt(out: &lines::Out, live: &Live, why: &str) {
-    out.close(crate::stderr::PATIENCE);
+    out.close(crate::io::stderr::PATIENCE);
     for l in live.lock().unwrap_or_else(PoisonError::into_inner).iter() {
         l.interrupt(why);
     }

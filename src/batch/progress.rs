@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::progress::Redraw;
+use crate::report::progress::Redraw;
 
 /// How often the line is redrawn.
 const TICK: Duration = Duration::from_millis(200);

@@ -38,7 +38,7 @@ pub fn open(path: &str, cwd: &Path) -> Result<Previous, Error> {
     let cannot = |e: std::io::Error| Error::general(format!("cannot read --resume {path}: {e}"));
     let mut file = Anchored::new(Base::Cwd(cwd), path)
         .and_then(|at| Ok(at.parent(false)?))
-        .and_then(|(dir, name)| crate::write::open_append(&dir, &name, 0o666))
+        .and_then(|(dir, name)| crate::sandbox::write::open_append(&dir, &name, 0o666))
         .map_err(cannot)?;
     let mut done = HashSet::new();
     let mut whole = 0u64;

@@ -5,12 +5,12 @@ use super::{load_agent, load_global, print_stdout, register_global_secrets};
 use crate::agent;
 use crate::error::Error;
 use crate::graph;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr;
 use crate::paths::{self, AgentDirs};
-use crate::redact::redact;
-use crate::stderr;
+use crate::sandbox::write::{Created, create_new};
 use crate::text::one_line;
-use crate::write::{Created, create_new};
+use crate::text::redact::redact;
 use std::path::{Path, PathBuf};
 
 /// Runs the `agents` subcommand.

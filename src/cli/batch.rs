@@ -16,16 +16,17 @@ use crate::batch::inputs::{Body, Inputs, Lines, Source};
 use crate::batch::lines::Out;
 use crate::batch::progress::View;
 use crate::batch::schedule::{Gate, Order};
-use crate::batch::template::Template;
 use crate::batch::{self, Batch, resume};
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr::{self, Verbose};
 use crate::resolve::Found;
-use crate::run::{Cancel, TextSink, top};
-use crate::run_log::RunLog;
+use crate::resolve::template::Template;
+use crate::run::{TextSink, top};
 use crate::sandbox::beneath::{Follow, Root};
-use crate::stderr::{self, Verbose};
+use crate::trace::run_log::RunLog;
 
 /// `--jobs` when not given.
 pub const DEFAULT_JOBS: usize = 4;
@@ -129,13 +130,13 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         interrupt::on_signal(move |_| mcp.stop_all())
     };
     #[allow(clippy::disallowed_methods, reason = "asks whether it is a terminal")]
-    let view = (crate::progress::wanted(false, cmd.quiet, &ledger)
+    let view = (crate::report::progress::wanted(false, cmd.quiet, &ledger)
         && (cmd.resume.is_some() || !std::io::stdout().is_terminal()))
     .then(|| View::start(batch.counts.clone(), total));
     batch.run(jobs, inputs);
     drop(view);
     ledger.flush_trace();
-    crate::interrupt::wait_if_ending();
+    crate::io::interrupt::wait_if_ending();
     end(&batch, log)
 }
 

@@ -3,7 +3,7 @@
 use super::args::ConfigSub;
 use super::print_stdout;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
 use crate::paths;
 
 /// Runs the `config` subcommand.

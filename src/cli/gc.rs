@@ -12,12 +12,12 @@ use crate::agent::{self, Agent, MemoryConfig};
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr;
 use crate::memory::{self, Log};
 use crate::paths::AgentDirs;
 use crate::provider::{Message, ModelRef, Request, RetryPolicy};
-use crate::redact::redact;
-use crate::stderr;
+use crate::text::redact::redact;
 
 /// What the model is asked to do with the memory (the Go original's three
 /// sections, in words of our own).

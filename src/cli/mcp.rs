@@ -8,12 +8,12 @@ use super::args::{McpSub, McpTools};
 use super::{load_agent, load_global, print_stdout};
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
 use crate::mcp::config::validate_all;
 use crate::mcp::{ServerConfig, ServerRef};
 use crate::paths::AgentDirs;
-use crate::redact::redact;
 use crate::text::one_line;
+use crate::text::redact::redact;
 
 /// A server and where it is defined.
 struct Listed {
@@ -112,7 +112,7 @@ fn tools(cmd: &McpTools) -> Result<(), Error> {
         .map_err(|e| Error::config(format!("MCP server \"{}\": {e}", config.name)))?;
     let server = Arc::new(server);
     for w in &server.warnings {
-        crate::stderr::warn(w);
+        crate::io::stderr::warn(w);
     }
     let _stops_server = {
         let server = server.clone();

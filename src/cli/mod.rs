@@ -31,8 +31,8 @@ pub use args::DEFAULT_TIMEOUT_SECS;
 use crate::agent;
 use crate::config::GlobalConfig;
 use crate::error::Error;
+use crate::io::stderr;
 use crate::paths::AgentDirs;
-use crate::stderr;
 use crate::text::one_line;
 use args::{Axe, Command};
 
@@ -64,7 +64,7 @@ pub fn main() -> Result<(), Error> {
         Some(Command::Serve(s)) => serve::main(s),
     };
     // A signal being handled ends the process with its own status.
-    crate::interrupt::wait_if_ending();
+    crate::io::interrupt::wait_if_ending();
     result
 }
 
@@ -87,7 +87,7 @@ fn early_exit(early: argh::EarlyExit) -> Result<(), Error> {
 /// Writes to stdout; a closed pipe (`axe ... | head -1`) is not an error.
 #[allow(clippy::disallowed_methods, reason = "a command's finished output")]
 fn print_stdout(text: &str) -> Result<(), Error> {
-    crate::interrupt::wait_if_ending();
+    crate::io::interrupt::wait_if_ending();
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),

@@ -11,19 +11,20 @@ use std::time::Instant;
 use super::args::RunCmd;
 use super::{load_global, print_stdout};
 use crate::agent::{Agent, Catalog, Place, Roots};
-use crate::batch::template::{self, Prompts, Template, Vars};
 use crate::config::GlobalConfig;
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
+use crate::io::stderr::{self, Verbose};
+use crate::io::stdin;
 use crate::paths::AgentDirs;
-use crate::progress::{self, Progress};
 use crate::report;
+use crate::report::progress::{self, Progress};
+use crate::resolve::template::{self, Prompts, Template, Vars};
 use crate::resolve::{self, Overrides, UserInput};
-use crate::run::{self, Cancel, Ctx, TextSink, top};
-use crate::run_log::RunLog;
-use crate::stderr::{self, Verbose};
-use crate::stdin;
+use crate::run::{self, Ctx, TextSink, top};
+use crate::trace::run_log::RunLog;
 
 /// Runs the agent and prints its answer, or runs it over a batch of inputs
 /// (`--each`, `--each-file`: `batch.rs`), and records the command in the
@@ -234,10 +235,10 @@ fn streamed_end(
     ctx: &Ctx,
     started: Instant,
 ) -> Result<(), Error> {
-    let written = crate::stdout::finish(ctx.deadline.at);
+    let written = crate::io::stdout::finish(ctx.deadline.at);
     let mut outcome = match outcome {
         Ok(o) => o,
-        Err(e) if crate::stdout::printed() => return Err(Error::Partial(Box::new(e))),
+        Err(e) if crate::io::stdout::printed() => return Err(Error::Partial(Box::new(e))),
         Err(e) => return Err(e),
     };
     outcome.duration = started.elapsed();

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use super::args::{RunsCmd, RunsSub};
 use super::{print_stdout, register_global_secrets};
 use crate::error::Error;
-use crate::interrupt;
-use crate::redact::redact;
-use crate::run_log::{self, Record};
-use crate::stderr;
+use crate::io::interrupt;
+use crate::io::stderr;
+use crate::text::redact::redact;
 use crate::text::{clip, one_line};
+use crate::trace::run_log::{self, Record};
 
 /// The widest the answer's column of `axe runs` gets, in characters.
 const ANSWER_COLUMN: usize = 80;

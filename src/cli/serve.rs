@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::args::ServeCmd;
 use super::load_global;
 use crate::error::Error;
-use crate::interrupt;
+use crate::io::interrupt;
 use crate::paths::{self, AgentDirs};
 use crate::serve::{self, AgentFiles, Settings};
 

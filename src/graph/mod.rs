@@ -12,7 +12,6 @@ use crate::agent::{self, Agent};
 use crate::config::GlobalConfig;
 use crate::paths::AgentDirs;
 use crate::provider::{Kind, ModelRef};
-use crate::schema;
 use crate::text::one_line;
 
 mod tree;
@@ -222,7 +221,9 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
                 // The schema as a run would read it (design D22): one axe
                 // cannot check, or a schema_file that does not read.
                 let output = agent.config.output.as_ref();
-                if let Err(e) = schema::load(output, None, agent.config_dir(), Path::new("/")) {
+                if let Err(e) =
+                    crate::agent::output_schema(output, None, agent.config_dir(), Path::new("/"))
+                {
                     problems.push(format!("{name}: {}", one_line(&e.to_string())));
                 }
                 for sub in sub_agents(node) {

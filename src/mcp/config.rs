@@ -375,7 +375,7 @@ pub fn expand(text: &str) -> Result<String, String> {
         let var = &after[..end];
         match std::env::var(var) {
             Ok(v) if !v.is_empty() => {
-                crate::redact::register(&v);
+                crate::text::redact::register(&v);
                 out.push_str(&v);
             }
             _ => {

@@ -1,18 +1,28 @@
 //! The streamable HTTP transport (design §11.2): each message is a POST to
 //! the server's URL, answered with JSON or with a stream of server-sent
 //! events that carries the answer (and maybe the server's own requests and
-//! logs first). The session id the server gives at `initialize` goes on
-//! every later request; stopping ends the session with a DELETE. No thread
-//! of its own: each caller reads its own answer, so calls run side by side.
+//! logs first), read by the one SSE decoder (`provider::stream::sse`), as
+//! the older transport's stream is ([`read_events`]). The session id the
+//! server gives at `initialize` goes on every later request; stopping ends
+//! the session with a DELETE. No thread of its own: each caller reads its
+//! own answer, so calls run side by side.
 
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::rpc::{self, Failure, Log, Pending};
-use super::stdio::{Line, MAX_LINE, read_line};
+use super::stdio::MAX_LINE;
+use crate::provider::stream::sse::{Event, Sse};
+
+/// Why an answer's event stream is read no further.
+enum Stop {
+    /// The response came: what follows it is not waited for.
+    Answered,
+    Failed(Failure),
+}
 
 /// A streamable HTTP server.
 pub struct Http {
@@ -200,31 +210,24 @@ impl Http {
             return self.take(&body, deadline).map(|_| ());
         }
         // An event stream: each event capped, and the stream as a whole.
-        let mut input = BufReader::new(reader.take(max * 4));
-        let mut line = Vec::new();
-        let mut data: Vec<u8> = Vec::new();
-        loop {
-            match read_line(&mut input, &mut line, MAX_LINE).map_err(io)? {
-                Line::Eof => return Ok(()),
-                Line::TooLong => return Err(over()),
-                Line::Full => {}
-            }
-            let text = line.strip_suffix(b"\r").unwrap_or(&line);
-            if text.is_empty() {
-                if !data.is_empty() && self.take(&data, deadline)? {
+        let events = read_events(
+            reader.take(max * 4),
+            &mut |event| {
+                if event.data.is_empty() {
                     return Ok(());
                 }
-                data.clear();
-            } else if let Some(rest) = text.strip_prefix(b"data:") {
-                // An event's lines are capped together, as one line is.
-                if data.len().saturating_add(rest.len()) >= MAX_LINE {
-                    return Err(over());
+                match self.take(event.data.as_bytes(), deadline) {
+                    Ok(true) => Err(Stop::Answered),
+                    Ok(false) => Ok(()),
+                    Err(failure) => Err(Stop::Failed(failure)),
                 }
-                if !data.is_empty() {
-                    data.push(b'\n');
-                }
-                data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
-            }
+            },
+            || Stop::Failed(over()),
+            |e| Stop::Failed(io(e)),
+        );
+        match events {
+            Ok(()) | Err(Stop::Answered) => Ok(()),
+            Err(Stop::Failed(failure)) => Err(failure),
         }
     }
 
@@ -272,9 +275,34 @@ pub(super) fn send_json(
             ureq::Error::Timeout(_) => Failure::Timeout,
             e => Failure::Broken(format!(
                 "cannot reach the MCP server \"{name}\": {}",
-                crate::redact::redact(&rpc::shown(&e.to_string(), rpc::SHOWN))
+                crate::text::redact::redact(&rpc::shown(&e.to_string(), rpc::SHOWN))
             )),
         })
+}
+
+/// Reads the server-sent events of `input` through the one decoder
+/// (`provider::stream::sse`: lines end in CR, LF or CRLF) and hands each
+/// to `each`, until the input ends (`Ok`) or `each` says stop. A line or
+/// an event over [`MAX_LINE`] is `too_long`; a failed read, `io`'s. Both
+/// HTTP transports read their streams so.
+pub(super) fn read_events<E>(
+    mut input: impl Read,
+    each: &mut dyn FnMut(Event) -> Result<(), E>,
+    too_long: impl Fn() -> E,
+    io: impl Fn(std::io::Error) -> E,
+) -> Result<(), E> {
+    let mut sse = Sse::new(MAX_LINE);
+    // On the heap: a caller's frame stays small (design §3.15).
+    let mut buf = vec![0; 8 * 1024];
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        sse.feed(&buf[..n], each, &too_long)?;
+    }
 }
 
 fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
@@ -282,4 +310,67 @@ fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String>
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream that gives one byte a read.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some((first, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            buf[0] = *first;
+            self.0 = rest;
+            Ok(1)
+        }
+    }
+
+    /// The events of `input` by `read_events`, or its error.
+    fn read_all(input: impl Read, stop_at: usize) -> Result<Vec<Event>, String> {
+        let mut got = Vec::new();
+        read_events(
+            input,
+            &mut |e| {
+                got.push(e);
+                if got.len() == stop_at {
+                    return Err("stopped".to_string());
+                }
+                Ok(())
+            },
+            || "too long".to_string(),
+            |e| e.to_string(),
+        )?;
+        Ok(got)
+    }
+
+    #[test]
+    fn events_are_read_in_whatever_pieces_with_cr_line_ends() {
+        let text = b": c\revent: endpoint\rdata: /m\r\rdata: {\"a\":\rdata: 1}\r\r";
+        let got = read_all(Trickle(text), 0).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            (got[0].name.as_str(), got[0].data.as_str()),
+            ("endpoint", "/m")
+        );
+        assert_eq!(got[1].data, "{\"a\":\n1}");
+        // `each` stops the reading at its first error.
+        assert_eq!(read_all(&text[..], 1), Err("stopped".into()));
+    }
+
+    #[test]
+    fn an_event_over_16_mib_is_too_long_whatever_its_lines() {
+        let line = format!("data: {}\r", "x".repeat(1 << 20));
+        let many = line.repeat(16) + "\r";
+        assert_eq!(read_all(many.as_bytes(), 0), Err("too long".into()));
+        let one = format!("data: {}\r\r", "x".repeat(MAX_LINE));
+        assert_eq!(read_all(one.as_bytes(), 0), Err("too long".into()));
+        // A line of 16 MiB, `data: ` included.
+        let fits = format!("data: {}\r\r", "x".repeat(MAX_LINE - 6));
+        assert_eq!(read_all(fits.as_bytes(), 0).map(|e| e.len()), Ok(1));
+    }
 }

@@ -157,7 +157,7 @@ impl Servers {
         let server = Server::start(config, &self.cwd, self.log.clone(), deadline)
             .map_err(|e| format!("MCP server \"{}\": {e}", config.name))?;
         for w in &server.warnings {
-            crate::stderr::warn_once(w);
+            crate::io::stderr::warn_once(w);
         }
         let ready = format!(
             "{}, protocol {}, {} tool(s), {} ms",
@@ -194,11 +194,13 @@ impl Servers {
                 }
                 if let Err(why) = offerable(&wire, &t.schema) {
                     let wire = super::rpc::shown(&wire, 100);
-                    crate::stderr::warn_once(&format!("MCP tool \"{wire}\" is not offered: {why}"));
+                    crate::io::stderr::warn_once(&format!(
+                        "MCP tool \"{wire}\" is not offered: {why}"
+                    ));
                     continue;
                 }
                 if let Some(first) = owner.get(&wire) {
-                    crate::stderr::warn_once(&format!(
+                    crate::io::stderr::warn_once(&format!(
                         "MCP tool \"{wire}\" of server \"{}\" is not offered: server \"{first}\" \
                          offers a tool of that name",
                         server.name

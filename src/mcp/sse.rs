@@ -3,10 +3,11 @@
 //! opens a stream of server-sent events whose first, `endpoint`, says where
 //! to POST; every message axe sends is a POST there, and every message the
 //! server sends (responses, its requests, logs) comes as a `message` event
-//! on the stream. One reader thread per connection reads the stream and
-//! hands each response to the caller waiting on its id, as stdio's does.
+//! on the stream. One reader thread per connection reads the stream (with
+//! the one SSE decoder, `provider::stream::sse`) and hands each response
+//! to the caller waiting on its id, as stdio's does.
 
-use std::io::BufReader;
+use std::io::Read;
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::rpc::{self, Failure, Log, Pending};
-use super::stdio::{Line, MAX_LINE, read_line};
+use super::stdio::MAX_LINE;
 
 /// A server on the older SSE transport.
 pub struct Sse {
@@ -64,7 +65,12 @@ impl Sse {
             .timeout_connect(Some(left))
             .build()
             .call()
-            .map_err(|e| format!("cannot reach it: {}", crate::redact::redact(&e.to_string())))?;
+            .map_err(|e| {
+                format!(
+                    "cannot reach it: {}",
+                    crate::text::redact::redact(&e.to_string())
+                )
+            })?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(format!("its event stream answered HTTP {status}"));
@@ -196,47 +202,34 @@ impl Reader {
     /// Reads events until the stream ends or the server is stopped; then
     /// every request still waiting fails.
     fn read(mut self, resp: ureq::http::Response<ureq::Body>) {
-        let mut input = BufReader::new(resp.into_body().into_reader());
-        let (mut line, mut event, mut data) = (Vec::new(), String::new(), Vec::new());
         let name = self.poster.name.clone();
-        let why = loop {
-            if *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) {
-                break format!("the MCP server \"{name}\" was stopped");
-            }
-            match read_line(&mut input, &mut line, MAX_LINE) {
-                Ok(Line::Full) => {}
-                Ok(Line::TooLong) => {
-                    break format!(
-                        "the MCP server \"{name}\" sent an event over {} MiB",
-                        MAX_LINE >> 20
-                    );
+        let stopped = self.stopped.clone();
+        let input = Unless {
+            input: resp.into_body().into_reader(),
+            stopped: stopped.clone(),
+        };
+        let is_stopped = || *stopped.lock().unwrap_or_else(PoisonError::into_inner);
+        let closed = || format!("the MCP server \"{name}\" closed its event stream");
+        let read = super::http::read_events(
+            input,
+            &mut |event| {
+                if is_stopped() {
+                    return Err(format!("the MCP server \"{name}\" was stopped"));
                 }
-                Ok(Line::Eof) | Err(_) => {
-                    break format!("the MCP server \"{name}\" closed its event stream");
-                }
-            }
-            let text = line.strip_suffix(b"\r").unwrap_or(&line);
-            if text.is_empty() {
-                if let Err(why) = self.dispatch(&event, &data) {
-                    break why;
-                }
-                event.clear();
-                data.clear();
-            } else if let Some(rest) = text.strip_prefix(b"event:") {
-                event = String::from_utf8_lossy(rest).trim().to_string();
-            } else if let Some(rest) = text.strip_prefix(b"data:") {
-                // An event's lines are capped together, as one line is.
-                if data.len().saturating_add(rest.len()) >= MAX_LINE {
-                    break format!(
-                        "the MCP server \"{name}\" sent an event over {} MiB",
-                        MAX_LINE >> 20
-                    );
-                }
-                if !data.is_empty() {
-                    data.push(b'\n');
-                }
-                data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
-            }
+                self.dispatch(&event.name, event.data.as_bytes())
+            },
+            || {
+                format!(
+                    "the MCP server \"{name}\" sent an event over {} MiB",
+                    MAX_LINE >> 20
+                )
+            },
+            |_| closed(),
+        );
+        let why = match read {
+            Err(why) => why,
+            Ok(()) if is_stopped() => format!("the MCP server \"{name}\" was stopped"),
+            Ok(()) => closed(),
         };
         if let Some(tx) = self.endpoint.take() {
             let _ = tx.send(Err(why.clone()));
@@ -250,7 +243,8 @@ impl Reader {
         if data.is_empty() {
             return Ok(());
         }
-        if event == "endpoint" {
+        // Spaces around the name are forgiven.
+        if event.trim() == "endpoint" {
             let url = resolve(&self.base, String::from_utf8_lossy(data).trim());
             // The headers (a token, say) go only where the stream is.
             if origin(&url) != origin(&self.base) {
@@ -258,7 +252,7 @@ impl Reader {
                     "the MCP server \"{}\" named an endpoint not on the origin of its event \
                      stream: {}",
                     self.poster.name,
-                    crate::redact::redact(&rpc::shown(&url, 200))
+                    crate::text::redact::redact(&rpc::shown(&url, 200))
                 ));
             }
             *self
@@ -289,6 +283,22 @@ impl Reader {
             }
         });
         Ok(())
+    }
+}
+
+/// The stream, read no further once the server is stopped: a blocking
+/// read cannot be interrupted, so the reader ends at its next one.
+struct Unless<R> {
+    input: R,
+    stopped: Arc<Mutex<bool>>,
+}
+
+impl<R: Read> Read for Unless<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if *self.stopped.lock().unwrap_or_else(PoisonError::into_inner) {
+            return Ok(0);
+        }
+        self.input.read(buf)
     }
 }
 

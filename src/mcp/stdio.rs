@@ -216,7 +216,7 @@ impl Stdio {
                 Ok(to) => format!("moved to {}", to.display()),
                 Err(why) => format!("it could not be moved aside ({why}): remove it"),
             };
-            crate::stderr::warn(&format!(
+            crate::io::stderr::warn(&format!(
                 "the MCP server \"{}\" created {}, which it may not write; {said}",
                 self.name,
                 path.display()

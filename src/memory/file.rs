@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::entries;
 use crate::sandbox::beneath::{Anchored, Root, still_named};
-use crate::write;
+use crate::sandbox::write;
 
 /// The longest a memory file's lock is waited for. Appends hold it for one
 /// write and `axe gc` for one rewrite of the file: a lock held longer is a
@@ -191,10 +191,10 @@ fn open(dir: &Root, name: &str, create: bool) -> io::Result<File> {
     if create {
         return write::open_append(dir, name, 0o644);
     }
-    crate::read::open_in(dir, name)
+    crate::sandbox::read::open_in(dir, name)
         .map(|(file, _)| file)
         .map_err(|e| match e {
-            crate::read::Unreadable::Io(e) => e,
+            crate::sandbox::read::Unreadable::Io(e) => e,
             other => io::Error::other(other.to_string()),
         })
 }

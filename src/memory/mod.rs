@@ -19,9 +19,9 @@ use std::time::SystemTime;
 pub use file::{TRIM_READ_LIMIT, Trimmed, backup_path};
 
 use crate::error::Error;
+use crate::io::stderr;
 use crate::paths;
 use crate::sandbox::beneath::{Anchored, Base};
-use crate::stderr;
 
 /// `[memory]`, validated: the Go original's keys and meanings.
 #[derive(Debug, Clone, PartialEq)]
@@ -257,7 +257,7 @@ pub fn load(id: &str, config: Option<&MemoryConfig>, cwd: &Path) -> Option<Memor
 /// §12.2) and the answer `result`, with every key redacted, as in the
 /// trace (design §6.7). A failure is a warning: the run itself succeeded.
 pub fn remember(memory: &Memory, task: &str, result: &str) {
-    let entry = crate::redact::redact(&entries::format(SystemTime::now(), task, result));
+    let entry = crate::text::redact::redact(&entries::format(SystemTime::now(), task, result));
     let appended = memory
         .place
         .open(true)

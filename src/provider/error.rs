@@ -8,7 +8,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::{Kind, MAX_BODY_BYTES};
-use crate::redact;
+use crate::text::redact;
 use crate::text::{clip, one_line};
 
 /// What went wrong with a provider call; decides the exit code.

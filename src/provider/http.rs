@@ -15,8 +15,8 @@ use super::attempt::Attempt;
 use super::error::{ErrorKind, ProviderError};
 use super::retry::RetryPolicy;
 use super::{Kind, Request, Response, anthropic, ollama, openai};
-use crate::redact;
 use crate::text::one_line;
+use crate::text::redact;
 
 /// The largest response body axe reads; a larger one is refused, not read.
 pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;

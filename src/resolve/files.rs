@@ -13,10 +13,10 @@ use globset::{GlobBuilder, GlobMatcher};
 use super::{ContextFile, Skipped, why_unread};
 use crate::deadline::Deadline;
 use crate::error::{During, Error};
-use crate::read::{self, Unreadable};
+use crate::io::stderr;
 use crate::sandbox::Opened;
 use crate::sandbox::beneath::{Denied, Follow, Kind, Root};
-use crate::stderr;
+use crate::sandbox::read::{self, Unreadable};
 
 /// What a glob matched, as the walk saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

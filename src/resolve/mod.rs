@@ -5,6 +5,7 @@
 //! files' globs are walked and read in `files`.
 
 mod files;
+pub mod template;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,10 +17,10 @@ use crate::error::Error;
 use crate::memory::{self, Memory};
 use crate::paths;
 use crate::provider::ModelRef;
-use crate::read::{self, Unreadable};
 use crate::sandbox::beneath::{Anchored, Base, Denied};
 use crate::sandbox::opened::{self, Opened};
-use crate::schema::{self, OutputSchema};
+use crate::sandbox::read::{self, Unreadable};
+use crate::schema::OutputSchema;
 use files::collect_files;
 pub use files::{Found, matches as glob_matches};
 
@@ -130,7 +131,7 @@ pub fn resolve(
             return Err(Error::NoModel);
         }
     };
-    let output_schema = schema::load(
+    let output_schema = crate::agent::output_schema(
         agent.config.output.as_ref(),
         overrides.output_schema.as_deref(),
         agent.config_dir(),

@@ -17,17 +17,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::dispatch;
 use super::repair::{self, Shaped};
 use super::{Ctx, MAX_TURNS, Outcome};
 use crate::error::Error;
-use crate::ledger::{self, Totals};
+use crate::io::stderr;
 use crate::provider::{
     Change, ErrorKind, Message, Notice, Provider, Request, Response, ToolCall, ToolResult, adjust,
 };
 use crate::schema::OutputSchema;
-use crate::stderr;
-use crate::tool;
-use crate::trace_event::{FailedRequest, Resend, TraceEvent};
+use crate::trace::event::{FailedRequest, Resend, TraceEvent};
+use crate::trace::ledger::{self, Totals};
 
 /// Runs the tool calls made in turn `turn` and returns one result per call,
 /// in call order.
@@ -361,7 +361,7 @@ impl Conversation<'_> {
     fn run_calls(&mut self, turn: u32, tools: &ToolRunner, response: Response) {
         let calls = response.tool_calls;
         let results = match response.cut {
-            Some(_) => tool::not_run_cut_off(&calls, &response.stop_reason),
+            Some(_) => dispatch::not_run_cut_off(&calls, &response.stop_reason),
             None => tools(turn, &calls),
         };
         let n = u64::try_from(calls.len()).unwrap_or(u64::MAX);

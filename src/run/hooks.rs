@@ -15,7 +15,7 @@ pub type TextFn = dyn Fn(&str, bool) + Send + Sync;
 /// Where the printed agent's streamed text goes (design §4.11).
 #[derive(Clone, Default)]
 pub enum TextSink {
-    /// The process's stdout, through its writer thread (`crate::stdout`).
+    /// The process's stdout, through its writer thread (`crate::io::stdout`).
     #[default]
     Stdout,
     /// A function of the host's: each piece, and whether it starts a turn.
@@ -26,7 +26,7 @@ impl TextSink {
     /// Hands `text` on; `new_turn` marks the first piece of a turn.
     pub fn text(&self, text: &str, new_turn: bool) {
         match self {
-            TextSink::Stdout => crate::stdout::text(text, new_turn),
+            TextSink::Stdout => crate::io::stdout::text(text, new_turn),
             TextSink::To(f) => f(text, new_turn),
         }
     }

@@ -9,10 +9,14 @@
 //! The top-level run and every sub-agent go through these functions
 //! (design §3.5); a sub-agent differs only in its [`Ctx`].
 
+pub mod call_agent;
 mod converse;
+pub mod dispatch;
 mod hooks;
+mod pool;
 mod repair;
 mod request;
+mod snapshot;
 pub mod top;
 
 use std::path::Path;
@@ -20,19 +24,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::GlobalConfig;
-use crate::deadline::Deadline;
+use crate::deadline::{Cancel, Deadline};
 use crate::error::Error;
-use crate::ledger::{self, Budget, Children, Ledger, Place};
+use crate::io::stderr::Verbose;
 use crate::provider::{Kind, Provider, Request, anthropic_schema};
 use crate::resolve::Resolved;
-use crate::snapshot::Snapshot;
-use crate::stderr::Verbose;
-use crate::tool::{self, Caller};
+use crate::trace::ledger::{self, Budget, Children, Ledger, Place};
+use dispatch::Caller;
+use snapshot::Snapshot;
 
-pub use crate::outcome::Outcome;
-use crate::trace_event::{Ending, TraceEvent};
+use crate::trace::event::{Ending, TraceEvent};
+pub use crate::trace::outcome::Outcome;
 
-pub use crate::deadline::Cancel;
 pub use converse::{ToolRunner, converse};
 pub use hooks::{TextFn, TextSink};
 
@@ -130,11 +133,12 @@ pub fn run_agent(
         timeout_secs: sac.timeout,
         tools: resolved.tools.as_deref(),
         mcp: &mcp,
+        offered: &offered,
         ctx,
         children: &children,
         turn: 0,
     };
-    let run_calls = |turn: u32, calls: &[_]| tool::run_calls(calls, &Caller { turn, ..caller });
+    let run_calls = |turn: u32, calls: &[_]| dispatch::run_calls(calls, &Caller { turn, ..caller });
     let tools: Option<&ToolRunner> =
         if config.sub_agents.is_empty() && resolved.tools.is_none() && mcp.is_empty() {
             None
@@ -143,7 +147,7 @@ pub fn run_agent(
         };
 
     let started = Instant::now();
-    report_start(ctx, &provider, &req.model, offered);
+    report_start(ctx, &provider, &req.model, offered.len());
     note_unsent_schema(ctx, &provider, &req);
     let output = resolved.output_schema.as_deref();
     let result = converse(&provider, req, ctx, tools, output);

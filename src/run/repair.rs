@@ -9,7 +9,7 @@ use super::{Ctx, MAX_TURNS, Outcome};
 use crate::error::{During, Error};
 use crate::provider::{Message, Request};
 use crate::schema::{Checked, OutputSchema};
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
 
 /// What became of an answer checked against the output schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

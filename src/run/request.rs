@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use super::Ctx;
+use super::call_agent;
 use crate::error::Error;
-use crate::ledger::Budget;
 use crate::mcp::Bound;
 use crate::provider::{Message, Provider, Request, RetryPolicy, Tool, ToolChoice};
 use crate::resolve::Resolved;
-use crate::tool;
+use crate::trace::ledger::Budget;
 
 /// The provider `resolved` runs on, retrying as `--retries`, then the
 /// agent's `[retry]`, then config.toml's say. A missing key is the error.
@@ -31,21 +31,21 @@ pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error
     Ok(provider)
 }
 
-/// The first request of `resolved` on the user message `message`, and how
-/// many tools it offers.
+/// The first request of `resolved` on the user message `message`, and the
+/// names of the tools it offers, in order.
 pub(super) fn first(
     resolved: &Resolved,
     message: &str,
     mcp: &[Bound],
     ctx: &Ctx,
-) -> (Request, usize) {
+) -> (Request, Vec<String>) {
     let config = &resolved.agent.config;
     let builtins = resolved.tools.as_ref().map_or(&[][..], |k| &k.names[..]);
     let (tools, tool_choice) = tools(&config.sub_agents, builtins, mcp, ctx);
     let offered = if tool_choice == ToolChoice::Auto {
-        tools.len()
+        tools.iter().map(|t| t.name.clone()).collect()
     } else {
-        0
+        Vec::new()
     };
     let req = Request {
         model: resolved.model.model.clone(),
@@ -91,12 +91,12 @@ fn tools(
     match (sub_agents.is_empty(), ctx.depth < ctx.max_depth) {
         (true, _) => {}
         (false, true) => {
-            let shapes = tool::shapes(sub_agents, ctx);
-            offered.insert(0, tool::call_agent_tool(sub_agents, &shapes));
+            let shapes = call_agent::shapes(sub_agents, ctx);
+            offered.insert(0, call_agent::call_agent_tool(sub_agents, &shapes));
         }
         (false, false) if offered.is_empty() => {
             return (
-                vec![tool::call_agent_tool(sub_agents, &[])],
+                vec![call_agent::call_agent_tool(sub_agents, &[])],
                 ToolChoice::None,
             );
         }

@@ -8,16 +8,17 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{Cancel, Ctx, Streaming, TextSink};
+use super::snapshot::Snapshot;
+use super::{Ctx, Streaming, TextSink};
 use crate::agent::Catalog;
 use crate::config::GlobalConfig;
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::ledger::{Budget, Ledger, Place};
+use crate::io::stderr::Verbose;
 use crate::resolve::Resolved;
-use crate::snapshot::Snapshot;
-use crate::stderr::Verbose;
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::{Budget, Ledger, Place};
 
 /// What a top-level run is given beside its resolved agent.
 pub struct Setup<'a> {

@@ -236,7 +236,7 @@ impl From<Denied> for io::Error {
         match d {
             Denied::NotFound => io::Error::from_raw_os_error(libc::ENOENT),
             Denied::Other(e) => e,
-            Denied::Link => io::Error::other(crate::read::LINK_REFUSED),
+            Denied::Link => io::Error::other(crate::sandbox::read::LINK_REFUSED),
             other => io::Error::other(other.to_string()),
         }
     }

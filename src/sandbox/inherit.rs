@@ -1,7 +1,7 @@
 //! What a process axe starts inherits from it (issue 31): nothing of axe's
 //! own signal handling and no descriptor but stdin, stdout and stderr. axe
 //! blocks SIGINT, SIGTERM and SIGHUP in every thread for its signal thread
-//! (`crate::interrupt`) and the Rust runtime ignores SIGPIPE; a mask and
+//! (`crate::io::interrupt`) and the Rust runtime ignores SIGPIPE; a mask and
 //! ignored signals survive `exec`, so a child would sit out a stop's TERM
 //! until its KILL, and one left behind would ignore `kill`. A descriptor axe
 //! was started with and that is not close-on-exec (a key file on fd 7)

@@ -8,6 +8,11 @@
 //! protects the user is read-only to them (`protected`); they inherit no
 //! signal handling and no descriptor of axe's (`inherit`); descendants a
 //! command leaves behind otherwise are collected and killed (`orphans`).
+//! axe's own files, which may lie where an agent writes (design §10.7),
+//! are opened through the same resolver with no link followed
+//! (`beneath_own`), and read (`read`: bounded, never blocking, regular
+//! files only) and written (`write`: create-only or replaced whole, never
+//! half-written) by the one reader and writer every module uses.
 
 pub mod beneath;
 pub mod etc;
@@ -20,8 +25,10 @@ pub mod opened;
 pub mod orphans;
 pub mod process;
 pub mod protected;
+pub(crate) mod read;
 pub mod seccomp;
 pub mod view;
+pub(crate) mod write;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -211,7 +218,7 @@ pub fn run(req: &Request) -> Result<Finished, String> {
                 path.display()
             ),
         };
-        crate::stderr::warn(&said);
+        crate::io::stderr::warn(&said);
         finished.output.push_str(&format!("\n[{said}]\n"));
     }
     Ok(finished)

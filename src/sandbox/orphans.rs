@@ -49,9 +49,11 @@ impl Running {
     }
 }
 
-/// Makes axe the reaper of its descendants' orphans, once.
+/// Makes axe the reaper of its descendants' orphans, once, and has a
+/// signal that ends the process sweep them (before any is started).
 fn become_reaper() {
     if !REAPER.swap(true, Ordering::Relaxed) {
+        crate::io::interrupt::sweep_on_end(sweep_all);
         // SAFETY: flags on this process. Failing the first only means
         // orphans go to init as before. The second makes axe's own
         // `/proc` files (its environment, with the keys) readable only
@@ -108,7 +110,7 @@ pub fn sweep() {
 
 /// Kills every child of axe now, kept or not, commands running or not, and
 /// whatever comes to axe as they die: for the end of the process (its
-/// last line, and every signal that ends it, `crate::interrupt`). The MCP
+/// last line, and every signal that ends it, `crate::io::interrupt`). The MCP
 /// servers' own stop comes first, where there is one.
 pub fn sweep_all() {
     if !REAPER.load(Ordering::Relaxed) {
@@ -132,7 +134,7 @@ fn sweep_locked(kept: &[i32]) {
             return;
         }
         if Instant::now() >= until {
-            crate::stderr::warn(&format!(
+            crate::io::stderr::warn(&format!(
                 "{} processes a command left were still being started after {} s of killing them",
                 orphans.len(),
                 SWEEP_LIMIT.as_secs()

@@ -81,7 +81,7 @@ fn pointed_git_dirs(dot_git: &Path) -> Vec<PathBuf> {
 
 /// The path a small pointer file holds after `prefix`, trimmed.
 fn pointer(file: &Path, prefix: &str) -> Option<PathBuf> {
-    let bytes = crate::read::bytes(file, POINTER_BYTES).ok()?;
+    let bytes = crate::sandbox::read::bytes(file, POINTER_BYTES).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let rest = text.lines().next()?.strip_prefix(prefix)?.trim();
     (!rest.is_empty()).then(|| PathBuf::from(rest))

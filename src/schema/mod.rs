@@ -13,16 +13,15 @@ mod quote;
 mod structure;
 mod value;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::agent::{OutputConfig, SchemaSource};
 use crate::error::Error;
+use crate::paths;
 use crate::sandbox::beneath::{Anchored, Base};
-use crate::{paths, read};
+use crate::sandbox::read;
 
 /// The most validation errors a repair message lists.
 const MAX_LISTED: usize = 8;
@@ -61,29 +60,6 @@ pub enum Checked {
     TimedOut,
 }
 
-/// The agent's `[output]`, or `--output-schema`'s file in its place, read
-/// and compiled. `config_dir` is where a `schema_file` is relative to;
-/// `override_file` is relative to `cwd` (`~` expanded in both, as for a
-/// skill). Errors are config errors (exit 2).
-pub fn load(
-    output: Option<&OutputConfig>,
-    override_file: Option<&str>,
-    config_dir: Option<&Path>,
-    cwd: &Path,
-) -> Result<Option<OutputSchema>, Error> {
-    let max_repairs = output.map_or(crate::agent::DEFAULT_MAX_REPAIRS, |o| o.max_repairs);
-    let schema = match (override_file, output.map(|o| &o.schema)) {
-        (Some(file), _) => read_file(Base::Cwd(cwd), file, "--output-schema")?,
-        (None, Some(SchemaSource::Inline(v))) => v.clone(),
-        (None, Some(SchemaSource::File(file))) => {
-            let base = config_dir.map_or(Base::Cwd(cwd), Base::Dir);
-            read_file(base, file, "output.schema_file")?
-        }
-        (None, None) => return Ok(None),
-    };
-    compile(schema, max_repairs).map(Some)
-}
-
 /// Checks that `schema` is one axe can check answers against (design D22).
 pub fn compile(schema: Value, max_repairs: u32) -> Result<OutputSchema, Error> {
     let compiled = compile::compile(&schema)
@@ -98,7 +74,7 @@ pub fn compile(schema: Value, max_repairs: u32) -> Result<OutputSchema, Error> {
 /// Reads a JSON schema file: regular, at most 1 MiB, JSON, `written`
 /// against `base` with no link followed (it may lie where an agent
 /// writes: design §10.7).
-fn read_file(base: Base, written: &str, what: &str) -> Result<Value, Error> {
+pub fn read_file(base: Base, written: &str, what: &str) -> Result<Value, Error> {
     let path = paths::resolve_against(base.path(), written);
     let text = Anchored::new(base, written)
         .map_err(read::Unreadable::Io)

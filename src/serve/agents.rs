@@ -53,9 +53,9 @@ impl AgentFiles {
             Ok(catalog) => {
                 let n = catalog.roots().len();
                 *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
-                crate::stderr::lines(format!("axe: serve: agents read again (SIGHUP): {n}\n"));
+                crate::io::stderr::lines(format!("axe: serve: agents read again (SIGHUP): {n}\n"));
             }
-            Err(e) => crate::stderr::warn(&format!(
+            Err(e) => crate::io::stderr::warn(&format!(
                 "SIGHUP: the agents could not be read again, the ones read before stay: {}",
                 e.one_line()
             )),
@@ -86,7 +86,7 @@ fn read(
     };
     let (catalog, left_out) = Catalog::read(search, roots, &place)?;
     for l in &left_out {
-        crate::stderr::warn(&l.to_string());
+        crate::io::stderr::warn(&l.to_string());
     }
     Ok(catalog)
 }

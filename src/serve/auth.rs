@@ -33,7 +33,7 @@ pub fn token(file: Option<&str>, addr: &SocketAddr) -> Result<Option<String>, Er
                 "the serve token must be at least {MIN_TOKEN_LEN} characters, with no spaces"
             )));
         }
-        crate::redact::register(t);
+        crate::text::redact::register(t);
     }
     if token.is_none() && !addr.ip().is_loopback() {
         return Err(Error::config(format!(
@@ -46,7 +46,7 @@ pub fn token(file: Option<&str>, addr: &SocketAddr) -> Result<Option<String>, Er
 
 /// The token file's first line, trimmed: a regular file of at most 4 KiB.
 fn read_token(path: &Path) -> Result<String, Error> {
-    let text = crate::read::config_text(path)
+    let text = crate::sandbox::read::config_text(path)
         .map_err(|e| Error::config(format!("--token-file {}: {e}", path.display())))?;
     let line = text.lines().next().unwrap_or("").trim().to_string();
     if line.is_empty() || text.len() > 4096 {

@@ -15,13 +15,14 @@ use super::reply::{self, ApiError};
 use super::sse::Sse;
 use super::{Served, Shared};
 use crate::agent::{Agent, Catalog};
+use crate::deadline::Cancel;
 use crate::deadline::Deadline;
 use crate::error::Error;
-use crate::ledger;
+use crate::io::stderr::Verbose;
 use crate::resolve::{self, Overrides, Resolved};
-use crate::run::{self, Cancel, TextSink, top};
-use crate::run_log::RunLog;
-use crate::stderr::Verbose;
+use crate::run::{self, TextSink, top};
+use crate::trace::ledger;
+use crate::trace::run_log::RunLog;
 
 /// Status logged for a client that left before its answer (nginx's).
 pub const CLIENT_GONE: u16 = 499;
@@ -183,7 +184,7 @@ fn prepare(
         .map_err(|e| reply::run_error(&e))?)
     .clone();
     for w in &agent.warnings {
-        crate::stderr::warn_once(w);
+        crate::io::stderr::warn_once(w);
     }
     let secs = top::timeout(
         shared.settings.timeout,

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use crate::run::Cancel;
+use crate::deadline::Cancel;
 
 /// How often the watcher looks: a client's hang-up cancels its run at
 /// most this late.

@@ -9,7 +9,7 @@ use tiny_http::{Method, Request};
 
 use super::reply::{self, ApiError};
 use super::{Served, Shared, chat, complete, conn};
-use crate::run::Cancel;
+use crate::deadline::Cancel;
 
 /// Answers `rq`, taken by a worker at `started`.
 pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {

@@ -38,8 +38,8 @@ use serde_json::Value;
 use tiny_http::{Header, Request, Response};
 
 use crate::config::GlobalConfig;
+use crate::deadline::Cancel;
 use crate::error::Error;
-use crate::run::Cancel;
 
 pub use agents::AgentFiles;
 pub use auth::token;
@@ -196,11 +196,13 @@ pub fn serve(
     });
     {
         let shared = shared.clone();
-        crate::interrupt::on_first_signal(move |_| shared.stopping.store(true, Ordering::SeqCst));
+        crate::io::interrupt::on_first_signal(move |_| {
+            shared.stopping.store(true, Ordering::SeqCst)
+        });
     }
     {
         let shared = shared.clone();
-        crate::interrupt::on_hangup(move |_| shared.files.reload(&shared.global));
+        crate::io::interrupt::on_hangup(move |_| shared.files.reload(&shared.global));
     }
     let (tx, rx) = sync_channel::<(Request, Instant)>(max);
     let rx = Arc::new(Mutex::new(rx));
@@ -213,7 +215,7 @@ pub fn serve(
             .map_err(|e| Error::general(format!("cannot start a worker: {e}")))?;
     }
     tick(addr, shared.clone());
-    crate::stderr::lines(format!("axe: serving on http://{addr} ({max} at once)\n"));
+    crate::io::stderr::lines(format!("axe: serving on http://{addr} ({max} at once)\n"));
     let failed = dispatch(&server, &shared, &tx, max);
     stop(&server, &shared);
     match failed {
@@ -375,7 +377,7 @@ fn shutting_down() -> ApiError {
 /// running ones get the grace period, then are cancelled and get
 /// [`AFTER_GRACE`] more.
 fn stop(server: &tiny_http::Server, shared: &Shared) {
-    crate::stderr::lines("axe: stopping: no new requests; waiting for those running\n".into());
+    crate::io::stderr::lines("axe: stopping: no new requests; waiting for those running\n".into());
     while let Ok(Some(rq)) = server.try_recv() {
         // One pipelined behind a running request is its worker's to answer.
         if let Some((rq, _)) = shared.pipelines.set_aside((rq, Instant::now())) {
@@ -402,7 +404,7 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
-    crate::stderr::lines(format!(
+    crate::io::stderr::lines(format!(
         "axe: stopping: cancelling {} running requests\n",
         runs.len()
     ));
@@ -410,7 +412,7 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
         cancel.cancel();
     }
     idle(AFTER_GRACE);
-    crate::stderr::flush(crate::stderr::PATIENCE);
+    crate::io::stderr::flush(crate::io::stderr::PATIENCE);
 }
 
 /// One access-log line on stderr: method, path, agent, status, time,
@@ -420,7 +422,7 @@ fn access(shared: &Shared, method: &str, path: &str, s: &Served, started: Instan
     if !shared.settings.access_log {
         return;
     }
-    crate::stderr::lines(format!(
+    crate::io::stderr::lines(format!(
         "axe: serve: {} {} agent={} status={} ms={} tokens={} id={}\n",
         field(method, 100),
         field(path, 200),

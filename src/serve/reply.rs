@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::error::Error;
-use crate::ledger::Totals;
 use crate::provider::{Cut, ErrorKind};
+use crate::trace::ledger::Totals;
 
 /// An error as OpenAI's API gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl ApiError {
     /// The error's JSON body. Its message is redacted: no key leaves axe.
     pub fn body(&self) -> Value {
         json!({"error": {
-            "message": crate::redact::redact(&self.message),
+            "message": crate::text::redact::redact(&self.message),
             "type": self.kind,
             "param": self.param,
             "code": self.code,

@@ -12,8 +12,8 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use super::reply::{ApiError, usage_json};
-use crate::ledger::Totals;
-use crate::run::Cancel;
+use crate::deadline::Cancel;
+use crate::trace::ledger::Totals;
 
 /// The event stream of one request.
 pub struct Sse {

@@ -26,10 +26,6 @@ use crate::sandbox::{Policy, Root};
 pub use config::{SandboxConfig, ToolsConfig};
 pub use kit::{Kit, kit};
 
-/// The name of the tool that delegates to a sub-agent (design §3.3): not
-/// one of these, and not a name an agent may list, so it is known here.
-pub const CALL_AGENT: &str = "call_agent";
-
 /// The most bytes of one tool's result that reach the model.
 pub const MAX_RESULT_BYTES: usize = 32 * 1024;
 

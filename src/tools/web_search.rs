@@ -41,7 +41,7 @@ fn search(args: &Args, env: &Env) -> Result<Done, Done> {
         .ok()
         .filter(|k| !k.trim().is_empty())
         .ok_or_else(|| Done::error("TAVILY_API_KEY is not set: web_search needs a Tavily key"))?;
-    crate::redact::register(&key);
+    crate::text::redact::register(&key);
     let base = std::env::var("AXE_TAVILY_BASE_URL")
         .ok()
         .filter(|u| !u.trim().is_empty())
@@ -71,7 +71,7 @@ fn search(args: &Args, env: &Env) -> Result<Done, Done> {
         .header("authorization", format!("Bearer {key}"))
         .header("content-type", "application/json")
         .send(body.to_string().as_bytes())
-        .map_err(|e| Done::error(crate::redact::redact(&format!("web_search: {e}"))))?;
+        .map_err(|e| Done::error(crate::text::redact::redact(&format!("web_search: {e}"))))?;
     let status = resp.status().as_u16();
     let text = resp
         .body_mut()
@@ -81,7 +81,7 @@ fn search(args: &Args, env: &Env) -> Result<Done, Done> {
         .map_err(|e| Done::error(format!("web_search: the answer could not be read: {e}")))?;
     if !(200..300).contains(&status) {
         let head: String = text.chars().take(500).collect();
-        return Err(Done::error(crate::redact::redact(&format!(
+        return Err(Done::error(crate::text::redact::redact(&format!(
             "Tavily API error (HTTP {status}): {head}"
         ))));
     }

@@ -33,7 +33,7 @@ fn fuzz_ollama_response_parser_never_panics() {
 }
 
 /// Fragments that make streams interesting.
-const STREAM_TOKENS: &[&str] = &[
+pub(crate) const STREAM_TOKENS: &[&str] = &[
     "\n",
     "\r",
     "\r\n",

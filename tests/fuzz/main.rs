@@ -1,8 +1,9 @@
 //! Seeded mutation fuzzing, bounded so that it runs in `cargo test`: the
 //! three providers' response parsers and stream decoders (which must also
-//! decode a stream cut anywhere as they decode it whole), the error-body
-//! reader, the agent and
-//! config TOML loaders, the retry-hint header parsers, and whole HTTP
+//! decode a stream cut anywhere as they decode it whole), the one SSE
+//! decoder for both its uses (a provider's stream and an MCP server's,
+//! alike whatever its cuts and line ends), the error-body reader, the agent
+//! and config TOML loaders, the retry-hint header parsers, and whole HTTP
 //! responses (mutated heads and bodies, served by a loopback server to the
 //! real provider path) get thousands of mutants of real inputs (the
 //! fixtures, the documented response shapes, the scaffold, realistic header
@@ -343,3 +344,4 @@ mod bodies;
 mod cases;
 mod hints;
 mod http;
+mod sse;

@@ -218,6 +218,49 @@ fn tool_calls_in_a_cut_off_response_are_not_run() {
     }
 }
 
+#[test]
+fn a_cut_off_responses_calls_are_each_answered_as_the_tool_they_name() {
+    // Each call's result said "call_agent error: not run", whatever its
+    // tool: here a built-in one beside call_agent.
+    for (p, reason, _) in cut_cases() {
+        let home = Home::fast_retries();
+        let lead = "sub_agents = [\"w\"]\ntools = [\"read_file\"]\n";
+        home.named_agent("lead", p.model(), lead);
+        home.named_agent("w", p.model(), "");
+        let first = {
+            let calls = p.tool_calls(&[
+                ("c1", "call_agent", delegate("w", "half a ta")),
+                ("c2", "read_file", json!({"path": "notes.txt"})),
+            ]);
+            let mut v: Value = serde_json::from_str(&calls).unwrap();
+            match p {
+                P::Anthropic => v["stop_reason"] = reason.into(),
+                P::OpenAi => v["choices"][0]["finish_reason"] = reason.into(),
+                P::Ollama => v["done_reason"] = reason.into(),
+            }
+            v.to_string()
+        };
+        let server = FakeServer::route(move |req| match req.who().as_str() {
+            "lead" if req.has_tool_results() => {
+                let got = req.tool_result_texts().join(" | ");
+                Reply::Json(200, p.text(&format!("echo: {got}")))
+            }
+            "lead" => Reply::Json(200, first.clone()),
+            _ => Reply::Json(200, p.text("w ran")),
+        });
+        let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
+        assert_eq!(code(&b.output), 0, "{p:?} {reason}: {}", stderr(&b.output));
+        let why = format!(
+            "not run: the response that made this call was cut off (stop reason \"{reason}\"), so the call may be incomplete"
+        );
+        assert_eq!(
+            stdout(&b.output),
+            format!("echo: call_agent error: {why} | Error: tool \"read_file\" {why}\n"),
+            "{p:?} {reason}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // A tool call the model was not given.
 // ---------------------------------------------------------------------------

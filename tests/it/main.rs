@@ -56,7 +56,7 @@
 //! | §7.4 | the live progress view | `progress.rs` |
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
 //! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
-//! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs`, `mcp/legacy_sse.rs`, `mcp/git.rs` (the README example) |
+//! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs`, `mcp/legacy_sse.rs`, `mcp/event_lines.rs` (CR, LF, CRLF), `mcp/git.rs` (the README example) |
 //! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §10.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
 //! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |

@@ -84,6 +84,44 @@ fn a_custom_tool_call_gets_an_error_result_and_the_conversation_goes_on() {
 }
 
 #[test]
+fn a_custom_tool_calls_result_names_the_tools_the_agent_was_offered() {
+    // It said "the only tool here is the function call_agent" whatever the
+    // agent was offered.
+    for (lead, offered) in [
+        (
+            "tools = [\"read_file\"]\n",
+            "the only tool here is the function \"read_file\"",
+        ),
+        (
+            "sub_agents = [\"w\"]\ntools = [\"read_file\", \"list_directory\"]\n",
+            "the tools here are the functions \"call_agent\", \"read_file\" and \"list_directory\"",
+        ),
+    ] {
+        let home = Home::new();
+        home.named_agent("lead", "openai/gpt-5", lead);
+        home.named_agent("w", "openai/gpt-5", "");
+        let first = openai_calls(
+            Value::Null,
+            vec![custom_call("call_c1", "code_exec", "print('hi')")],
+        );
+        let server = FakeServer::tool_loop(first, openai_text("lead done", 1, 1));
+        let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "lead"], HUNG);
+        assert_eq!(code(&b.output), 0, "{lead}: {}", stderr(&b.output));
+        assert_eq!(stdout(&b.output), "lead done\n", "{lead}");
+        let follow_up = server
+            .requests()
+            .into_iter()
+            .find(|r| r.has_tool_results())
+            .unwrap();
+        assert_eq!(
+            follow_up.tool_messages()[0]["content"],
+            format!("Unknown tool: \"code_exec\" (a \"custom\" tool call; {offered})"),
+            "{lead}"
+        );
+    }
+}
+
+#[test]
 fn a_custom_tool_call_to_an_agent_without_sub_agents_leaves_its_text_the_answer() {
     let home = Home::new();
     home.named_agent("solo", "openai/gpt-5", "");

@@ -5,7 +5,10 @@
 //! ignored, and a blank line dispatches the event. Bytes are kept until
 //! their line is whole, so a chunk may end anywhere, inside a UTF-8
 //! character or inside a field name. A line or an event over the limit is
-//! an error, never a growing buffer (design §4.11).
+//! an error, never a growing buffer (design §4.11). The one decoder of
+//! server-sent events: a provider's stream (`stream/mod.rs`, 4 MiB an
+//! event) and an MCP server's over either HTTP transport (`mcp/http.rs`,
+//! 16 MiB an event, design §11.2) are read through it.
 
 /// One event: its name (`message` when none was given) and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,8 +133,11 @@ impl Sse {
         if !std::mem::take(&mut self.has_data) {
             return None;
         }
-        let data = String::from_utf8_lossy(&self.data).into_owned();
-        self.data.clear();
+        // Moved out, not copied: an MCP server's event may be 16 MiB.
+        let data = match String::from_utf8(std::mem::take(&mut self.data)) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
         Some(Event {
             name: if name.is_empty() {
                 "message".into()
@@ -198,6 +204,34 @@ mod tests {
         let many = "data: 0123456789\n".repeat(10);
         assert_eq!(events(&[many.as_bytes()], 64), Err("too long"));
         assert!(events(&[b"data: 0123456789\n\n"], 64).is_ok());
+    }
+
+    /// `text` with its LF line ends made `end`.
+    fn ended(text: &str, end: &str) -> String {
+        text.replace('\n', end)
+    }
+
+    #[test]
+    fn an_mcp_servers_streams_read_alike_with_every_line_end() {
+        let legacy = include_str!("../../../fixtures/streams/mcp_legacy.sse");
+        let answer = include_str!("../../../fixtures/streams/mcp_streamable.sse");
+        // MCP's limit (`mcp::stdio::MAX_LINE`).
+        let limit = 16 << 20;
+        for end in ["\n", "\r", "\r\n"] {
+            let got = events(&[ended(legacy, end).as_bytes()], limit).unwrap();
+            let names: Vec<&str> = got.iter().map(|e| e.name.as_str()).collect();
+            assert_eq!(names, ["endpoint", "message", "message"], "{end:?}");
+            assert_eq!(got[0].data, "/message?sessionId=3f2a");
+            assert!(got[2].data.starts_with("[{") && got[2].data.ends_with("}]"));
+            let got = events(&[ended(answer, end).as_bytes()], limit).unwrap();
+            assert_eq!(got.len(), 3, "{end:?}");
+            assert!(got.iter().all(|e| e.name == "message"));
+            assert!(got[0].data.contains("héllo ✓"));
+            // Two data: lines are one message, joined by a newline.
+            let last: serde_json::Value = serde_json::from_str(&got[2].data).unwrap();
+            assert_eq!(last["result"]["content"][0]["text"], "echo: hi");
+            assert!(got[2].data.contains(",\n \"result\""));
+        }
     }
 
     #[test]

@@ -14,13 +14,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axe::agent::CALL_AGENT;
 use axe::config::{GlobalConfig, ProviderSettings, RetrySettings};
 use axe::deadline::Deadline;
-use axe::ledger::{Children, Ledger, Place};
+use axe::io::stderr::Verbose;
 use axe::provider::{ToolCall, ToolResult};
 use axe::run::Ctx;
-use axe::stderr::Verbose;
-use axe::tool::*;
+use axe::run::call_agent::call_agent_tool;
+use axe::run::dispatch::*;
+use axe::trace::ledger::{Children, Ledger, Place};
 use serde_json::{Value, json};
 
 /// The tail of every `Error: sub-agent ...` result (design §3.6).
@@ -167,6 +169,7 @@ fn call_one_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCal
         timeout_secs,
         tools: None,
         mcp: &[],
+        offered: &[],
         ctx,
         max_parallel: usize::MAX,
         max_result_chars: axe::agent::DEFAULT_MAX_RESULT_CHARS,

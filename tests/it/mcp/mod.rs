@@ -83,6 +83,7 @@ pub fn alive(pid: i32) -> bool {
 
 mod client;
 mod commands;
+mod event_lines;
 mod files;
 mod git;
 mod legacy_sse;

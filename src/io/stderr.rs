@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::queue::{Dest, Piece, Queue};
-use crate::redact::redact;
+use crate::io::queue::{Dest, Piece, Queue};
+use crate::text::redact::redact;
 
 /// How long [`flush`] waits for a stderr that takes nothing at all.
 pub const PATIENCE: Duration = Duration::from_secs(1);

@@ -7,7 +7,7 @@
 //! Every agent run in the tree has a [`Place`]: its name, its depth and a
 //! path such as `lead/researcher#2` (the second `researcher` call made by
 //! `lead`). The conversation loop reports to the [`Ledger`] through
-//! `Ledger::event` (a `TraceEvent`, whose line `trace_event.rs`
+//! `Ledger::event` (a `TraceEvent`, whose line `event.rs`
 //! writes) and the `record_*` methods; all of them may be called from
 //! parallel sub-agents at once.
 
@@ -21,8 +21,8 @@ use serde::Serialize;
 
 use crate::deadline::{Deadline, millis};
 use crate::error::Exceeded;
-use crate::trace::Trace;
-use crate::trace_event::{Ending, TraceEvent};
+use crate::trace::event::{Ending, TraceEvent};
+use crate::trace::writer::Trace;
 
 mod tools;
 
@@ -201,7 +201,7 @@ impl Ledger {
     /// short while, never past `deadline`. With `bodies`, requests and
     /// responses carry their messages.
     pub fn with_trace(path: &Path, bodies: bool, deadline: &Deadline) -> std::io::Result<Ledger> {
-        let patience = deadline.left().min(crate::trace::READER_PATIENCE);
+        let patience = deadline.left().min(crate::trace::writer::READER_PATIENCE);
         Ok(Ledger {
             trace: Some(Arc::new(Trace::open(path, patience)?)),
             bodies,

@@ -63,7 +63,7 @@ impl ToolDetail {
             // Redacted before it is cut, so that no part of a key is left
             // at the cut; the arguments are the model's words, kept as the
             // trace keeps them (design §6.7).
-            output: crate::text::cap(crate::redact::redact(output), DETAIL_OUTPUT_BYTES),
+            output: crate::text::cap(crate::text::redact::redact(output), DETAIL_OUTPUT_BYTES),
             is_error,
             turn,
             index,

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 #[cfg(unix)]
 use crate::error::Code;
@@ -29,6 +29,11 @@ static FIRST: Mutex<Option<Action>> = Mutex::new(None);
 /// (the agents read again, design §14.2), instead of ending the process.
 static HANGUP: Mutex<Option<Action>> = Mutex::new(None);
 static TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// What kills the processes the run started and what they left
+/// (`sandbox::orphans::sweep_all`), handed in by the sandbox before it
+/// starts the first one ([`sweep_on_end`]): `io` sits below the sandbox, so
+/// it does not call it by name.
+static SWEEP: OnceLock<fn()> = OnceLock::new();
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 /// Set once a signal is being handled: the process is ending with it.
 static ENDING: AtomicBool = AtomicBool::new(false);
@@ -53,6 +58,13 @@ pub fn wait_if_ending() {
             std::thread::park();
         }
     }
+}
+
+/// Has `sweep` run when a signal ends the process, after the registered
+/// actions and before the temporary files are removed; the first one
+/// handed in is kept.
+pub fn sweep_on_end(sweep: fn()) {
+    let _ = SWEEP.set(sweep);
 }
 
 /// Removes its action when dropped.
@@ -196,7 +208,7 @@ fn end(sig: libc::c_int) -> ! {
     STATUS.store(code.status(), Ordering::SeqCst);
     ENDING.store(true, Ordering::SeqCst);
     // The progress view first: nothing below is drawn over it.
-    crate::stderr::end_view();
+    crate::io::stderr::end_view();
     for (_, action) in ACTIONS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -206,7 +218,9 @@ fn end(sig: libc::c_int) -> ! {
     }
     // What the run started goes with it: commands still running, what
     // they or an MCP server left (design §10.3).
-    crate::sandbox::orphans::sweep_all();
+    if let Some(sweep) = SWEEP.get() {
+        sweep();
+    }
     for path in TEMP_FILES
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -214,9 +228,9 @@ fn end(sig: libc::c_int) -> ! {
     {
         let _ = std::fs::remove_file(path);
     }
-    crate::stdout::drain();
-    crate::stderr::error_line(format!("axe: {why}\n"));
-    crate::stderr::flush(crate::stderr::PATIENCE);
+    crate::io::stdout::drain();
+    crate::io::stderr::error_line(format!("axe: {why}\n"));
+    crate::io::stderr::flush(crate::io::stderr::PATIENCE);
     #[allow(clippy::exit, reason = "a signal ends the run (design §6.5)")]
     std::process::exit(i32::from(code.status()))
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::queue::{Dest, Piece, Queue};
+use crate::io::queue::{Dest, Piece, Queue};
 use crate::sandbox::beneath::{Anchored, Base};
 
 /// The longest opening a FIFO waits for a process to open it for reading
@@ -111,7 +111,7 @@ impl Trace {
         }
         if let Err(e) = write_whole(&mut file.file, line.as_bytes()) {
             self.broken.store(true, Ordering::Relaxed);
-            crate::stderr::warn(&format!("cannot write the trace ({e}); tracing stopped"));
+            crate::io::stderr::warn(&format!("cannot write the trace ({e}); tracing stopped"));
         } else {
             file.needs_newline = false;
         }
@@ -122,10 +122,12 @@ impl Trace {
     /// A file's lines are written already.
     pub fn flush(&self) {
         if let Sink::Stream(queue) = self.sink
-            && !queue.flush(crate::stderr::PATIENCE)
+            && !queue.flush(crate::io::stderr::PATIENCE)
             && !queue.failed()
         {
-            crate::stderr::warn("the trace was not being read; its last lines were not written");
+            crate::io::stderr::warn(
+                "the trace was not being read; its last lines were not written",
+            );
         }
     }
 }
@@ -167,7 +169,7 @@ fn open_file(path: &Path) -> io::Result<Sink> {
         let written = path.to_string_lossy();
         let at = Anchored::new(Base::Cwd(Path::new(".")), &written)?;
         let (dir, name) = at.parent(false)?;
-        crate::write::open_append(&dir, &name, 0o600)?
+        crate::sandbox::write::open_append(&dir, &name, 0o600)?
     };
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -255,7 +257,7 @@ fn open_stream(path: &Path, patience: Duration, terminal: &mut bool) -> io::Resu
     // SAFETY: isatty only asks about a descriptor this function owns.
     *terminal = unsafe { libc::isatty(fd) } == 1;
     let queue = Box::leak(Box::new(Queue::new(
-        Dest::Trace(file, crate::stderr::warn),
+        Dest::Trace(file, crate::io::stderr::warn),
         "axe-trace",
     )));
     Ok(Sink::Stream(queue))

@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::queue::{Dest, Piece, Queue};
+use crate::io::queue::{Dest, Piece, Queue};
 
 static STDOUT: Queue = Queue::new(Dest::Stdout, "axe-stdout");
 

@@ -5,9 +5,9 @@
 //! the run ends, so the terminal is left as if it had never been there.
 //!
 //! The view is drawn by one thread from the tree's lists of running agents
-//! and tool calls ([`crate::ledger::Ledger::running`],
-//! [`crate::ledger::Ledger::tools_running`]), and each frame is queued on stderr's
-//! one writer ([`crate::stderr::frame`]), where verbose lines and warnings
+//! and tool calls ([`crate::trace::ledger::Ledger::running`],
+//! [`crate::trace::ledger::Ledger::tools_running`]), and each frame is queued on stderr's
+//! one writer ([`crate::io::stderr::frame`]), where verbose lines and warnings
 //! go too: the writer erases the view before a line, and the next frame
 //! draws it again below.
 
@@ -15,8 +15,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::ledger::{Ledger, Running, RunningTool};
-use crate::stderr;
+use crate::io::stderr;
+use crate::trace::ledger::{Ledger, Running, RunningTool};
 
 /// How often the view is redrawn.
 const TICK: Duration = Duration::from_millis(100);
@@ -257,7 +257,7 @@ fn tool_line(t: &RunningTool) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::Place;
+    use crate::trace::ledger::Place;
 
     fn running(path: &str, depth: u32, turn: u32) -> Running {
         Running {

@@ -5,7 +5,7 @@
 //!
 //! A line is the fields every event has ([`Line`]), then the event's own,
 //! in key order. Every string is redacted but the model's own words
-//! ([`MODEL_WORDS`], design §6.7). Where a line goes is `trace.rs`'s.
+//! ([`MODEL_WORDS`], design §6.7). Where a line goes is `writer.rs`'s.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,10 +14,10 @@ use serde_json::{Map, Value, json};
 
 use crate::deadline::millis;
 use crate::error::Error;
-use crate::ledger::{Place, Totals};
-use crate::outcome::Outcome;
 use crate::provider::{Provider, Request, Response, Retry, ToolCall, ToolResult};
-use crate::redact::redact_fields;
+use crate::text::redact::redact_fields;
+use crate::trace::ledger::{Place, Totals};
+use crate::trace::outcome::Outcome;
 
 /// The trace fields that carry what a model said — a response's `content`
 /// and `calls`, a call's `arguments`, a sub-agent's result `content` — and

@@ -1,38 +1,34 @@
-//! A call to one of the caller's built-in tools (design §10.1): run through
-//! the registry (`crate::tools`) with the caller's kit and deadline, seen
-//! like a sub-agent is — a `--verbose` line, a `tool` trace event, the
-//! ledger's record for `--json` and the live view — and answered with its
-//! result, an error result when it failed. It never fails the run.
+//! How a call to a built-in tool or an MCP server's tool is seen (design
+//! §2.9, §7.2, §7.4): a `--verbose` line, a `tool` trace event, the
+//! ledger's record for `--json` and the live view while it runs, as a
+//! sub-agent is seen. Written once for both; each says only how its call
+//! runs.
 
 use std::time::Instant;
 
 use super::Caller;
-use crate::ledger::ToolDetail;
 use crate::provider::{ToolCall, ToolResult};
-use crate::tools::{self, Env};
-use crate::trace_event::TraceEvent;
+use crate::tools::Done;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::ToolDetail;
 
 /// Characters of an argument shown in a summary.
 const SUMMARY_CHARS: usize = 80;
 
-/// Runs `call`, whose tool the caller listed.
-pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult {
+/// Runs `call`, the `index`-th of its response, with `run`, reporting it
+/// before and after; answered with its result, an error result when it
+/// failed. It never fails the run.
+pub(super) fn run(
+    call: &ToolCall,
+    index: usize,
+    caller: &Caller,
+    run: impl FnOnce() -> Done,
+) -> ToolResult {
     let ctx = caller.ctx;
-    let Some(kit) = caller.tools else {
-        return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
-    };
     let summary = summary(call);
     let running = ctx.ledger.tool_started(&ctx.place, &call.name, &summary);
     let started = Instant::now();
-    let env = Env {
-        root: &kit.root,
-        policy: &kit.policy,
-        allowed_hosts: &kit.allowed_hosts,
-        private_networks: kit.private_networks,
-        deadline: ctx.deadline.at,
-        cancel: &ctx.cancel,
-    };
-    let done = tools::run(&call.name, &call.arguments, &env);
+    let done = run();
     let took = started.elapsed();
     drop(running);
     let ms = crate::deadline::millis(took);
@@ -64,7 +60,7 @@ pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult 
 
 /// A call's arguments in one short line: `path "src/main.rs"`,
 /// `command "cargo test"`, each value cut to [`SUMMARY_CHARS`].
-pub(super) fn summary(call: &ToolCall) -> String {
+fn summary(call: &ToolCall) -> String {
     let mut parts = Vec::new();
     for (key, value) in &call.arguments {
         // The body of a write is its size, not its text.

@@ -86,7 +86,7 @@ fn children_are_numbered_per_name_from_one() {
 #[test]
 fn a_tool_detail_is_redacted_before_it_is_cut() {
     let key = "sk-ledger-straddle-0123456789";
-    crate::redact::register(key);
+    crate::text::redact::register(key);
     // The key starts 6 bytes before the cut: cut first, its first 6
     // characters would be left.
     let output = format!("{}{key} and more", "x".repeat(DETAIL_OUTPUT_BYTES - 6));

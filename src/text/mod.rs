@@ -1,5 +1,8 @@
 //! Shaping text for output: one line with whitespace folded, long text cut
-//! at a character boundary with a mark that says so.
+//! at a character boundary with a mark that says so; and secrets kept out
+//! of all of it (`redact`).
+
+pub mod redact;
 
 /// `text` on one line: runs of whitespace (line ends included) as one
 /// space, and control characters (an escape sequence's ESC, a bell, C1

@@ -1,29 +1,30 @@
 //! The tools a model can call, and running them (design §3.8, §3.10):
 //! [`run_calls`] runs the calls of one response, at the same time through
 //! `pool` when the caller allows, and [`run_call`] runs one; both report
-//! each call to the trace and dispatch it by its tool's name. The only tool
-//! is `call_agent` (`call_agent.rs`); any other name, or a call of a type
-//! that is not a function, gets an error result and the conversation goes
-//! on. The fan-out, the trace, panics and error results are here, the same
-//! for every tool: the built-in tools (`builtin.rs`, design §10) and the
-//! MCP servers' tools (`mcp_call.rs`, design §11) are arms of `dispatch`.
+//! each call to the trace and dispatch it by its tool's name, to one of
+//! the tools the caller was offered: `call_agent` (`call_agent.rs`), its
+//! built-in tools (`builtin.rs`, design §10) or its MCP servers' tools
+//! (`mcp_call.rs`, design §11), the last two reported alike
+//! (`reported.rs`). Any other name, or a call of a type that is not a
+//! function, gets an error result and the conversation goes on. The
+//! fan-out, the trace, panics and error results are here, the same for
+//! every tool.
 
 mod builtin;
-mod call_agent;
 mod mcp_call;
+mod reported;
 
 use std::any::Any;
 use std::time::Instant;
 
-use crate::ledger::Children;
-use crate::pool;
+use super::call_agent;
+use super::pool;
 use crate::provider::{ModelRef, ToolCall, ToolResult};
 use crate::run::Ctx;
-use crate::trace_event::TraceEvent;
+use crate::trace::event::TraceEvent;
+use crate::trace::ledger::Children;
 
-pub use crate::tools::CALL_AGENT;
-pub use call_agent::call_agent_tool;
-pub(crate) use call_agent::shapes;
+use crate::agent::CALL_AGENT;
 
 /// The most calls of one response that run at the same time; more wait for
 /// a free thread. Far above what a model sends in practice, it only bounds
@@ -51,6 +52,9 @@ pub struct Caller<'a> {
     pub tools: Option<&'a crate::tools::Kit>,
     /// Its MCP servers' tools (design §11.3).
     pub mcp: &'a [crate::mcp::Bound],
+    /// The names of the tools its model was offered, in order: what an
+    /// error result tells the model it may call.
+    pub offered: &'a [String],
     /// Where it runs: its depth, deadline, config, verbosity and tree.
     pub ctx: &'a Ctx<'a>,
     /// The calls it has made to each sub-agent, to number their paths.
@@ -92,7 +96,7 @@ fn next_seq(call: &ToolCall, caller: &Caller) -> u32 {
 }
 
 /// The call's argument `key`, trimmed; empty when absent.
-fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
+pub(super) fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
     call.arguments.get(key).map_or("", |v| v.trim())
 }
 
@@ -119,7 +123,7 @@ fn run_numbered(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> Too
 /// (design §3.8).
 fn dispatch(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> ToolResult {
     match (&call.foreign, call.name.as_str()) {
-        (Some(raw), _) => error_result(call, foreign_call(&call.name, raw)),
+        (Some(raw), _) => error_result(call, foreign_call(&call.name, raw, caller.offered)),
         (None, CALL_AGENT) => call_agent::run(call, caller, seq),
         (None, name) if caller.tools.is_some_and(|k| k.has(name)) => {
             builtin::run(call, index, caller)
@@ -132,39 +136,61 @@ fn dispatch(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> ToolRes
 }
 
 /// The results of calls made in a response that was cut off (stop reason
-/// `stop_reason`): none is run, since the last may be half-written.
+/// `stop_reason`): none is run, since the last may be half-written. Each
+/// result names its call's tool as that tool's errors do: a `call_agent`
+/// call's as its checks' (design §3.6), any other's as a tool's.
 pub(crate) fn not_run_cut_off(calls: &[ToolCall], stop_reason: &str) -> Vec<ToolResult> {
+    let why = format!(
+        "not run: the response that made this call was cut off (stop reason \"{stop_reason}\"), \
+         so the call may be incomplete"
+    );
     calls
         .iter()
-        .map(|call| {
-            error_result(
-                call,
-                format!(
-                    "call_agent error: not run: the response that made this call was cut off \
-                     (stop reason \"{stop_reason}\"), so the call may be incomplete"
-                ),
-            )
+        .map(|call| match call.name.as_str() {
+            CALL_AGENT => error_result(call, format!("{CALL_AGENT} error: {why}")),
+            name => error_result(call, format!("Error: tool \"{name}\" {why}")),
         })
         .collect()
 }
 
+/// The most tool names an error result lists; more are counted.
+const NAMES_SHOWN: usize = 20;
+
 /// The result text of a call of a type axe has no tool of (an OpenAI
-/// `custom` call), whatever its name: it is never run (design §3.8).
-fn foreign_call(name: &str, raw: &serde_json::Value) -> String {
+/// `custom` call), whatever its name: it is never run (design §3.8). It
+/// names the tools the model was `offered`.
+fn foreign_call(name: &str, raw: &serde_json::Value, offered: &[String]) -> String {
     let kind = raw["type"].as_str().unwrap_or("unknown");
-    format!(
-        "Unknown tool: \"{name}\" (a \"{kind}\" tool call; the only tool here is the function \"{CALL_AGENT}\")"
-    )
+    let quoted: Vec<String> = offered
+        .iter()
+        .take(NAMES_SHOWN)
+        .map(|n| format!("\"{n}\""))
+        .collect();
+    let tools = match (quoted.as_slice(), offered.len() - quoted.len()) {
+        ([], _) => "no tool is offered here".to_string(),
+        ([one], _) => format!("the only tool here is the function {one}"),
+        ([first @ .., last], 0) => {
+            format!(
+                "the tools here are the functions {} and {last}",
+                first.join(", ")
+            )
+        }
+        (all, more) => format!(
+            "the tools here are the functions {} and {more} more",
+            all.join(", ")
+        ),
+    };
+    format!("Unknown tool: \"{name}\" (a \"{kind}\" tool call; {tools})")
 }
 
 /// An error result: axe's own text, which may quote an agent file or a
 /// provider's error, so it is redacted before the parent's model (and the
 /// trace, which writes results as they are) sees it (design §6.7).
-fn error_result(call: &ToolCall, content: String) -> ToolResult {
+pub(super) fn error_result(call: &ToolCall, content: String) -> ToolResult {
     ToolResult {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
-        content: crate::redact::redact(&content),
+        content: crate::text::redact::redact(&content),
         is_error: true,
     }
 }
@@ -199,6 +225,28 @@ mod tests {
                 .collect(),
             ..ToolCall::default()
         }
+    }
+
+    #[test]
+    fn a_foreign_calls_result_names_what_was_offered_and_counts_past_twenty() {
+        let raw = serde_json::json!({"type": "custom"});
+        let head = "Unknown tool: \"x\" (a \"custom\" tool call; ";
+        assert_eq!(
+            foreign_call("x", &raw, &[]),
+            format!("{head}no tool is offered here)")
+        );
+        let two = ["call_agent".to_string(), "read_file".to_string()];
+        assert_eq!(
+            foreign_call("x", &raw, &two),
+            format!("{head}the tools here are the functions \"call_agent\" and \"read_file\")")
+        );
+        let many: Vec<String> = (0..25).map(|i| format!("s__t{i}")).collect();
+        let text = foreign_call("x", &raw, &many);
+        assert!(
+            text.contains("\"s__t18\", \"s__t19\" and 5 more)"),
+            "{text}"
+        );
+        assert!(!text.contains("s__t20"), "{text}");
     }
 
     #[test]

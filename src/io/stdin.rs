@@ -1,7 +1,7 @@
 //! Reading stdin, the one input axe reads that may never end: a writer
 //! that never finishes (`sleep 9 | axe run ...`) is bounded by the run's
 //! deadline, and a larger input than [`MAX_BYTES`] is refused, not cut
-//! (design §6.2, §6.3). Files are read by `read`, beside this.
+//! (design §6.2, §6.3). Files are read by `sandbox::read`.
 
 use crate::deadline::Deadline;
 use crate::error::{During, Error};

@@ -12,11 +12,11 @@ use std::time::{Instant, SystemTime};
 use super::{ANSWER_BYTES, FIRST_LINE_CHARS, Record, Settings};
 use crate::deadline::millis;
 use crate::error::Error;
-use crate::interrupt;
-use crate::ledger::{self, Ledger};
-use crate::redact::redact;
-use crate::stderr;
+use crate::io::interrupt;
+use crate::io::stderr;
 use crate::text;
+use crate::text::redact::redact;
+use crate::trace::ledger::{self, Ledger};
 
 /// The record of the run under way. Dropped while a panic unwinds, it
 /// writes the panic's exit status (1).
@@ -173,7 +173,7 @@ impl State {
         Record {
             run_id,
             agent: self.agent.clone(),
-            start: crate::trace_event::rfc3339(self.started),
+            start: crate::trace::event::rfc3339(self.started),
             duration_ms: millis(self.clock.elapsed()),
             exit,
             model: self.model.clone(),

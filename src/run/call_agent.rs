@@ -10,16 +10,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Caller, argument, error_result};
-use crate::agent::{self, Agent};
+use super::dispatch::{Caller, argument, error_result};
+use super::snapshot::LoadError;
+use crate::agent::{self, Agent, CALL_AGENT};
 use crate::deadline::{Deadline, millis};
 use crate::error::Error;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
-use crate::schema;
-use crate::snapshot::LoadError;
-use crate::tools::CALL_AGENT;
 
 /// How many characters of a task the `--verbose` line shows (design §3.14).
 const TASK_PREVIEW_CHARS: usize = 80;
@@ -109,7 +107,7 @@ pub fn call_agent_tool(allowed: &[String], shapes: &[(String, serde_json::Value)
 /// is left out here: the call itself reports it. Out of line, to keep
 /// `run_agent`'s frame (on every waiting sub-agent's stack) small.
 #[inline(never)]
-pub(crate) fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)> {
+pub(super) fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::Value)> {
     let mut found: Vec<(String, serde_json::Value)> = Vec::new();
     for (i, name) in allowed.iter().enumerate() {
         if allowed[..i].contains(name) {
@@ -119,7 +117,9 @@ pub(crate) fn shapes(allowed: &[String], ctx: &Ctx) -> Vec<(String, serde_json::
             continue;
         };
         let output = loaded.config.output.as_ref();
-        if let Ok(Some(shape)) = schema::load(output, None, loaded.config_dir(), ctx.cwd) {
+        if let Ok(Some(shape)) =
+            crate::agent::output_schema(output, None, loaded.config_dir(), ctx.cwd)
+        {
             found.push((name.clone(), shape.schema));
         }
     }
@@ -255,7 +255,7 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
             ))
         })?;
     for w in &loaded.warnings {
-        crate::stderr::warn_once(w);
+        crate::io::stderr::warn_once(w);
     }
     if let Some(Err(e)) = loaded
         .config

@@ -39,7 +39,7 @@ pub fn create_new(path: &Path, contents: &[u8], mode: u32) -> io::Result<Created
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     // A signal while it exists removes it (and ends the process).
-    let _temp = crate::interrupt::TempFile::new(&tmp);
+    let _temp = crate::io::interrupt::TempFile::new(&tmp);
     let result = write_tmp(&tmp, contents, mode).and_then(|()| match fs::hard_link(&tmp, path) {
         Ok(()) => Ok(Created::Written),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Created::AlreadyExists),
@@ -87,7 +87,7 @@ fn not_regular(name: &str, dir: &Root) -> String {
 /// the temporary file.
 pub fn replace(dir: &Root, name: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = format!(".{name}.axe-{}.tmp", std::process::id());
-    let _temp = crate::interrupt::TempFile::new(&dir.path().join(&tmp));
+    let _temp = crate::io::interrupt::TempFile::new(&dir.path().join(&tmp));
     let _ = dir.remove(&tmp);
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
     let written = (|| {

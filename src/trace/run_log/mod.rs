@@ -196,7 +196,7 @@ fn open_read(path: &Path) -> io::Result<File> {
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(io::Error::other(format!(
             "{}: {}",
             path.display(),
-            crate::read::LINK_REFUSED
+            crate::sandbox::read::LINK_REFUSED
         ))),
         other => other,
     }

@@ -1,21 +1,25 @@
 //! The reports of a run besides its answer: the `--dry-run` text (its
 //! tools section in `report/tools.rs`), the `--json` object, the
 //! `--verbose` header and footer and the usage table. Everything here
-//! passes through [`redact`](crate::redact) first, but the model's words in
-//! `--json`: the answer and the tool calls' arguments (design §6.7).
+//! passes through [`redact`](crate::text::redact) first, but the model's words in
+//! `--json`: the answer and the tool calls' arguments (design §6.7). The
+//! live progress view a terminal shows while a run goes on is `progress`'s.
+//! `axe run` and a batch (each input's `--json` line, its dry run, its
+//! progress line) print them.
 
+pub(crate) mod progress;
 mod tools;
 
 use serde::Serialize;
 
 use crate::agent::yes_no;
 use crate::deadline::millis;
-use crate::ledger::{self, AgentUsage, Ledger, ToolDetail};
+use crate::io::stderr::Verbose;
 use crate::provider::Kind;
-use crate::redact::redact;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
-use crate::stderr::Verbose;
+use crate::text::redact::redact;
+use crate::trace::ledger::{self, AgentUsage, Ledger, ToolDetail};
 
 fn params_line(r: &Resolved) -> String {
     let p = &r.agent.config.params;

@@ -1,6 +1,9 @@
 //! The global config file (`<config>/config.toml`): API keys and base URLs
 //! per provider, with environment variables taking precedence, and
-//! `axe config init`.
+//! `axe config init`. Every TOML file axe reads, this one and the agent
+//! files, is parsed by `tomlfile`, which warns of the keys it did not use.
+
+pub(crate) mod tomlfile;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -10,9 +13,11 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::Error;
+use crate::paths;
 use crate::provider::{Kind, ModelError, ModelRef, Provider, RetryPolicy, presets};
-use crate::write::{Created, create_new};
-use crate::{paths, read, redact, tomlfile};
+use crate::sandbox::read;
+use crate::sandbox::write::{Created, create_new};
+use crate::text::redact;
 
 /// The parsed `config.toml`. A missing file is an empty config.
 #[derive(Debug, Default, Deserialize)]
@@ -27,7 +32,7 @@ pub struct GlobalConfig {
     pub mcp_servers: Vec<crate::mcp::ServerFile>,
     /// `[run_log]`: the record each `axe run` appends (design §7.7).
     #[serde(default)]
-    pub run_log: crate::run_log::Settings,
+    pub run_log: crate::trace::run_log::Settings,
     /// `trusted_agent_dirs`: agent directories read even where an agent of
     /// the run may write them with its commands unconfined (design §10.8).
     #[serde(default)]
@@ -139,7 +144,7 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 "#;
 
 /// The sample skill written by `axe config init`.
-const SAMPLE_SKILL: &str = include_str!("../fixtures/skills/sample/SKILL.md");
+const SAMPLE_SKILL: &str = include_str!("../../fixtures/skills/sample/SKILL.md");
 
 impl GlobalConfig {
     /// Loads `<config>/config.toml`; a missing file gives the empty config.
@@ -367,7 +372,7 @@ fn known_keys(table: &str) -> &'static [&'static str] {
     match table {
         "" => tomlfile::fields::<GlobalConfig>(),
         "retry" => tomlfile::fields::<RetrySettings>(),
-        "run_log" => tomlfile::fields::<crate::run_log::Settings>(),
+        "run_log" => tomlfile::fields::<crate::trace::run_log::Settings>(),
         t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
             tomlfile::fields::<crate::mcp::config::SandboxFile>()
         }

@@ -1,0 +1,27 @@
+//! A call to one of the caller's MCP tools (design §11.3): sent to its
+//! server with the arguments as the model wrote them, within the caller's
+//! deadline (and the server's `timeout`), and reported as every tool call
+//! is (`reported.rs`). Every failure is the call's error result.
+
+use super::Caller;
+use crate::provider::{ToolCall, ToolResult, wire};
+use crate::tools::Done;
+
+/// Runs `call`, whose tool is among the caller's MCP tools.
+pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult {
+    let Some(bound) = caller.mcp.iter().find(|b| b.wire == call.name) else {
+        return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
+    };
+    super::reported::run(call, index, caller, || {
+        let arguments = wire::arguments_object(call);
+        let done = bound
+            .server
+            .call(&bound.tool, arguments, caller.ctx.deadline.at);
+        Done {
+            bytes: u64::try_from(done.text.len()).unwrap_or(u64::MAX),
+            text: done.text,
+            is_error: done.is_error,
+            exit: None,
+        }
+    })
+}
