@@ -1,7 +1,7 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build static test fmt lint unit example demo demo-rates e2e bench fuzz schema-suite clean
+.PHONY: all build static test fmt lint doc unit example demo demo-rates e2e bench fuzz schema-suite clean
 
 all: build
 
@@ -15,14 +15,28 @@ build:
 static:
 	bash scripts/static.sh
 
-## test: formatting, lints and every test (what CI runs)
-test: fmt lint unit
+## test: formatting, lints, the docs and every test (what CI runs)
+test: fmt lint doc unit
 
 fmt:
 	$(CARGO) fmt --all -- --check
 
+## lint: clippy on every target (library, binary, tests, benches) with the
+## rules of Cargo.toml's [lints] and clippy.toml, warnings denied; every
+## source file opens with a `//!` saying what it owns; and no two top-level
+## modules of src/ import each other, directly or through others
 lint:
 	$(CARGO) clippy --all-targets -- -D warnings
+	@python3 scripts/module_loops.py src || \
+		{ echo "make lint: top-level modules import each other (above); imports go one way (design §1.2)" >&2; exit 1; }
+	@awk 'FNR == 1 && !/^\/\/!/ { print "  " FILENAME; bad = 1 } END { exit bad }' \
+		$$(find src tests benches -name '*.rs') || \
+		{ echo "make lint: the files above do not open with a //! saying what they own" >&2; exit 1; }
+
+## doc: the library's docs, with rustdoc's warnings (a link to an item that
+## is gone) denied
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
 
 # A wall the tests could not test here (the kernel or a tool missing) is
 # said at the end, never only in cargo's hidden output (tests/common/walls.rs).

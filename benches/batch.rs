@@ -7,10 +7,18 @@
 //! targets, never checked. `AXE_BENCH_REPEATS=n` sets the repetitions
 //! (default 3; the median is shown), `AXE_BENCH_BIN=PATH` another binary.
 
-#[allow(dead_code, unused_imports)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../tests/common/mod.rs"]
 mod common;
-#[allow(dead_code)]
+#[allow(dead_code, reason = "the bench uses a part of it")]
 #[path = "support/measure.rs"]
 mod measure;
 

@@ -20,6 +20,14 @@
 //!   a second to start configured for its sub-agent only, and without it;
 //!   the difference of the medians is the delay.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -30,9 +38,7 @@ use axe::mcp::{Server, ServerFile};
 use common::{FakeServer, Home, openai_text};
 use serde_json::json;
 
-// The test harness (tests/common) serves the integration tests; the bench
-// uses its fake provider and temporary homes.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../tests/common/mod.rs"]
 mod common;
 

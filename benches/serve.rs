@@ -10,7 +10,15 @@
 //! - serve's time per request beside the same run as an `axe run` process
 //!   (start-up included): what a served request saves.
 
-#[allow(dead_code, unused_imports)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../tests/common/mod.rs"]
 mod common;
 

@@ -16,6 +16,14 @@
 //! - 64 `read_file` calls at once: 64 threads each running one call, as the
 //!   fan-out runs the calls of one response.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -5,10 +5,15 @@
 //! Counted from `/proc/self`, in-process, against a loopback fake provider.
 
 #![cfg(target_os = "linux")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
 
-// The shared harness serves the integration crate (tests/it); this crate
-// uses a part of it.
-#[allow(dead_code, unused_imports)]
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 mod common;
 use common::*;
 

@@ -12,9 +12,15 @@
 //! once the batch test has read 100,000 answers, which is why each test
 //! measures from a fresh copy of this binary ([`in_own_process`]).
 
-// The shared harness serves the integration crate (tests/it); this crate
-// uses a part of it.
-#[allow(dead_code, unused_imports)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 mod common;
 use common::*;
 

@@ -9,9 +9,15 @@
 //! namespaces are not allowed the chroot test skips the same way, unless
 //! `AXE_TEST_REQUIRE_UNSHARE=1`.
 
-// The shared harness serves the integration crate (tests/it); this crate
-// uses a part of it.
-#[allow(dead_code, unused_imports)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 mod common;
 
 use std::path::{Path, PathBuf};

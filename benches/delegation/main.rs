@@ -20,9 +20,15 @@
 //! `--dry-run` and connection reuse in `per_run.rs`; the table and
 //! `results.json` in `report.rs`.
 
-// The test harness (tests/common) serves the integration tests; the bench
-// uses a part of it.
-#[allow(dead_code, unused_imports)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod fan_out;

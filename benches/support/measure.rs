@@ -118,6 +118,7 @@ pub fn shim(args: &[String]) {
     let err = err.join().unwrap_or_default();
     if !status.success() {
         eprintln!("{status}: {}", String::from_utf8_lossy(&err));
+        #[allow(clippy::exit, reason = "the shim is a process of its own")]
         std::process::exit(1);
     }
     let (rss, cpu) = rusage(RUSAGE_CHILDREN);

@@ -187,22 +187,7 @@ pub fn show(agent: &Agent) -> String {
         ),
     ];
     if !c.sub_agents.is_empty() {
-        let sac = &c.sub_agents_config;
-        rows.push(("Max Depth", sac.max_depth.to_string()));
-        rows.push(("Parallel", yes_no(sac.parallel).into()));
-        rows.push((
-            "Sub-Agent Timeout",
-            match sac.timeout {
-                0 => "inherit (the parent's deadline)".into(),
-                n => format!("{n}s"),
-            },
-        ));
-        if let Some(n) = sac.max_parallel {
-            rows.push(("Max Parallel", n.to_string()));
-        }
-        if let Some(n) = sac.max_result_chars {
-            rows.push(("Max Result Chars", n.to_string()));
-        }
+        rows.extend(sub_agent_rows(&c.sub_agents_config));
     }
     if c.stream {
         rows.push(("Stream", "yes".into()));
@@ -257,6 +242,28 @@ pub fn show(agent: &Agent) -> String {
         out.push_str(&format!("{:<width$}{value}\n", format!("{label}:")));
     }
     out
+}
+
+/// The `[sub_agents_config]` rows of `show`, for an agent with sub-agents.
+fn sub_agent_rows(sac: &super::SubAgentsConfig) -> Vec<(&'static str, String)> {
+    let mut rows = vec![
+        ("Max Depth", sac.max_depth.to_string()),
+        ("Parallel", yes_no(sac.parallel).into()),
+        (
+            "Sub-Agent Timeout",
+            match sac.timeout {
+                0 => "inherit (the parent's deadline)".into(),
+                n => format!("{n}s"),
+            },
+        ),
+    ];
+    if let Some(n) = sac.max_parallel {
+        rows.push(("Max Parallel", n.to_string()));
+    }
+    if let Some(n) = sac.max_result_chars {
+        rows.push(("Max Result Chars", n.to_string()));
+    }
+    rows
 }
 
 /// The `tools`, `allowed_hosts` and `[sandbox]` rows of `show`, each only

@@ -77,6 +77,7 @@ impl Lines {
     /// regular file, by name with no link followed (design §10.7): it may
     /// lie where an agent writes.
     pub fn open(path: &str, cwd: &Path) -> Result<(Lines, Option<u64>), Error> {
+        #[allow(clippy::disallowed_methods, reason = "`--each -` (design §13.1)")]
         let (reader, total): (Box<dyn BufRead + Send>, _) = if path == "-" {
             (Box::new(BufReader::new(std::io::stdin())), None)
         } else {

@@ -106,6 +106,7 @@ impl Out {
         }
         let result = match &mut *sink {
             Sink::Stdout => {
+                #[allow(clippy::disallowed_methods, reason = "a batch's lines (§13.4)")]
                 let mut out = std::io::stdout().lock();
                 out.write_all(&bytes).and_then(|()| out.flush())
             }

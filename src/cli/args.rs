@@ -19,7 +19,7 @@ pub(super) struct Axe {
 
 // `run`'s flags make its variant the largest by far; the enum is made once
 // per process, and argh cannot take a boxed subcommand.
-#[allow(clippy::large_enum_variant)]
+#[allow(clippy::large_enum_variant, reason = "said just above")]
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub(super) enum Command {

@@ -129,6 +129,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         let mcp = batch.proto.mcp.clone();
         interrupt::on_signal(move |_| mcp.stop_all())
     };
+    #[allow(clippy::disallowed_methods, reason = "asks whether it is a terminal")]
     let view = (crate::report::progress::wanted(false, cmd.quiet, &ledger)
         && (cmd.resume.is_some() || !std::io::stdout().is_terminal()))
     .then(|| View::start(batch.counts.clone(), total));

@@ -85,6 +85,7 @@ fn early_exit(early: argh::EarlyExit) -> Result<(), Error> {
 }
 
 /// Writes to stdout; a closed pipe (`axe ... | head -1`) is not an error.
+#[allow(clippy::disallowed_methods, reason = "a command's finished output")]
 fn print_stdout(text: &str) -> Result<(), Error> {
     crate::io::interrupt::wait_if_ending();
     let mut out = std::io::stdout().lock();

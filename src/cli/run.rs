@@ -192,6 +192,7 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     };
     // Text streamed to a terminal would be drawn over by the view, which
     // erases the lines above it on the same screen: the text is the view.
+    #[allow(clippy::disallowed_methods, reason = "asks whether it is a terminal")]
     let progress = (progress::wanted(cmd.json, cmd.quiet, &ctx.ledger)
         && !(ctx.stream.print && std::io::stdout().is_terminal()))
     .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
@@ -260,6 +261,7 @@ fn user_input(prompt: Option<String>, deadline: &Deadline) -> Result<UserInput, 
             UserInput::Prompt(p)
         });
     }
+    #[allow(clippy::disallowed_methods, reason = "asks whether it is a terminal")]
     if std::io::stdin().is_terminal() {
         return Ok(UserInput::Default);
     }

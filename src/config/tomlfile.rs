@@ -125,7 +125,7 @@ mod tests {
     use super::*;
 
     #[derive(serde::Deserialize, Debug)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "only the keys are tested")]
     struct Doc {
         name: Option<String>,
         #[serde(default)]
@@ -135,7 +135,7 @@ mod tests {
     }
 
     #[derive(serde::Deserialize, Default, Debug)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "only the keys are tested")]
     struct Params {
         temperature: Option<f64>,
     }

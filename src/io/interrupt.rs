@@ -231,5 +231,6 @@ fn end(sig: libc::c_int) -> ! {
     crate::io::stdout::drain();
     crate::io::stderr::error_line(format!("axe: {why}\n"));
     crate::io::stderr::flush(crate::io::stderr::PATIENCE);
+    #[allow(clippy::exit, reason = "a signal ends the run (design §6.5)")]
     std::process::exit(i32::from(code.status()))
 }

@@ -282,6 +282,7 @@ impl Queue {
         }
     }
 
+    #[allow(clippy::disallowed_methods, reason = "the queue's one writer")]
     fn write_out(&self, bytes: &[u8]) -> std::io::Result<()> {
         match &self.dest {
             Dest::Stderr => {

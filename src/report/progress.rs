@@ -42,6 +42,7 @@ pub struct Redraw {
 /// Whether the view should be shown: stderr is a terminal that can move its
 /// cursor (not `TERM=dumb`), neither `--json` nor `--quiet` was given, and
 /// the trace does not go to a terminal.
+#[allow(clippy::disallowed_methods, reason = "asks whether it is a terminal")]
 pub fn wanted(json: bool, quiet: bool, ledger: &Ledger) -> bool {
     use std::io::IsTerminal;
     !json
@@ -135,6 +136,7 @@ impl Drop for Redraw {
 /// The terminal's size on stderr, `(columns, rows)`, read afresh each time
 /// so that a resized terminal gets frames that fit; `$COLUMNS` and `$LINES`,
 /// else 80 by 24, when the terminal does not say.
+#[allow(clippy::disallowed_methods, reason = "asks the terminal its size")]
 fn screen_size() -> (usize, usize) {
     if let Some((terminal_size::Width(w), terminal_size::Height(h))) =
         terminal_size::terminal_size_of(std::io::stderr())

@@ -188,6 +188,7 @@ fn assemble(ops: &[Op]) -> Vec<libc::sock_filter> {
     let mut out = Vec::with_capacity(n);
     for op in ops {
         let pc = out.len();
+        #[allow(clippy::expect_used, reason = "a fixed program, not an input")]
         let to = |l: &str| -> u8 {
             let target = at[l];
             assert!(target > pc, "a backward or self jump to {l}");

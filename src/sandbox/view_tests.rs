@@ -1,3 +1,6 @@
+//! Tests of `view`: the layout of binds a grant list makes, each path at
+//! its own place. The view through the binary is in tests/it/walls/view.rs.
+
 use super::*;
 
 fn g(path: &str, dir: bool, read_only: bool) -> Grant {

@@ -66,24 +66,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     let id = format!("chatcmpl-{}", ledger.run_id);
     let created = reply::now_secs();
     let request_id = [("x-request-id", ledger.run_id.clone())];
-    let (answer, text) = if chat.stream {
-        let sse = Arc::new(Sse::start(
-            rq.into_writer(),
-            id.clone(),
-            created,
-            &chat.agent,
-            cancel.clone(),
-            &request_id,
-        ));
-        let to = sse.clone();
-        let text = TextSink::To(Arc::new(move |t: &str, new_turn: bool| {
-            to.text(t, new_turn)
-        }));
-        (Answer::Stream(sse), text)
-    } else {
-        let text = TextSink::To(Arc::new(|_: &str, _: bool| {}));
-        (Answer::Whole(rq), text)
-    };
+    let (answer, text) = answer(rq, chat, &id, created, cancel, &request_id);
     let setup = top::Setup {
         global: &shared.global,
         catalog: &catalog,
@@ -150,6 +133,36 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     };
     log.finish(&result);
     served
+}
+
+/// Where the answer to `rq` goes, and where the run's text goes on its way:
+/// to the event stream, started now, or nowhere until the whole answer.
+fn answer(
+    rq: Request,
+    chat: &Chat,
+    id: &str,
+    created: u64,
+    cancel: &Cancel,
+    request_id: &[(&str, String)],
+) -> (Answer, TextSink) {
+    if chat.stream {
+        let sse = Arc::new(Sse::start(
+            rq.into_writer(),
+            id.to_string(),
+            created,
+            &chat.agent,
+            cancel.clone(),
+            request_id,
+        ));
+        let to = sse.clone();
+        let text = TextSink::To(Arc::new(move |t: &str, new_turn: bool| {
+            to.text(t, new_turn)
+        }));
+        (Answer::Stream(sse), text)
+    } else {
+        let text = TextSink::To(Arc::new(|_: &str, _: bool| {}));
+        (Answer::Whole(rq), text)
+    }
 }
 
 /// The agent of `chat` from `catalog`, resolved, with its deadline (from the

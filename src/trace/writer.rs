@@ -192,6 +192,7 @@ fn open_file(path: &Path) -> io::Result<Sink> {
 /// A descriptor of stdout or stderr (in that order) when it is the file
 /// `meta` describes.
 #[cfg(unix)]
+#[allow(clippy::disallowed_methods, reason = "compares descriptors only")]
 fn std_stream_of(meta: &Metadata) -> Option<File> {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;

@@ -260,7 +260,7 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Bounded {
 
 /// Runs `cmd` to the end and returns its output and peak resident memory in
 /// KiB, from the kernel's accounting of exactly that child (`wait4`).
-#[allow(clippy::zombie_processes)] // reaped by wait4, which std does not know of
+#[allow(clippy::zombie_processes, reason = "reaped by wait4, unknown to std")]
 pub fn with_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
     use std::io::Read;
     let mut child = cmd
@@ -282,8 +282,9 @@ pub fn with_peak_rss(cmd: &mut Command) -> (std::process::Output, u64) {
     });
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
-    // SAFETY: rusage is plain data; the pid is our own child, waited once.
+    // SAFETY: rusage is plain data.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pid is our own child, waited once, into our own locals.
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(waited, pid);
     use std::os::unix::process::ExitStatusExt;

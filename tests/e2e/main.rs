@@ -22,9 +22,15 @@
 //! facts and structure (status codes, messages, ids, token counts, which
 //! agent asked what, what ran at the same time), never a model's wording.
 
-// The shared harness serves the integration crate (tests/it); this crate
-// uses a part of it.
-#[allow(dead_code, unused_imports)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
+#[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../common/mod.rs"]
 mod common;
 use common::*;

@@ -140,6 +140,45 @@ pub(crate) struct Case {
     pub(crate) max_tokens: Option<u32>,
 }
 
+/// The headers of a case after the retry hints, drawn in that order:
+/// `x-should-retry`, `location`, `connection` and now and then an odd one.
+fn other_headers(rng: &mut Rng, headers: &mut Vec<(String, String)>) {
+    if rng.one_in(4) {
+        let v = ["true", "false", " true", "TRUE", "1", "", "true, false"];
+        headers.push(("x-should-retry".into(), rng.pick(&v).to_string()));
+    }
+    if rng.one_in(8) {
+        let v = [
+            "https://api.example.com/v1/messages",
+            "/login",
+            "",
+            "http://user:pw@127.0.0.1:1/x",
+            "\u{e9}",
+        ];
+        headers.push(("location".into(), rng.pick(&v).to_string()));
+    }
+    match rng.below(16) {
+        0 => headers.push(("connection".into(), "keep-alive".into())),
+        1 => {}
+        _ => headers.push(("connection".into(), "close".into())),
+    }
+    if rng.one_in(16) {
+        match rng.below(6) {
+            0 => headers.push(("x-long".into(), "a".repeat(40 * 1024))),
+            1 => headers.push(("x-folded".into(), "a\r\n b".into())),
+            2 => headers.push(("no colon here".into(), String::new())),
+            3 => headers.push((String::new(), "empty name".into())),
+            4 => headers.push(("x-many".into(), "1, 2, 3".repeat(2000))),
+            _ => {
+                // Many headers.
+                for i in 0..rng.below(200) {
+                    headers.push((format!("x-h{i}"), i.to_string()));
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn http_case(rng: &mut Rng, kind: Kind, pools: &Pools) -> Case {
     let status = if rng.one_in(2) {
         200
@@ -206,40 +245,7 @@ pub(crate) fn http_case(rng: &mut Rng, kind: Kind, pools: &Pools) -> Case {
             headers.push((name(rng, "retry-after-ms"), v));
         }
     }
-    if rng.one_in(4) {
-        let v = ["true", "false", " true", "TRUE", "1", "", "true, false"];
-        headers.push(("x-should-retry".into(), rng.pick(&v).to_string()));
-    }
-    if rng.one_in(8) {
-        let v = [
-            "https://api.example.com/v1/messages",
-            "/login",
-            "",
-            "http://user:pw@127.0.0.1:1/x",
-            "\u{e9}",
-        ];
-        headers.push(("location".into(), rng.pick(&v).to_string()));
-    }
-    match rng.below(16) {
-        0 => headers.push(("connection".into(), "keep-alive".into())),
-        1 => {}
-        _ => headers.push(("connection".into(), "close".into())),
-    }
-    if rng.one_in(16) {
-        match rng.below(6) {
-            0 => headers.push(("x-long".into(), "a".repeat(40 * 1024))),
-            1 => headers.push(("x-folded".into(), "a\r\n b".into())),
-            2 => headers.push(("no colon here".into(), String::new())),
-            3 => headers.push((String::new(), "empty name".into())),
-            4 => headers.push(("x-many".into(), "1, 2, 3".repeat(2000))),
-            _ => {
-                // Many headers.
-                for i in 0..rng.below(200) {
-                    headers.push((format!("x-h{i}"), i.to_string()));
-                }
-            }
-        }
-    }
+    other_headers(rng, &mut headers);
     // Shuffle the headers (Fisher-Yates).
     for i in (1..headers.len()).rev() {
         headers.swap(i, rng.below(i + 1));

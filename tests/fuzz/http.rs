@@ -297,6 +297,7 @@ fn fuzz_http_responses_never_panic_and_return_by_the_deadline() {
                 {
                     // Straight to stderr: the test's captured output dies
                     // with the process.
+                    #[allow(clippy::disallowed_methods, reason = "said just above")]
                     let _ = writeln!(
                         std::io::stderr(),
                         "fuzz http responses: a call hangs, {:?} after its deadline of {:?}, \
@@ -306,6 +307,7 @@ fn fuzz_http_responses_never_panic_and_return_by_the_deadline() {
                         call.what,
                         call.shown
                     );
+                    #[allow(clippy::exit, reason = "the hanging call cannot be stopped")]
                     std::process::exit(101);
                 }
             }

@@ -393,6 +393,7 @@ fn a_sub_agents_deadline_holds_while_stderr_is_blocked() {
         unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
         let chunk = [b'.'; 4096];
         while writer.write(&chunk).is_ok() {}
+        // SAFETY: as above.
         unsafe { libc::fcntl(fd, libc::F_SETFL, 0) };
     }
     let mut cmd = home.axe_on(&[(P::OpenAi, &server)]);

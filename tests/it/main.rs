@@ -77,6 +77,14 @@
 //! servers) and `tests/static_build.rs` (the `make static` binary) are run
 //! on their own.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test fails by panicking, and says what it measured or skipped"
+)]
+
 #[path = "../common/mod.rs"]
 mod common;
 
