@@ -20,7 +20,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::anthropic_schema::for_anthropic;
-use super::{ErrorDetail, Kind, Request};
+use super::{ErrorDetail, Request, Wire};
 
 /// How a request to one model is written, beyond its [`Request`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl Quirks {
 /// Something a model at a base URL refused, learned in this process.
 #[derive(PartialEq)]
 struct Learned {
-    kind: Kind,
+    wire: Wire,
     base_url: String,
     model: String,
     change: Change,
@@ -74,13 +74,13 @@ struct Learned {
 static LEARNED: Mutex<Vec<Learned>> = Mutex::new(Vec::new());
 
 impl Learned {
-    fn new(kind: Kind, base_url: &str, req: &Request, change: Change) -> Learned {
+    fn new(wire: Wire, base_url: &str, req: &Request, change: Change) -> Learned {
         let schema = match (change, &req.output_schema) {
             (Change::NoOutputSchema, Some(s)) => s.to_string(),
             _ => String::new(),
         };
         Learned {
-            kind,
+            wire,
             base_url: base_url.to_string(),
             model: req.model.clone(),
             change,
@@ -91,17 +91,17 @@ impl Learned {
 
 /// What is known about `req`'s model at `base_url`: OpenAI's own API gets
 /// `max_completion_tokens` from the start; anything learned is applied.
-pub fn known(kind: Kind, base_url: &str, req: &Request) -> Quirks {
+pub fn known(wire: Wire, base_url: &str, req: &Request) -> Quirks {
     let mut quirks = Quirks {
-        max_completion_tokens: kind == Kind::OpenAi && is_openai_itself(base_url),
+        max_completion_tokens: wire == Wire::OpenAi && is_openai_itself(base_url),
         ..Quirks::default()
     };
     let learned = LEARNED.lock().unwrap_or_else(PoisonError::into_inner);
     for l in learned.iter() {
-        if l.kind == kind
+        if l.wire == wire
             && l.base_url == base_url
             && l.model == req.model
-            && (l.schema.is_empty() || *l == Learned::new(kind, base_url, req, l.change))
+            && (l.schema.is_empty() || *l == Learned::new(wire, base_url, req, l.change))
         {
             quirks = quirks.with(l.change);
         }
@@ -111,9 +111,9 @@ pub fn known(kind: Kind, base_url: &str, req: &Request) -> Quirks {
 
 /// Remembers that `req`'s model at `base_url` refused something; true the
 /// first time (so that the user is told once).
-pub fn learn(kind: Kind, base_url: &str, req: &Request, change: Change) -> bool {
+pub fn learn(wire: Wire, base_url: &str, req: &Request, change: Change) -> bool {
     let mut learned = LEARNED.lock().unwrap_or_else(PoisonError::into_inner);
-    let entry = Learned::new(kind, base_url, req, change);
+    let entry = Learned::new(wire, base_url, req, change);
     if learned.contains(&entry) {
         return false;
     }
@@ -124,13 +124,13 @@ pub fn learn(kind: Kind, base_url: &str, req: &Request, change: Change) -> bool 
 /// What a 400 answer to `req` (written with `quirks`) says the model
 /// refused, if it is one of the parameters above and the request carried it.
 pub fn refused(
-    kind: Kind,
+    wire: Wire,
     status: u16,
     detail: &ErrorDetail,
     req: &Request,
     quirks: Quirks,
 ) -> Option<Change> {
-    if status != 400 || kind == Kind::Ollama {
+    if status != 400 || wire == Wire::Ollama {
         return None;
     }
     let message = detail.message.to_ascii_lowercase();
@@ -147,7 +147,7 @@ pub fn refused(
             || (message.contains(name) && refusal_words.iter().any(|w| message.contains(w)))
     };
     let sent_max_tokens = req.max_tokens.is_some() && !quirks.max_completion_tokens;
-    if kind == Kind::OpenAi
+    if wire == Wire::OpenAi
         && sent_max_tokens
         && (param == "max_tokens" || message.contains("max_completion_tokens"))
     {
@@ -166,7 +166,7 @@ pub fn refused(
             .output_schema
             .as_ref()
             .is_some_and(|s| for_anthropic(s).is_ok());
-    if kind == Kind::Anthropic && sent_schema && about_schema {
+    if wire == Wire::Anthropic && sent_schema && about_schema {
         return Some(Change::NoOutputSchema);
     }
     None
@@ -204,12 +204,12 @@ mod tests {
             model: "m-adjust-test".into(),
             ..Request::default()
         };
-        let q = |url| known(Kind::OpenAi, url, &req).max_completion_tokens;
+        let q = |url| known(Wire::OpenAi, url, &req).max_completion_tokens;
         assert!(q("https://api.openai.com"));
         assert!(q("https://API.openai.com/v1"));
         assert!(!q("http://127.0.0.1:8080/v1"));
         assert!(!q("https://api.openai.com.example.net"));
-        assert!(!known(Kind::Anthropic, "https://api.openai.com", &req).max_completion_tokens);
+        assert!(!known(Wire::Anthropic, "https://api.openai.com", &req).max_completion_tokens);
     }
 
     #[test]
@@ -226,13 +226,13 @@ mod tests {
         };
         let q = Quirks::default();
         let drop = Some(Change::NoOutputSchema);
-        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, q), drop);
-        assert_eq!(refused(Kind::Anthropic, 500, &grammar, &req, q), None);
-        assert_eq!(refused(Kind::OpenAi, 400, &grammar, &req, q), None);
+        assert_eq!(refused(Wire::Anthropic, 400, &grammar, &req, q), drop);
+        assert_eq!(refused(Wire::Anthropic, 500, &grammar, &req, q), None);
+        assert_eq!(refused(Wire::OpenAi, 400, &grammar, &req, q), None);
         let dropped = q.with(Change::NoOutputSchema);
-        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, dropped), None);
+        assert_eq!(refused(Wire::Anthropic, 400, &grammar, &req, dropped), None);
         // A map is never sent, so a 400 cannot be about it.
         req.output_schema = Some(serde_json::json!({"additionalProperties": true}));
-        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, q), None);
+        assert_eq!(refused(Wire::Anthropic, 400, &grammar, &req, q), None);
     }
 }

@@ -12,7 +12,7 @@ use super::error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
 };
 use super::retry::{retry_hint, retryable_status, should_retry_hint};
-use super::{Kind, MAX_BODY_BYTES, Provider, Response, anthropic, ollama, openai};
+use super::{MAX_BODY_BYTES, Provider, Response, Wire, anthropic, ollama, openai};
 
 impl Provider {
     /// One HTTP request and its classified outcome; a streamed answer's
@@ -36,25 +36,25 @@ impl Provider {
             )));
         }
         let url = self.endpoint();
-        let accept = match (stream, self.kind) {
+        let accept = match (stream, self.wire) {
             (false, _) => "application/json",
-            (true, Kind::Ollama) => "application/x-ndjson",
+            (true, Wire::Ollama) => "application/x-ndjson",
             (true, _) => "text/event-stream",
         };
-        let mut call = client(self.kind)
+        let mut call = client(self.wire)
             .post(&url)
             .header("content-type", "application/json")
             .header("accept", accept);
-        match (self.kind, &self.api_key) {
-            (Kind::Anthropic, key) => {
+        match (self.wire, &self.api_key) {
+            (Wire::Anthropic, key) => {
                 call = call
                     .header("x-api-key", key.as_deref().unwrap_or(""))
                     .header("anthropic-version", "2023-06-01");
             }
-            (Kind::OpenAi | Kind::Ollama, Some(key)) => {
+            (Wire::OpenAi | Wire::Ollama, Some(key)) => {
                 call = call.header("authorization", format!("Bearer {key}"));
             }
-            (Kind::OpenAi | Kind::Ollama, None) => {}
+            (Wire::OpenAi | Wire::Ollama, None) => {}
         }
         for (name, value) in &self.headers {
             call = call.header(name, value);
@@ -78,7 +78,7 @@ impl Provider {
             Err(e) => {
                 let retryable = closed_before_response(&e);
                 let mut failed =
-                    Attempt::failed(transport_error(self.kind, &self.base_url, e, &url));
+                    Attempt::failed(transport_error(self.wire, &self.base_url, e, &url));
                 failed.retryable = retryable;
                 return Err(failed);
             }
@@ -113,7 +113,7 @@ impl Provider {
             // retried as one), with what went wrong reading it as its detail.
             Err(e) if (200..300).contains(&status) => {
                 return Err(Attempt::failed(transport_error(
-                    self.kind,
+                    self.wire,
                     &self.base_url,
                     e,
                     &url,
@@ -125,7 +125,7 @@ impl Provider {
 
         if !(200..300).contains(&status) {
             let detail = error_detail(&text);
-            let error = status_error(self.kind, status, &detail, location.as_deref());
+            let error = status_error(self.wire, status, &detail, location.as_deref());
             let retryable = retryable_status(status, error.kind);
             return Err(Attempt {
                 error,
@@ -135,10 +135,10 @@ impl Provider {
                 retryable,
             });
         }
-        let parsed = match self.kind {
-            Kind::Anthropic => anthropic::parse(&text),
-            Kind::OpenAi => openai::parse(&text),
-            Kind::Ollama => ollama::parse(&text),
+        let parsed = match self.wire {
+            Wire::Anthropic => anthropic::parse(&text),
+            Wire::OpenAi => openai::parse(&text),
+            Wire::Ollama => ollama::parse(&text),
         };
         let resp = parsed.map_err(|detail| {
             Attempt::failed(self.error(

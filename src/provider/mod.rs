@@ -44,40 +44,40 @@ pub use retry::{
 pub use types::*;
 pub(crate) use wire::*;
 
-/// The supported wire formats.
+/// A wire format by name: what a provider speaks (config.toml's `kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub enum Wire {
     Anthropic,
     OpenAi,
     Ollama,
 }
 
-impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Anthropic, Kind::OpenAi, Kind::Ollama];
+impl Wire {
+    pub const ALL: [Wire; 3] = [Wire::Anthropic, Wire::OpenAi, Wire::Ollama];
 
-    pub fn parse(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
+    pub fn parse(name: &str) -> Option<Wire> {
+        Wire::ALL.into_iter().find(|w| w.name() == name)
     }
 
     /// The name used in model strings, config tables and env variables.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Anthropic => "anthropic",
-            Kind::OpenAi => "openai",
-            Kind::Ollama => "ollama",
+            Wire::Anthropic => "anthropic",
+            Wire::OpenAi => "openai",
+            Wire::Ollama => "ollama",
         }
     }
 
     pub fn default_base_url(self) -> &'static str {
         match self {
-            Kind::Anthropic => "https://api.anthropic.com",
-            Kind::OpenAi => "https://api.openai.com",
-            Kind::Ollama => "http://localhost:11434",
+            Wire::Anthropic => "https://api.anthropic.com",
+            Wire::OpenAi => "https://api.openai.com",
+            Wire::Ollama => "http://localhost:11434",
         }
     }
 
     pub fn needs_key(self) -> bool {
-        !matches!(self, Kind::Ollama)
+        !matches!(self, Wire::Ollama)
     }
 }
 
@@ -85,11 +85,11 @@ impl Kind {
 /// name written (`groq`) and the wire it speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRef {
-    /// The wire format.
-    pub provider: Kind,
+    /// The wire format the provider speaks.
+    pub wire: Wire,
     /// The provider's name as written: a wire's own (`openai`), a preset's
     /// (`groq`) or a `[providers.<name>]` table's.
-    pub name: String,
+    pub provider: String,
     pub model: String,
 }
 
@@ -106,19 +106,19 @@ impl ModelRef {
     /// wires' own names, then the presets.
     pub fn parse_with(
         s: &str,
-        configured: &dyn Fn(&str) -> Option<Kind>,
+        configured: &dyn Fn(&str) -> Option<Wire>,
     ) -> Result<ModelRef, ModelError> {
-        let (name, model) = match s.split_once('/') {
+        let (provider, model) = match s.split_once('/') {
             Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => (p.trim(), m.trim()),
             _ => return Err(ModelError::Malformed(s.to_string())),
         };
-        let provider = configured(name)
-            .or_else(|| Kind::parse(name))
-            .or_else(|| presets::preset(name).map(|p| p.kind))
-            .ok_or_else(|| ModelError::Unsupported(name.to_string()))?;
+        let wire = configured(provider)
+            .or_else(|| Wire::parse(provider))
+            .or_else(|| presets::preset(provider).map(|p| p.wire))
+            .ok_or_else(|| ModelError::Unsupported(provider.to_string()))?;
         Ok(ModelRef {
-            provider,
-            name: name.to_string(),
+            wire,
+            provider: provider.to_string(),
             model: model.to_string(),
         })
     }
@@ -126,7 +126,7 @@ impl ModelRef {
 
 impl fmt::Display for ModelRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.name, self.model)
+        write!(f, "{}/{}", self.provider, self.model)
     }
 }
 
@@ -167,14 +167,14 @@ mod tests {
     fn model_strings_split_at_the_first_slash() {
         let m = ModelRef::parse("openai/meta-llama/Llama-3-8b").unwrap();
         assert_eq!(
-            (m.provider, m.model.as_str()),
-            (Kind::OpenAi, "meta-llama/Llama-3-8b")
+            (m.wire, m.model.as_str()),
+            (Wire::OpenAi, "meta-llama/Llama-3-8b")
         );
         let m = ModelRef::parse("groq/llama-3.3-70b").unwrap();
-        assert_eq!((m.provider, m.name.as_str()), (Kind::OpenAi, "groq"));
+        assert_eq!((m.wire, m.provider.as_str()), (Wire::OpenAi, "groq"));
         assert_eq!(m.to_string(), "groq/llama-3.3-70b");
-        let vllm = ModelRef::parse_with("vllm/qwen", &|n| (n == "vllm").then_some(Kind::OpenAi));
-        assert_eq!(vllm.map(|m| m.provider), Ok(Kind::OpenAi));
+        let vllm = ModelRef::parse_with("vllm/qwen", &|n| (n == "vllm").then_some(Wire::OpenAi));
+        assert_eq!(vllm.map(|m| m.wire), Ok(Wire::OpenAi));
         assert_eq!(
             ModelRef::parse("nope"),
             Err(ModelError::Malformed("nope".into()))

@@ -29,7 +29,7 @@ impl Provider {
         url: &str,
     ) -> Result<Response, Attempt> {
         let mut reader = body.with_config().limit(MAX_BODY_BYTES).reader();
-        let mut decoder = Decoder::new(self.kind);
+        let mut decoder = Decoder::new(self.wire);
         let mut first_token = None;
         // On the heap: a waiting sub-agent's frame stays small (design §3.15).
         let mut buf = vec![0; 8 * 1024];
@@ -76,7 +76,7 @@ impl Provider {
             return self.idle_failure();
         }
         let retryable = closed_before_response(&e);
-        let mut failed = Attempt::failed(transport_error(self.kind, &self.base_url, e, url));
+        let mut failed = Attempt::failed(transport_error(self.wire, &self.base_url, e, url));
         failed.retryable = retryable;
         failed
     }
@@ -105,7 +105,7 @@ impl Provider {
                 format!("invalid response: {detail}"),
             )),
             StreamError::Failed(detail) => {
-                let (error, retryable) = stream_error(self.kind, &detail);
+                let (error, retryable) = stream_error(self.wire, &detail);
                 Attempt {
                     error,
                     detail: Box::new(detail),

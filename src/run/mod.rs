@@ -23,7 +23,7 @@ use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::ledger::{self, Budget, Children, Ledger, Place};
-use crate::provider::{Kind, Provider, Request, anthropic_schema};
+use crate::provider::{Provider, Request, Wire, anthropic_schema};
 use crate::resolve::Resolved;
 use crate::snapshot::Snapshot;
 use crate::stderr::Verbose;
@@ -195,7 +195,7 @@ fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
 /// the answer (design D22); said once per agent run.
 #[inline(never)]
 fn note_unsent_schema(ctx: &Ctx, provider: &Provider, req: &Request) {
-    if provider.kind != Kind::Anthropic || !ctx.verbose.enabled {
+    if provider.wire != Wire::Anthropic || !ctx.verbose.enabled {
         return;
     }
     if let Some(Err(why)) = req

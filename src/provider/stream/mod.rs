@@ -24,7 +24,7 @@ use std::marker::PhantomData;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde_json::Value;
 
-use super::{ErrorDetail, Kind, MAX_BODY_BYTES, Response, error_detail};
+use super::{ErrorDetail, MAX_BODY_BYTES, Response, Wire, error_detail};
 
 /// The most bytes one line or one event of a stream may have.
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
@@ -43,7 +43,7 @@ pub enum StreamError {
 #[derive(Debug)]
 pub struct Decoder {
     framing: Framing,
-    wire: Wire,
+    assembly: Assembly,
     /// Bytes fed so far.
     read: u64,
 }
@@ -56,7 +56,7 @@ enum Framing {
 }
 
 #[derive(Debug)]
-enum Wire {
+enum Assembly {
     OpenAi(openai::Assembly),
     Anthropic(anthropic::Assembly),
     Ollama(ollama::Assembly),
@@ -78,25 +78,25 @@ struct Piece<'a> {
 }
 
 impl Decoder {
-    /// A decoder for `kind`'s streamed answer.
-    pub fn new(kind: Kind) -> Decoder {
-        let (framing, wire) = match kind {
-            Kind::OpenAi => (
+    /// A decoder for `wire`'s streamed answer.
+    pub fn new(wire: Wire) -> Decoder {
+        let (framing, assembly) = match wire {
+            Wire::OpenAi => (
                 Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
-                Wire::OpenAi(openai::Assembly::default()),
+                Assembly::OpenAi(openai::Assembly::default()),
             ),
-            Kind::Anthropic => (
+            Wire::Anthropic => (
                 Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
-                Wire::Anthropic(anthropic::Assembly::default()),
+                Assembly::Anthropic(anthropic::Assembly::default()),
             ),
-            Kind::Ollama => (
+            Wire::Ollama => (
                 Framing::Lines(Vec::new()),
-                Wire::Ollama(ollama::Assembly::default()),
+                Assembly::Ollama(ollama::Assembly::default()),
             ),
         };
         Decoder {
             framing,
-            wire,
+            assembly,
             read: 0,
         }
     }
@@ -119,9 +119,9 @@ impl Decoder {
             )));
         }
         let mut delta = false;
-        let wire = &mut self.wire;
+        let assembly = &mut self.assembly;
         let mut take = |event: &str, data: &str| -> Result<(), StreamError> {
-            let piece = wire.event(event, data)?;
+            let piece = assembly.event(event, data)?;
             delta |= piece.delta;
             if let Some(text) = piece.text.filter(|t| !t.is_empty()) {
                 on_text(&text);
@@ -155,10 +155,10 @@ impl Decoder {
 
     /// Whether the wire's last event came: nothing more is to be waited for.
     pub fn ended(&self) -> bool {
-        match &self.wire {
-            Wire::OpenAi(a) => a.ended(),
-            Wire::Anthropic(a) => a.ended(),
-            Wire::Ollama(a) => a.ended(),
+        match &self.assembly {
+            Assembly::OpenAi(a) => a.ended(),
+            Assembly::Anthropic(a) => a.ended(),
+            Assembly::Ollama(a) => a.ended(),
         }
     }
 
@@ -170,12 +170,12 @@ impl Decoder {
             && !line.is_empty()
         {
             let text = String::from_utf8_lossy(line).into_owned();
-            self.wire.event("line", text.trim())?;
+            self.assembly.event("line", text.trim())?;
         }
-        match self.wire {
-            Wire::OpenAi(a) => a.finish(),
-            Wire::Anthropic(a) => a.finish(),
-            Wire::Ollama(a) => a.finish(),
+        match self.assembly {
+            Assembly::OpenAi(a) => a.finish(),
+            Assembly::Anthropic(a) => a.finish(),
+            Assembly::Ollama(a) => a.finish(),
         }
     }
 }
@@ -196,12 +196,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
-impl Wire {
+impl Assembly {
     fn event<'a>(&mut self, name: &str, data: &'a str) -> Result<Piece<'a>, StreamError> {
         match self {
-            Wire::OpenAi(a) => a.event(data),
-            Wire::Anthropic(a) => a.event(name, data),
-            Wire::Ollama(a) => a.line(data),
+            Assembly::OpenAi(a) => a.event(data),
+            Assembly::Anthropic(a) => a.event(name, data),
+            Assembly::Ollama(a) => a.line(data),
         }
     }
 }
