@@ -19,7 +19,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use super::anthropic_schema::for_anthropic;
+use super::anthropic::schema::for_anthropic;
 use super::{ErrorDetail, Request, Wire};
 
 /// How a request to one model is written, beyond its [`Request`].

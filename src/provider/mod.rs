@@ -15,8 +15,6 @@
 
 pub mod adjust;
 pub mod anthropic;
-pub mod anthropic_cache;
-pub mod anthropic_schema;
 mod attempt;
 mod client;
 mod error;

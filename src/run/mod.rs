@@ -23,7 +23,7 @@ use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::ledger::{self, Budget, Children, Ledger, Place};
-use crate::provider::{Provider, Request, Wire, anthropic_schema};
+use crate::provider::{Provider, Request, Wire, anthropic};
 use crate::resolve::Resolved;
 use crate::snapshot::Snapshot;
 use crate::stderr::Verbose;
@@ -201,7 +201,7 @@ fn note_unsent_schema(ctx: &Ctx, provider: &Provider, req: &Request) {
     if let Some(Err(why)) = req
         .output_schema
         .as_ref()
-        .map(anthropic_schema::for_anthropic)
+        .map(anthropic::schema::for_anthropic)
     {
         ctx.verbose.line(&format!(
             "[output] The output schema is not sent to anthropic ({why}); axe checks the answer and asks for repairs"

@@ -13,9 +13,6 @@
 //! a stream over [`MAX_BODY_BYTES`], is an error; so is a stream that ends
 //! before its wire's last event. An error event is the provider's failure.
 
-mod anthropic;
-mod ollama;
-mod openai;
 pub mod sse;
 
 use std::borrow::Cow;
@@ -24,7 +21,7 @@ use std::marker::PhantomData;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde_json::Value;
 
-use super::{ErrorDetail, MAX_BODY_BYTES, Response, Wire, error_detail};
+use super::{ErrorDetail, MAX_BODY_BYTES, Response, Wire, anthropic, error_detail, ollama, openai};
 
 /// The most bytes one line or one event of a stream may have.
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
@@ -57,9 +54,9 @@ enum Framing {
 
 #[derive(Debug)]
 enum Assembly {
-    OpenAi(openai::Assembly),
-    Anthropic(anthropic::Assembly),
-    Ollama(ollama::Assembly),
+    OpenAi(openai::stream::Assembly),
+    Anthropic(anthropic::stream::Assembly),
+    Ollama(ollama::stream::Assembly),
 }
 
 /// A `T` read from a JSON object only. The text-only events' structs
@@ -67,14 +64,14 @@ enum Assembly {
 /// struct from an array of its fields in order as well; but the tree the
 /// full path reads such an event into has no fields in an array, so an
 /// array must not read as text there either.
-struct Object<T>(T);
+pub(super) struct Object<T>(pub(super) T);
 
 /// What an assembly reads from one event or line: the text to print, and
 /// whether a content or tool-call delta came (for the time to first token).
 #[derive(Debug, Default)]
-struct Piece<'a> {
-    text: Option<Cow<'a, str>>,
-    delta: bool,
+pub(super) struct Piece<'a> {
+    pub(super) text: Option<Cow<'a, str>>,
+    pub(super) delta: bool,
 }
 
 impl Decoder {
@@ -83,15 +80,15 @@ impl Decoder {
         let (framing, assembly) = match wire {
             Wire::OpenAi => (
                 Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
-                Assembly::OpenAi(openai::Assembly::default()),
+                Assembly::OpenAi(openai::stream::Assembly::default()),
             ),
             Wire::Anthropic => (
                 Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
-                Assembly::Anthropic(anthropic::Assembly::default()),
+                Assembly::Anthropic(anthropic::stream::Assembly::default()),
             ),
             Wire::Ollama => (
                 Framing::Lines(Vec::new()),
-                Assembly::Ollama(ollama::Assembly::default()),
+                Assembly::Ollama(ollama::stream::Assembly::default()),
             ),
         };
         Decoder {
@@ -207,7 +204,7 @@ impl Assembly {
 }
 
 /// `data` as JSON; anything else is an invalid stream.
-fn json(data: &str) -> Result<Value, StreamError> {
+pub(super) fn json(data: &str) -> Result<Value, StreamError> {
     serde_json::from_str(data).map_err(|e| {
         StreamError::Invalid(format!(
             "a stream event is not JSON ({e}): {}",
@@ -217,13 +214,13 @@ fn json(data: &str) -> Result<Value, StreamError> {
 }
 
 /// An error event (or line) as the provider's failure.
-fn failed(data: &str) -> StreamError {
+pub(super) fn failed(data: &str) -> StreamError {
     StreamError::Failed(error_detail(data))
 }
 
 /// The assembled answer, read by the wire's own parser: the non-streamed
 /// answer's meaning, whatever came in pieces.
-fn parse_whole(
+pub(super) fn parse_whole(
     whole: &Value,
     parse: fn(&str) -> Result<Response, String>,
 ) -> Result<Response, StreamError> {
@@ -231,7 +228,7 @@ fn parse_whole(
 }
 
 /// A string field, empty when it is not a string.
-fn text(v: &Value) -> &str {
+pub(super) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }
 

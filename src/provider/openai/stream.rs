@@ -12,12 +12,12 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::{Object, Piece, StreamError, failed, json, parse_whole, text};
+use crate::provider::stream::{Object, Piece, StreamError, failed, json, parse_whole, text};
 use crate::provider::{Response, openai};
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
-pub(super) struct Assembly {
+pub(in crate::provider) struct Assembly {
     /// A chunk with a choice came.
     chose: bool,
     content: String,
@@ -72,12 +72,15 @@ struct Call {
 
 impl Assembly {
     /// The stream's last event (`[DONE]`) came.
-    pub(super) fn ended(&self) -> bool {
+    pub(in crate::provider) fn ended(&self) -> bool {
         self.done
     }
 
     /// One event's data.
-    pub(super) fn event<'a>(&mut self, data: &'a str) -> Result<Piece<'a>, StreamError> {
+    pub(in crate::provider) fn event<'a>(
+        &mut self,
+        data: &'a str,
+    ) -> Result<Piece<'a>, StreamError> {
         if self.done {
             return Ok(Piece::default());
         }
@@ -170,7 +173,7 @@ impl Assembly {
     }
 
     /// The answer, read as the same answer sent whole would be.
-    pub(super) fn finish(mut self) -> Result<Response, StreamError> {
+    pub(in crate::provider) fn finish(mut self) -> Result<Response, StreamError> {
         if !self.done {
             return Err(StreamError::Invalid(
                 "the stream ended before [DONE]".into(),

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::{Object, Piece, StreamError, failed, json, parse_whole};
+use crate::provider::stream::{Object, Piece, StreamError, failed, json, parse_whole};
 use crate::provider::{Response, ollama};
 
 /// A line that only adds answer text, the most of a stream: read without
@@ -35,7 +35,7 @@ struct TextMessage<'a> {
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
-pub(super) struct Assembly {
+pub(in crate::provider) struct Assembly {
     content: String,
     tool_calls: Vec<Value>,
     /// The `done: true` object: the stream is whole.
@@ -44,12 +44,15 @@ pub(super) struct Assembly {
 
 impl Assembly {
     /// The stream's last object (`done: true`) came.
-    pub(super) fn ended(&self) -> bool {
+    pub(in crate::provider) fn ended(&self) -> bool {
         self.last.is_some()
     }
 
     /// One line (blank lines are let be).
-    pub(super) fn line<'a>(&mut self, line: &'a str) -> Result<Piece<'a>, StreamError> {
+    pub(in crate::provider) fn line<'a>(
+        &mut self,
+        line: &'a str,
+    ) -> Result<Piece<'a>, StreamError> {
         if line.is_empty() || self.last.is_some() {
             return Ok(Piece::default());
         }
@@ -87,7 +90,7 @@ impl Assembly {
     }
 
     /// The answer, read as the same answer sent whole would be.
-    pub(super) fn finish(self) -> Result<Response, StreamError> {
+    pub(in crate::provider) fn finish(self) -> Result<Response, StreamError> {
         let Some(last) = self.last else {
             return Err(StreamError::Invalid(
                 "the stream ended before its done: true line".into(),

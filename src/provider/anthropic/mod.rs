@@ -3,9 +3,12 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::anthropic_cache;
-use super::anthropic_schema::for_anthropic;
-use super::{
+use schema::for_anthropic;
+pub mod cache;
+pub mod schema;
+pub(super) mod stream;
+
+use crate::provider::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json,
     arguments_object, count, input_schema, invalid_json_detail, number,
 };
@@ -55,7 +58,7 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
         body["stream"] = json!(true);
     }
     if req.prompt_cache {
-        anthropic_cache::mark(&mut body, req);
+        cache::mark(&mut body, req);
     }
     body
 }

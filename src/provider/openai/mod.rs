@@ -4,7 +4,9 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
+pub(super) mod stream;
+
+use crate::provider::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_wire,
     arguments_text, assistant_message, count, input_schema, invalid_json_detail, number,
 };

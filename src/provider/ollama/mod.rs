@@ -3,7 +3,9 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
+pub(super) mod stream;
+
+use crate::provider::{
     Cut, Message, Request, Response, ToolCall, arguments_from_wire, arguments_object,
     assistant_message, count, invalid_json_detail, number,
 };
@@ -31,7 +33,7 @@ pub fn body(req: &Request) -> Value {
     }
     // Ollama cannot forbid tool calls: tools only go where they are offered.
     if req.sends_tools(false) {
-        body["tools"] = super::openai::function_tools(req);
+        body["tools"] = crate::provider::openai::function_tools(req);
     } else if let Some(schema) = &req.output_schema {
         // `format` constrains every token the model writes to the schema,
         // which leaves no way to write a tool call: it goes only on requests

@@ -12,12 +12,12 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Object, Piece, StreamError, failed, json, parse_whole, text};
+use crate::provider::stream::{Object, Piece, StreamError, failed, json, parse_whole, text};
 use crate::provider::{Response, anthropic};
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
-pub(super) struct Assembly {
+pub(in crate::provider) struct Assembly {
     /// `message_start` came.
     started: bool,
     /// The content blocks, in the order they began.
@@ -67,13 +67,13 @@ struct Block {
 
 impl Assembly {
     /// The stream's last event (`message_stop`) came.
-    pub(super) fn ended(&self) -> bool {
+    pub(in crate::provider) fn ended(&self) -> bool {
         self.stopped
     }
 
     /// One event; the name on its `event:` line says what its data's `type`
     /// says, which is read.
-    pub(super) fn event<'a>(
+    pub(in crate::provider) fn event<'a>(
         &mut self,
         name: &str,
         data: &'a str,
@@ -198,7 +198,7 @@ impl Assembly {
     }
 
     /// The answer, read as the same answer sent whole would be.
-    pub(super) fn finish(mut self) -> Result<Response, StreamError> {
+    pub(in crate::provider) fn finish(mut self) -> Result<Response, StreamError> {
         if !self.started || !self.stopped {
             return Err(StreamError::Invalid(
                 "the stream ended before message_stop".into(),
