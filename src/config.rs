@@ -229,7 +229,7 @@ impl GlobalConfig {
                 _ => None,
             })
             .or_else(|| presets::preset(name).map(|p| p.base_url.to_string()))
-            .or_else(|| own.then(|| kind.default_base_url().to_string()))?;
+            .or_else(|| own.then(|| kind.format().default_base_url().to_string()))?;
         Some(url.trim().trim_end_matches('/').to_string())
     }
 
@@ -241,7 +241,7 @@ impl GlobalConfig {
         let (name, kind) = (m.provider.as_str(), m.wire);
         let key = self.api_key(name);
         let named = self.kind_of(name).is_some();
-        if key.is_none() && kind.needs_key() && !named {
+        if key.is_none() && kind.format().needs_key() && !named {
             return Err(Error::MissingKey {
                 provider: name.to_string(),
                 var: presets::key_var(name),

@@ -1,25 +1,20 @@
 //! Request parameters that some models refuse, and how axe learns which.
 //!
-//! OpenAI's reasoning models take `max_completion_tokens` and refuse
-//! `max_tokens` (the API reference marks `max_tokens` deprecated, and not
-//! compatible with those models); some OpenAI and Anthropic models refuse
-//! any `temperature` but their default. OpenAI-compatible servers, on the
-//! other hand, may know only `max_tokens`. So axe sends `max_tokens` to every
-//! OpenAI-compatible server but OpenAI's own (`api.openai.com`), which gets
-//! `max_completion_tokens`; and a 400 that names one of these parameters
-//! makes the provider send the same request again without it, once, and
-//! remember the model for the rest of the process, so that later requests
-//! to it (other turns, sibling sub-agents) are right the first time.
-//!
-//! Anthropic's JSON outputs take a subset of JSON Schema, and a schema it
-//! cannot take (too large a grammar, a keyword axe did not expect it to
-//! refuse) is a 400 about `output_config`: the request is then sent once
-//! more without it, and that schema is not sent to that model again in
-//! the process; axe checks and repairs the answer itself (design D22).
+//! OpenAI's reasoning models refuse `max_tokens` and take
+//! `max_completion_tokens`; some OpenAI and Anthropic models refuse any
+//! `temperature` but their default; Anthropic's JSON outputs refuse a
+//! schema they cannot take. Each wire says what a request to a model is
+//! written with at first, and which 400 names which parameter
+//! (`Format::quirks`, `Format::refused`). Here is what they share: a 400
+//! that names one of these parameters makes the provider send the same
+//! request again without it, once, and remember the model for the rest of
+//! the process, so that later requests to it (other turns, sibling
+//! sub-agents) are right the first time. A schema refused is not sent to
+//! that model again in the process (another agent's may be); axe checks
+//! and repairs the answer itself (design D22).
 
 use std::sync::{Mutex, PoisonError};
 
-use super::anthropic::schema::for_anthropic;
 use super::{ErrorDetail, Request, Wire};
 
 /// How a request to one model is written, beyond its [`Request`].
@@ -89,13 +84,10 @@ impl Learned {
     }
 }
 
-/// What is known about `req`'s model at `base_url`: OpenAI's own API gets
-/// `max_completion_tokens` from the start; anything learned is applied.
+/// What is known about `req`'s model at `base_url`: what its wire writes
+/// from the start, and anything learned since.
 pub fn known(wire: Wire, base_url: &str, req: &Request) -> Quirks {
-    let mut quirks = Quirks {
-        max_completion_tokens: wire == Wire::OpenAi && is_openai_itself(base_url),
-        ..Quirks::default()
-    };
+    let mut quirks = wire.format().quirks(base_url);
     let learned = LEARNED.lock().unwrap_or_else(PoisonError::into_inner);
     for l in learned.iter() {
         if l.wire == wire
@@ -122,7 +114,8 @@ pub fn learn(wire: Wire, base_url: &str, req: &Request, change: Change) -> bool 
 }
 
 /// What a 400 answer to `req` (written with `quirks`) says the model
-/// refused, if it is one of the parameters above and the request carried it.
+/// refused, if it is one of the parameters above and the request carried
+/// it: the wire's to say.
 pub fn refused(
     wire: Wire,
     status: u16,
@@ -130,11 +123,21 @@ pub fn refused(
     req: &Request,
     quirks: Quirks,
 ) -> Option<Change> {
-    if status != 400 || wire == Wire::Ollama {
+    if status != 400 {
         return None;
     }
+    wire.format().refused(detail, req, quirks)
+}
+
+/// `temperature` refused, when `req` carried one: the error names it as
+/// its parameter, or in its message beside a word of refusal (wires whose
+/// models may refuse it say so with this).
+pub(crate) fn temperature_refused(
+    detail: &ErrorDetail,
+    req: &Request,
+    quirks: Quirks,
+) -> Option<Change> {
     let message = detail.message.to_ascii_lowercase();
-    let param = detail.param.as_deref().unwrap_or("");
     let refusal_words = [
         "unsupported",
         "not supported",
@@ -142,34 +145,10 @@ pub fn refused(
         "no longer",
         "not accepted",
     ];
-    let refuses = |name: &str| {
-        param == name
-            || (message.contains(name) && refusal_words.iter().any(|w| message.contains(w)))
-    };
-    let sent_max_tokens = req.max_tokens.is_some() && !quirks.max_completion_tokens;
-    if wire == Wire::OpenAi
-        && sent_max_tokens
-        && (param == "max_tokens" || message.contains("max_completion_tokens"))
-    {
-        return Some(Change::MaxCompletionTokens);
-    }
-    if req.temperature.is_some() && !quirks.has(Change::NoTemperature) && refuses("temperature") {
-        return Some(Change::NoTemperature);
-    }
-    // Anthropic names the schema's place (`output_config.format.schema:
-    // ...`), except when the grammar built from it is too large.
-    let about_schema = ["output_config", "output_format", "compiled grammar"]
-        .iter()
-        .any(|w| message.contains(w));
-    let sent_schema = !quirks.no_output_schema
-        && req
-            .output_schema
-            .as_ref()
-            .is_some_and(|s| for_anthropic(s).is_ok());
-    if wire == Wire::Anthropic && sent_schema && about_schema {
-        return Some(Change::NoOutputSchema);
-    }
-    None
+    let named = detail.param.as_deref() == Some("temperature")
+        || (message.contains("temperature") && refusal_words.iter().any(|w| message.contains(w)));
+    let sent = req.temperature.is_some() && !quirks.has(Change::NoTemperature);
+    (sent && named).then_some(Change::NoTemperature)
 }
 
 /// What the user is told when a model refuses `change`, the provider
@@ -182,16 +161,6 @@ pub fn describe(change: Change, why: &str) -> String {
             "refused the output schema ({why}); it was sent without it, and axe checks the answer itself"
         ),
     }
-}
-
-/// Whether `base_url` is OpenAI's own API (not a compatible server).
-fn is_openai_itself(base_url: &str) -> bool {
-    let rest = base_url
-        .strip_prefix("https://")
-        .or_else(|| base_url.strip_prefix("http://"))
-        .unwrap_or(base_url);
-    let host = rest.split(['/', ':']).next().unwrap_or("");
-    host.eq_ignore_ascii_case("api.openai.com")
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! One HTTP request to a provider and what it came to: the request built
-//! (endpoint, credentials, `accept`, extra headers) and sent with the time
-//! left before the deadline, and its answer classified — a response, or an
-//! [`Attempt`] that failed, with what the server said about trying again,
-//! for the retry loop of `http.rs` to judge. A streamed body goes to
-//! `streamed.rs`.
+//! (the wire's endpoint and headers, `accept`, extra headers) and sent with
+//! the time left before the deadline, and its answer classified — a
+//! response, or an [`Attempt`] that failed, with what the server said about
+//! trying again, for the retry loop of `http.rs` to judge. A streamed body
+//! goes to `streamed.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use super::error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
 };
 use super::retry::{retry_hint, retryable_status, should_retry_hint};
-use super::{MAX_BODY_BYTES, Provider, Response, Wire, anthropic, ollama, openai};
+use super::{MAX_BODY_BYTES, Provider, Response};
 
 impl Provider {
     /// One HTTP request and its classified outcome; a streamed answer's
@@ -36,25 +36,18 @@ impl Provider {
             )));
         }
         let url = self.endpoint();
-        let accept = match (stream, self.wire) {
-            (false, _) => "application/json",
-            (true, Wire::Ollama) => "application/x-ndjson",
-            (true, _) => "text/event-stream",
+        let format = self.wire.format();
+        let accept = if stream {
+            format.frames().accept()
+        } else {
+            "application/json"
         };
         let mut call = client(self.wire)
             .post(&url)
             .header("content-type", "application/json")
             .header("accept", accept);
-        match (self.wire, &self.api_key) {
-            (Wire::Anthropic, key) => {
-                call = call
-                    .header("x-api-key", key.as_deref().unwrap_or(""))
-                    .header("anthropic-version", "2023-06-01");
-            }
-            (Wire::OpenAi | Wire::Ollama, Some(key)) => {
-                call = call.header("authorization", format!("Bearer {key}"));
-            }
-            (Wire::OpenAi | Wire::Ollama, None) => {}
+        for (name, value) in format.auth(self.api_key.as_deref()) {
+            call = call.header(name, value);
         }
         for (name, value) in &self.headers {
             call = call.header(name, value);
@@ -135,11 +128,7 @@ impl Provider {
                 retryable,
             });
         }
-        let parsed = match self.wire {
-            Wire::Anthropic => anthropic::parse(&text),
-            Wire::OpenAi => openai::parse(&text),
-            Wire::Ollama => ollama::parse(&text),
-        };
+        let parsed = format.parse(&text);
         let resp = parsed.map_err(|detail| {
             Attempt::failed(self.error(
                 ErrorKind::InvalidResponse,

@@ -230,12 +230,7 @@ pub(super) fn transport_error(
     use std::io::ErrorKind as Io;
     let error = |kind, message: String| ProviderError::new(wire, kind, None, message);
     let connection_refused = || {
-        let message = match wire {
-            Wire::Ollama => {
-                format!("connection refused: is Ollama running? (expected at {base_url})")
-            }
-            _ => format!("connection refused ({url})"),
-        };
+        let message = wire.format().connection_refused(base_url, url);
         error(ErrorKind::Network, message)
     };
     match err {

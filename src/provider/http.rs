@@ -14,7 +14,7 @@ use super::adjust::{self, Change, Quirks};
 use super::attempt::Attempt;
 use super::error::{ErrorKind, ProviderError};
 use super::retry::RetryPolicy;
-use super::{Request, Response, Wire, anthropic, ollama, openai};
+use super::{Request, Response, Wire};
 use crate::redact;
 use crate::text::one_line;
 
@@ -131,11 +131,7 @@ impl Provider {
 
     /// The URL requests are sent to.
     pub fn endpoint(&self) -> String {
-        match self.wire {
-            Wire::Anthropic => super::wire::join_v1(&self.base_url, "messages"),
-            Wire::OpenAi => super::wire::join_v1(&self.base_url, "chat/completions"),
-            Wire::Ollama => format!("{}/api/chat", self.base_url),
-        }
+        self.wire.format().endpoint(&self.base_url)
     }
 
     /// The JSON body for `req` in this provider's wire format, written as
@@ -145,11 +141,15 @@ impl Provider {
     }
 
     fn body_with(&self, req: &Request, quirks: Quirks) -> Value {
-        match self.wire {
-            Wire::Anthropic => anthropic::body(req, quirks),
-            Wire::OpenAi => openai::body(req, quirks),
-            Wire::Ollama => ollama::body(req),
-        }
+        self.wire.format().body(req, quirks)
+    }
+
+    /// Why `req`'s output schema cannot go to this provider's wire as it
+    /// is, when it cannot: axe alone then checks the answer (design D22).
+    pub fn unsent_schema(&self, req: &Request) -> Option<String> {
+        self.wire
+            .format()
+            .unsent_schema(req.output_schema.as_ref()?)
     }
 
     /// Sends `req` and waits for the answer, at most until `deadline`,

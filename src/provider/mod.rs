@@ -2,15 +2,18 @@
 //! path that sends a request to Anthropic, OpenAI (or any OpenAI-compatible
 //! server) or Ollama and classifies what comes back.
 //!
-//! Each wire format lives in its own file and owns three things: the endpoint
-//! path, the JSON body for a [`Request`], and the parsing of a successful
-//! response body into a [`Response`]. Everything else is here, once: the
-//! shared types (`types`), the HTTP path with its deadlines and size limits
-//! (`http`, its streamed side in `streamed`) and the clients it shares
-//! (`client`), retries (`retry`), error classification (`error`), the
-//! helpers the formats share (`wire`), what models refuse (`adjust`),
-//! streamed answers decoded (`stream`), where Anthropic's prompt-cache
-//! marks go (`anthropic_cache`) and the providers known by name
+//! One folder per wire format (`anthropic/`, `openai/`, `ollama/`) owns all
+//! that wire says: its endpoint and the headers that carry the key, the
+//! JSON body for a [`Request`], the parsing of an answer into a
+//! [`Response`], its stream's events, and what its models refuse (with
+//! Anthropic's prompt-cache marks and the schema its JSON outputs take).
+//! Each is one `Format` (`format`), reached through [`Wire`]; the rest is
+//! here, once, and names no wire: the shared types (`types`), the HTTP path
+//! with its retry loop (`http`), one try of it (`attempt`, its streamed
+//! side in `streamed`), the clients (`client`), retries (`retry`), error
+//! classification (`error`), refused parameters learned (`adjust`), the
+//! stream's framing (`stream`: server-sent events and JSON lines), helpers
+//! the wires' bodies share (`wire`) and the providers known by name
 //! (`presets`). The provider knows nothing of where its settings came from.
 
 pub mod adjust;
@@ -18,6 +21,7 @@ pub mod anthropic;
 mod attempt;
 mod client;
 mod error;
+mod format;
 mod http;
 pub mod ollama;
 pub mod openai;
@@ -66,16 +70,14 @@ impl Wire {
         }
     }
 
-    pub fn default_base_url(self) -> &'static str {
+    /// What the wire does: its folder's [`Format`](format::Format), the one
+    /// interface the common code calls.
+    pub(crate) fn format(self) -> &'static dyn format::Format {
         match self {
-            Wire::Anthropic => "https://api.anthropic.com",
-            Wire::OpenAi => "https://api.openai.com",
-            Wire::Ollama => "http://localhost:11434",
+            Wire::Anthropic => &anthropic::Messages,
+            Wire::OpenAi => &openai::ChatCompletions,
+            Wire::Ollama => &ollama::Chat,
         }
-    }
-
-    pub fn needs_key(self) -> bool {
-        !matches!(self, Wire::Ollama)
     }
 }
 
