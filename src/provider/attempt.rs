@@ -5,7 +5,10 @@
 //! trying again, for the retry loop of `http.rs` to judge. A streamed body
 //! goes to `streamed.rs`.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+use ureq::Body;
+use ureq::http::Response as HttpResponse;
 
 use super::client::client;
 use super::error::{
@@ -36,6 +39,43 @@ impl Provider {
             )));
         }
         let url = self.endpoint();
+        let sent = Instant::now();
+        let mut resp = self.send_request(&url, body, remaining, stream)?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(self.failed_status(status, &mut resp));
+        }
+        // A server may answer a request for a stream whole, as JSON.
+        if stream && !is_json(&resp) {
+            return self.read_stream(resp.body_mut(), sent, on_text, &url);
+        }
+        // A 2xx whose body cannot be read is the body's failure.
+        let bytes = read_body(resp.body_mut())
+            .map_err(|e| Attempt::failed(transport_error(self.wire, &self.base_url, e, &url)))?;
+        let answer = self.wire.format().parse(&String::from_utf8_lossy(&bytes));
+        let answer = answer.map_err(|detail| {
+            Attempt::failed(self.error(
+                ErrorKind::InvalidResponse,
+                Some(status),
+                format!("invalid response: {detail}"),
+            ))
+        })?;
+        // A server that answered a stream whole: its text at once.
+        if stream && !answer.content.is_empty() {
+            on_text(&answer.content);
+        }
+        Ok(answer)
+    }
+
+    /// The request to `url` with the wire's headers and the extra ones,
+    /// sent with the time left: its response's head, or why none came.
+    fn send_request(
+        &self,
+        url: &str,
+        body: &[u8],
+        remaining: Duration,
+        stream: bool,
+    ) -> Result<HttpResponse<Body>, Attempt> {
         let format = self.wire.format();
         let accept = if stream {
             format.frames().accept()
@@ -43,7 +83,7 @@ impl Provider {
             "application/json"
         };
         let mut call = client(self.wire)
-            .post(&url)
+            .post(url)
             .header("content-type", "application/json")
             .header("accept", accept);
         for (name, value) in format.auth(self.api_key.as_deref()) {
@@ -52,101 +92,61 @@ impl Provider {
         for (name, value) in &self.headers {
             call = call.header(name, value);
         }
-        let sent = Instant::now();
         // A stream may take as long as the deadline allows, but not go
         // quiet for longer than the idle limit (the wait for the head too).
         let idle = stream.then_some(self.idle);
-        let result = call
-            .config()
+        call.config()
             .timeout_global(Some(remaining))
             .timeout_per_read(idle)
             .build()
-            .send(body);
-        let mut resp = match result {
-            Ok(resp) => resp,
-            Err(ureq::Error::Timeout(ureq::Timeout::PerRead)) => {
-                return Err(self.idle_failure());
-            }
-            // Nothing came back: a refused or dropped connection may be retried.
-            Err(e) => {
-                let retryable = closed_before_response(&e);
-                let mut failed =
-                    Attempt::failed(transport_error(self.wire, &self.base_url, e, &url));
-                failed.retryable = retryable;
-                return Err(failed);
-            }
-        };
+            .send(body)
+            .map_err(|e| self.no_answer(e, url))
+    }
 
-        let status = resp.status().as_u16();
-        let location = header(&resp, "location");
-        // Retry hints are read only where a retry may follow.
-        let (wait, should_retry) = if (200..300).contains(&status) {
-            (None, None)
-        } else {
-            (
-                retry_hint(
-                    header(&resp, "retry-after-ms").as_deref(),
-                    header(&resp, "retry-after").as_deref(),
-                    std::time::SystemTime::now(),
-                ),
-                should_retry_hint(header(&resp, "x-should-retry").as_deref()),
-            )
-        };
-        let streamed = stream
-            && (200..300).contains(&status)
-            && !header(&resp, "content-type")
-                .is_some_and(|t| t.trim_start().starts_with("application/json"));
-        if streamed {
-            return self.read_stream(resp.body_mut(), sent, on_text, &url);
+    /// A request that got no answer, or not all of one: silent past the
+    /// idle limit, or a connection refused, reset or cut. Either may be
+    /// retried, as long as nothing was handed out; the deadline is not.
+    pub(super) fn no_answer(&self, e: ureq::Error, url: &str) -> Attempt {
+        if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
+            return self.idle_failure();
         }
-        let bytes = match read_body(resp.body_mut()) {
-            Ok(bytes) => bytes,
-            // A 2xx whose body cannot be read is the body's failure; any other
-            // status is still that status (a 503 cut off mid-body is a 503,
-            // retried as one), with what went wrong reading it as its detail.
-            Err(e) if (200..300).contains(&status) => {
-                return Err(Attempt::failed(transport_error(
-                    self.wire,
-                    &self.base_url,
-                    e,
-                    &url,
-                )));
-            }
-            Err(e) => format!("(body unreadable: {e})").into_bytes(),
-        };
-        let text = String::from_utf8_lossy(&bytes);
+        let retryable = closed_before_response(&e);
+        let mut failed = Attempt::failed(transport_error(self.wire, &self.base_url, e, url));
+        failed.retryable = retryable;
+        failed
+    }
 
-        if !(200..300).contains(&status) {
-            let detail = error_detail(&text);
-            let error = status_error(self.wire, status, &detail, location.as_deref());
-            let retryable = retryable_status(status, error.kind);
-            return Err(Attempt {
-                error,
-                detail: Box::new(detail),
-                retry_after: wait,
-                should_retry,
-                retryable,
-            });
+    /// A status other than 2xx, classified, with the provider's own message
+    /// and what the server said about trying again.
+    fn failed_status(&self, status: u16, resp: &mut HttpResponse<Body>) -> Attempt {
+        let retry_after = retry_hint(
+            header(resp, "retry-after-ms").as_deref(),
+            header(resp, "retry-after").as_deref(),
+            SystemTime::now(),
+        );
+        let should_retry = should_retry_hint(header(resp, "x-should-retry").as_deref());
+        let location = header(resp, "location");
+        // Still that status when its body cannot be read (a 503 cut off
+        // mid-body is a 503, retried as one), with what went wrong reading
+        // it as its detail.
+        let body = read_body(resp.body_mut())
+            .unwrap_or_else(|e| format!("(body unreadable: {e})").into_bytes());
+        let detail = error_detail(&String::from_utf8_lossy(&body));
+        let error = status_error(self.wire, status, &detail, location.as_deref());
+        let retryable = retryable_status(status, error.kind);
+        Attempt {
+            error,
+            detail: Box::new(detail),
+            retry_after,
+            should_retry,
+            retryable,
         }
-        let parsed = format.parse(&text);
-        let resp = parsed.map_err(|detail| {
-            Attempt::failed(self.error(
-                ErrorKind::InvalidResponse,
-                Some(status),
-                format!("invalid response: {detail}"),
-            ))
-        })?;
-        // A server that answered a stream whole: its text at once.
-        if stream && !resp.content.is_empty() {
-            on_text(&resp.content);
-        }
-        Ok(resp)
     }
 }
 
 /// Whether a transport error happened before any response: the connection
 /// was refused, reset or closed. (A deadline timeout is not one of these.)
-pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
+fn closed_before_response(e: &ureq::Error) -> bool {
     use std::io::ErrorKind as Io;
     match e {
         ureq::Error::ConnectionFailed => true,
@@ -163,15 +163,20 @@ pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
     }
 }
 
-fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+fn header(resp: &HttpResponse<Body>, name: &str) -> Option<String> {
     resp.headers()
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
 }
 
+/// Whether the body is one JSON document (`content-type`).
+fn is_json(resp: &HttpResponse<Body>) -> bool {
+    header(resp, "content-type").is_some_and(|t| t.trim_start().starts_with("application/json"))
+}
+
 /// Reads at most [`MAX_BODY_BYTES`]; a longer body is an error, not read whole.
-fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
+fn read_body(body: &mut Body) -> Result<Vec<u8>, ureq::Error> {
     body.with_config().limit(MAX_BODY_BYTES).read_to_vec()
 }
 

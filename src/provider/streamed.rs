@@ -7,8 +7,8 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use super::attempt::{Attempt, closed_before_response};
-use super::error::{ErrorKind, stream_error, transport_error};
+use super::attempt::Attempt;
+use super::error::{ErrorKind, stream_error};
 use super::stream::{Decoder, StreamError};
 use super::{MAX_BODY_BYTES, Provider, Response};
 
@@ -38,7 +38,7 @@ impl Provider {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.read_failure(ureq::Error::from(e), url)),
+                Err(e) => return Err(self.no_answer(ureq::Error::from(e), url)),
             };
             // What one read brought is handed out at once: one write to
             // stdout for a dozen tokens, not one each.
@@ -66,19 +66,6 @@ impl Provider {
         let mut resp = decoder.finish().map_err(|e| self.stream_failure(e))?;
         resp.first_token = first_token;
         Ok(resp)
-    }
-
-    /// A stream that could not be read to its end: silent past the idle
-    /// limit, or cut. Either may be retried, as long as nothing was handed
-    /// out; the deadline is not.
-    fn read_failure(&self, e: ureq::Error, url: &str) -> Attempt {
-        if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
-            return self.idle_failure();
-        }
-        let retryable = closed_before_response(&e);
-        let mut failed = Attempt::failed(transport_error(self.wire, &self.base_url, e, url));
-        failed.retryable = retryable;
-        failed
     }
 
     pub(super) fn idle_failure(&self) -> Attempt {
