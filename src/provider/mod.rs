@@ -2,19 +2,31 @@
 //! path that sends a request to Anthropic, OpenAI (or any OpenAI-compatible
 //! server) or Ollama and classifies what comes back.
 //!
-//! One folder per wire format (`anthropic/`, `openai/`, `ollama/`) owns all
-//! that wire says: its endpoint and the headers that carry the key, the
-//! JSON body for a [`Request`], the parsing of an answer into a
-//! [`Response`], its stream's events, and what its models refuse (with
-//! Anthropic's prompt-cache marks and the schema its JSON outputs take).
-//! Each is one `Format` (`format`), reached through [`Wire`]; the rest is
-//! here, once, and names no wire: the shared types (`types`), the HTTP path
-//! with its retry loop (`http`), one try of it (`attempt`, its streamed
-//! side in `streamed`), the clients (`client`), retries (`retry`), error
-//! classification (`error`), refused parameters learned (`adjust`), the
-//! stream's framing (`stream`: server-sent events and JSON lines), helpers
-//! the wires' bodies share (`wire`) and the providers known by name
-//! (`presets`). The provider knows nothing of where its settings came from.
+//! A wire format is a [`Wire`], and all it says is in its own folder,
+//! behind one interface, `Format` (`format.rs`), which `Wire::format`
+//! gives the common code:
+//! - `anthropic/` (the Messages API): in `mod.rs` its endpoint, the headers
+//!   that carry the key, the body, the parsing of an answer and the 400s
+//!   that name a `temperature` or an output schema its models refuse; its
+//!   stream's events in `stream.rs`, its prompt-cache marks in `cache.rs`,
+//!   the schema its JSON outputs are sent (or why none can be) in
+//!   `schema.rs`;
+//! - `openai/` (Chat Completions, OpenAI and every compatible server): in
+//!   `mod.rs` the same, with `max_completion_tokens` for OpenAI's own API
+//!   and the 400s that name `max_tokens` or `temperature`; its stream's
+//!   events in `stream.rs`;
+//! - `ollama/` (`/api/chat`): in `mod.rs` the same, its refused connection
+//!   said as Ollama not running; its stream's lines in `stream.rs`.
+//!
+//! The rest is common, here, and branches on no wire: the shared types
+//! (`types`), the HTTP path with its retry loop (`http`), one try of it
+//! (`attempt`, its streamed side in `streamed`), the clients (`client`),
+//! retries (`retry`), error classification (`error`), refused parameters
+//! remembered per model (`adjust`), the stream's framing and bounds
+//! (`stream`: server-sent events in `sse.rs`, JSON lines in `mod.rs`),
+//! helpers the wires' bodies share (`wire`) and the providers known by
+//! name (`presets`). The provider knows nothing of where its settings came
+//! from.
 
 pub mod adjust;
 pub mod anthropic;

@@ -35,8 +35,8 @@ pub(super) struct Stream {
 
 /// A `content_block_delta` with a `text_delta`, the most of a stream: read
 /// without building a JSON tree, its text borrowed from the event (as the
-/// OpenAI wire's text chunks are, `openai.rs`). Any other event fails to
-/// read as this and is read whole by [`Stream::event`].
+/// OpenAI wire's text chunks are, `openai/stream.rs`). Any other event
+/// fails to read as this and is read whole by [`Stream::event`].
 #[derive(Deserialize)]
 struct TextEvent<'a> {
     #[serde(rename = "type", borrow)]

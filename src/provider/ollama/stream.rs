@@ -15,9 +15,9 @@ use crate::provider::stream::{Assembly, Object, Piece, StreamError, failed, json
 
 /// A line that only adds answer text, the most of a stream: read without
 /// building a JSON tree, its text borrowed from the line (as the OpenAI
-/// wire's text chunks are, `openai.rs`). Any other line fails to read as
-/// this, or has a field this one must not have, and is read whole by
-/// [`Stream::event`].
+/// wire's text chunks are, `openai/stream.rs`). Any other line fails to
+/// read as this, or has a field this one must not have, and is read whole
+/// by [`Stream::event`].
 #[derive(Deserialize)]
 struct TextLine<'a> {
     #[serde(borrow)]
