@@ -204,7 +204,7 @@ fn analyse(
     let resp = provider.send(&req, deadline.at)?;
     if let Some(what) = resp.declined {
         return Err(Error::Declined {
-            provider: model.name.clone(),
+            provider: model.provider.clone(),
             what,
         });
     }

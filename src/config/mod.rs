@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::error::Error;
 use crate::paths;
-use crate::provider::{Kind, ModelError, ModelRef, Provider, RetryPolicy, presets};
+use crate::provider::{ModelError, ModelRef, Provider, RetryPolicy, Wire, presets};
 use crate::sandbox::read;
 use crate::sandbox::write::{Created, create_new};
 use crate::text::redact;
@@ -194,11 +194,11 @@ impl GlobalConfig {
     }
 
     /// The wire a `[providers.<name>]` table says `name` speaks.
-    fn kind_of(&self, name: &str) -> Option<Kind> {
+    fn kind_of(&self, name: &str) -> Option<Wire> {
         self.providers
             .get(name)
             .and_then(|s| s.kind.as_deref())
-            .and_then(Kind::parse)
+            .and_then(Wire::parse)
     }
 
     /// The API key for the provider `name`: its key variable
@@ -219,9 +219,9 @@ impl GlobalConfig {
     /// `AXE_<NAME>_BASE_URL`, then the file, then (Ollama) `OLLAMA_HOST`,
     /// then the preset's or the wire's default; none for a provider by
     /// another name that sets none. No trailing `/`.
-    pub fn base_url(&self, name: &str, kind: Kind) -> Option<String> {
+    pub fn base_url(&self, name: &str, kind: Wire) -> Option<String> {
         let env_name = format!("AXE_{}_BASE_URL", presets::env_name(name));
-        let own = Kind::parse(name) == Some(kind);
+        let own = Wire::parse(name) == Some(kind);
         let url = env_nonempty(&env_name)
             .or_else(|| {
                 self.providers
@@ -230,11 +230,11 @@ impl GlobalConfig {
                     .filter(|u| !u.trim().is_empty())
             })
             .or_else(|| match kind {
-                Kind::Ollama if own => env_nonempty("OLLAMA_HOST").map(|h| ollama_host_url(&h)),
+                Wire::Ollama if own => env_nonempty("OLLAMA_HOST").map(|h| ollama_host_url(&h)),
                 _ => None,
             })
             .or_else(|| presets::preset(name).map(|p| p.base_url.to_string()))
-            .or_else(|| own.then(|| kind.default_base_url().to_string()))?;
+            .or_else(|| own.then(|| kind.format().default_base_url().to_string()))?;
         Some(url.trim().trim_end_matches('/').to_string())
     }
 
@@ -243,10 +243,10 @@ impl GlobalConfig {
     /// (a provider by another name may have none: a local server), a base
     /// URL that is not http(s), or none, or an idle limit of 0, exit 2.
     pub fn provider(&self, m: &ModelRef) -> Result<Provider, Error> {
-        let (name, kind) = (m.name.as_str(), m.provider);
+        let (name, kind) = (m.provider.as_str(), m.wire);
         let key = self.api_key(name);
         let named = self.kind_of(name).is_some();
-        if key.is_none() && kind.needs_key() && !named {
+        if key.is_none() && kind.format().needs_key() && !named {
             return Err(Error::MissingKey {
                 provider: name.to_string(),
                 var: presets::key_var(name),
@@ -331,7 +331,7 @@ impl GlobalConfig {
         }
         for (name, s) in &self.providers {
             if let Some(k) = &s.kind
-                && Kind::parse(k).is_none()
+                && Wire::parse(k).is_none()
             {
                 return Err(format!(
                     "providers.{name}.kind must be \"openai\", \"anthropic\" or \"ollama\", not {k:?}"
@@ -344,7 +344,7 @@ impl GlobalConfig {
     /// Registers every key that could be used, so that none is ever printed,
     /// even one belonging to a provider this run does not talk to.
     pub fn register_secrets(&self) {
-        let names = Kind::ALL
+        let names = Wire::ALL
             .iter()
             .map(|k| k.name())
             .chain(presets::PRESETS.iter().map(|p| p.name))
@@ -353,8 +353,8 @@ impl GlobalConfig {
             let _ = self.api_key(name);
             let kind = self
                 .kind_of(name)
-                .or_else(|| Kind::parse(name))
-                .unwrap_or(Kind::OpenAi);
+                .or_else(|| Wire::parse(name))
+                .unwrap_or(Wire::OpenAi);
             if let Some(url) = self.base_url(name, kind) {
                 redact::register_url(&url);
             }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::agent::{self, Agent};
 use crate::config::GlobalConfig;
 use crate::paths::AgentDirs;
-use crate::provider::{Kind, ModelRef};
+use crate::provider::{ModelRef, Wire};
 use crate::text::one_line;
 
 mod tree;
@@ -183,8 +183,8 @@ pub fn sub_agents(node: &Loaded) -> Vec<&str> {
 /// Where the provider `name`'s problems are listed: the three wires in
 /// their order, then the others by name.
 fn provider_order(name: &str) -> (usize, &str) {
-    let wire = Kind::ALL.iter().position(|k| k.name() == name);
-    (wire.unwrap_or(Kind::ALL.len()), name)
+    let wire = Wire::ALL.iter().position(|k| k.name() == name);
+    (wire.unwrap_or(Wire::ALL.len()), name)
 }
 
 /// An agent's own model, parsed; None when it inherits its caller's.
@@ -212,7 +212,7 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
                 match model {
                     // Inherits: runs on its caller's provider, counted there.
                     Ok(None) => {}
-                    Ok(Some(m)) => match users.iter_mut().find(|(u, _)| u.name == m.name) {
+                    Ok(Some(m)) => match users.iter_mut().find(|(u, _)| u.provider == m.provider) {
                         Some((_, names)) => names.push(name),
                         None => users.push((m, vec![name])),
                     },
@@ -243,7 +243,7 @@ pub fn check(graph: &Graph, global: &GlobalConfig) -> Report {
             }
         }
     }
-    users.sort_by(|a, b| provider_order(&a.0.name).cmp(&provider_order(&b.0.name)));
+    users.sort_by(|a, b| provider_order(&a.0.provider).cmp(&provider_order(&b.0.provider)));
     for (m, names) in &users {
         if let Err(e) = global.provider(m) {
             problems.push(format!("{}: {e}", names.join(", ")));

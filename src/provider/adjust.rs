@@ -1,26 +1,21 @@
 //! Request parameters that some models refuse, and how axe learns which.
 //!
-//! OpenAI's reasoning models take `max_completion_tokens` and refuse
-//! `max_tokens` (the API reference marks `max_tokens` deprecated, and not
-//! compatible with those models); some OpenAI and Anthropic models refuse
-//! any `temperature` but their default. OpenAI-compatible servers, on the
-//! other hand, may know only `max_tokens`. So axe sends `max_tokens` to every
-//! OpenAI-compatible server but OpenAI's own (`api.openai.com`), which gets
-//! `max_completion_tokens`; and a 400 that names one of these parameters
-//! makes the provider send the same request again without it, once, and
-//! remember the model for the rest of the process, so that later requests
-//! to it (other turns, sibling sub-agents) are right the first time.
-//!
-//! Anthropic's JSON outputs take a subset of JSON Schema, and a schema it
-//! cannot take (too large a grammar, a keyword axe did not expect it to
-//! refuse) is a 400 about `output_config`: the request is then sent once
-//! more without it, and that schema is not sent to that model again in
-//! the process; axe checks and repairs the answer itself (design D22).
+//! OpenAI's reasoning models refuse `max_tokens` and take
+//! `max_completion_tokens`; some OpenAI and Anthropic models refuse any
+//! `temperature` but their default; Anthropic's JSON outputs refuse a
+//! schema they cannot take. Each wire says what a request to a model is
+//! written with at first, and which 400 names which parameter
+//! (`Format::quirks`, `Format::refused`). Here is what they share: a 400
+//! that names one of these parameters makes the provider send the same
+//! request again without it, once, and remember the model for the rest of
+//! the process, so that later requests to it (other turns, sibling
+//! sub-agents) are right the first time. A schema refused is not sent to
+//! that model again in the process (another agent's may be); axe checks
+//! and repairs the answer itself (design D22).
 
 use std::sync::{Mutex, PoisonError};
 
-use super::anthropic_schema::for_anthropic;
-use super::{ErrorDetail, Kind, Request};
+use super::{ErrorDetail, Request, Wire};
 
 /// How a request to one model is written, beyond its [`Request`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,7 +57,7 @@ impl Quirks {
 /// Something a model at a base URL refused, learned in this process.
 #[derive(PartialEq)]
 struct Learned {
-    kind: Kind,
+    wire: Wire,
     base_url: String,
     model: String,
     change: Change,
@@ -74,13 +69,13 @@ struct Learned {
 static LEARNED: Mutex<Vec<Learned>> = Mutex::new(Vec::new());
 
 impl Learned {
-    fn new(kind: Kind, base_url: &str, req: &Request, change: Change) -> Learned {
+    fn new(wire: Wire, base_url: &str, req: &Request, change: Change) -> Learned {
         let schema = match (change, &req.output_schema) {
             (Change::NoOutputSchema, Some(s)) => s.to_string(),
             _ => String::new(),
         };
         Learned {
-            kind,
+            wire,
             base_url: base_url.to_string(),
             model: req.model.clone(),
             change,
@@ -89,19 +84,16 @@ impl Learned {
     }
 }
 
-/// What is known about `req`'s model at `base_url`: OpenAI's own API gets
-/// `max_completion_tokens` from the start; anything learned is applied.
-pub fn known(kind: Kind, base_url: &str, req: &Request) -> Quirks {
-    let mut quirks = Quirks {
-        max_completion_tokens: kind == Kind::OpenAi && is_openai_itself(base_url),
-        ..Quirks::default()
-    };
+/// What is known about `req`'s model at `base_url`: what its wire writes
+/// from the start, and anything learned since.
+pub fn known(wire: Wire, base_url: &str, req: &Request) -> Quirks {
+    let mut quirks = wire.format().quirks(base_url);
     let learned = LEARNED.lock().unwrap_or_else(PoisonError::into_inner);
     for l in learned.iter() {
-        if l.kind == kind
+        if l.wire == wire
             && l.base_url == base_url
             && l.model == req.model
-            && (l.schema.is_empty() || *l == Learned::new(kind, base_url, req, l.change))
+            && (l.schema.is_empty() || *l == Learned::new(wire, base_url, req, l.change))
         {
             quirks = quirks.with(l.change);
         }
@@ -111,9 +103,9 @@ pub fn known(kind: Kind, base_url: &str, req: &Request) -> Quirks {
 
 /// Remembers that `req`'s model at `base_url` refused something; true the
 /// first time (so that the user is told once).
-pub fn learn(kind: Kind, base_url: &str, req: &Request, change: Change) -> bool {
+pub fn learn(wire: Wire, base_url: &str, req: &Request, change: Change) -> bool {
     let mut learned = LEARNED.lock().unwrap_or_else(PoisonError::into_inner);
-    let entry = Learned::new(kind, base_url, req, change);
+    let entry = Learned::new(wire, base_url, req, change);
     if learned.contains(&entry) {
         return false;
     }
@@ -122,19 +114,30 @@ pub fn learn(kind: Kind, base_url: &str, req: &Request, change: Change) -> bool 
 }
 
 /// What a 400 answer to `req` (written with `quirks`) says the model
-/// refused, if it is one of the parameters above and the request carried it.
+/// refused, if it is one of the parameters above and the request carried
+/// it: the wire's to say.
 pub fn refused(
-    kind: Kind,
+    wire: Wire,
     status: u16,
     detail: &ErrorDetail,
     req: &Request,
     quirks: Quirks,
 ) -> Option<Change> {
-    if status != 400 || kind == Kind::Ollama {
+    if status != 400 {
         return None;
     }
+    wire.format().refused(detail, req, quirks)
+}
+
+/// `temperature` refused, when `req` carried one: the error names it as
+/// its parameter, or in its message beside a word of refusal (wires whose
+/// models may refuse it say so with this).
+pub(crate) fn temperature_refused(
+    detail: &ErrorDetail,
+    req: &Request,
+    quirks: Quirks,
+) -> Option<Change> {
     let message = detail.message.to_ascii_lowercase();
-    let param = detail.param.as_deref().unwrap_or("");
     let refusal_words = [
         "unsupported",
         "not supported",
@@ -142,34 +145,10 @@ pub fn refused(
         "no longer",
         "not accepted",
     ];
-    let refuses = |name: &str| {
-        param == name
-            || (message.contains(name) && refusal_words.iter().any(|w| message.contains(w)))
-    };
-    let sent_max_tokens = req.max_tokens.is_some() && !quirks.max_completion_tokens;
-    if kind == Kind::OpenAi
-        && sent_max_tokens
-        && (param == "max_tokens" || message.contains("max_completion_tokens"))
-    {
-        return Some(Change::MaxCompletionTokens);
-    }
-    if req.temperature.is_some() && !quirks.has(Change::NoTemperature) && refuses("temperature") {
-        return Some(Change::NoTemperature);
-    }
-    // Anthropic names the schema's place (`output_config.format.schema:
-    // ...`), except when the grammar built from it is too large.
-    let about_schema = ["output_config", "output_format", "compiled grammar"]
-        .iter()
-        .any(|w| message.contains(w));
-    let sent_schema = !quirks.no_output_schema
-        && req
-            .output_schema
-            .as_ref()
-            .is_some_and(|s| for_anthropic(s).is_ok());
-    if kind == Kind::Anthropic && sent_schema && about_schema {
-        return Some(Change::NoOutputSchema);
-    }
-    None
+    let named = detail.param.as_deref() == Some("temperature")
+        || (message.contains("temperature") && refusal_words.iter().any(|w| message.contains(w)));
+    let sent = req.temperature.is_some() && !quirks.has(Change::NoTemperature);
+    (sent && named).then_some(Change::NoTemperature)
 }
 
 /// What the user is told when a model refuses `change`, the provider
@@ -184,16 +163,6 @@ pub fn describe(change: Change, why: &str) -> String {
     }
 }
 
-/// Whether `base_url` is OpenAI's own API (not a compatible server).
-fn is_openai_itself(base_url: &str) -> bool {
-    let rest = base_url
-        .strip_prefix("https://")
-        .or_else(|| base_url.strip_prefix("http://"))
-        .unwrap_or(base_url);
-    let host = rest.split(['/', ':']).next().unwrap_or("");
-    host.eq_ignore_ascii_case("api.openai.com")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,12 +173,12 @@ mod tests {
             model: "m-adjust-test".into(),
             ..Request::default()
         };
-        let q = |url| known(Kind::OpenAi, url, &req).max_completion_tokens;
+        let q = |url| known(Wire::OpenAi, url, &req).max_completion_tokens;
         assert!(q("https://api.openai.com"));
         assert!(q("https://API.openai.com/v1"));
         assert!(!q("http://127.0.0.1:8080/v1"));
         assert!(!q("https://api.openai.com.example.net"));
-        assert!(!known(Kind::Anthropic, "https://api.openai.com", &req).max_completion_tokens);
+        assert!(!known(Wire::Anthropic, "https://api.openai.com", &req).max_completion_tokens);
     }
 
     #[test]
@@ -226,13 +195,13 @@ mod tests {
         };
         let q = Quirks::default();
         let drop = Some(Change::NoOutputSchema);
-        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, q), drop);
-        assert_eq!(refused(Kind::Anthropic, 500, &grammar, &req, q), None);
-        assert_eq!(refused(Kind::OpenAi, 400, &grammar, &req, q), None);
+        assert_eq!(refused(Wire::Anthropic, 400, &grammar, &req, q), drop);
+        assert_eq!(refused(Wire::Anthropic, 500, &grammar, &req, q), None);
+        assert_eq!(refused(Wire::OpenAi, 400, &grammar, &req, q), None);
         let dropped = q.with(Change::NoOutputSchema);
-        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, dropped), None);
+        assert_eq!(refused(Wire::Anthropic, 400, &grammar, &req, dropped), None);
         // A map is never sent, so a 400 cannot be about it.
         req.output_schema = Some(serde_json::json!({"additionalProperties": true}));
-        assert_eq!(refused(Kind::Anthropic, 400, &grammar, &req, q), None);
+        assert_eq!(refused(Wire::Anthropic, 400, &grammar, &req, q), None);
     }
 }

@@ -1,23 +1,25 @@
 //! One HTTP request to a provider and what it came to: the request built
-//! (endpoint, credentials, `accept`, extra headers) and sent with the time
-//! left before the deadline, and its answer classified — a response, or an
-//! [`Attempt`] that failed, with what the server said about trying again,
-//! for the retry loop of `http.rs` to judge. A streamed body goes to
-//! `streamed.rs`.
+//! (the wire's endpoint and headers, `accept`, extra headers) and sent with
+//! the time left before the deadline, and its answer classified — a
+//! response, or an [`Attempt`] that failed, with what the server said about
+//! trying again, for the retry loop of `http.rs` to judge. A streamed body
+//! goes to `streamed.rs`.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+use ureq::Body;
+use ureq::http::Response as HttpResponse;
 
 use super::client::client;
 use super::error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, status_error, transport_error,
 };
 use super::retry::{retry_hint, retryable_status, should_retry_hint};
-use super::{Kind, MAX_BODY_BYTES, Provider, Response, anthropic, ollama, openai};
+use super::{MAX_BODY_BYTES, Provider, Response};
 
 impl Provider {
     /// One HTTP request and its classified outcome; a streamed answer's
     /// text goes to `on_text` as it comes.
-    #[allow(clippy::too_many_lines, reason = "issue 32 splits it by wire")]
     pub(super) fn attempt(
         &self,
         body: &[u8],
@@ -37,111 +39,21 @@ impl Provider {
             )));
         }
         let url = self.endpoint();
-        let accept = match (stream, self.kind) {
-            (false, _) => "application/json",
-            (true, Kind::Ollama) => "application/x-ndjson",
-            (true, _) => "text/event-stream",
-        };
-        let mut call = client(self.kind)
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", accept);
-        match (self.kind, &self.api_key) {
-            (Kind::Anthropic, key) => {
-                call = call
-                    .header("x-api-key", key.as_deref().unwrap_or(""))
-                    .header("anthropic-version", "2023-06-01");
-            }
-            (Kind::OpenAi | Kind::Ollama, Some(key)) => {
-                call = call.header("authorization", format!("Bearer {key}"));
-            }
-            (Kind::OpenAi | Kind::Ollama, None) => {}
-        }
-        for (name, value) in &self.headers {
-            call = call.header(name, value);
-        }
         let sent = Instant::now();
-        // A stream may take as long as the deadline allows, but not go
-        // quiet for longer than the idle limit (the wait for the head too).
-        let idle = stream.then_some(self.idle);
-        let result = call
-            .config()
-            .timeout_global(Some(remaining))
-            .timeout_per_read(idle)
-            .build()
-            .send(body);
-        let mut resp = match result {
-            Ok(resp) => resp,
-            Err(ureq::Error::Timeout(ureq::Timeout::PerRead)) => {
-                return Err(self.idle_failure());
-            }
-            // Nothing came back: a refused or dropped connection may be retried.
-            Err(e) => {
-                let retryable = closed_before_response(&e);
-                let mut failed =
-                    Attempt::failed(transport_error(self.kind, &self.base_url, e, &url));
-                failed.retryable = retryable;
-                return Err(failed);
-            }
-        };
-
+        let mut resp = self.send_request(&url, body, remaining, stream)?;
         let status = resp.status().as_u16();
-        let location = header(&resp, "location");
-        // Retry hints are read only where a retry may follow.
-        let (wait, should_retry) = if (200..300).contains(&status) {
-            (None, None)
-        } else {
-            (
-                retry_hint(
-                    header(&resp, "retry-after-ms").as_deref(),
-                    header(&resp, "retry-after").as_deref(),
-                    std::time::SystemTime::now(),
-                ),
-                should_retry_hint(header(&resp, "x-should-retry").as_deref()),
-            )
-        };
-        let streamed = stream
-            && (200..300).contains(&status)
-            && !header(&resp, "content-type")
-                .is_some_and(|t| t.trim_start().starts_with("application/json"));
-        if streamed {
+        if !(200..300).contains(&status) {
+            return Err(self.failed_status(status, &mut resp));
+        }
+        // A server may answer a request for a stream whole, as JSON.
+        if stream && !is_json(&resp) {
             return self.read_stream(resp.body_mut(), sent, on_text, &url);
         }
-        let bytes = match read_body(resp.body_mut()) {
-            Ok(bytes) => bytes,
-            // A 2xx whose body cannot be read is the body's failure; any other
-            // status is still that status (a 503 cut off mid-body is a 503,
-            // retried as one), with what went wrong reading it as its detail.
-            Err(e) if (200..300).contains(&status) => {
-                return Err(Attempt::failed(transport_error(
-                    self.kind,
-                    &self.base_url,
-                    e,
-                    &url,
-                )));
-            }
-            Err(e) => format!("(body unreadable: {e})").into_bytes(),
-        };
-        let text = String::from_utf8_lossy(&bytes);
-
-        if !(200..300).contains(&status) {
-            let detail = error_detail(&text);
-            let error = status_error(self.kind, status, &detail, location.as_deref());
-            let retryable = retryable_status(status, error.kind);
-            return Err(Attempt {
-                error,
-                detail: Box::new(detail),
-                retry_after: wait,
-                should_retry,
-                retryable,
-            });
-        }
-        let parsed = match self.kind {
-            Kind::Anthropic => anthropic::parse(&text),
-            Kind::OpenAi => openai::parse(&text),
-            Kind::Ollama => ollama::parse(&text),
-        };
-        let resp = parsed.map_err(|detail| {
+        // A 2xx whose body cannot be read is the body's failure.
+        let bytes = read_body(resp.body_mut())
+            .map_err(|e| Attempt::failed(transport_error(self.wire, &self.base_url, e, &url)))?;
+        let answer = self.wire.format().parse(&String::from_utf8_lossy(&bytes));
+        let answer = answer.map_err(|detail| {
             Attempt::failed(self.error(
                 ErrorKind::InvalidResponse,
                 Some(status),
@@ -149,16 +61,92 @@ impl Provider {
             ))
         })?;
         // A server that answered a stream whole: its text at once.
-        if stream && !resp.content.is_empty() {
-            on_text(&resp.content);
+        if stream && !answer.content.is_empty() {
+            on_text(&answer.content);
         }
-        Ok(resp)
+        Ok(answer)
+    }
+
+    /// The request to `url` with the wire's headers and the extra ones,
+    /// sent with the time left: its response's head, or why none came.
+    fn send_request(
+        &self,
+        url: &str,
+        body: &[u8],
+        remaining: Duration,
+        stream: bool,
+    ) -> Result<HttpResponse<Body>, Attempt> {
+        let format = self.wire.format();
+        let accept = if stream {
+            format.frames().accept()
+        } else {
+            "application/json"
+        };
+        let mut call = client(self.wire)
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", accept);
+        for (name, value) in format.auth(self.api_key.as_deref()) {
+            call = call.header(name, value);
+        }
+        for (name, value) in &self.headers {
+            call = call.header(name, value);
+        }
+        // A stream may take as long as the deadline allows, but not go
+        // quiet for longer than the idle limit (the wait for the head too).
+        let idle = stream.then_some(self.idle);
+        call.config()
+            .timeout_global(Some(remaining))
+            .timeout_per_read(idle)
+            .build()
+            .send(body)
+            .map_err(|e| self.no_answer(e, url))
+    }
+
+    /// A request that got no answer, or not all of one: silent past the
+    /// idle limit, or a connection refused, reset or cut. Either may be
+    /// retried, as long as nothing was handed out; the deadline is not.
+    pub(super) fn no_answer(&self, e: ureq::Error, url: &str) -> Attempt {
+        if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
+            return self.idle_failure();
+        }
+        let retryable = closed_before_response(&e);
+        let mut failed = Attempt::failed(transport_error(self.wire, &self.base_url, e, url));
+        failed.retryable = retryable;
+        failed
+    }
+
+    /// A status other than 2xx, classified, with the provider's own message
+    /// and what the server said about trying again.
+    fn failed_status(&self, status: u16, resp: &mut HttpResponse<Body>) -> Attempt {
+        let retry_after = retry_hint(
+            header(resp, "retry-after-ms").as_deref(),
+            header(resp, "retry-after").as_deref(),
+            SystemTime::now(),
+        );
+        let should_retry = should_retry_hint(header(resp, "x-should-retry").as_deref());
+        let location = header(resp, "location");
+        // Still that status when its body cannot be read (a 503 cut off
+        // mid-body is a 503, retried as one), with what went wrong reading
+        // it as its detail.
+        let body = read_body(resp.body_mut())
+            .unwrap_or_else(|e| format!("(body unreadable: {e})").into_bytes());
+        let detail = error_detail(&String::from_utf8_lossy(&body));
+        let error = status_error(self.wire, status, &detail, location.as_deref());
+        let retryable = retryable_status(status, error.kind);
+        Attempt {
+            error,
+            detail: Box::new(detail),
+            retry_after,
+            should_retry,
+            retryable,
+        }
     }
 }
 
 /// Whether a transport error happened before any response: the connection
 /// was refused, reset or closed. (A deadline timeout is not one of these.)
-pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
+fn closed_before_response(e: &ureq::Error) -> bool {
     use std::io::ErrorKind as Io;
     match e {
         ureq::Error::ConnectionFailed => true,
@@ -175,15 +163,20 @@ pub(super) fn closed_before_response(e: &ureq::Error) -> bool {
     }
 }
 
-fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+fn header(resp: &HttpResponse<Body>, name: &str) -> Option<String> {
     resp.headers()
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
 }
 
+/// Whether the body is one JSON document (`content-type`).
+fn is_json(resp: &HttpResponse<Body>) -> bool {
+    header(resp, "content-type").is_some_and(|t| t.trim_start().starts_with("application/json"))
+}
+
 /// Reads at most [`MAX_BODY_BYTES`]; a longer body is an error, not read whole.
-fn read_body(body: &mut ureq::Body) -> Result<Vec<u8>, ureq::Error> {
+fn read_body(body: &mut Body) -> Result<Vec<u8>, ureq::Error> {
     body.with_config().limit(MAX_BODY_BYTES).read_to_vec()
 }
 

@@ -9,19 +9,14 @@ use std::time::Duration;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
-use super::Kind;
+use super::Wire;
 
-/// One HTTP client per provider, shared by every call in the process so that
-/// keep-alive connections are reused across turns and sub-agents.
-pub(super) fn client(kind: Kind) -> &'static ureq::Agent {
-    static CLIENTS: [OnceLock<ureq::Agent>; 3] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    let slot = match kind {
-        Kind::Anthropic => &CLIENTS[0],
-        Kind::OpenAi => &CLIENTS[1],
-        Kind::Ollama => &CLIENTS[2],
-    };
-    slot.get_or_init(|| {
+/// One HTTP client per wire format, shared by every call in the process so
+/// that keep-alive connections are reused across turns and sub-agents.
+pub(super) fn client(wire: Wire) -> &'static ureq::Agent {
+    static CLIENTS: [OnceLock<ureq::Agent>; Wire::ALL.len()] =
+        [const { OnceLock::new() }; Wire::ALL.len()];
+    CLIENTS[wire as usize].get_or_init(|| {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)

@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::{Kind, MAX_BODY_BYTES};
+use super::{MAX_BODY_BYTES, Wire};
 use crate::text::redact;
 use crate::text::{clip, one_line};
 
@@ -36,10 +36,11 @@ pub enum ErrorKind {
 /// message, with every configured key redacted (design D18).
 #[derive(Debug, Clone)]
 pub struct ProviderError {
-    pub provider: Kind,
+    /// The wire format the request went out on.
+    pub wire: Wire,
     /// The provider's name as the model string gave it (`groq`), which its
     /// message starts with.
-    pub name: String,
+    pub provider: String,
     pub kind: ErrorKind,
     /// HTTP status, when there was a response.
     pub status: Option<u16>,
@@ -53,15 +54,15 @@ pub struct ProviderError {
 
 impl ProviderError {
     pub(super) fn new(
-        provider: Kind,
+        wire: Wire,
         kind: ErrorKind,
         status: Option<u16>,
         message: impl AsRef<str>,
     ) -> Self {
         let message = redact::redact(message.as_ref());
         ProviderError {
-            provider,
-            name: provider.name().to_string(),
+            wire,
+            provider: wire.name().to_string(),
             kind,
             status,
             message,
@@ -73,7 +74,7 @@ impl ProviderError {
 
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.name, self.message)
+        write!(f, "{}: {}", self.provider, self.message)
     }
 }
 
@@ -165,7 +166,7 @@ fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
 
 /// Classifies a non-2xx answer; the provider's own message is kept.
 pub(super) fn status_error(
-    provider: Kind,
+    wire: Wire,
     status: u16,
     detail: &ErrorDetail,
     location: Option<&str>,
@@ -191,14 +192,14 @@ pub(super) fn status_error(
         msg.push_str(": ");
         msg.push_str(&detail.message);
     }
-    ProviderError::new(provider, kind, Some(status), msg)
+    ProviderError::new(wire, kind, Some(status), msg)
 }
 
 /// Classifies an error event in the middle of a streamed answer (its HTTP
 /// status was 2xx): by the error's type, as the status that type comes
 /// with would be, and whether it may be retried as that status would.
 /// A type axe does not know is a server error.
-pub(super) fn stream_error(provider: Kind, detail: &ErrorDetail) -> (ProviderError, bool) {
+pub(super) fn stream_error(wire: Wire, detail: &ErrorDetail) -> (ProviderError, bool) {
     let (kind, what, retryable) = match detail.error_type.as_deref().unwrap_or("") {
         "overloaded_error" => (ErrorKind::Overloaded, "overloaded", true),
         "rate_limit_error" | "rate_limit_exceeded" => (ErrorKind::RateLimit, "rate limited", true),
@@ -215,26 +216,21 @@ pub(super) fn stream_error(provider: Kind, detail: &ErrorDetail) -> (ProviderErr
         msg.push_str(": ");
         msg.push_str(&detail.message);
     }
-    (ProviderError::new(provider, kind, None, msg), retryable)
+    (ProviderError::new(wire, kind, None, msg), retryable)
 }
 
 /// Classifies a request that got no usable response; `base_url` and `url`
 /// say where it went.
 pub(super) fn transport_error(
-    provider: Kind,
+    wire: Wire,
     base_url: &str,
     err: ureq::Error,
     url: &str,
 ) -> ProviderError {
     use std::io::ErrorKind as Io;
-    let error = |kind, message: String| ProviderError::new(provider, kind, None, message);
+    let error = |kind, message: String| ProviderError::new(wire, kind, None, message);
     let connection_refused = || {
-        let message = match provider {
-            Kind::Ollama => {
-                format!("connection refused: is Ollama running? (expected at {base_url})")
-            }
-            _ => format!("connection refused ({url})"),
-        };
+        let message = wire.format().connection_refused(base_url, url);
         error(ErrorKind::Network, message)
     };
     match err {

@@ -14,7 +14,7 @@ use super::adjust::{self, Change, Quirks};
 use super::attempt::Attempt;
 use super::error::{ErrorKind, ProviderError};
 use super::retry::RetryPolicy;
-use super::{Kind, Request, Response, anthropic, ollama, openai};
+use super::{Request, Response, Wire};
 use crate::text::one_line;
 use crate::text::redact;
 
@@ -30,7 +30,7 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
 /// `Debug` shows no key.
 #[derive(Clone)]
 pub struct Provider {
-    pub kind: Kind,
+    pub wire: Wire,
     /// The provider's name as the model string gives it (`groq`): what
     /// its errors and reports say.
     pub name: String,
@@ -53,7 +53,7 @@ pub struct Provider {
 impl fmt::Debug for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Provider")
-            .field("kind", &self.kind)
+            .field("wire", &self.wire)
             .field("name", &self.name)
             .field("base_url", &redact::redact(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
@@ -94,15 +94,15 @@ pub struct Retry {
 }
 
 impl Provider {
-    pub fn new(kind: Kind, base_url: impl Into<String>, api_key: Option<String>) -> Provider {
+    pub fn new(wire: Wire, base_url: impl Into<String>, api_key: Option<String>) -> Provider {
         if let Some(k) = &api_key {
             redact::register(k);
         }
         let base_url = base_url.into().trim_end_matches('/').to_string();
         redact::register_url(&base_url);
         Provider {
-            kind,
-            name: kind.name().to_string(),
+            wire,
+            name: wire.name().to_string(),
             base_url,
             api_key,
             headers: Vec::new(),
@@ -131,25 +131,25 @@ impl Provider {
 
     /// The URL requests are sent to.
     pub fn endpoint(&self) -> String {
-        match self.kind {
-            Kind::Anthropic => super::wire::join_v1(&self.base_url, "messages"),
-            Kind::OpenAi => super::wire::join_v1(&self.base_url, "chat/completions"),
-            Kind::Ollama => format!("{}/api/chat", self.base_url),
-        }
+        self.wire.format().endpoint(&self.base_url)
     }
 
     /// The JSON body for `req` in this provider's wire format, written as
     /// this process knows the model wants it (see [`adjust`]).
     pub fn body(&self, req: &Request) -> Value {
-        self.body_with(req, adjust::known(self.kind, &self.base_url, req))
+        self.body_with(req, adjust::known(self.wire, &self.base_url, req))
     }
 
     fn body_with(&self, req: &Request, quirks: Quirks) -> Value {
-        match self.kind {
-            Kind::Anthropic => anthropic::body(req, quirks),
-            Kind::OpenAi => openai::body(req, quirks),
-            Kind::Ollama => ollama::body(req),
-        }
+        self.wire.format().body(req, quirks)
+    }
+
+    /// Why `req`'s output schema cannot go to this provider's wire as it
+    /// is, when it cannot: axe alone then checks the answer (design D22).
+    pub fn unsent_schema(&self, req: &Request) -> Option<String> {
+        self.wire
+            .format()
+            .unsent_schema(req.output_schema.as_ref()?)
     }
 
     /// Sends `req` and waits for the answer, at most until `deadline`,
@@ -175,7 +175,7 @@ impl Provider {
     ) -> Result<Response, ProviderError> {
         self.send_inner(req, deadline, on_notice, on_text)
             .map_err(|mut e| {
-                e.name.clone_from(&self.name);
+                e.provider.clone_from(&self.name);
                 e
             })
     }
@@ -187,7 +187,7 @@ impl Provider {
         on_notice: &dyn Fn(&Notice),
         on_text: Option<&dyn Fn(&str)>,
     ) -> Result<Response, ProviderError> {
-        let mut quirks = adjust::known(self.kind, &self.base_url, req);
+        let mut quirks = adjust::known(self.wire, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
         let mut retries = 0;
         let handed_out = Cell::new(false);
@@ -212,9 +212,9 @@ impl Provider {
             }
             if let Some(status) = failed.error.status
                 && let Some(change) =
-                    adjust::refused(self.kind, status, &failed.detail, req, quirks)
+                    adjust::refused(self.wire, status, &failed.detail, req, quirks)
             {
-                let first = adjust::learn(self.kind, &self.base_url, req, change);
+                let first = adjust::learn(self.wire, &self.base_url, req, change);
                 on_notice(&Notice::Adjusted {
                     change,
                     first,
@@ -276,7 +276,7 @@ impl Provider {
         status: Option<u16>,
         message: impl AsRef<str>,
     ) -> ProviderError {
-        ProviderError::new(self.kind, kind, status, message)
+        ProviderError::new(self.wire, kind, status, message)
     }
 
     fn encode(&self, req: &Request, quirks: Quirks) -> Result<Vec<u8>, ProviderError> {
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn a_providers_debug_text_shows_no_key_or_password() {
         let p = Provider::new(
-            Kind::OpenAi,
+            Wire::OpenAi,
             "http://u:debug-pass-123@h:1",
             Some("sk-debug-key-0123456789".into()),
         );

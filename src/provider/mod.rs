@@ -2,24 +2,38 @@
 //! path that sends a request to Anthropic, OpenAI (or any OpenAI-compatible
 //! server) or Ollama and classifies what comes back.
 //!
-//! Each wire format lives in its own file and owns three things: the endpoint
-//! path, the JSON body for a [`Request`], and the parsing of a successful
-//! response body into a [`Response`]. Everything else is here, once: the
-//! shared types (`types`), the HTTP path with its deadlines and size limits
-//! (`http`, its streamed side in `streamed`) and the clients it shares
-//! (`client`), retries (`retry`), error classification (`error`), the
-//! helpers the formats share (`wire`), what models refuse (`adjust`),
-//! streamed answers decoded (`stream`), where Anthropic's prompt-cache
-//! marks go (`anthropic_cache`) and the providers known by name
-//! (`presets`). The provider knows nothing of where its settings came from.
+//! A wire format is a [`Wire`], and all it says is in its own folder,
+//! behind one interface, `Format` (`format.rs`), which `Wire::format`
+//! gives the common code:
+//! - `anthropic/` (the Messages API): in `mod.rs` its endpoint, the headers
+//!   that carry the key, the body, the parsing of an answer and the 400s
+//!   that name a `temperature` or an output schema its models refuse; its
+//!   stream's events in `stream.rs`, its prompt-cache marks in `cache.rs`,
+//!   the schema its JSON outputs are sent (or why none can be) in
+//!   `schema.rs`;
+//! - `openai/` (Chat Completions, OpenAI and every compatible server): in
+//!   `mod.rs` the same, with `max_completion_tokens` for OpenAI's own API
+//!   and the 400s that name `max_tokens` or `temperature`; its stream's
+//!   events in `stream.rs`;
+//! - `ollama/` (`/api/chat`): in `mod.rs` the same, its refused connection
+//!   said as Ollama not running; its stream's lines in `stream.rs`.
+//!
+//! The rest is common, here, and branches on no wire: the shared types
+//! (`types`), the HTTP path with its retry loop (`http`), one try of it
+//! (`attempt`, its streamed side in `streamed`), the clients (`client`),
+//! retries (`retry`), error classification (`error`), refused parameters
+//! remembered per model (`adjust`), the stream's framing and bounds
+//! (`stream`: server-sent events in `sse.rs`, JSON lines in `mod.rs`),
+//! helpers the wires' bodies share (`wire`) and the providers known by
+//! name (`presets`). The provider knows nothing of where its settings came
+//! from.
 
 pub mod adjust;
 pub mod anthropic;
-pub mod anthropic_cache;
-pub mod anthropic_schema;
 mod attempt;
 mod client;
 mod error;
+mod format;
 mod http;
 pub mod ollama;
 pub mod openai;
@@ -44,40 +58,38 @@ pub use retry::{
 pub use types::*;
 pub(crate) use wire::*;
 
-/// The supported wire formats.
+/// A wire format by name: what a provider speaks (config.toml's `kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub enum Wire {
     Anthropic,
     OpenAi,
     Ollama,
 }
 
-impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Anthropic, Kind::OpenAi, Kind::Ollama];
+impl Wire {
+    pub const ALL: [Wire; 3] = [Wire::Anthropic, Wire::OpenAi, Wire::Ollama];
 
-    pub fn parse(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == name)
+    pub fn parse(name: &str) -> Option<Wire> {
+        Wire::ALL.into_iter().find(|w| w.name() == name)
     }
 
     /// The name used in model strings, config tables and env variables.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Anthropic => "anthropic",
-            Kind::OpenAi => "openai",
-            Kind::Ollama => "ollama",
+            Wire::Anthropic => "anthropic",
+            Wire::OpenAi => "openai",
+            Wire::Ollama => "ollama",
         }
     }
 
-    pub fn default_base_url(self) -> &'static str {
+    /// What the wire does: its folder's [`Format`](format::Format), the one
+    /// interface the common code calls.
+    pub(crate) fn format(self) -> &'static dyn format::Format {
         match self {
-            Kind::Anthropic => "https://api.anthropic.com",
-            Kind::OpenAi => "https://api.openai.com",
-            Kind::Ollama => "http://localhost:11434",
+            Wire::Anthropic => &anthropic::Messages,
+            Wire::OpenAi => &openai::ChatCompletions,
+            Wire::Ollama => &ollama::Chat,
         }
-    }
-
-    pub fn needs_key(self) -> bool {
-        !matches!(self, Kind::Ollama)
     }
 }
 
@@ -85,11 +97,11 @@ impl Kind {
 /// name written (`groq`) and the wire it speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRef {
-    /// The wire format.
-    pub provider: Kind,
+    /// The wire format the provider speaks.
+    pub wire: Wire,
     /// The provider's name as written: a wire's own (`openai`), a preset's
     /// (`groq`) or a `[providers.<name>]` table's.
-    pub name: String,
+    pub provider: String,
     pub model: String,
 }
 
@@ -106,19 +118,19 @@ impl ModelRef {
     /// wires' own names, then the presets.
     pub fn parse_with(
         s: &str,
-        configured: &dyn Fn(&str) -> Option<Kind>,
+        configured: &dyn Fn(&str) -> Option<Wire>,
     ) -> Result<ModelRef, ModelError> {
-        let (name, model) = match s.split_once('/') {
+        let (provider, model) = match s.split_once('/') {
             Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => (p.trim(), m.trim()),
             _ => return Err(ModelError::Malformed(s.to_string())),
         };
-        let provider = configured(name)
-            .or_else(|| Kind::parse(name))
-            .or_else(|| presets::preset(name).map(|p| p.kind))
-            .ok_or_else(|| ModelError::Unsupported(name.to_string()))?;
+        let wire = configured(provider)
+            .or_else(|| Wire::parse(provider))
+            .or_else(|| presets::preset(provider).map(|p| p.wire))
+            .ok_or_else(|| ModelError::Unsupported(provider.to_string()))?;
         Ok(ModelRef {
-            provider,
-            name: name.to_string(),
+            wire,
+            provider: provider.to_string(),
             model: model.to_string(),
         })
     }
@@ -126,7 +138,7 @@ impl ModelRef {
 
 impl fmt::Display for ModelRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.name, self.model)
+        write!(f, "{}/{}", self.provider, self.model)
     }
 }
 
@@ -167,14 +179,14 @@ mod tests {
     fn model_strings_split_at_the_first_slash() {
         let m = ModelRef::parse("openai/meta-llama/Llama-3-8b").unwrap();
         assert_eq!(
-            (m.provider, m.model.as_str()),
-            (Kind::OpenAi, "meta-llama/Llama-3-8b")
+            (m.wire, m.model.as_str()),
+            (Wire::OpenAi, "meta-llama/Llama-3-8b")
         );
         let m = ModelRef::parse("groq/llama-3.3-70b").unwrap();
-        assert_eq!((m.provider, m.name.as_str()), (Kind::OpenAi, "groq"));
+        assert_eq!((m.wire, m.provider.as_str()), (Wire::OpenAi, "groq"));
         assert_eq!(m.to_string(), "groq/llama-3.3-70b");
-        let vllm = ModelRef::parse_with("vllm/qwen", &|n| (n == "vllm").then_some(Kind::OpenAi));
-        assert_eq!(vllm.map(|m| m.provider), Ok(Kind::OpenAi));
+        let vllm = ModelRef::parse_with("vllm/qwen", &|n| (n == "vllm").then_some(Wire::OpenAi));
+        assert_eq!(vllm.map(|m| m.wire), Ok(Wire::OpenAi));
         assert_eq!(
             ModelRef::parse("nope"),
             Err(ModelError::Malformed("nope".into()))

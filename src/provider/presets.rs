@@ -4,13 +4,14 @@
 //! `[providers.<name>]` tables with `kind` add more, and may override any
 //! of these.
 
-use super::Kind;
+use super::Wire;
 
 /// A provider axe knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Preset {
     pub name: &'static str,
-    pub kind: Kind,
+    /// The wire it speaks.
+    pub wire: Wire,
     pub base_url: &'static str,
     /// The environment variable its key is read from.
     pub key_var: &'static str,
@@ -23,55 +24,55 @@ pub struct Preset {
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "google",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://generativelanguage.googleapis.com/v1beta/openai",
         key_var: "GEMINI_API_KEY",
     },
     Preset {
         name: "gemini",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://generativelanguage.googleapis.com/v1beta/openai",
         key_var: "GEMINI_API_KEY",
     },
     Preset {
         name: "openrouter",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://openrouter.ai/api/v1",
         key_var: "OPENROUTER_API_KEY",
     },
     Preset {
         name: "groq",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://api.groq.com/openai/v1",
         key_var: "GROQ_API_KEY",
     },
     Preset {
         name: "deepseek",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://api.deepseek.com/v1",
         key_var: "DEEPSEEK_API_KEY",
     },
     Preset {
         name: "mistral",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://api.mistral.ai/v1",
         key_var: "MISTRAL_API_KEY",
     },
     Preset {
         name: "together",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://api.together.xyz/v1",
         key_var: "TOGETHER_API_KEY",
     },
     Preset {
         name: "xai",
-        kind: Kind::OpenAi,
+        wire: Wire::OpenAi,
         base_url: "https://api.x.ai/v1",
         key_var: "XAI_API_KEY",
     },
     Preset {
         name: "minimax",
-        kind: Kind::Anthropic,
+        wire: Wire::Anthropic,
         base_url: "https://api.minimax.io/anthropic",
         key_var: "MINIMAX_API_KEY",
     },
@@ -119,7 +120,7 @@ mod tests {
     fn every_preset_is_a_valid_name_and_none_is_a_wire() {
         for p in PRESETS {
             assert!(valid_name(p.name), "{}", p.name);
-            assert!(Kind::parse(p.name).is_none(), "{}", p.name);
+            assert!(Wire::parse(p.name).is_none(), "{}", p.name);
             assert!(p.base_url.starts_with("https://"), "{}", p.name);
         }
     }

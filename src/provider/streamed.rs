@@ -7,8 +7,8 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use super::attempt::{Attempt, closed_before_response};
-use super::error::{ErrorKind, stream_error, transport_error};
+use super::attempt::Attempt;
+use super::error::{ErrorKind, stream_error};
 use super::stream::{Decoder, StreamError};
 use super::{MAX_BODY_BYTES, Provider, Response};
 
@@ -29,7 +29,7 @@ impl Provider {
         url: &str,
     ) -> Result<Response, Attempt> {
         let mut reader = body.with_config().limit(MAX_BODY_BYTES).reader();
-        let mut decoder = Decoder::new(self.kind);
+        let mut decoder = Decoder::new(self.wire);
         let mut first_token = None;
         // On the heap: a waiting sub-agent's frame stays small (design §3.15).
         let mut buf = vec![0; 8 * 1024];
@@ -38,7 +38,7 @@ impl Provider {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.read_failure(ureq::Error::from(e), url)),
+                Err(e) => return Err(self.no_answer(ureq::Error::from(e), url)),
             };
             // What one read brought is handed out at once: one write to
             // stdout for a dozen tokens, not one each.
@@ -68,19 +68,6 @@ impl Provider {
         Ok(resp)
     }
 
-    /// A stream that could not be read to its end: silent past the idle
-    /// limit, or cut. Either may be retried, as long as nothing was handed
-    /// out; the deadline is not.
-    fn read_failure(&self, e: ureq::Error, url: &str) -> Attempt {
-        if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
-            return self.idle_failure();
-        }
-        let retryable = closed_before_response(&e);
-        let mut failed = Attempt::failed(transport_error(self.kind, &self.base_url, e, url));
-        failed.retryable = retryable;
-        failed
-    }
-
     pub(super) fn idle_failure(&self) -> Attempt {
         let mut error = self.error(
             ErrorKind::Timeout,
@@ -105,7 +92,7 @@ impl Provider {
                 format!("invalid response: {detail}"),
             )),
             StreamError::Failed(detail) => {
-                let (error, retryable) = stream_error(self.kind, &detail);
+                let (error, retryable) = stream_error(self.wire, &detail);
                 Attempt {
                     error,
                     detail: Box::new(detail),

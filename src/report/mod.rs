@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::agent::yes_no;
 use crate::deadline::millis;
 use crate::io::stderr::Verbose;
-use crate::provider::Kind;
+use crate::provider::Wire;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
 use crate::text::redact::redact;
@@ -95,7 +95,7 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
             o.max_repairs
         ));
     }
-    if r.model.provider == Kind::Anthropic {
+    if r.model.wire == Wire::Anthropic {
         s.push_str(&prompt_cache_section(r));
     }
     redact(&s)

@@ -221,7 +221,7 @@ impl Conversation<'_> {
     /// left out (told once per process; a changed field name is no news).
     #[inline(never)]
     fn notice(&self, turn: u32, notice: &Notice) {
-        let name = self.provider.kind.name();
+        let name = self.provider.wire.name();
         let model = &self.req.model;
         let adjusted;
         let (line, resend) = match notice {

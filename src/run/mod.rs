@@ -27,7 +27,7 @@ use crate::config::GlobalConfig;
 use crate::deadline::{Cancel, Deadline};
 use crate::error::Error;
 use crate::io::stderr::Verbose;
-use crate::provider::{Kind, Provider, Request, anthropic_schema};
+use crate::provider::{Provider, Request};
 use crate::resolve::Resolved;
 use crate::trace::ledger::{self, Budget, Children, Ledger, Place};
 use dispatch::Caller;
@@ -194,21 +194,19 @@ fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
     ctx.ledger.event(&ctx.place, 0, start);
 }
 
-/// `--verbose`: an output schema that Anthropic's JSON outputs cannot take
-/// without forbidding answers it allows is not sent, and axe alone checks
-/// the answer (design D22); said once per agent run.
+/// `--verbose`: an output schema the provider's wire cannot take as it is
+/// (Anthropic's JSON outputs, without forbidding answers it allows) is not
+/// sent, and axe alone checks the answer (design D22); said once per agent
+/// run.
 #[inline(never)]
 fn note_unsent_schema(ctx: &Ctx, provider: &Provider, req: &Request) {
-    if provider.kind != Kind::Anthropic || !ctx.verbose.enabled {
+    if !ctx.verbose.enabled {
         return;
     }
-    if let Some(Err(why)) = req
-        .output_schema
-        .as_ref()
-        .map(anthropic_schema::for_anthropic)
-    {
+    if let Some(why) = provider.unsent_schema(req) {
         ctx.verbose.line(&format!(
-            "[output] The output schema is not sent to anthropic ({why}); axe checks the answer and asks for repairs"
+            "[output] The output schema is not sent to {} ({why}); axe checks the answer and asks for repairs",
+            provider.wire.name()
         ));
     }
 }

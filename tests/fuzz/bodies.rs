@@ -60,7 +60,7 @@ pub(crate) const STREAM_TOKENS: &[&str] = &[
 
 /// A stream fed to `kind`'s decoder in `chunks`: the text it handed out,
 /// and what it made of the stream.
-fn decode(kind: Kind, chunks: &[&[u8]]) -> (String, String) {
+fn decode(kind: Wire, chunks: &[&[u8]]) -> (String, String) {
     let mut d = Decoder::new(kind);
     let mut text = String::new();
     for c in chunks {
@@ -74,7 +74,7 @@ fn decode(kind: Kind, chunks: &[&[u8]]) -> (String, String) {
 /// Never a panic, and the same answer (or the same error) and the same
 /// text whether the stream comes whole or cut at three points drawn from
 /// the input itself (so that a failure reproduces from it).
-fn stream_target(kind: Kind, s: &str) {
+fn stream_target(kind: Wire, s: &str) {
     let b = s.as_bytes();
     let whole = decode(kind, &[b]);
     let mut h = b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
@@ -101,9 +101,9 @@ fn stream_target(kind: Kind, s: &str) {
 #[test]
 fn fuzz_stream_decoders_never_panic_and_any_split_decodes_as_the_whole() {
     for (kind, prefix) in [
-        (Kind::OpenAi, "openai_"),
-        (Kind::Anthropic, "anthropic_"),
-        (Kind::Ollama, "ollama_"),
+        (Wire::OpenAi, "openai_"),
+        (Wire::Anthropic, "anthropic_"),
+        (Wire::Ollama, "ollama_"),
     ] {
         let seeds = fixtures_in("streams", prefix);
         let default = seeds.len() * (MUTANTS + EXTRAS);

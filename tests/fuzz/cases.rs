@@ -64,7 +64,7 @@ pub(crate) fn mutate_bytes(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
 
 /// What a case is made from, drawn once per run.
 pub(crate) struct Pools {
-    /// Response bodies per [`Kind`] (in `Kind::ALL` order): fixtures, the
+    /// Response bodies per [`Wire`] (in `Wire::ALL` order): fixtures, the
     /// documented shapes, error bodies of every provider, HTML, nothing.
     pub(crate) bodies: [Vec<String>; 3],
     /// `Retry-After` and `retry-after-ms` values.
@@ -179,7 +179,7 @@ fn other_headers(rng: &mut Rng, headers: &mut Vec<(String, String)>) {
     }
 }
 
-pub(crate) fn http_case(rng: &mut Rng, kind: Kind, pools: &Pools) -> Case {
+pub(crate) fn http_case(rng: &mut Rng, kind: Wire, pools: &Pools) -> Case {
     let status = if rng.one_in(2) {
         200
     } else {
@@ -200,7 +200,7 @@ pub(crate) fn http_case(rng: &mut Rng, kind: Kind, pools: &Pools) -> Case {
     let mut headers: Vec<(String, String)> = Vec::new();
 
     // The body, then how it is framed.
-    let seed = rng.pick(&pools.bodies[Kind::ALL.iter().position(|k| *k == kind).unwrap_or(0)]);
+    let seed = rng.pick(&pools.bodies[Wire::ALL.iter().position(|k| *k == kind).unwrap_or(0)]);
     let body = if rng.one_in(3) {
         mutate(rng, seed).into_bytes()
     } else {

@@ -184,7 +184,7 @@ fn http_worker(
 ) -> Result<HttpStats, String> {
     let seed = settings().seed;
     let server = MutantServer::start();
-    let providers = Kind::ALL.map(|kind| {
+    let providers = Wire::ALL.map(|kind| {
         let mut p = Provider::new(kind, &server.url, Some(KEY.into()));
         p.retry = RetryPolicy {
             max_retries: 1,
@@ -201,7 +201,7 @@ fn http_worker(
         }
         let mut rng = Rng::for_case(seed, case);
         let k = rng.below(3);
-        let kind = Kind::ALL[k];
+        let kind = Wire::ALL[k];
         let c = http_case(&mut rng, kind, pools);
         let req = Request {
             model: format!("fuzz-{}", case % 8),

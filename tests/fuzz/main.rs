@@ -42,7 +42,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axe::provider::stream::Decoder;
 use axe::provider::{
-    Kind, Message, Provider, Request, RetryPolicy, anthropic, error_detail, http_date, ollama,
+    Message, Provider, Request, RetryPolicy, Wire, anthropic, error_detail, http_date, ollama,
     openai, retry_hint, should_retry_hint,
 };
 

@@ -8,7 +8,7 @@ use crate::common::*;
 
 use std::time::{Duration, Instant};
 
-use axe::provider::{ErrorKind, Kind, Message, Provider, Request, RetryPolicy, http_date};
+use axe::provider::{ErrorKind, Message, Provider, Request, RetryPolicy, Wire, http_date};
 
 /// Fast retries: the default count, millisecond waits.
 fn quick() -> RetryPolicy {
@@ -20,7 +20,7 @@ fn quick() -> RetryPolicy {
     }
 }
 
-fn provider(kind: Kind, server: &FakeServer, retry: RetryPolicy) -> Provider {
+fn provider(kind: Wire, server: &FakeServer, retry: RetryPolicy) -> Provider {
     let mut p = Provider::new(kind, &server.url, Some(OPENAI_KEY.into()));
     p.retry = retry;
     p
@@ -34,11 +34,11 @@ fn hello() -> Request {
     }
 }
 
-fn ok_body(kind: Kind) -> String {
+fn ok_body(kind: Wire) -> String {
     match kind {
-        Kind::Anthropic => anthropic_text("fine", 1, 1),
-        Kind::OpenAi => openai_text("fine", 1, 1),
-        Kind::Ollama => ollama_text("fine", 1, 1),
+        Wire::Anthropic => anthropic_text("fine", 1, 1),
+        Wire::OpenAi => openai_text("fine", 1, 1),
+        Wire::Ollama => ollama_text("fine", 1, 1),
     }
 }
 
@@ -64,7 +64,7 @@ fn status(code: u16, headers: &[(&str, &str)]) -> Reply {
 
 #[test]
 fn retry_429_then_success_answers_after_one_retry_on_every_provider() {
-    for kind in Kind::ALL {
+    for kind in Wire::ALL {
         let server = FakeServer::start(vec![status(429, &[]), Reply::Json(200, ok_body(kind))]);
         let resp = provider(kind, &server, quick())
             .send(&hello(), soon())
@@ -77,7 +77,7 @@ fn retry_429_then_success_answers_after_one_retry_on_every_provider() {
 
 #[test]
 fn retry_429_three_times_gives_the_last_error_after_two_retries() {
-    for kind in Kind::ALL {
+    for kind in Wire::ALL {
         let server = FakeServer::start(vec![status(429, &[])]);
         let err = provider(kind, &server, quick())
             .send(&hello(), soon())
@@ -94,9 +94,9 @@ fn retry_500_502_503_504_and_529_are_retried() {
     for code in [500, 502, 503, 504, 529] {
         let server = FakeServer::start(vec![
             status(code, &[]),
-            Reply::Json(200, ok_body(Kind::Anthropic)),
+            Reply::Json(200, ok_body(Wire::Anthropic)),
         ]);
-        let resp = provider(Kind::Anthropic, &server, quick())
+        let resp = provider(Wire::Anthropic, &server, quick())
             .send(&hello(), soon())
             .unwrap_or_else(|e| panic!("{code}: {e}"));
         assert_eq!(resp.retries, 1, "{code}");
@@ -107,7 +107,7 @@ fn retry_500_502_503_504_and_529_are_retried() {
 fn retry_never_for_400_401_403_404_422() {
     for code in [400, 401, 403, 404, 422] {
         let server = FakeServer::start(vec![status(code, &[])]);
-        let err = provider(Kind::OpenAi, &server, quick())
+        let err = provider(Wire::OpenAi, &server, quick())
             .send(&hello(), soon())
             .unwrap_err();
         assert_eq!(err.retries, 0, "{code}");
@@ -119,16 +119,16 @@ fn retry_never_for_400_401_403_404_422() {
 fn retry_anthropic_x_should_retry_overrides_the_status() {
     // false: a 500 is not retried.
     let server = FakeServer::start(vec![status(500, &[("x-should-retry", "false")])]);
-    let err = provider(Kind::Anthropic, &server, quick())
+    let err = provider(Wire::Anthropic, &server, quick())
         .send(&hello(), soon())
         .unwrap_err();
     assert_eq!(server.requests().len(), 1, "{err}");
     // true: a 409 is.
     let server = FakeServer::start(vec![
         status(409, &[("x-should-retry", "true")]),
-        Reply::Json(200, ok_body(Kind::Anthropic)),
+        Reply::Json(200, ok_body(Wire::Anthropic)),
     ]);
-    let resp = provider(Kind::Anthropic, &server, quick())
+    let resp = provider(Wire::Anthropic, &server, quick())
         .send(&hello(), soon())
         .unwrap();
     assert_eq!(resp.retries, 1);
@@ -141,7 +141,7 @@ fn retry_refused_connection_is_retried_then_reported() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
-    let mut p = Provider::new(Kind::Ollama, url, None);
+    let mut p = Provider::new(Wire::Ollama, url, None);
     p.retry = quick();
     let err = p.send(&hello(), soon()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Network);
@@ -153,7 +153,7 @@ fn retry_refused_connection_is_retried_then_reported() {
 fn retry_never_after_a_deadline_timeout() {
     let server = FakeServer::start(vec![Reply::Hang]);
     let started = Instant::now();
-    let err = provider(Kind::OpenAi, &server, quick())
+    let err = provider(Wire::OpenAi, &server, quick())
         .send(&hello(), Instant::now() + Duration::from_secs(1))
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Timeout);
@@ -169,10 +169,10 @@ fn retry_never_after_a_deadline_timeout() {
 fn retry_after_seconds_is_honoured() {
     let server = FakeServer::start(vec![
         status(503, &[("retry-after", "1")]),
-        Reply::Json(200, ok_body(Kind::OpenAi)),
+        Reply::Json(200, ok_body(Wire::OpenAi)),
     ]);
     let started = Instant::now();
-    let resp = provider(Kind::OpenAi, &server, quick())
+    let resp = provider(Wire::OpenAi, &server, quick())
         .send(&hello(), soon())
         .unwrap();
     assert_eq!(resp.retries, 1);
@@ -184,7 +184,7 @@ fn retry_after_seconds_is_honoured() {
 fn retry_after_past_the_deadline_gives_up_at_once_with_the_last_error() {
     let server = FakeServer::start(vec![status(429, &[("retry-after", "600")])]);
     let started = Instant::now();
-    let err = provider(Kind::OpenAi, &server, quick())
+    let err = provider(Wire::OpenAi, &server, quick())
         .send(&hello(), Instant::now() + Duration::from_secs(30))
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::RateLimit);

@@ -1,30 +1,29 @@
 //! Streamed answers (design §4.11): a [`Decoder`] is fed the body of a
-//! streamed response in whatever chunks the network gives, frames it
-//! (server-sent events for Anthropic and OpenAI, `sse.rs`; one JSON object
-//! per line for Ollama, here), hands each piece of answer text to the
-//! caller as it comes, and assembles the rest — tool calls from their
-//! deltas, the stop reason, the usage that comes last — into the very
-//! shape of a non-streamed answer, which that wire's own parser then reads.
-//! So a streamed answer means what the same answer sent whole would mean:
-//! refusals, cut-off answers and paused turns included (design ch. 5).
-//! Each wire's assembly is in its own file.
+//! streamed response in whatever chunks the network gives, frames it as
+//! its wire says (`Frames`: server-sent events, `sse.rs`; or one JSON
+//! object per line, here), and hands each event to the wire's `Assembly`
+//! (its folder's `stream.rs`), which gives back the piece of
+//! answer text to print as it comes, and assembles the rest — tool calls
+//! from their deltas, the stop reason, the usage that comes last — into
+//! the very shape of a non-streamed answer, which that wire's own parser
+//! then reads. So a streamed answer means what the same answer sent whole
+//! would mean: refusals, cut-off answers and paused turns included (design
+//! ch. 5).
 //!
 //! The stream is untrusted: one line or event over [`MAX_EVENT_BYTES`], or
 //! a stream over [`MAX_BODY_BYTES`], is an error; so is a stream that ends
 //! before its wire's last event. An error event is the provider's failure.
 
-mod anthropic;
-mod ollama;
-mod openai;
 pub mod sse;
 
 use std::borrow::Cow;
+use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde_json::Value;
 
-use super::{ErrorDetail, Kind, MAX_BODY_BYTES, Response, error_detail};
+use super::{ErrorDetail, MAX_BODY_BYTES, Response, Wire, error_detail};
 
 /// The most bytes one line or one event of a stream may have.
 pub const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
@@ -39,11 +38,36 @@ pub enum StreamError {
     Failed(ErrorDetail),
 }
 
+/// How a wire cuts its streamed answer into events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Frames {
+    /// Server-sent events (`text/event-stream`).
+    Sse,
+    /// One JSON object per line (`application/x-ndjson`), each an event
+    /// named `line`.
+    Lines,
+}
+
+/// One wire's streamed answer being put together from its events (each
+/// wire's `stream.rs`).
+pub(crate) trait Assembly: fmt::Debug {
+    /// One event, by its name and data: what it adds to the answer text,
+    /// or the provider's failure, or a stream not of the wire's shape.
+    fn event<'a>(&mut self, name: &str, data: &'a str) -> Result<Piece<'a>, StreamError>;
+
+    /// Whether the wire's last event came: nothing more is to be waited for.
+    fn ended(&self) -> bool;
+
+    /// The answer, read as the same answer sent whole would be: an error
+    /// when the stream ended before its wire's last event.
+    fn finish(self: Box<Self>) -> Result<Response, StreamError>;
+}
+
 /// A stream being read: its framing and its wire's assembly.
 #[derive(Debug)]
 pub struct Decoder {
     framing: Framing,
-    wire: Wire,
+    assembly: Box<dyn Assembly>,
     /// Bytes fed so far.
     read: u64,
 }
@@ -55,48 +79,42 @@ enum Framing {
     Lines(Vec<u8>),
 }
 
-#[derive(Debug)]
-enum Wire {
-    OpenAi(openai::Assembly),
-    Anthropic(anthropic::Assembly),
-    Ollama(ollama::Assembly),
-}
-
 /// A `T` read from a JSON object only. The text-only events' structs
 /// (each wire's file) are read without a JSON tree, and serde reads a
 /// struct from an array of its fields in order as well; but the tree the
 /// full path reads such an event into has no fields in an array, so an
 /// array must not read as text there either.
-struct Object<T>(T);
+pub(crate) struct Object<T>(pub(crate) T);
 
 /// What an assembly reads from one event or line: the text to print, and
 /// whether a content or tool-call delta came (for the time to first token).
 #[derive(Debug, Default)]
-struct Piece<'a> {
-    text: Option<Cow<'a, str>>,
-    delta: bool,
+pub(crate) struct Piece<'a> {
+    pub(crate) text: Option<Cow<'a, str>>,
+    pub(crate) delta: bool,
+}
+
+impl Frames {
+    /// The `accept` header of a request for a stream so framed.
+    pub(crate) fn accept(self) -> &'static str {
+        match self {
+            Frames::Sse => "text/event-stream",
+            Frames::Lines => "application/x-ndjson",
+        }
+    }
 }
 
 impl Decoder {
-    /// A decoder for `kind`'s streamed answer.
-    pub fn new(kind: Kind) -> Decoder {
-        let (framing, wire) = match kind {
-            Kind::OpenAi => (
-                Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
-                Wire::OpenAi(openai::Assembly::default()),
-            ),
-            Kind::Anthropic => (
-                Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
-                Wire::Anthropic(anthropic::Assembly::default()),
-            ),
-            Kind::Ollama => (
-                Framing::Lines(Vec::new()),
-                Wire::Ollama(ollama::Assembly::default()),
-            ),
+    /// A decoder for `wire`'s streamed answer.
+    pub fn new(wire: Wire) -> Decoder {
+        let format = wire.format();
+        let framing = match format.frames() {
+            Frames::Sse => Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
+            Frames::Lines => Framing::Lines(Vec::new()),
         };
         Decoder {
             framing,
-            wire,
+            assembly: format.assembly(),
             read: 0,
         }
     }
@@ -119,9 +137,9 @@ impl Decoder {
             )));
         }
         let mut delta = false;
-        let wire = &mut self.wire;
+        let assembly = &mut self.assembly;
         let mut take = |event: &str, data: &str| -> Result<(), StreamError> {
-            let piece = wire.event(event, data)?;
+            let piece = assembly.event(event, data)?;
             delta |= piece.delta;
             if let Some(text) = piece.text.filter(|t| !t.is_empty()) {
                 on_text(&text);
@@ -155,11 +173,7 @@ impl Decoder {
 
     /// Whether the wire's last event came: nothing more is to be waited for.
     pub fn ended(&self) -> bool {
-        match &self.wire {
-            Wire::OpenAi(a) => a.ended(),
-            Wire::Anthropic(a) => a.ended(),
-            Wire::Ollama(a) => a.ended(),
-        }
+        self.assembly.ended()
     }
 
     /// The answer, once the stream has ended: an error when it ended before
@@ -170,13 +184,9 @@ impl Decoder {
             && !line.is_empty()
         {
             let text = String::from_utf8_lossy(line).into_owned();
-            self.wire.event("line", text.trim())?;
+            self.assembly.event("line", text.trim())?;
         }
-        match self.wire {
-            Wire::OpenAi(a) => a.finish(),
-            Wire::Anthropic(a) => a.finish(),
-            Wire::Ollama(a) => a.finish(),
-        }
+        self.assembly.finish()
     }
 }
 
@@ -196,18 +206,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
-impl Wire {
-    fn event<'a>(&mut self, name: &str, data: &'a str) -> Result<Piece<'a>, StreamError> {
-        match self {
-            Wire::OpenAi(a) => a.event(data),
-            Wire::Anthropic(a) => a.event(name, data),
-            Wire::Ollama(a) => a.line(data),
-        }
-    }
-}
-
 /// `data` as JSON; anything else is an invalid stream.
-fn json(data: &str) -> Result<Value, StreamError> {
+pub(crate) fn json(data: &str) -> Result<Value, StreamError> {
     serde_json::from_str(data).map_err(|e| {
         StreamError::Invalid(format!(
             "a stream event is not JSON ({e}): {}",
@@ -217,13 +217,13 @@ fn json(data: &str) -> Result<Value, StreamError> {
 }
 
 /// An error event (or line) as the provider's failure.
-fn failed(data: &str) -> StreamError {
+pub(crate) fn failed(data: &str) -> StreamError {
     StreamError::Failed(error_detail(data))
 }
 
 /// The assembled answer, read by the wire's own parser: the non-streamed
 /// answer's meaning, whatever came in pieces.
-fn parse_whole(
+pub(crate) fn parse_whole(
     whole: &Value,
     parse: fn(&str) -> Result<Response, String>,
 ) -> Result<Response, StreamError> {
@@ -231,7 +231,7 @@ fn parse_whole(
 }
 
 /// A string field, empty when it is not a string.
-fn text(v: &Value) -> &str {
+pub(crate) fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }
 

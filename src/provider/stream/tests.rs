@@ -6,7 +6,7 @@ use super::*;
 use crate::provider::{Cut, anthropic, ollama, openai};
 
 /// Feeds `chunks` in order; the text handed out, and the answer.
-fn run(kind: Kind, chunks: &[&[u8]]) -> (String, Result<Response, StreamError>) {
+fn run(kind: Wire, chunks: &[&[u8]]) -> (String, Result<Response, StreamError>) {
     let mut d = Decoder::new(kind);
     let mut printed = String::new();
     for c in chunks {
@@ -17,12 +17,12 @@ fn run(kind: Kind, chunks: &[&[u8]]) -> (String, Result<Response, StreamError>) 
     (printed, d.finish())
 }
 
-fn whole(kind: Kind, s: &str) -> (String, Result<Response, StreamError>) {
+fn whole(kind: Wire, s: &str) -> (String, Result<Response, StreamError>) {
     run(kind, &[s.as_bytes()])
 }
 
 /// Every split of `s` in two (and one byte at a time) gives the whole's answer.
-fn same_at_every_split(kind: Kind, s: &str) -> Response {
+fn same_at_every_split(kind: Wire, s: &str) -> Response {
     let (text, want) = whole(kind, s);
     let want = want.expect("the whole stream is an answer");
     let b = s.as_bytes();
@@ -40,8 +40,8 @@ const OPENAI_TEXT: &str = include_str!("../../../fixtures/streams/openai_text.ss
 
 #[test]
 fn an_openai_text_stream_prints_its_text_and_reads_its_usage_last() {
-    let r = same_at_every_split(Kind::OpenAi, OPENAI_TEXT);
-    assert_eq!(whole(Kind::OpenAi, OPENAI_TEXT).0, "Héllo wörld ✓");
+    let r = same_at_every_split(Wire::OpenAi, OPENAI_TEXT);
+    assert_eq!(whole(Wire::OpenAi, OPENAI_TEXT).0, "Héllo wörld ✓");
     assert_eq!(r.content, "Héllo wörld ✓");
     assert_eq!(
         (r.input_tokens, r.output_tokens, r.cache_read_tokens),
@@ -56,7 +56,7 @@ const OPENAI_TWO_CALLS: &str = include_str!("../../../fixtures/streams/openai_tw
 
 #[test]
 fn openai_call_fragments_interleaved_are_assembled_with_their_text_byte_for_byte() {
-    let r = same_at_every_split(Kind::OpenAi, OPENAI_TWO_CALLS);
+    let r = same_at_every_split(Wire::OpenAi, OPENAI_TWO_CALLS);
     assert_eq!(r.tool_calls.len(), 2);
     let (a, b) = (&r.tool_calls[0], &r.tool_calls[1]);
     assert_eq!((a.id.as_str(), b.id.as_str()), ("call_a", "call_b"));
@@ -77,18 +77,18 @@ fn openai_call_fragments_interleaved_are_assembled_with_their_text_byte_for_byte
 #[test]
 fn openai_refusals_cut_answers_errors_and_short_streams_mean_what_they_mean_whole() {
     let refusal = "data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I can't\"},\"finish_reason\":null}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\" help.\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
-    let r = whole(Kind::OpenAi, refusal).1.unwrap();
+    let r = whole(Wire::OpenAi, refusal).1.unwrap();
     assert_eq!(
         r.declined.as_deref(),
         Some("the model refused to answer: I can't help.")
     );
     let cut = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"abc\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
     assert_eq!(
-        whole(Kind::OpenAi, cut).1.unwrap().cut,
+        whole(Wire::OpenAi, cut).1.unwrap().cut,
         Some(Cut::OutputLimit)
     );
     let error = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ab\"}}]}\n\ndata: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n";
-    let (printed, got) = whole(Kind::OpenAi, error);
+    let (printed, got) = whole(Wire::OpenAi, error);
     assert_eq!(printed, "ab");
     match got {
         Err(StreamError::Failed(d)) => {
@@ -97,14 +97,14 @@ fn openai_refusals_cut_answers_errors_and_short_streams_mean_what_they_mean_whol
         }
         other => panic!("{other:?}"),
     }
-    let (_, short) = whole(Kind::OpenAi, &OPENAI_TEXT.replace("data: [DONE]\n\n", ""));
+    let (_, short) = whole(Wire::OpenAi, &OPENAI_TEXT.replace("data: [DONE]\n\n", ""));
     assert_eq!(
         short,
         Err(StreamError::Invalid(
             "the stream ended before [DONE]".into()
         ))
     );
-    let (_, garbage) = whole(Kind::OpenAi, "data: {nope\n\n");
+    let (_, garbage) = whole(Wire::OpenAi, "data: {nope\n\n");
     assert!(
         matches!(garbage, Err(StreamError::Invalid(_))),
         "{garbage:?}"
@@ -115,8 +115,8 @@ const ANTHROPIC_TOOL: &str = include_str!("../../../fixtures/streams/anthropic_t
 
 #[test]
 fn an_anthropic_stream_with_text_and_a_tool_call_is_the_message_sent_whole() {
-    let r = same_at_every_split(Kind::Anthropic, ANTHROPIC_TOOL);
-    assert_eq!(whole(Kind::Anthropic, ANTHROPIC_TOOL).0, "Let me ask ✓");
+    let r = same_at_every_split(Wire::Anthropic, ANTHROPIC_TOOL);
+    assert_eq!(whole(Wire::Anthropic, ANTHROPIC_TOOL).0, "Let me ask ✓");
     let sent_whole = anthropic::parse(r#"{"content":[{"type":"text","text":"Let me ask ✓"},{"type":"tool_use","id":"toolu_1","name":"call_agent","input":{"agent":"helper","task":3}}],"stop_reason":"tool_use","usage":{"input_tokens":25,"cache_creation_input_tokens":7,"cache_read_input_tokens":100,"output_tokens":42}}"#).unwrap();
     assert_eq!(r, sent_whole);
     assert_eq!(
@@ -135,7 +135,7 @@ fn anthropic_error_events_refusals_and_short_streams_mean_what_they_mean_whole()
     let overloaded = format!(
         "{start}event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}}\n\n"
     );
-    let (printed, got) = whole(Kind::Anthropic, &overloaded);
+    let (printed, got) = whole(Wire::Anthropic, &overloaded);
     assert_eq!(printed, "Sure");
     match got {
         Err(StreamError::Failed(d)) => {
@@ -146,12 +146,12 @@ fn anthropic_error_events_refusals_and_short_streams_mean_what_they_mean_whole()
     let refused = format!(
         "{start}event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"refusal\"}},\"usage\":{{\"output_tokens\":2}}}}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
     );
-    let r = whole(Kind::Anthropic, &refused).1.unwrap();
+    let r = whole(Wire::Anthropic, &refused).1.unwrap();
     assert_eq!(
         r.declined.as_deref(),
         Some("the model refused to answer (stop_reason \"refusal\")")
     );
-    let (_, short) = whole(Kind::Anthropic, start);
+    let (_, short) = whole(Wire::Anthropic, start);
     assert_eq!(
         short,
         Err(StreamError::Invalid(
@@ -164,19 +164,19 @@ const OLLAMA: &str = include_str!("../../../fixtures/streams/ollama_text_and_too
 
 #[test]
 fn an_ollama_stream_is_the_answer_sent_whole() {
-    let r = same_at_every_split(Kind::Ollama, OLLAMA);
-    assert_eq!(whole(Kind::Ollama, OLLAMA).0, "Bonjour ✓");
+    let r = same_at_every_split(Wire::Ollama, OLLAMA);
+    assert_eq!(whole(Wire::Ollama, OLLAMA).0, "Bonjour ✓");
     let sent_whole = ollama::parse(r#"{"message":{"role":"assistant","content":"Bonjour ✓","tool_calls":[{"function":{"name":"read_file","arguments":{"path":"a.txt"}}}]},"done":true,"done_reason":"stop","prompt_eval_count":26,"eval_count":8}"#).unwrap();
     assert_eq!(r, sent_whole);
     // The last line needs no newline.
-    assert!(whole(Kind::Ollama, OLLAMA.trim_end()).1.is_ok());
+    assert!(whole(Wire::Ollama, OLLAMA.trim_end()).1.is_ok());
     let short = OLLAMA.lines().take(2).collect::<Vec<_>>().join("\n");
     assert!(matches!(
-        whole(Kind::Ollama, &short).1,
+        whole(Wire::Ollama, &short).1,
         Err(StreamError::Invalid(_))
     ));
     let error = "{\"message\":{\"content\":\"a\"},\"done\":false}\n{\"error\":\"model runner has unexpectedly stopped\"}\n";
-    match whole(Kind::Ollama, error).1 {
+    match whole(Wire::Ollama, error).1 {
         Err(StreamError::Failed(d)) => {
             assert_eq!(d.message, "model runner has unexpectedly stopped");
         }
@@ -186,7 +186,7 @@ fn an_ollama_stream_is_the_answer_sent_whole() {
 
 #[test]
 fn one_enormous_event_or_line_is_an_error_not_a_growing_buffer() {
-    for kind in Kind::ALL {
+    for kind in Wire::ALL {
         let mut d = Decoder::new(kind);
         let piece = vec![b'x'; 1 << 20];
         let mut failed = None;
@@ -205,7 +205,7 @@ fn one_enormous_event_or_line_is_an_error_not_a_growing_buffer() {
 
 #[test]
 fn a_stream_over_the_body_limit_is_an_error_however_small_its_events() {
-    let mut d = Decoder::new(Kind::OpenAi);
+    let mut d = Decoder::new(Wire::OpenAi);
     let comments = ": keep-alive\n\n".repeat(64 * 1024);
     let mut fed = 0u64;
     let failed = loop {
@@ -238,7 +238,7 @@ fn openai_text_chunks_that_carry_more_than_text_lose_none_of_it() {
         r#"{"choices":[{"index":0,"delta":{"content":""}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
         "[DONE]",
     ]);
-    let (printed, r) = whole(Kind::OpenAi, &stream);
+    let (printed, r) = whole(Wire::OpenAi, &stream);
     let r = r.unwrap();
     assert_eq!(printed, "aé\nbcd");
     assert_eq!(r.tool_calls.len(), 1);
@@ -248,7 +248,7 @@ fn openai_text_chunks_that_carry_more_than_text_lose_none_of_it() {
     let error =
         sse(&[r#"{"choices":[{"index":0,"delta":{"content":"x"}}],"error":{"message":"boom"}}"#]);
     assert!(matches!(
-        whole(Kind::OpenAi, &error).1,
+        whole(Wire::OpenAi, &error).1,
         Err(StreamError::Failed(_))
     ));
 }
@@ -275,7 +275,7 @@ data: {"type":"content_block_start","index":1,"content_block":{"type":"text","te
             r#"{"type":"message_stop"}"#,
         ])
     );
-    let (printed, r) = whole(Kind::Anthropic, &stream);
+    let (printed, r) = whole(Wire::Anthropic, &stream);
     let r = r.unwrap();
     assert_eq!(printed, "shöwn");
     assert_eq!(r.content, "shöwn");
@@ -291,7 +291,7 @@ fn ollama_text_lines_that_end_call_or_fail_are_read_whole() {
         r#"{"message":{"role":"assistant","content":"c"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":4}"#,
         r#"{"message":{"role":"assistant","content":"after"},"done":false}"#,
     ];
-    let (printed, r) = whole(Kind::Ollama, &format!("{}\n", lines.join("\n")));
+    let (printed, r) = whole(Wire::Ollama, &format!("{}\n", lines.join("\n")));
     let r = r.unwrap();
     assert_eq!(printed, "abc");
     assert_eq!(r.content, "abc");
@@ -299,7 +299,7 @@ fn ollama_text_lines_that_end_call_or_fail_are_read_whole() {
     assert_eq!((r.input_tokens, r.output_tokens), (3, 4));
     let error = "{\"message\":{\"content\":\"x\"},\"error\":\"boom\"}\n";
     assert!(matches!(
-        whole(Kind::Ollama, error).1,
+        whole(Wire::Ollama, error).1,
         Err(StreamError::Failed(_))
     ));
 }

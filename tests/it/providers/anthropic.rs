@@ -4,12 +4,12 @@
 use super::*;
 use crate::common::*;
 
-use axe::provider::{Kind, Message, Request};
+use axe::provider::{Message, Request, Wire};
 use serde_json::json;
 
 #[test]
 fn anthropic_posts_json_to_v1_messages_with_key_and_version_headers() {
-    let r = sent(Kind::Anthropic, &hello());
+    let r = sent(Wire::Anthropic, &hello());
     assert_eq!(r.method, "POST");
     assert_eq!(r.path, "/v1/messages");
     assert_eq!(r.header("x-api-key"), Some(KEY));
@@ -20,9 +20,9 @@ fn anthropic_posts_json_to_v1_messages_with_key_and_version_headers() {
 
 #[test]
 fn anthropic_trailing_slash_in_base_url_is_not_doubled() {
-    let server = FakeServer::json(200, &ok_body(Kind::Anthropic));
+    let server = FakeServer::json(200, &ok_body(Wire::Anthropic));
     Provider::new(
-        Kind::Anthropic,
+        Wire::Anthropic,
         format!("{}/", server.url),
         Some(KEY.into()),
     )
@@ -45,7 +45,7 @@ fn anthropic_sends_model_and_messages_in_order() {
         ],
         ..Request::default()
     };
-    let body = sent_body(Kind::Anthropic, &req);
+    let body = sent_body(Wire::Anthropic, &req);
     assert_eq!(body["model"], "claude-sonnet-4-5");
     assert_eq!(
         body["messages"],
@@ -63,7 +63,7 @@ fn anthropic_sends_system_prompt_as_top_level_system() {
         system: "You are terse.".into(),
         ..hello()
     };
-    let body = sent_body(Kind::Anthropic, &req);
+    let body = sent_body(Wire::Anthropic, &req);
     assert_eq!(body["system"], "You are terse.");
     assert!(
         messages(&body).iter().all(|m| m["role"] != "system"),
@@ -73,13 +73,13 @@ fn anthropic_sends_system_prompt_as_top_level_system() {
 
 #[test]
 fn anthropic_omits_system_when_empty() {
-    let body = sent_body(Kind::Anthropic, &hello());
+    let body = sent_body(Wire::Anthropic, &hello());
     assert!(body.get("system").is_none(), "{body}");
 }
 
 #[test]
 fn anthropic_sends_default_max_tokens_4096() {
-    let body = sent_body(Kind::Anthropic, &hello());
+    let body = sent_body(Wire::Anthropic, &hello());
     assert_eq!(body["max_tokens"], json!(4096));
 }
 
@@ -89,12 +89,12 @@ fn anthropic_sends_the_set_max_tokens() {
         max_tokens: Some(512),
         ..hello()
     };
-    assert_eq!(sent_body(Kind::Anthropic, &req)["max_tokens"], json!(512));
+    assert_eq!(sent_body(Wire::Anthropic, &req)["max_tokens"], json!(512));
 }
 
 #[test]
 fn anthropic_omits_temperature_when_unset() {
-    let body = sent_body(Kind::Anthropic, &hello());
+    let body = sent_body(Wire::Anthropic, &hello());
     assert!(body.get("temperature").is_none(), "{body}");
 }
 
@@ -104,7 +104,7 @@ fn anthropic_sends_zero_temperature_as_exactly_0() {
         temperature: Some(0.0),
         ..hello()
     };
-    let r = sent(Kind::Anthropic, &req);
+    let r = sent(Wire::Anthropic, &req);
     assert_eq!(r.json()["temperature"].to_string(), "0", "{}", r.body);
 }
 
@@ -114,7 +114,7 @@ fn anthropic_sends_temperature_0_7() {
         temperature: Some(0.7),
         ..hello()
     };
-    let body = sent_body(Kind::Anthropic, &req);
+    let body = sent_body(Wire::Anthropic, &req);
     assert_eq!(body["temperature"].as_f64(), Some(0.7), "{body}");
 }
 
@@ -125,7 +125,7 @@ fn anthropic_sends_temperature_0_7() {
 #[test]
 fn anthropic_parses_text_usage_and_stop_reason() {
     let resp = answer(
-        Kind::Anthropic,
+        Wire::Anthropic,
         &anthropic_text("Hello! How can I help?", 25, 9),
         &hello(),
     );
@@ -139,7 +139,7 @@ fn anthropic_parses_text_usage_and_stop_reason() {
 #[test]
 fn anthropic_empty_content_is_an_empty_answer_not_an_error() {
     let resp = answer(
-        Kind::Anthropic,
+        Wire::Anthropic,
         include_str!("../../../fixtures/responses/anthropic_empty_content.json"),
         &hello(),
     );
@@ -155,13 +155,13 @@ fn anthropic_empty_content_is_an_empty_answer_not_an_error() {
 
 #[test]
 fn anthropic_without_tools_sends_no_tools_key() {
-    let body = sent_body(Kind::Anthropic, &hello());
+    let body = sent_body(Wire::Anthropic, &hello());
     assert!(body.get("tools").is_none(), "{body}");
 }
 
 #[test]
 fn anthropic_sends_tools_with_input_schema() {
-    let body = sent_body(Kind::Anthropic, &with_tools());
+    let body = sent_body(Wire::Anthropic, &with_tools());
     let tools = body["tools"].as_array().expect("tools array");
     assert_eq!(tools.len(), 1, "{body}");
     assert_eq!(tools[0]["name"], "call_agent");
@@ -173,7 +173,7 @@ fn anthropic_sends_tools_with_input_schema() {
 #[test]
 fn anthropic_parses_tool_use_blocks_into_tool_calls() {
     let resp = answer(
-        Kind::Anthropic,
+        Wire::Anthropic,
         include_str!("../../../fixtures/responses/anthropic_tool_use_with_text.json"),
         &with_tools(),
     );
@@ -205,7 +205,7 @@ fn anthropic_parses_tool_use_blocks_into_tool_calls() {
 #[test]
 fn anthropic_concatenates_text_blocks_alongside_tool_calls() {
     let resp = answer(
-        Kind::Anthropic,
+        Wire::Anthropic,
         include_str!("../../../fixtures/responses/anthropic_tool_use_with_text.json"),
         &with_tools(),
     );
@@ -219,7 +219,7 @@ fn anthropic_concatenates_text_blocks_alongside_tool_calls() {
 #[test]
 fn anthropic_tool_use_without_text_gives_empty_content() {
     let resp = answer(
-        Kind::Anthropic,
+        Wire::Anthropic,
         include_str!("../../../fixtures/responses/anthropic_tool_use_only.json"),
         &with_tools(),
     );
@@ -241,7 +241,7 @@ fn anthropic_tool_use_without_text_gives_empty_content() {
 #[test]
 fn anthropic_reports_tool_use_stop_reason() {
     let resp = answer(
-        Kind::Anthropic,
+        Wire::Anthropic,
         include_str!("../../../fixtures/responses/anthropic_tool_use_only.json"),
         &with_tools(),
     );
@@ -250,7 +250,7 @@ fn anthropic_reports_tool_use_stop_reason() {
 
 #[test]
 fn anthropic_sends_tool_results_as_user_message_with_tool_result_blocks() {
-    let r = sent(Kind::Anthropic, &tool_history("Let me delegate."));
+    let r = sent(Wire::Anthropic, &tool_history("Let me delegate."));
     let body = r.json();
     let msgs = messages(&body);
     assert_eq!(msgs.len(), 3, "{body}");
@@ -273,7 +273,7 @@ fn anthropic_sends_tool_results_as_user_message_with_tool_result_blocks() {
 
 #[test]
 fn anthropic_sends_assistant_tool_calls_as_tool_use_blocks_after_text() {
-    let body = sent_body(Kind::Anthropic, &tool_history("Let me delegate."));
+    let body = sent_body(Wire::Anthropic, &tool_history("Let me delegate."));
     assert_eq!(
         messages(&body)[1],
         json!({
@@ -289,7 +289,7 @@ fn anthropic_sends_assistant_tool_calls_as_tool_use_blocks_after_text() {
 
 #[test]
 fn anthropic_omits_text_block_when_assistant_tool_call_content_is_empty() {
-    let body = sent_body(Kind::Anthropic, &tool_history(""));
+    let body = sent_body(Wire::Anthropic, &tool_history(""));
     let blocks = messages(&body)[1]["content"]
         .as_array()
         .expect("assistant content blocks")
@@ -301,7 +301,7 @@ fn anthropic_omits_text_block_when_assistant_tool_call_content_is_empty() {
 #[test]
 fn anthropic_omits_whitespace_only_text_before_tool_calls() {
     // The API refuses text blocks with no non-whitespace text (HTTP 400).
-    let body = sent_body(Kind::Anthropic, &tool_history("\n\n"));
+    let body = sent_body(Wire::Anthropic, &tool_history("\n\n"));
     let blocks = messages(&body)[1]["content"]
         .as_array()
         .expect("assistant content blocks")

@@ -10,7 +10,7 @@ use crate::common::*;
 use std::time::{Duration, Instant};
 
 use axe::error::{Code, Error};
-use axe::provider::{ErrorKind, Kind, Provider, ProviderError};
+use axe::provider::{ErrorKind, Provider, ProviderError, Wire};
 
 // ---------------------------------------------------------------------------
 // Each API's own error bodies.
@@ -44,40 +44,40 @@ const OLLAMA_404: &str = r#"{"error":"model \"llama9\" not found, try pulling it
 
 /// `kind`'s error body for `status`, and the part of its message the error
 /// must keep.
-fn api_error(kind: Kind, status: u16) -> (&'static str, &'static str) {
+fn api_error(kind: Wire, status: u16) -> (&'static str, &'static str) {
     match (kind, status) {
-        (Kind::Anthropic, 401) => (ANTHROPIC_401, "invalid x-api-key"),
-        (Kind::Anthropic, 403) => (ANTHROPIC_403, "does not have permission"),
-        (Kind::Anthropic, 429) => (ANTHROPIC_429, "per-minute rate limit"),
-        (Kind::Anthropic, 529) => (ANTHROPIC_OVERLOADED, "Overloaded"),
-        (Kind::Anthropic, 400) => (ANTHROPIC_400, "text content blocks must be non-empty"),
-        (Kind::Anthropic, 404) => (ANTHROPIC_404, "model: claude-nope-9"),
-        (Kind::Anthropic, _) => (ANTHROPIC_500, "Internal server error"),
-        (Kind::OpenAi, 401) => (OPENAI_401, "Incorrect API key provided"),
-        (Kind::OpenAi, 403) => (OPENAI_403, "Country, region, or territory not supported"),
-        (Kind::OpenAi, 429) => (OPENAI_429, "Rate limit reached for gpt-4o"),
-        (Kind::OpenAi, 529) => (OPENAI_500, "The server had an error"),
-        (Kind::OpenAi, 400) => (OPENAI_400, "Invalid value for 'temperature'"),
-        (Kind::OpenAi, 404) => (OPENAI_404, "The model `gpt-nope` does not exist"),
-        (Kind::OpenAi, _) => (
+        (Wire::Anthropic, 401) => (ANTHROPIC_401, "invalid x-api-key"),
+        (Wire::Anthropic, 403) => (ANTHROPIC_403, "does not have permission"),
+        (Wire::Anthropic, 429) => (ANTHROPIC_429, "per-minute rate limit"),
+        (Wire::Anthropic, 529) => (ANTHROPIC_OVERLOADED, "Overloaded"),
+        (Wire::Anthropic, 400) => (ANTHROPIC_400, "text content blocks must be non-empty"),
+        (Wire::Anthropic, 404) => (ANTHROPIC_404, "model: claude-nope-9"),
+        (Wire::Anthropic, _) => (ANTHROPIC_500, "Internal server error"),
+        (Wire::OpenAi, 401) => (OPENAI_401, "Incorrect API key provided"),
+        (Wire::OpenAi, 403) => (OPENAI_403, "Country, region, or territory not supported"),
+        (Wire::OpenAi, 429) => (OPENAI_429, "Rate limit reached for gpt-4o"),
+        (Wire::OpenAi, 529) => (OPENAI_500, "The server had an error"),
+        (Wire::OpenAi, 400) => (OPENAI_400, "Invalid value for 'temperature'"),
+        (Wire::OpenAi, 404) => (OPENAI_404, "The model `gpt-nope` does not exist"),
+        (Wire::OpenAi, _) => (
             OPENAI_500,
             "The server had an error while processing your request",
         ),
-        (Kind::Ollama, 401) => (OLLAMA_401, "unauthorized"),
-        (Kind::Ollama, 403) => (OLLAMA_403, "access to this model is forbidden"),
-        (Kind::Ollama, 429) => (OLLAMA_429, "hourly usage limit"),
-        (Kind::Ollama, 400) => (OLLAMA_400, "cannot unmarshal number"),
-        (Kind::Ollama, 404) => (OLLAMA_404, "model \"llama9\" not found"),
-        (Kind::Ollama, _) => (OLLAMA_500, "llama runner process has terminated"),
+        (Wire::Ollama, 401) => (OLLAMA_401, "unauthorized"),
+        (Wire::Ollama, 403) => (OLLAMA_403, "access to this model is forbidden"),
+        (Wire::Ollama, 429) => (OLLAMA_429, "hourly usage limit"),
+        (Wire::Ollama, 400) => (OLLAMA_400, "cannot unmarshal number"),
+        (Wire::Ollama, 404) => (OLLAMA_404, "model \"llama9\" not found"),
+        (Wire::Ollama, _) => (OLLAMA_500, "llama runner process has terminated"),
     }
 }
 
 /// A complete text answer in `kind`'s wire format, cut in half.
-fn truncated(kind: Kind) -> String {
+fn truncated(kind: Wire) -> String {
     let full = match kind {
-        Kind::Anthropic => anthropic_text("a complete answer", 10, 4),
-        Kind::OpenAi => openai_text("a complete answer", 10, 4),
-        Kind::Ollama => ollama_text("a complete answer", 10, 4),
+        Wire::Anthropic => anthropic_text("a complete answer", 10, 4),
+        Wire::OpenAi => openai_text("a complete answer", 10, 4),
+        Wire::Ollama => ollama_text("a complete answer", 10, 4),
     };
     full[..full.len() / 2].to_string()
 }
@@ -88,7 +88,7 @@ fn truncated(kind: Kind) -> String {
 
 /// Sends `hello()` to a server answering `reply`; the error (the send must fail).
 #[track_caller]
-fn failure(kind: Kind, reply: Reply) -> (ProviderError, FakeServer) {
+fn failure(kind: Wire, reply: Reply) -> (ProviderError, FakeServer) {
     let server = FakeServer::start(vec![reply]);
     let err = match provider(kind, &server).send(&hello(), soon()) {
         Ok(resp) => panic!("expected an error, got {resp:?}"),
@@ -99,10 +99,10 @@ fn failure(kind: Kind, reply: Reply) -> (ProviderError, FakeServer) {
 
 /// Checks an error's classification, exit code and text.
 #[track_caller]
-fn check(err: &ProviderError, provider: Kind, kind: ErrorKind, code: Code, text: &str) {
+fn check(err: &ProviderError, provider: Wire, kind: ErrorKind, code: Code, text: &str) {
     let shown = err.to_string();
     assert_eq!(err.kind, kind, "{shown}");
-    assert_eq!(err.provider, provider, "{shown}");
+    assert_eq!(err.wire, provider, "{shown}");
     assert_eq!(Error::Provider(err.clone()).exit_code(), code, "{shown}");
     assert!(
         shown.starts_with(&format!("{}: ", provider.name())),
@@ -117,7 +117,7 @@ fn check(err: &ProviderError, provider: Kind, kind: ErrorKind, code: Code, text:
 /// A non-2xx answer with `body` as JSON, classified as `kind`, keeping `text`.
 #[track_caller]
 fn status_error(
-    provider: Kind,
+    provider: Wire,
     status: u16,
     body: &str,
     kind: ErrorKind,
@@ -139,7 +139,7 @@ fn status_error(
 
 /// A 2xx answer that cannot be used: an API error `invalid response: <detail>`.
 #[track_caller]
-fn invalid_response(provider: Kind, reply: Reply, detail: &str) {
+fn invalid_response(provider: Wire, reply: Reply, detail: &str) {
     let (err, _server) = failure(provider, reply);
     check(
         &err,
@@ -165,7 +165,7 @@ fn invalid_response(provider: Kind, reply: Reply, detail: &str) {
 /// `kind` with exit `code`, keeping the provider's message.
 #[track_caller]
 fn status_case(status: u16, kind: ErrorKind, code: Code) {
-    each_cell(&format!("HTTP {status}"), &Kind::ALL, |provider| {
+    each_cell(&format!("HTTP {status}"), &Wire::ALL, |provider| {
         let (body, text) = api_error(provider, status);
         status_error(provider, status, body, kind, code, text);
     });
@@ -198,7 +198,7 @@ fn a_529_is_overloaded() {
 #[test]
 fn anthropic_500_with_an_overloaded_error_body_is_overloaded() {
     status_error(
-        Kind::Anthropic,
+        Wire::Anthropic,
         500,
         ANTHROPIC_OVERLOADED,
         ErrorKind::Overloaded,
@@ -230,14 +230,14 @@ fn a_404_model_not_found_is_a_bad_request() {
 
 #[test]
 fn an_html_page_with_200_is_an_invalid_response() {
-    each_cell("HTML with 200", &Kind::ALL, |kind| {
+    each_cell("HTML with 200", &Wire::ALL, |kind| {
         invalid_response(kind, html(200, LOGIN_PAGE), "HTML");
     });
 }
 
 #[test]
 fn an_html_page_with_502_is_a_server_error_naming_the_page() {
-    each_cell("HTML with 502", &Kind::ALL, |kind| {
+    each_cell("HTML with 502", &Wire::ALL, |kind| {
         let (err, _server) = failure(kind, html(502, NGINX_502));
         check(&err, kind, ErrorKind::Server, Code::Api, "502 Bad Gateway");
         assert!(!err.message.contains('\n'), "one line: {:?}", err.message);
@@ -246,31 +246,31 @@ fn an_html_page_with_502_is_a_server_error_naming_the_page() {
 
 #[test]
 fn an_empty_200_is_an_invalid_response() {
-    each_cell("empty 200", &Kind::ALL, |kind| {
+    each_cell("empty 200", &Wire::ALL, |kind| {
         invalid_response(kind, Reply::Json(200, String::new()), "empty");
     });
 }
 
 #[test]
 fn a_truncated_json_200_is_an_invalid_response() {
-    each_cell("truncated 200", &Kind::ALL, |kind| {
+    each_cell("truncated 200", &Wire::ALL, |kind| {
         invalid_response(kind, Reply::Json(200, truncated(kind)), "truncated");
     });
 }
 
 #[test]
 fn a_200_without_the_answer_is_an_invalid_response_naming_the_missing_field() {
-    each_cell("200 without the answer", &Kind::ALL, |kind| {
+    each_cell("200 without the answer", &Wire::ALL, |kind| {
         let (body, field) = match kind {
-            Kind::Anthropic => (
+            Wire::Anthropic => (
                 include_str!("../../../fixtures/responses/anthropic_missing_content.json"),
                 "content",
             ),
-            Kind::OpenAi => (
+            Wire::OpenAi => (
                 include_str!("../../../fixtures/responses/openai_missing_choices.json"),
                 "choices",
             ),
-            Kind::Ollama => (
+            Wire::Ollama => (
                 include_str!("../../../fixtures/responses/ollama_missing_message.json"),
                 "message",
             ),
@@ -282,7 +282,7 @@ fn a_200_without_the_answer_is_an_invalid_response_naming_the_missing_field() {
 #[test]
 fn openai_200_with_empty_choices_is_an_invalid_response() {
     let body = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1722101600,"model":"gpt-4o","choices":[]}"#;
-    invalid_response(Kind::OpenAi, Reply::Json(200, body.into()), "choices");
+    invalid_response(Wire::OpenAi, Reply::Json(200, body.into()), "choices");
 }
 
 // ---------------------------------------------------------------------------
@@ -291,27 +291,27 @@ fn openai_200_with_empty_choices_is_an_invalid_response() {
 
 #[test]
 fn an_unanswered_request_times_out_at_the_deadline() {
-    each_cell("unanswered", &Kind::ALL, assert_times_out);
+    each_cell("unanswered", &Wire::ALL, assert_times_out);
 }
 
 #[test]
 fn a_passed_deadline_times_out_without_sending() {
     each_cell(
         "deadline passed",
-        &Kind::ALL,
+        &Wire::ALL,
         assert_passed_deadline_sends_nothing,
     );
 }
 
 #[test]
 fn a_refused_connection_is_a_network_error_and_ollama_asks_whether_it_runs() {
-    each_cell("connection refused", &Kind::ALL, |kind| {
+    each_cell("connection refused", &Wire::ALL, |kind| {
         let url = refused_url();
-        let key = (kind != Kind::Ollama).then(|| KEY.to_string());
+        let key = (kind != Wire::Ollama).then(|| KEY.to_string());
         let err = Provider::new(kind, url.clone(), key)
             .send(&hello(), soon())
             .expect_err("nothing listens");
-        if kind == Kind::Ollama {
+        if kind == Wire::Ollama {
             let expected = format!("connection refused: is Ollama running? (expected at {url})");
             check(&err, kind, ErrorKind::Network, Code::Api, &expected);
             assert_eq!(err.message, expected);
@@ -325,11 +325,11 @@ fn a_refused_connection_is_a_network_error_and_ollama_asks_whether_it_runs() {
 
 #[test]
 fn a_redirect_is_not_followed() {
-    each_cell("redirect", &Kind::ALL, |kind| {
+    each_cell("redirect", &Wire::ALL, |kind| {
         let path = match kind {
-            Kind::Anthropic => "/v1/messages",
-            Kind::OpenAi => "/v1/chat/completions",
-            Kind::Ollama => "/api/chat",
+            Wire::Anthropic => "/v1/messages",
+            Wire::OpenAi => "/v1/chat/completions",
+            Wire::Ollama => "/api/chat",
         };
         assert_redirect_not_followed(kind, path);
     });
@@ -337,22 +337,22 @@ fn a_redirect_is_not_followed() {
 
 #[test]
 fn an_error_body_echoing_the_key_is_redacted() {
-    each_cell("key echoed", &Kind::ALL, |kind| {
+    each_cell("key echoed", &Wire::ALL, |kind| {
         let (key, body, text) = match kind {
-            Kind::Anthropic => {
+            Wire::Anthropic => {
                 let key = "sk-ant-echoed-4d2e9b17";
                 let body = format!(
                     r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key: {key}"}}}}"#
                 );
                 (key, body, "invalid x-api-key")
             }
-            Kind::OpenAi => (
+            Wire::OpenAi => (
                 "sk-echoed-8c1f2b7a9e", // as echoed in the fixture
                 include_str!("../../../fixtures/responses/openai_error_echoes_key.json")
                     .to_string(),
                 "Incorrect API key provided",
             ),
-            Kind::Ollama => {
+            Wire::Ollama => {
                 let key = "ollama-echoed-77aa31c5";
                 let body = format!(r#"{{"error":"invalid bearer token {key}"}}"#);
                 (key, body, "invalid bearer token")
@@ -372,7 +372,7 @@ fn an_error_body_echoing_the_key_is_redacted() {
 
 /// A server that never answers: the call ends at its ~1s deadline.
 #[track_caller]
-fn assert_times_out(kind: Kind) {
+fn assert_times_out(kind: Wire) {
     let server = FakeServer::start(vec![Reply::Hang]);
     let started = Instant::now();
     let result = provider(kind, &server).send(&hello(), started + Duration::from_secs(1));
@@ -393,7 +393,7 @@ fn assert_times_out(kind: Kind) {
 
 /// A deadline in the past: a timeout, and nothing is sent.
 #[track_caller]
-fn assert_passed_deadline_sends_nothing(kind: Kind) {
+fn assert_passed_deadline_sends_nothing(kind: Wire) {
     let server = FakeServer::json(200, &ok_body(kind));
     let past = Instant::now()
         .checked_sub(Duration::from_millis(50))
@@ -411,7 +411,7 @@ fn assert_passed_deadline_sends_nothing(kind: Kind) {
 
 /// A 301 to another (working) server: not followed, and an error.
 #[track_caller]
-fn assert_redirect_not_followed(kind: Kind, path: &str) {
+fn assert_redirect_not_followed(kind: Wire, path: &str) {
     let target = FakeServer::json(200, &ok_body(kind));
     let location = format!("{}{}", target.url, path);
     let server = FakeServer::start(vec![Reply::Raw {
@@ -434,7 +434,7 @@ fn assert_redirect_not_followed(kind: Kind, path: &str) {
 
 /// The provider's error text is shown, with the key replaced.
 #[track_caller]
-fn assert_redacted(err: &ProviderError, kind: Kind, key: &str, text: &str) {
+fn assert_redacted(err: &ProviderError, kind: Wire, key: &str, text: &str) {
     check(err, kind, ErrorKind::Auth, Code::Api, text);
     let shown = err.to_string();
     assert!(!shown.contains(key), "the key leaked: {shown}");

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use axe::provider::{
-    Kind, Message, Provider, Request, Response, Tool, ToolCall, ToolParameter, ToolResult,
+    Message, Provider, Request, Response, Tool, ToolCall, ToolParameter, ToolResult, Wire,
 };
 use serde_json::{Value, json};
 
@@ -29,7 +29,7 @@ fn soon() -> Instant {
     Instant::now() + Duration::from_secs(10)
 }
 
-fn provider(kind: Kind, server: &FakeServer) -> Provider {
+fn provider(kind: Wire, server: &FakeServer) -> Provider {
     Provider::new(kind, server.url.clone(), Some(KEY.into()))
 }
 
@@ -42,17 +42,17 @@ fn hello() -> Request {
 }
 
 /// A successful text answer in `kind`'s wire format.
-fn ok_body(kind: Kind) -> String {
+fn ok_body(kind: Wire) -> String {
     match kind {
-        Kind::Anthropic => anthropic_text("ok", 3, 1),
-        Kind::OpenAi => openai_text("ok", 3, 1),
-        Kind::Ollama => ollama_text("ok", 3, 1),
+        Wire::Anthropic => anthropic_text("ok", 3, 1),
+        Wire::OpenAi => openai_text("ok", 3, 1),
+        Wire::Ollama => ollama_text("ok", 3, 1),
     }
 }
 
 /// Sends `req` to a server answering 200 with `body`; the parsed response.
 #[track_caller]
-fn answer(kind: Kind, body: &str, req: &Request) -> Response {
+fn answer(kind: Wire, body: &str, req: &Request) -> Response {
     let server = FakeServer::json(200, body);
     let resp = provider(kind, &server)
         .send(req, soon())
@@ -63,7 +63,7 @@ fn answer(kind: Kind, body: &str, req: &Request) -> Response {
 
 /// Sends `req` to a server answering with a valid text reply; what it received.
 #[track_caller]
-fn sent(kind: Kind, req: &Request) -> Recorded {
+fn sent(kind: Wire, req: &Request) -> Recorded {
     let server = FakeServer::json(200, &ok_body(kind));
     provider(kind, &server)
         .send(req, soon())
@@ -72,7 +72,7 @@ fn sent(kind: Kind, req: &Request) -> Recorded {
 }
 
 #[track_caller]
-fn sent_body(kind: Kind, req: &Request) -> Value {
+fn sent_body(kind: Wire, req: &Request) -> Value {
     sent(kind, req).json()
 }
 

@@ -4,12 +4,12 @@
 use super::*;
 use crate::common::*;
 
-use axe::provider::{Kind, Message, Request};
+use axe::provider::{Message, Request, Wire};
 use serde_json::json;
 
 #[test]
 fn ollama_posts_json_to_api_chat_with_stream_false() {
-    let r = sent(Kind::Ollama, &hello());
+    let r = sent(Wire::Ollama, &hello());
     assert_eq!(r.method, "POST");
     assert_eq!(r.path, "/api/chat");
     assert_eq!(r.header("content-type"), Some("application/json"));
@@ -18,14 +18,14 @@ fn ollama_posts_json_to_api_chat_with_stream_false() {
 
 #[test]
 fn ollama_sends_a_set_key_as_bearer() {
-    let r = sent(Kind::Ollama, &hello());
+    let r = sent(Wire::Ollama, &hello());
     assert_eq!(r.header("authorization"), Some(&*format!("Bearer {KEY}")));
 }
 
 #[test]
 fn ollama_without_key_sends_no_authorization_header() {
-    let server = FakeServer::json(200, &ok_body(Kind::Ollama));
-    Provider::new(Kind::Ollama, server.url.clone(), None)
+    let server = FakeServer::json(200, &ok_body(Wire::Ollama));
+    Provider::new(Wire::Ollama, server.url.clone(), None)
         .send(&hello(), soon())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(server.only_request().header("authorization"), None);
@@ -45,7 +45,7 @@ fn ollama_sends_model_and_messages_in_order() {
         ],
         ..Request::default()
     };
-    let body = sent_body(Kind::Ollama, &req);
+    let body = sent_body(Wire::Ollama, &req);
     assert_eq!(body["model"], "llama3.1");
     assert_eq!(
         body["messages"],
@@ -63,7 +63,7 @@ fn ollama_sends_system_prompt_as_first_system_message() {
         system: "You are terse.".into(),
         ..hello()
     };
-    let body = sent_body(Kind::Ollama, &req);
+    let body = sent_body(Wire::Ollama, &req);
     assert_eq!(
         body["messages"],
         json!([
@@ -75,7 +75,7 @@ fn ollama_sends_system_prompt_as_first_system_message() {
 
 #[test]
 fn ollama_omits_system_message_when_empty() {
-    let body = sent_body(Kind::Ollama, &hello());
+    let body = sent_body(Wire::Ollama, &hello());
     assert_eq!(
         body["messages"],
         json!([{"role": "user", "content": "hello"}])
@@ -88,14 +88,14 @@ fn ollama_sends_max_tokens_as_options_num_predict() {
         max_tokens: Some(256),
         ..hello()
     };
-    let body = sent_body(Kind::Ollama, &req);
+    let body = sent_body(Wire::Ollama, &req);
     assert_eq!(body["options"]["num_predict"], json!(256), "{body}");
     assert!(body.get("max_tokens").is_none(), "{body}");
 }
 
 #[test]
 fn ollama_omits_num_predict_and_temperature_when_unset() {
-    let body = sent_body(Kind::Ollama, &hello());
+    let body = sent_body(Wire::Ollama, &hello());
     assert!(body.pointer("/options/num_predict").is_none(), "{body}");
     assert!(body.pointer("/options/temperature").is_none(), "{body}");
     assert!(body.get("temperature").is_none(), "{body}");
@@ -107,7 +107,7 @@ fn ollama_sends_zero_temperature_as_exactly_0_in_options() {
         temperature: Some(0.0),
         ..hello()
     };
-    let r = sent(Kind::Ollama, &req);
+    let r = sent(Wire::Ollama, &req);
     let body = r.json();
     assert_eq!(
         body["options"]["temperature"].to_string(),
@@ -124,7 +124,7 @@ fn ollama_sends_temperature_0_7_in_options() {
         temperature: Some(0.7),
         ..hello()
     };
-    let body = sent_body(Kind::Ollama, &req);
+    let body = sent_body(Wire::Ollama, &req);
     assert_eq!(body["options"]["temperature"].as_f64(), Some(0.7), "{body}");
 }
 
@@ -135,7 +135,7 @@ fn ollama_sends_temperature_0_7_in_options() {
 #[test]
 fn ollama_parses_text_eval_counts_and_done_reason() {
     let resp = answer(
-        Kind::Ollama,
+        Wire::Ollama,
         &ollama_text("Hello! How can I help?", 26, 298),
         &hello(),
     );
@@ -149,7 +149,7 @@ fn ollama_parses_text_eval_counts_and_done_reason() {
 #[test]
 fn ollama_empty_content_is_an_empty_answer_not_an_error() {
     let resp = answer(
-        Kind::Ollama,
+        Wire::Ollama,
         include_str!("../../../fixtures/responses/ollama_empty_content.json"),
         &hello(),
     );
@@ -164,13 +164,13 @@ fn ollama_empty_content_is_an_empty_answer_not_an_error() {
 
 #[test]
 fn ollama_without_tools_sends_no_tools_key() {
-    let body = sent_body(Kind::Ollama, &hello());
+    let body = sent_body(Wire::Ollama, &hello());
     assert!(body.get("tools").is_none(), "{body}");
 }
 
 #[test]
 fn ollama_sends_tools_as_functions_with_parameters() {
-    let body = sent_body(Kind::Ollama, &with_tools());
+    let body = sent_body(Wire::Ollama, &with_tools());
     let tools = body["tools"].as_array().expect("tools array");
     assert_eq!(tools.len(), 1, "{body}");
     assert_eq!(tools[0]["type"], "function");
@@ -183,7 +183,7 @@ fn ollama_sends_tools_as_functions_with_parameters() {
 #[test]
 fn ollama_parses_tool_calls_with_generated_ids() {
     let resp = answer(
-        Kind::Ollama,
+        Wire::Ollama,
         include_str!("../../../fixtures/responses/ollama_tool_calls.json"),
         &with_tools(),
     );
@@ -214,7 +214,7 @@ fn ollama_parses_tool_calls_with_generated_ids() {
 #[test]
 fn ollama_text_reply_to_a_request_with_tools_has_no_tool_calls() {
     let resp = answer(
-        Kind::Ollama,
+        Wire::Ollama,
         &ollama_text("I cannot call tools, but here is my answer.", 30, 12),
         &with_tools(),
     );
@@ -224,7 +224,7 @@ fn ollama_text_reply_to_a_request_with_tools_has_no_tool_calls() {
 
 #[test]
 fn ollama_sends_one_tool_message_per_result() {
-    let r = sent(Kind::Ollama, &tool_history(""));
+    let r = sent(Wire::Ollama, &tool_history(""));
     let body = r.json();
     let msgs = messages(&body);
     assert_eq!(msgs.len(), 4, "user, assistant, two tool results: {body}");
@@ -241,7 +241,7 @@ fn ollama_sends_one_tool_message_per_result() {
 
 #[test]
 fn ollama_sends_assistant_tool_calls_with_object_arguments() {
-    let body = sent_body(Kind::Ollama, &tool_history(""));
+    let body = sent_body(Wire::Ollama, &tool_history(""));
     let m = &messages(&body)[1];
     assert_eq!(m["role"], "assistant");
     let calls = m["tool_calls"].as_array().expect("tool_calls array");

@@ -4,12 +4,12 @@
 use super::*;
 use crate::common::*;
 
-use axe::provider::{Kind, Message, Request};
+use axe::provider::{Message, Request, Wire};
 use serde_json::{Value, json};
 
 #[test]
 fn openai_posts_json_to_v1_chat_completions_with_bearer_key() {
-    let r = sent(Kind::OpenAi, &hello());
+    let r = sent(Wire::OpenAi, &hello());
     assert_eq!(r.method, "POST");
     assert_eq!(r.path, "/v1/chat/completions");
     assert_eq!(r.header("authorization"), Some(&*format!("Bearer {KEY}")));
@@ -19,8 +19,8 @@ fn openai_posts_json_to_v1_chat_completions_with_bearer_key() {
 
 #[test]
 fn openai_base_url_ending_in_v1_gets_no_second_v1() {
-    let server = FakeServer::json(200, &ok_body(Kind::OpenAi));
-    Provider::new(Kind::OpenAi, format!("{}/v1", server.url), Some(KEY.into()))
+    let server = FakeServer::json(200, &ok_body(Wire::OpenAi));
+    Provider::new(Wire::OpenAi, format!("{}/v1", server.url), Some(KEY.into()))
         .send(&hello(), soon())
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(server.only_request().path, "/v1/chat/completions");
@@ -40,7 +40,7 @@ fn openai_sends_model_and_messages_in_order() {
         ],
         ..Request::default()
     };
-    let body = sent_body(Kind::OpenAi, &req);
+    let body = sent_body(Wire::OpenAi, &req);
     assert_eq!(body["model"], "gpt-4o");
     assert_eq!(
         body["messages"],
@@ -58,7 +58,7 @@ fn openai_sends_system_prompt_as_first_system_message() {
         system: "You are terse.".into(),
         ..hello()
     };
-    let body = sent_body(Kind::OpenAi, &req);
+    let body = sent_body(Wire::OpenAi, &req);
     assert_eq!(
         body["messages"],
         json!([
@@ -71,7 +71,7 @@ fn openai_sends_system_prompt_as_first_system_message() {
 
 #[test]
 fn openai_omits_system_message_when_empty() {
-    let body = sent_body(Kind::OpenAi, &hello());
+    let body = sent_body(Wire::OpenAi, &hello());
     assert_eq!(
         body["messages"],
         json!([{"role": "user", "content": "hello"}])
@@ -80,7 +80,7 @@ fn openai_omits_system_message_when_empty() {
 
 #[test]
 fn openai_omits_max_tokens_when_unset() {
-    let body = sent_body(Kind::OpenAi, &hello());
+    let body = sent_body(Wire::OpenAi, &hello());
     assert!(body.get("max_tokens").is_none(), "{body}");
 }
 
@@ -90,12 +90,12 @@ fn openai_sends_max_tokens_when_set() {
         max_tokens: Some(300),
         ..hello()
     };
-    assert_eq!(sent_body(Kind::OpenAi, &req)["max_tokens"], json!(300));
+    assert_eq!(sent_body(Wire::OpenAi, &req)["max_tokens"], json!(300));
 }
 
 #[test]
 fn openai_omits_temperature_when_unset() {
-    let body = sent_body(Kind::OpenAi, &hello());
+    let body = sent_body(Wire::OpenAi, &hello());
     assert!(body.get("temperature").is_none(), "{body}");
 }
 
@@ -105,7 +105,7 @@ fn openai_sends_zero_temperature_as_exactly_0() {
         temperature: Some(0.0),
         ..hello()
     };
-    let r = sent(Kind::OpenAi, &req);
+    let r = sent(Wire::OpenAi, &req);
     assert_eq!(r.json()["temperature"].to_string(), "0", "{}", r.body);
 }
 
@@ -115,7 +115,7 @@ fn openai_sends_temperature_0_7() {
         temperature: Some(0.7),
         ..hello()
     };
-    let body = sent_body(Kind::OpenAi, &req);
+    let body = sent_body(Wire::OpenAi, &req);
     assert_eq!(body["temperature"].as_f64(), Some(0.7), "{body}");
 }
 
@@ -126,7 +126,7 @@ fn openai_sends_temperature_0_7() {
 #[test]
 fn openai_parses_text_usage_and_finish_reason() {
     let resp = answer(
-        Kind::OpenAi,
+        Wire::OpenAi,
         &openai_text("Hello! How can I help?", 19, 10),
         &hello(),
     );
@@ -139,7 +139,7 @@ fn openai_parses_text_usage_and_finish_reason() {
 
 #[test]
 fn openai_empty_string_content_is_an_empty_answer_not_an_error() {
-    let resp = answer(Kind::OpenAi, &openai_text("", 20, 0), &hello());
+    let resp = answer(Wire::OpenAi, &openai_text("", 20, 0), &hello());
     assert_eq!(resp.content, "");
     assert!(resp.tool_calls.is_empty());
 }
@@ -147,7 +147,7 @@ fn openai_empty_string_content_is_an_empty_answer_not_an_error() {
 #[test]
 fn openai_null_content_without_tool_calls_is_an_empty_answer() {
     let resp = answer(
-        Kind::OpenAi,
+        Wire::OpenAi,
         include_str!("../../../fixtures/responses/openai_empty_content.json"),
         &hello(),
     );
@@ -163,7 +163,7 @@ fn openai_null_content_without_tool_calls_is_an_empty_answer() {
 
 #[test]
 fn openai_without_tools_sends_no_tools_key() {
-    let body = sent_body(Kind::OpenAi, &hello());
+    let body = sent_body(Wire::OpenAi, &hello());
     assert!(body.get("tools").is_none(), "{body}");
     assert!(body.get("tool_choice").is_none(), "{body}");
 }
@@ -172,13 +172,13 @@ fn openai_without_tools_sends_no_tools_key() {
 fn openai_with_tools_sends_tool_choice_auto() {
     // OpenAI's default, sent explicitly: llama-cpp-python's server reads a
     // missing tool_choice as "none" and never calls a tool.
-    let body = sent_body(Kind::OpenAi, &with_tools());
+    let body = sent_body(Wire::OpenAi, &with_tools());
     assert_eq!(body["tool_choice"], "auto", "{body}");
 }
 
 #[test]
 fn openai_sends_tools_as_functions_with_parameters() {
-    let body = sent_body(Kind::OpenAi, &with_tools());
+    let body = sent_body(Wire::OpenAi, &with_tools());
     let tools = body["tools"].as_array().expect("tools array");
     assert_eq!(tools.len(), 1, "{body}");
     assert_eq!(tools[0]["type"], "function");
@@ -191,7 +191,7 @@ fn openai_sends_tools_as_functions_with_parameters() {
 #[test]
 fn openai_parses_tool_calls() {
     let resp = answer(
-        Kind::OpenAi,
+        Wire::OpenAi,
         include_str!("../../../fixtures/responses/openai_tool_calls.json"),
         &with_tools(),
     );
@@ -222,7 +222,7 @@ fn openai_parses_tool_calls() {
 #[test]
 fn openai_tool_calls_with_null_content_give_empty_content() {
     let resp = answer(
-        Kind::OpenAi,
+        Wire::OpenAi,
         include_str!("../../../fixtures/responses/openai_tool_calls.json"),
         &with_tools(),
     );
@@ -233,7 +233,7 @@ fn openai_tool_calls_with_null_content_give_empty_content() {
 #[test]
 fn openai_keeps_text_alongside_tool_calls() {
     let resp = answer(
-        Kind::OpenAi,
+        Wire::OpenAi,
         include_str!("../../../fixtures/responses/openai_tool_calls_with_text.json"),
         &with_tools(),
     );
@@ -251,7 +251,7 @@ fn openai_keeps_text_alongside_tool_calls() {
 #[test]
 fn openai_invalid_tool_call_arguments_give_empty_arguments() {
     let resp = answer(
-        Kind::OpenAi,
+        Wire::OpenAi,
         include_str!("../../../fixtures/responses/openai_invalid_tool_arguments.json"),
         &with_tools(),
     );
@@ -264,7 +264,7 @@ fn openai_invalid_tool_call_arguments_give_empty_arguments() {
 #[test]
 fn openai_reports_tool_calls_stop_reason() {
     let resp = answer(
-        Kind::OpenAi,
+        Wire::OpenAi,
         include_str!("../../../fixtures/responses/openai_tool_calls.json"),
         &with_tools(),
     );
@@ -273,7 +273,7 @@ fn openai_reports_tool_calls_stop_reason() {
 
 #[test]
 fn openai_sends_one_tool_message_per_result() {
-    let r = sent(Kind::OpenAi, &tool_history("Let me delegate."));
+    let r = sent(Wire::OpenAi, &tool_history("Let me delegate."));
     let body = r.json();
     let msgs = messages(&body);
     assert_eq!(msgs.len(), 4, "user, assistant, two tool results: {body}");
@@ -294,7 +294,7 @@ fn openai_sends_one_tool_message_per_result() {
 
 #[test]
 fn openai_sends_assistant_tool_calls_with_json_string_arguments() {
-    let body = sent_body(Kind::OpenAi, &tool_history("Let me delegate."));
+    let body = sent_body(Wire::OpenAi, &tool_history("Let me delegate."));
     let m = &messages(&body)[1];
     assert_eq!(m["role"], "assistant");
     assert_eq!(m["content"], "Let me delegate.");
@@ -324,7 +324,7 @@ fn openai_sends_assistant_tool_calls_with_json_string_arguments() {
 
 #[test]
 fn openai_sends_empty_assistant_content_as_empty_string_not_null() {
-    let r = sent(Kind::OpenAi, &tool_history(""));
+    let r = sent(Wire::OpenAi, &tool_history(""));
     let body = r.json();
     let m = &messages(&body)[1];
     assert!(m["tool_calls"].is_array(), "{m}");

@@ -3,7 +3,7 @@
 
 use super::*;
 
-use axe::provider::{Kind, Message, Request, Response, Tool, ToolCall, ToolParameter, ToolResult};
+use axe::provider::{Message, Request, Response, Tool, ToolCall, ToolParameter, ToolResult, Wire};
 
 #[test]
 fn types_zero_value_tool_is_empty() {
@@ -40,7 +40,7 @@ fn types_default_request_sends_no_tools_key_to_any_provider() {
     assert!(req.tools.is_empty());
     assert_eq!(req.temperature, None);
     assert_eq!(req.max_tokens, None);
-    for kind in Kind::ALL {
+    for kind in Wire::ALL {
         let body = sent_body(kind, &req);
         assert!(body.get("tools").is_none(), "{kind:?}: {body}");
     }

@@ -12,12 +12,14 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Object, Piece, StreamError, failed, json, parse_whole, text};
-use crate::provider::{Response, anthropic};
+use crate::provider::Response;
+use crate::provider::stream::{
+    Assembly, Object, Piece, StreamError, failed, json, parse_whole, text,
+};
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
-pub(super) struct Assembly {
+pub(super) struct Stream {
     /// `message_start` came.
     started: bool,
     /// The content blocks, in the order they began.
@@ -33,8 +35,8 @@ pub(super) struct Assembly {
 
 /// A `content_block_delta` with a `text_delta`, the most of a stream: read
 /// without building a JSON tree, its text borrowed from the event (as the
-/// OpenAI wire's text chunks are, `openai.rs`). Any other event fails to
-/// read as this and is read whole by [`Assembly::event`].
+/// OpenAI wire's text chunks are, `openai/stream.rs`). Any other event
+/// fails to read as this and is read whole by [`Stream::event`].
 #[derive(Deserialize)]
 struct TextEvent<'a> {
     #[serde(rename = "type", borrow)]
@@ -65,19 +67,15 @@ struct Block {
     citations: Vec<Value>,
 }
 
-impl Assembly {
+impl Assembly for Stream {
     /// The stream's last event (`message_stop`) came.
-    pub(super) fn ended(&self) -> bool {
+    fn ended(&self) -> bool {
         self.stopped
     }
 
     /// One event; the name on its `event:` line says what its data's `type`
     /// says, which is read.
-    pub(super) fn event<'a>(
-        &mut self,
-        name: &str,
-        data: &'a str,
-    ) -> Result<Piece<'a>, StreamError> {
+    fn event<'a>(&mut self, name: &str, data: &'a str) -> Result<Piece<'a>, StreamError> {
         if self.stopped {
             return Ok(Piece::default());
         }
@@ -115,6 +113,26 @@ impl Assembly {
         Ok(Piece::default())
     }
 
+    /// The answer, read as the same answer sent whole would be.
+    fn finish(mut self: Box<Self>) -> Result<Response, StreamError> {
+        if !self.started || !self.stopped {
+            return Err(StreamError::Invalid(
+                "the stream ended before message_stop".into(),
+            ));
+        }
+        self.blocks.sort_by_key(|b| b.index);
+        let content: Vec<Value> = self.blocks.into_iter().map(Block::whole).collect();
+        let whole = json!({
+            "content": content,
+            "stop_reason": self.stop_reason,
+            "stop_details": self.stop_details,
+            "usage": Value::Object(self.usage),
+        });
+        parse_whole(&whole, super::parse)
+    }
+}
+
+impl Stream {
     fn merge_usage(&mut self, usage: &Value) {
         if let Some(fields) = usage.as_object() {
             for (k, v) in fields {
@@ -195,24 +213,6 @@ impl Assembly {
             delta: !t.is_empty(),
             text: (block.start["type"] == "text").then_some(t),
         }
-    }
-
-    /// The answer, read as the same answer sent whole would be.
-    pub(super) fn finish(mut self) -> Result<Response, StreamError> {
-        if !self.started || !self.stopped {
-            return Err(StreamError::Invalid(
-                "the stream ended before message_stop".into(),
-            ));
-        }
-        self.blocks.sort_by_key(|b| b.index);
-        let content: Vec<Value> = self.blocks.into_iter().map(Block::whole).collect();
-        let whole = json!({
-            "content": content,
-            "stop_reason": self.stop_reason,
-            "stop_details": self.stop_details,
-            "usage": Value::Object(self.usage),
-        });
-        parse_whole(&whole, anthropic::parse)
     }
 }
 

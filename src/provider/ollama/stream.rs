@@ -10,14 +10,14 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::{Object, Piece, StreamError, failed, json, parse_whole};
-use crate::provider::{Response, ollama};
+use crate::provider::Response;
+use crate::provider::stream::{Assembly, Object, Piece, StreamError, failed, json, parse_whole};
 
 /// A line that only adds answer text, the most of a stream: read without
 /// building a JSON tree, its text borrowed from the line (as the OpenAI
-/// wire's text chunks are, `openai.rs`). Any other line fails to read as
-/// this, or has a field this one must not have, and is read whole by
-/// [`Assembly::line`].
+/// wire's text chunks are, `openai/stream.rs`). Any other line fails to
+/// read as this, or has a field this one must not have, and is read whole
+/// by [`Stream::event`].
 #[derive(Deserialize)]
 struct TextLine<'a> {
     #[serde(borrow)]
@@ -35,21 +35,21 @@ struct TextMessage<'a> {
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
-pub(super) struct Assembly {
+pub(super) struct Stream {
     content: String,
     tool_calls: Vec<Value>,
     /// The `done: true` object: the stream is whole.
     last: Option<Value>,
 }
 
-impl Assembly {
+impl Assembly for Stream {
     /// The stream's last object (`done: true`) came.
-    pub(super) fn ended(&self) -> bool {
+    fn ended(&self) -> bool {
         self.last.is_some()
     }
 
-    /// One line (blank lines are let be).
-    pub(super) fn line<'a>(&mut self, line: &'a str) -> Result<Piece<'a>, StreamError> {
+    /// One line, named `line` (blank lines are let be).
+    fn event<'a>(&mut self, _name: &str, line: &'a str) -> Result<Piece<'a>, StreamError> {
         if line.is_empty() || self.last.is_some() {
             return Ok(Piece::default());
         }
@@ -87,7 +87,7 @@ impl Assembly {
     }
 
     /// The answer, read as the same answer sent whole would be.
-    pub(super) fn finish(self) -> Result<Response, StreamError> {
+    fn finish(self: Box<Self>) -> Result<Response, StreamError> {
         let Some(last) = self.last else {
             return Err(StreamError::Invalid(
                 "the stream ended before its done: true line".into(),
@@ -103,6 +103,6 @@ impl Assembly {
             "prompt_eval_count": last["prompt_eval_count"],
             "eval_count": last["eval_count"],
         });
-        parse_whole(&whole, ollama::parse)
+        parse_whole(&whole, super::parse)
     }
 }

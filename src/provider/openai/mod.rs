@@ -1,13 +1,98 @@
 //! The OpenAI Chat Completions wire format (`POST /v1/chat/completions`),
-//! spoken by OpenAI and every OpenAI-compatible server.
+//! spoken by OpenAI and every OpenAI-compatible server: its endpoint and
+//! headers, the request body, the parsing of an answer and what its
+//! models refuse; its stream's events in `stream.rs`.
+
+mod stream;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_wire,
-    arguments_text, assistant_message, count, input_schema, invalid_json_detail, number,
+use crate::provider::adjust::{self, Change};
+use crate::provider::format::Format;
+use crate::provider::stream::{Assembly, Frames};
+use crate::provider::{
+    Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
+    arguments_from_wire, arguments_text, assistant_message, count, input_schema,
+    invalid_json_detail, join_v1, number,
 };
+
+/// Chat Completions, as the common code calls it.
+pub(crate) struct ChatCompletions;
+
+impl Format for ChatCompletions {
+    fn default_base_url(&self) -> &'static str {
+        "https://api.openai.com"
+    }
+
+    fn needs_key(&self) -> bool {
+        true
+    }
+
+    fn endpoint(&self, base_url: &str) -> String {
+        join_v1(base_url, "chat/completions")
+    }
+
+    fn auth(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|key| ("authorization", format!("Bearer {key}")))
+            .into_iter()
+            .collect()
+    }
+
+    fn frames(&self) -> Frames {
+        Frames::Sse
+    }
+
+    /// OpenAI's reasoning models take `max_completion_tokens` and refuse
+    /// `max_tokens` (the API reference marks `max_tokens` deprecated, and
+    /// not compatible with those models); compatible servers may know only
+    /// `max_tokens`. So OpenAI's own API (`api.openai.com`) gets
+    /// `max_completion_tokens` from the start, every other server
+    /// `max_tokens`.
+    fn quirks(&self, base_url: &str) -> Quirks {
+        Quirks {
+            max_completion_tokens: is_openai_itself(base_url),
+            ..Quirks::default()
+        }
+    }
+
+    fn body(&self, req: &Request, quirks: Quirks) -> Value {
+        body(req, quirks)
+    }
+
+    /// `max_tokens` where a model takes only `max_completion_tokens`, and a
+    /// `temperature` some models refuse.
+    fn refused(&self, detail: &ErrorDetail, req: &Request, quirks: Quirks) -> Option<Change> {
+        let sent_max_tokens = req.max_tokens.is_some() && !quirks.max_completion_tokens;
+        let about_max_tokens = detail.param.as_deref() == Some("max_tokens")
+            || detail
+                .message
+                .to_ascii_lowercase()
+                .contains("max_completion_tokens");
+        if sent_max_tokens && about_max_tokens {
+            return Some(Change::MaxCompletionTokens);
+        }
+        adjust::temperature_refused(detail, req, quirks)
+    }
+
+    fn parse(&self, body: &str) -> Result<Response, String> {
+        parse(body)
+    }
+
+    fn assembly(&self) -> Box<dyn Assembly> {
+        Box::<stream::Stream>::default()
+    }
+}
+
+/// Whether `base_url` is OpenAI's own API (not a compatible server).
+fn is_openai_itself(base_url: &str) -> bool {
+    let rest = base_url
+        .strip_prefix("https://")
+        .or_else(|| base_url.strip_prefix("http://"))
+        .unwrap_or(base_url);
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    host.eq_ignore_ascii_case("api.openai.com")
+}
 
 /// The request body for `req`, written for a model with `quirks`. The
 /// system prompt is the first message.

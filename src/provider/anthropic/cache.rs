@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Message, Request};
+use crate::provider::{Message, Request};
 
 /// The most `cache_control` marks the API takes in one request.
 pub const MAX_BREAKPOINTS: usize = 4;

@@ -1,12 +1,63 @@
-//! The Ollama chat wire format (`POST /api/chat`).
+//! The Ollama chat wire format (`POST /api/chat`): its endpoint and
+//! headers, the request body and the parsing of an answer; its stream's
+//! lines in `stream.rs`. Its models refuse nothing axe sends: the body
+//! takes no quirks.
+
+mod stream;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    Cut, Message, Request, Response, ToolCall, arguments_from_wire, arguments_object,
+use crate::provider::format::Format;
+use crate::provider::stream::{Assembly, Frames};
+use crate::provider::{
+    Cut, Message, Quirks, Request, Response, ToolCall, arguments_from_wire, arguments_object,
     assistant_message, count, invalid_json_detail, number,
 };
+
+/// Ollama's chat API, as the common code calls it.
+pub(crate) struct Chat;
+
+impl Format for Chat {
+    fn default_base_url(&self) -> &'static str {
+        "http://localhost:11434"
+    }
+
+    /// A local server: a key is sent only when one is set.
+    fn needs_key(&self) -> bool {
+        false
+    }
+
+    fn endpoint(&self, base_url: &str) -> String {
+        format!("{base_url}/api/chat")
+    }
+
+    fn auth(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|key| ("authorization", format!("Bearer {key}")))
+            .into_iter()
+            .collect()
+    }
+
+    fn frames(&self) -> Frames {
+        Frames::Lines
+    }
+
+    fn body(&self, req: &Request, _quirks: Quirks) -> Value {
+        body(req)
+    }
+
+    fn parse(&self, body: &str) -> Result<Response, String> {
+        parse(body)
+    }
+
+    fn assembly(&self) -> Box<dyn Assembly> {
+        Box::<stream::Stream>::default()
+    }
+
+    fn connection_refused(&self, base_url: &str, _url: &str) -> String {
+        format!("connection refused: is Ollama running? (expected at {base_url})")
+    }
+}
 
 /// The request body for `req`. The system prompt is the first message;
 /// temperature and max tokens go in `options`.
@@ -31,7 +82,7 @@ pub fn body(req: &Request) -> Value {
     }
     // Ollama cannot forbid tool calls: tools only go where they are offered.
     if req.sends_tools(false) {
-        body["tools"] = super::openai::function_tools(req);
+        body["tools"] = crate::provider::openai::function_tools(req);
     } else if let Some(schema) = &req.output_schema {
         // `format` constrains every token the model writes to the schema,
         // which leaves no way to write a tool call: it goes only on requests

@@ -1,17 +1,93 @@
-//! The Anthropic Messages API wire format (`POST /v1/messages`).
+//! The Anthropic Messages API wire format (`POST /v1/messages`): its
+//! endpoint and headers, the request body, the parsing of an answer and
+//! what its models refuse; its stream's events in `stream.rs`, the
+//! prompt-cache marks a request carries in `cache.rs`, and the schema its
+//! JSON outputs are sent in `schema.rs`.
+
+pub mod cache;
+pub mod schema;
+mod stream;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::anthropic_cache;
-use super::anthropic_schema::for_anthropic;
-use super::{
-    Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json,
-    arguments_object, count, input_schema, invalid_json_detail, number,
+use crate::provider::adjust::{self, Change};
+use crate::provider::format::Format;
+use crate::provider::stream::{Assembly, Frames};
+use crate::provider::{
+    Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
+    arguments_from_json, arguments_object, count, input_schema, invalid_json_detail, join_v1,
+    number,
 };
+use schema::for_anthropic;
 
 /// Anthropic requires `max_tokens`; this is sent when the agent sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The Messages API, as the common code calls it.
+pub(crate) struct Messages;
+
+impl Format for Messages {
+    fn default_base_url(&self) -> &'static str {
+        "https://api.anthropic.com"
+    }
+
+    fn needs_key(&self) -> bool {
+        true
+    }
+
+    fn endpoint(&self, base_url: &str) -> String {
+        join_v1(base_url, "messages")
+    }
+
+    fn auth(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        vec![
+            ("x-api-key", key.unwrap_or("").to_string()),
+            ("anthropic-version", "2023-06-01".to_string()),
+        ]
+    }
+
+    fn frames(&self) -> Frames {
+        Frames::Sse
+    }
+
+    fn body(&self, req: &Request, quirks: Quirks) -> Value {
+        body(req, quirks)
+    }
+
+    /// A `temperature` some models refuse, and an output schema the API
+    /// cannot take (too large a grammar, a keyword axe did not expect it
+    /// to refuse): a 400 about `output_config`.
+    fn refused(&self, detail: &ErrorDetail, req: &Request, quirks: Quirks) -> Option<Change> {
+        if let Some(change) = adjust::temperature_refused(detail, req, quirks) {
+            return Some(change);
+        }
+        // The API names the schema's place (`output_config.format.schema:
+        // ...`), except when the grammar built from it is too large.
+        let message = detail.message.to_ascii_lowercase();
+        let about_schema = ["output_config", "output_format", "compiled grammar"]
+            .iter()
+            .any(|w| message.contains(w));
+        let sent_schema = !quirks.no_output_schema
+            && req
+                .output_schema
+                .as_ref()
+                .is_some_and(|s| for_anthropic(s).is_ok());
+        (sent_schema && about_schema).then_some(Change::NoOutputSchema)
+    }
+
+    fn unsent_schema(&self, schema: &Value) -> Option<String> {
+        for_anthropic(schema).err()
+    }
+
+    fn parse(&self, body: &str) -> Result<Response, String> {
+        parse(body)
+    }
+
+    fn assembly(&self) -> Box<dyn Assembly> {
+        Box::<stream::Stream>::default()
+    }
+}
 
 /// The request body for `req`, written for a model with `quirks`.
 pub fn body(req: &Request, quirks: Quirks) -> Value {
@@ -55,7 +131,7 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
         body["stream"] = json!(true);
     }
     if req.prompt_cache {
-        anthropic_cache::mark(&mut body, req);
+        cache::mark(&mut body, req);
     }
     body
 }

@@ -12,12 +12,14 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
-use super::{Object, Piece, StreamError, failed, json, parse_whole, text};
-use crate::provider::{Response, openai};
+use crate::provider::Response;
+use crate::provider::stream::{
+    Assembly, Object, Piece, StreamError, failed, json, parse_whole, text,
+};
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
-pub(super) struct Assembly {
+pub(super) struct Stream {
     /// A chunk with a choice came.
     chose: bool,
     content: String,
@@ -34,7 +36,7 @@ pub(super) struct Assembly {
 /// building a JSON tree (a fifth of a stream's CPU went to that and to
 /// freeing it again), its fields borrowed from the event, the rest skipped.
 /// Any other chunk fails to read as this, or has a field this one must not
-/// have, and is read whole by [`Assembly::event`].
+/// have, and is read whole by [`Stream::event`].
 #[derive(Deserialize)]
 struct TextChunk<'a> {
     #[serde(borrow)]
@@ -70,14 +72,14 @@ struct Call {
     arguments: String,
 }
 
-impl Assembly {
+impl Assembly for Stream {
     /// The stream's last event (`[DONE]`) came.
-    pub(super) fn ended(&self) -> bool {
+    fn ended(&self) -> bool {
         self.done
     }
 
-    /// One event's data.
-    pub(super) fn event<'a>(&mut self, data: &'a str) -> Result<Piece<'a>, StreamError> {
+    /// One event's data (its name says nothing the data does not).
+    fn event<'a>(&mut self, _name: &str, data: &'a str) -> Result<Piece<'a>, StreamError> {
         if self.done {
             return Ok(Piece::default());
         }
@@ -127,6 +129,34 @@ impl Assembly {
         Ok(piece)
     }
 
+    /// The answer, read as the same answer sent whole would be.
+    fn finish(mut self: Box<Self>) -> Result<Response, StreamError> {
+        if !self.done {
+            return Err(StreamError::Invalid(
+                "the stream ended before [DONE]".into(),
+            ));
+        }
+        self.calls.sort_by_key(|c| c.index);
+        let choices = if self.chose {
+            let mut message = json!({"content": self.content});
+            if !self.refusal.is_empty() {
+                message["refusal"] = json!(self.refusal);
+            }
+            if !self.calls.is_empty() {
+                message["tool_calls"] = self.calls.iter().map(Call::whole).collect();
+            }
+            json!([{"message": message, "finish_reason": self.finish_reason}])
+        } else {
+            json!([])
+        };
+        parse_whole(
+            &json!({"choices": choices, "usage": self.usage}),
+            super::parse,
+        )
+    }
+}
+
+impl Stream {
     /// A fragment of the call at its `index` (its position in the list
     /// when a server leaves the index out).
     fn call_delta(&mut self, position: usize, c: &Value) {
@@ -167,32 +197,6 @@ impl Assembly {
         let (name, part) = (text(name).to_string(), text(part).to_string());
         first(&mut call.name, &Value::String(name));
         call.arguments.push_str(&part);
-    }
-
-    /// The answer, read as the same answer sent whole would be.
-    pub(super) fn finish(mut self) -> Result<Response, StreamError> {
-        if !self.done {
-            return Err(StreamError::Invalid(
-                "the stream ended before [DONE]".into(),
-            ));
-        }
-        self.calls.sort_by_key(|c| c.index);
-        let choices = if self.chose {
-            let mut message = json!({"content": self.content});
-            if !self.refusal.is_empty() {
-                message["refusal"] = json!(self.refusal);
-            }
-            if !self.calls.is_empty() {
-                message["tool_calls"] = self.calls.iter().map(Call::whole).collect();
-            }
-            json!([{"message": message, "finish_reason": self.finish_reason}])
-        } else {
-            json!([])
-        };
-        parse_whole(
-            &json!({"choices": choices, "usage": self.usage}),
-            openai::parse,
-        )
     }
 }
 
