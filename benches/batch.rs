@@ -1,4 +1,4 @@
-//! `make bench`, the batch part (design §13.2): 1,000 one-line inputs with
+//! `make bench`, the batch part (design §11.2): 1,000 one-line inputs with
 //! `--jobs 32` against a fake OpenAI server that answers each request after
 //! L = 50 ms, through the release binary: wall time against 1.1 × ⌈1000/32⌉
 //! × L, axe's CPU per input, its peak RSS and the TCP connections the server

@@ -1,4 +1,4 @@
-//! `make bench`, the serve part (design ch. 14): the release binary's
+//! `make bench`, the serve part (design ch. 12): the release binary's
 //! `axe serve` against an instant fake OpenAI provider, driven on raw
 //! loopback connections (one per request, as a plain client makes them).
 //! Printed beside their targets; never fails on a time.

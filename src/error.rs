@@ -149,7 +149,7 @@ pub enum Error {
     Partial(Box<Error>),
     /// A batch in which `failed` of its `total` inputs did not succeed
     /// (failed or not started); exit as the largest of their exit codes
-    /// (design §13.6).
+    /// (design §11.6).
     Batch { failed: u64, total: u64, code: u8 },
 }
 

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             Code::Panic
         }
     };
-    // Nothing the run started outlives it (design §10.3): commands still
+    // Nothing the run started outlives it (design §8.3): commands still
     // running, what they or an MCP server left behind.
     axe::sandbox::orphans::sweep_all();
     // What is queued for stderr goes out before the process ends, unless

@@ -14,7 +14,7 @@ pub fn config_dir() -> Result<PathBuf, Error> {
 }
 
 /// `$XDG_DATA_HOME/axe`, else `~/.local/share/axe`: where memory files live
-/// (design §12.1).
+/// (design §10.1).
 pub fn data_dir() -> Result<PathBuf, Error> {
     xdg_dir("XDG_DATA_HOME", ".local/share", "data")
 }
@@ -22,7 +22,7 @@ pub fn data_dir() -> Result<PathBuf, Error> {
 /// Where agent files are looked for, in order (design §3.16): the first
 /// directory that has `<name>.toml` holds the agent. The last is the
 /// config directory's `agents`, where new files are made, unless a run
-/// left it out as untrusted (`agent::Catalog`, design §10.8): it stays the
+/// left it out as untrusted (`agent::Catalog`, design §8.8): it stays the
 /// home, and is not searched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentDirs {
@@ -121,7 +121,7 @@ impl AgentDirs {
 }
 
 /// axe's own directories, which no tool of an agent may write (design
-/// §10.2, §10.6): the config directory (config.toml, agents, skills), `./axe` (the
+/// §8.2, §8.6): the config directory (config.toml, agents, skills), `./axe` (the
 /// current directory's, whose `agents` is on the search path, and whose
 /// skills and schemas its agents read), and every agent directory this
 /// process searched (`--agents-dir`). Whether they exist or not.

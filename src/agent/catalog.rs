@@ -1,10 +1,10 @@
 //! The agent files a run (or a server) uses, read at its start (design
-//! §3.16, §10.8): its agents and every agent they delegate to, found on the
+//! §3.16, §8.8): its agents and every agent they delegate to, found on the
 //! search path less the directories an agent of it could write unconfined.
 //!
-//! A model cannot write an agent file through the file tools (§10.2), nor
+//! A model cannot write an agent file through the file tools (§8.2), nor
 //! through a command whose sandbox keeps the protected directories
-//! read-only (§10.6). An agent whose commands run without that protection
+//! read-only (§8.6). An agent whose commands run without that protection
 //! (`[sandbox] mode = "off"`) can: an agent directory inside its workdir or
 //! its `[sandbox] write` paths is then not read, with a warning naming it,
 //! unless config.toml's `trusted_agent_dirs` lists it. Leaving a directory
@@ -237,7 +237,7 @@ fn untrusted(
 }
 
 /// Why an agent's commands may write without the read-only protection of
-/// axe's directories (design §10.6), if they may: they run with the sandbox
+/// axe's directories (design §8.6), if they may: they run with the sandbox
 /// off, or with that protection turned off. None for an agent that runs no
 /// command.
 fn unconfined(tools: &[String], sandbox: &SandboxConfig) -> Option<&'static str> {

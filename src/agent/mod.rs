@@ -94,9 +94,9 @@ pub struct AgentConfig {
     pub timeout: Option<u64>,
     /// `[output]`: the output schema the answer must match (design D22).
     pub output: Option<OutputConfig>,
-    /// `tools`, `allowed_hosts`, `[sandbox]` (design §10).
+    /// `tools`, `allowed_hosts`, `[sandbox]` (design §8).
     pub tools: ToolsConfig,
-    /// `mcp_servers` and `mcp_tools` (design §11.1).
+    /// `mcp_servers` and `mcp_tools` (design §9.1).
     pub mcp: crate::mcp::AgentMcp,
     /// `prompt_cache`: whether its requests mark their stable prefix for
     /// the provider's prompt cache (absent: true; design §4.10).
@@ -104,7 +104,7 @@ pub struct AgentConfig {
     /// `stream`: answers are streamed, and at top level printed as they
     /// come (design §4.11).
     pub stream: bool,
-    /// `[memory]` (design §12.1); None when the file has no such table.
+    /// `[memory]` (design §10.1); None when the file has no such table.
     pub memory: Option<MemoryConfig>,
 }
 

@@ -1,4 +1,4 @@
-//! An agent file's tools (design §10.1): `tools = [...]`, `allowed_hosts`
+//! An agent file's tools (design §8.1): `tools = [...]`, `allowed_hosts`
 //! and the `[sandbox]` table, as written and validated. What they mean when
 //! a call runs is in `crate::tools` and `crate::sandbox`.
 

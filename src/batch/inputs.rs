@@ -1,5 +1,5 @@
 //! A batch's inputs, read one at a time as workers ask for them (design
-//! §13.1): the lines of `--each FILE` (`-`: stdin), plain text or JSON
+//! §11.1): the lines of `--each FILE` (`-`: stdin), plain text or JSON
 //! Lines (told by the first line that is not blank), or the files
 //! `--each-file GLOB` matches. What each input gives a run: its variables,
 //! its user message, what its output line says about it, and the key that
@@ -74,10 +74,10 @@ impl Lines {
     /// The lines of `path` (relative to the current directory `cwd`), or
     /// of stdin for `-`, and how many inputs a file holds (its lines that
     /// are not blank, for the progress line). A file is opened once, as a
-    /// regular file, by name with no link followed (design §10.7): it may
+    /// regular file, by name with no link followed (design §8.7): it may
     /// lie where an agent writes.
     pub fn open(path: &str, cwd: &Path) -> Result<(Lines, Option<u64>), Error> {
-        #[allow(clippy::disallowed_methods, reason = "`--each -` (design §13.1)")]
+        #[allow(clippy::disallowed_methods, reason = "`--each -` (design §11.1)")]
         let (reader, total): (Box<dyn BufRead + Send>, _) = if path == "-" {
             (Box::new(BufReader::new(std::io::stdin())), None)
         } else {
@@ -276,7 +276,7 @@ impl Input {
         }
     }
 
-    /// What `--resume` knows this input by (design §13.4): its `id`, else
+    /// What `--resume` knows this input by (design §11.4): its `id`, else
     /// its file's path, else its text (a JSON object's, as its JSON).
     pub fn key(&self) -> u64 {
         if let Some(id) = self.id() {
@@ -310,7 +310,7 @@ fn value_text(v: &Value) -> String {
 
 /// A file `--each-file` matched, read when its turn comes: beneath `root`
 /// with no link followed (an input before it may have swapped one in:
-/// design §10.7), a regular file only (a FIFO a glob matched would block
+/// design §8.7), a regular file only (a FIFO a glob matched would block
 /// the open for ever), at most [`MAX_INPUT_BYTES`].
 pub fn read_file(root: &Root, shown: &str) -> Result<String, Error> {
     match crate::sandbox::read::bytes_in(root, shown, MAX_INPUT_BYTES) {

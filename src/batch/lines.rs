@@ -1,4 +1,4 @@
-//! A batch's output (design §13.4): one JSON object per input, each one
+//! A batch's output (design §11.4): one JSON object per input, each one
 //! line written whole by one `write` under a lock, to stdout or appended to
 //! the `--resume` file. A line's head says which input it is (`line`,
 //! `id`, `input` or `path`) and how it ended (`ok`, `exit`, `skipped`); an
@@ -106,7 +106,7 @@ impl Out {
         }
         let result = match &mut *sink {
             Sink::Stdout => {
-                #[allow(clippy::disallowed_methods, reason = "a batch's lines (§13.4)")]
+                #[allow(clippy::disallowed_methods, reason = "a batch's lines (§11.4)")]
                 let mut out = std::io::stdout().lock();
                 out.write_all(&bytes).and_then(|()| out.flush())
             }

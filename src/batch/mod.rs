@@ -1,4 +1,4 @@
-//! One agent over many inputs (design ch. 13): `axe run AGENT --each FILE`
+//! One agent over many inputs (design ch. 11): `axe run AGENT --each FILE`
 //! or `--each-file GLOB`. The agent is read and resolved once; each input
 //! fills its templates (`template.rs`), runs as a top-level run of its own
 //! with its own ledger and deadline, and becomes one JSON line

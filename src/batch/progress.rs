@@ -1,4 +1,4 @@
-//! What a batch says while it runs (design §13.5): the counts every part
+//! What a batch says while it runs (design §11.5): the counts every part
 //! of it adds to, a one-line view redrawn on a terminal (done / total,
 //! failed, skipped, rate, tokens, time left), and under `--verbose` a line
 //! per input that ended. The view is a frame on stderr's one writer, as the

@@ -1,4 +1,4 @@
-//! `--resume OUT.jsonl` (design §13.4): the inputs a previous batch's
+//! `--resume OUT.jsonl` (design §11.4): the inputs a previous batch's
 //! output says succeeded, known by their `id`, else their file's `path`,
 //! else their text, as [`Input::key`](super::inputs::Input::key) computes
 //! it for the inputs read now; and the file, opened to append the rest. A
@@ -6,7 +6,7 @@
 //! something axe cannot catch) was never a whole line and is cut off.
 //!
 //! The file may lie where an agent writes: it is opened once, by name in
-//! its directory with no link followed (design §10.7), and read, cut and
+//! its directory with no link followed (design §8.7), and read, cut and
 //! appended to as that inode.
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-//! How a batch's inputs are run (design §13.2): a rayon pool of `--jobs`
+//! How a batch's inputs are run (design §11.2): a rayon pool of `--jobs`
 //! threads maps over the inputs as they are read (`par_bridge`, which takes
 //! the next input when a thread is free), and two bounds keep it within its
 //! means. [`Gate`] shares `--max-tokens` and `--max-turns` across the

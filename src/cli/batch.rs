@@ -1,5 +1,5 @@
 //! `axe run AGENT --each FILE` and `--each-file GLOB`: the command line's
-//! side of a batch (design ch. 13). The flags checked, the agent set up as
+//! side of a batch (design ch. 11). The flags checked, the agent set up as
 //! every top-level run is (`run.rs`'s [`base`] and [`top_ctx`]), the inputs
 //! opened, `--resume`'s file read, the signal actions, the progress view,
 //! then the batch (`crate::batch`) and its exit status. The run log gets one
@@ -94,7 +94,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         cancel: Cancel::default(),
     };
     // The command line's bounds are the whole batch's; the file's bound
-    // each input (design §13.2).
+    // each input (design §11.2).
     let proto = crate::run::Ctx {
         budgets: top::budgets(cmd.max_tokens, cmd.max_turns),
         ..top::ctx(setup, &cmd.agent, &base.resolved, deadline, ledger.clone())?
@@ -174,7 +174,7 @@ fn source(
     }
     let glob = cmd.each_file.clone().unwrap_or_default();
     // The glob is walked beneath the current directory, no link followed
-    // (design §10.7): an input may lie where an agent writes.
+    // (design §8.7): an input may lie where an agent writes.
     let root = Root::cwd(cwd, Follow::NothingAsWritten)
         .map_err(|e| Error::config(format!("cannot open {}: {e}", cwd.display())))?;
     let matched = crate::resolve::glob_matches(&root, &[glob], &Deadline::after(timeout))?;
@@ -221,7 +221,7 @@ fn stdout_file() -> Option<String> {
 }
 
 /// The batch's end: its record in the run log and its exit status (design
-/// §13.6): 0 when every input succeeded, else the largest exit code of
+/// §11.6): 0 when every input succeeded, else the largest exit code of
 /// those that did not.
 fn end(batch: &Batch, log: &RunLog) -> Result<(), Error> {
     let c = &batch.counts;

@@ -1,5 +1,5 @@
 //! `axe gc [agent] [--all] [--dry-run] [--model provider/model]` (design
-//! §12.5): an agent's memory sent to a model that looks for patterns in it,
+//! §10.5): an agent's memory sent to a model that looks for patterns in it,
 //! the model's report printed, then the memory file trimmed to its last
 //! entries, what was removed kept in `<file>.bak`. The request goes
 //! through the provider layer as a run's do (the same client, retries and

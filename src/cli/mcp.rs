@@ -1,4 +1,4 @@
-//! `axe mcp list` and `axe mcp tools <server>` (design §11.5): the MCP
+//! `axe mcp list` and `axe mcp tools <server>` (design §9.5): the MCP
 //! servers an agent may list, and the tools one of them offers, seen
 //! without running an agent.
 
@@ -84,7 +84,7 @@ fn list(agent: Option<&str>, agents_dir: Option<&str>) -> Result<(), Error> {
 /// `axe mcp tools <server>`: the server started, initialized and its tools
 /// listed before `--timeout`, then stopped. Exit 2 when it cannot be.
 fn tools(cmd: &McpTools) -> Result<(), Error> {
-    // It starts a process: a signal must stop it (design §6.5, §11.4).
+    // It starts a process: a signal must stop it (design §6.5, §9.4).
     interrupt::install();
     if cmd.timeout == 0 {
         return Err(Error::general("--timeout must be at least 1 second"));

@@ -49,7 +49,7 @@ pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
 pub(super) struct Base {
     pub(super) global: GlobalConfig,
     /// The agent and its tree, read once from the trusted agent
-    /// directories (design §10.8).
+    /// directories (design §8.8).
     pub(super) catalog: Arc<Catalog>,
     pub(super) cwd: PathBuf,
     pub(super) resolved: resolve::Resolved,
@@ -112,7 +112,7 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
 }
 
 /// The agent `cmd` names and its tree, from the search path less the
-/// directories an agent of it may write unconfined (design §10.8), each
+/// directories an agent of it may write unconfined (design §8.8), each
 /// left out said on stderr.
 fn read_agents(cmd: &RunCmd, global: &GlobalConfig, cwd: &Path) -> Result<Catalog, Error> {
     let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
@@ -185,7 +185,7 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         interrupt::on_signal(move |why| ledger.interrupt(why))
     };
     // A signal stops the MCP servers too; every other way out drops `ctx`
-    // and its servers with it (design §11.4).
+    // and its servers with it (design §9.4).
     let _stops_servers = {
         let mcp = ctx.mcp.clone();
         interrupt::on_signal(move |_| mcp.stop_all())

@@ -1,7 +1,7 @@
 //! `axe serve`: the command line read into the server's settings,
 //! config.toml, the agents' search path and the agent files loaded once,
 //! then the server
-//! (`crate::serve`, design ch. 14) until SIGTERM or SIGINT; SIGHUP reads
+//! (`crate::serve`, design ch. 12) until SIGTERM or SIGINT; SIGHUP reads
 //! the agent files again.
 
 use std::net::SocketAddr;

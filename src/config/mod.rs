@@ -27,14 +27,14 @@ pub struct GlobalConfig {
     /// Transport retries for every agent (an agent's own `[retry]` wins).
     #[serde(default)]
     pub retry: RetrySettings,
-    /// `[[mcp_servers]]`: the MCP servers agents may list by name (design §11.1).
+    /// `[[mcp_servers]]`: the MCP servers agents may list by name (design §9.1).
     #[serde(default)]
     pub mcp_servers: Vec<crate::mcp::ServerFile>,
     /// `[run_log]`: the record each `axe run` appends (design §7.7).
     #[serde(default)]
     pub run_log: crate::trace::run_log::Settings,
     /// `trusted_agent_dirs`: agent directories read even where an agent of
-    /// the run may write them with its commands unconfined (design §10.8).
+    /// the run may write them with its commands unconfined (design §8.8).
     #[serde(default)]
     pub trusted_agent_dirs: Vec<String>,
 }

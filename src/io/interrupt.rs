@@ -26,7 +26,7 @@ static ACTIONS: Mutex<Vec<(u64, Action)>> = Mutex::new(Vec::new());
 /// (a second one ends it as usual).
 static FIRST: Mutex<Option<Action>> = Mutex::new(None);
 /// `axe serve`'s: taken by SIGHUP while the first signal has not come
-/// (the agents read again, design §14.2), instead of ending the process.
+/// (the agents read again, design §12.2), instead of ending the process.
 static HANGUP: Mutex<Option<Action>> = Mutex::new(None);
 static TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// What kills the processes the run started and what they left
@@ -90,7 +90,7 @@ pub fn on_signal(action: impl Fn(&str) + Send + Sync + 'static) -> Registered {
 }
 
 /// Runs `action` on the first signal instead of ending the process: a
-/// server's graceful stop (design §14.3). A second signal ends the process
+/// server's graceful stop (design §12.3). A second signal ends the process
 /// as any signal does.
 pub fn on_first_signal(action: impl Fn(&str) + Send + Sync + 'static) {
     *FIRST.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(action));
@@ -217,7 +217,7 @@ fn end(sig: libc::c_int) -> ! {
         action(why);
     }
     // What the run started goes with it: commands still running, what
-    // they or an MCP server left (design §10.3).
+    // they or an MCP server left (design §8.3).
     if let Some(sweep) = SWEEP.get() {
         sweep();
     }

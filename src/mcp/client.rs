@@ -1,4 +1,4 @@
-//! One MCP server, connected (design §11.2): `initialize` with the protocol
+//! One MCP server, connected (design §9.2): `initialize` with the protocol
 //! version negotiated, `notifications/initialized`, its tools listed (every
 //! page, within the caps of `listing`), and `tools/call` with the result
 //! turned into the text a tool result carries (`result`). The transport
@@ -44,7 +44,7 @@ pub struct Server {
     /// escaped line.
     pub info: String,
     pub tools: Vec<McpTool>,
-    /// What listing its tools left out, a warning each (design §11.3).
+    /// What listing its tools left out, a warning each (design §9.3).
     pub warnings: Vec<String>,
     /// Its `timeout`: the longest one call may take.
     pub timeout: Option<Duration>,
@@ -309,10 +309,10 @@ struct Info<'a> {
 }
 
 /// The sandbox a stdio server with `sandbox` runs in: `run_command`'s
-/// rules (design §10.3), its directory (`written` against `cwd`) as the
+/// rules (design §8.3), its directory (`written` against `cwd`) as the
 /// workdir. Landlock is required: a server the file asks to confine never
 /// runs unconfined. Its directory and paths are opened as an agent's are,
-/// none through a link below its anchor (§10.7), and it starts in that
+/// none through a link below its anchor (§8.7), and it starts in that
 /// directory by descriptor. With it, what stands where a protected path
 /// is, noted before the server starts (as for a command), so that what the
 /// server puts there is moved aside when it stops.

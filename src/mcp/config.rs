@@ -1,5 +1,5 @@
 //! An MCP server as `[[mcp_servers]]` declares it, in `config.toml` or an
-//! agent file (design §11.1): the TOML shape, its validation, and `${VAR}`
+//! agent file (design §9.1): the TOML shape, its validation, and `${VAR}`
 //! taken from the environment in `env` and `headers` values.
 
 use std::collections::BTreeMap;
@@ -56,7 +56,7 @@ pub struct SandboxFile {
     pub network: bool,
     /// `false`: the server may write what protects the user beneath its
     /// directories, and runs where the kernel cannot keep it from them
-    /// (design §10.6). Default true.
+    /// (design §8.6). Default true.
     #[serde(default)]
     pub protect: Option<bool>,
 }
@@ -93,7 +93,7 @@ pub struct ServerConfig {
     pub name: String,
     pub transport: Transport,
     pub timeout: Option<Duration>,
-    /// A stdio server confined by the kernel (design §11.4); paths as
+    /// A stdio server confined by the kernel (design §9.4); paths as
     /// written, resolved against the server's directory when it starts.
     pub sandbox: Option<ServerSandbox>,
 }
@@ -106,7 +106,7 @@ pub struct ServerSandbox {
     pub write: Vec<String>,
     pub network: bool,
     /// What protects the user beneath its directories read-only to it
-    /// (design §10.6).
+    /// (design §8.6).
     pub protect: bool,
 }
 

@@ -1,4 +1,4 @@
-//! The streamable HTTP transport (design §11.2): each message is a POST to
+//! The streamable HTTP transport (design §9.2): each message is a POST to
 //! the server's URL, answered with JSON or with a stream of server-sent
 //! events that carries the answer (and maybe the server's own requests and
 //! logs first), read by the one SSE decoder (`provider::stream::sse`), as

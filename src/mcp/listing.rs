@@ -1,4 +1,4 @@
-//! A server's tools as axe takes them (design §11.3, issue 31): each page of
+//! A server's tools as axe takes them (design §9.3, issue 31): each page of
 //! `tools/list` read one tool at a time from the answer's text, never as a
 //! whole tree, and kept only within the caps — 1,000 tools and 4 MiB of
 //! names, descriptions and schemas per server. The tool that does not fit

@@ -1,4 +1,4 @@
-//! MCP servers as tools (design §11): a blocking client of the Model
+//! MCP servers as tools (design §9): a blocking client of the Model
 //! Context Protocol — JSON-RPC 2.0 over a server's stdio (`stdio`, its
 //! input written by `pipe`), over streamable HTTP (`http`) or the older SSE
 //! (`sse`), the messages (`rpc`), the protocol's steps (`client`), a
@@ -21,7 +21,7 @@ pub use client::{McpTool, Outcome, Server};
 pub use config::{ServerConfig, ServerFile, Transport};
 pub use registry::{Bound, Servers};
 
-/// An agent's MCP servers (design §11.1): `mcp_servers` and `mcp_tools`.
+/// An agent's MCP servers (design §9.1): `mcp_servers` and `mcp_tools`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentMcp {
     /// The servers it may use, in order.

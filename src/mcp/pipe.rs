@@ -1,4 +1,4 @@
-//! A stdio server's input as axe writes it (design §11.2, issue 31): one
+//! A stdio server's input as axe writes it (design §9.2, issue 31): one
 //! writer at a time, each waiting for its turn and for room in the pipe no
 //! later than its own deadline. The lock is held only to take and give back
 //! the turn, never across a write or a wait, so a server that stops reading

@@ -1,4 +1,4 @@
-//! The MCP servers of one run (design §11.4): each started once, on the
+//! The MCP servers of one run (design §9.4): each started once, on the
 //! first agent that needs it, and shared by every agent of the tree that
 //! lists it (another agent waits for a start no later than its own
 //! deadline); all stopped when the run ends, whichever way it ends (the

@@ -1,4 +1,4 @@
-//! A `tools/call` result as the text a tool result carries (design §11.3):
+//! A `tools/call` result as the text a tool result carries (design §9.3):
 //! text parts as they are, structured content as compact JSON (unless a
 //! text part already is that JSON), resources' text, a one-line placeholder
 //! for images, audio and binary resources; cut at [`MAX_RESULT_BYTES`].

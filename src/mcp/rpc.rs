@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 as an MCP client speaks it (design §11.2): requests waiting
+//! JSON-RPC 2.0 as an MCP client speaks it (design §9.2): requests waiting
 //! for their answers by id, each until its own deadline, and what to do
 //! with each message a server sends — a response handed to its waiter, a
 //! server's request answered (`ping`; method not found for sampling, roots

@@ -1,5 +1,5 @@
 //! The older HTTP+SSE transport (protocol 2024-11-05), which the Go
-//! original's agent files name as `transport = "sse"` (design §11.2): a GET
+//! original's agent files name as `transport = "sse"` (design §9.2): a GET
 //! opens a stream of server-sent events whose first, `endpoint`, says where
 //! to POST; every message axe sends is a POST there, and every message the
 //! server sends (responses, its requests, logs) comes as a `message` event

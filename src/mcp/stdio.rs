@@ -1,4 +1,4 @@
-//! The stdio transport (design §11.2): the server is a process axe starts
+//! The stdio transport (design §9.2): the server is a process axe starts
 //! in a process group of its own, kept by the orphan sweep ([`Stdio::start`]);
 //! requests are lines on its stdin, written with the caller's deadline
 //! (`pipe`); one reader thread takes the lines of its stdout and hands each
@@ -62,10 +62,10 @@ pub struct Spawn<'a> {
     pub env: Vec<(String, String)>,
     pub cwd: &'a Path,
     pub log: Log,
-    /// Run it in the sandbox (design §11.4).
+    /// Run it in the sandbox (design §9.4).
     pub confinement: Option<crate::sandbox::Confinement>,
     /// What stood where protected paths are before it started: what it puts
-    /// there is moved aside when it stops (design §10.6).
+    /// there is moved aside when it stops (design §8.6).
     pub watch: Watch,
 }
 

@@ -1,4 +1,4 @@
-//! A memory file's text, in the Go original's format (design §12.1): where
+//! A memory file's text, in the Go original's format (design §10.1): where
 //! its entries begin, the last few of them, and one new entry as it is
 //! appended. Everything here works on bytes, so that a file that is not
 //! valid UTF-8 is cut and kept byte for byte.

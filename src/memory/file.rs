@@ -1,11 +1,11 @@
-//! The memory file on disk (design §12.3, §12.5): opened without blocking
+//! The memory file on disk (design §10.3, §10.5): opened without blocking
 //! and only if regular, locked with `flock` for a bounded time, read from
 //! its tail within a bound, appended to in one write that is undone if it
 //! fails, and trimmed by writing a temporary file that replaces it.
 //!
 //! The file may lie where an agent writes (`path` in its workdir), so it is
 //! opened by name in its directory, which is resolved beneath the anchor
-//! its path is written against with no link followed (design §10.7): a
+//! its path is written against with no link followed (design §8.7): a
 //! link planted at the file or at a directory above it is refused, never
 //! appended to, read or trimmed.
 //!
@@ -109,7 +109,7 @@ pub fn append(place: &Anchored, entry: &str) -> io::Result<()> {
 /// 0). Under its exclusive lock: what goes is appended to `<file>.bak` and
 /// synced, then the rest replaces the file (`write::replace`, the file's
 /// mode). Whatever fails, the memory file is whole: the old one or the new
-/// one. A symbolic link is refused, never followed (design §10.7).
+/// one. A symbolic link is refused, never followed (design §8.7).
 pub fn trim(place: &Anchored, keep: usize) -> io::Result<Trimmed> {
     let (dir, name) = place.parent(false)?;
     let mut file = open_locked(&dir, &name, false, libc::LOCK_EX)?;

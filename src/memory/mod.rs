@@ -1,4 +1,4 @@
-//! Memory (design ch. 12): what an agent with `[memory] enabled = true`
+//! Memory (design ch. 10): what an agent with `[memory] enabled = true`
 //! did in its past runs, kept in a markdown file of its own in the Go
 //! original's format, so that a file the original wrote is read as is.
 //! [`load`] reads its newest entries for the system prompt when the agent
@@ -7,7 +7,7 @@
 //! `run::run_agent`). [`read_log`] and [`trim`] are `axe gc`'s. The entry
 //! format is in `entries`, the file's locking, bounds and atomic trim in
 //! `file`. The file is opened as its path is written, beneath the directory
-//! it is written against, with no link followed ([`Place`], design §10.7).
+//! it is written against, with no link followed ([`Place`], design §8.7).
 
 mod entries;
 mod file;
@@ -46,7 +46,7 @@ pub const READ_LIMIT: u64 = 1 << 20;
 pub const SECTION: &str = "\n\n---\n\n## Memory\n\n";
 
 /// Where a memory file is: its path as shown, and how it is opened (design
-/// §10.7): `path` as written against the current directory, or the default
+/// §8.7): `path` as written against the current directory, or the default
 /// (`axe/memory/<agent>.md`) against the data directory's root, each time
 /// beneath that anchor with no link followed.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,7 +181,7 @@ pub fn place(id: &str, config: &MemoryConfig, cwd: &Path) -> Result<Place, Error
 /// The memory of agent `id` for a run: None unless `[memory]` enables it.
 /// Nothing here fails a run: a file that cannot be found or read, is not
 /// text, or is too large is warned about, and the run goes on with what
-/// could be read (design §12.4). At or over `max_entries`, one warning
+/// could be read (design §10.4). At or over `max_entries`, one warning
 /// names `axe gc`.
 pub fn load(id: &str, config: Option<&MemoryConfig>, cwd: &Path) -> Option<Memory> {
     let config = config.filter(|c| c.enabled)?;
@@ -254,7 +254,7 @@ pub fn load(id: &str, config: Option<&MemoryConfig>, cwd: &Path) -> Option<Memor
 }
 
 /// Appends the entry of a run that succeeded: `task` (never stdin, design
-/// §12.2) and the answer `result`, with every key redacted, as in the
+/// §10.2) and the answer `result`, with every key redacted, as in the
 /// trace (design §6.7). A failure is a warning: the run itself succeeded.
 pub fn remember(memory: &Memory, task: &str, result: &str) {
     let entry = crate::text::redact::redact(&entries::format(SystemTime::now(), task, result));

@@ -46,7 +46,7 @@ pub struct Provider {
     pub idle: Duration,
     /// The run's cancel flag (`axe serve`): no request is sent or retried
     /// once it is set, and a stream being read is given up at its next
-    /// piece (design §14.3).
+    /// piece (design §12.3).
     pub cancel: Option<crate::deadline::Cancel>,
 }
 

@@ -23,7 +23,7 @@ pub struct Tool {
     pub description: String,
     pub parameters: BTreeMap<String, ToolParameter>,
     /// A JSON Schema sent as it is instead of one built from `parameters`
-    /// (an MCP server's `inputSchema`, design §11.3).
+    /// (an MCP server's `inputSchema`, design §9.3).
     pub schema: Option<Value>,
 }
 

@@ -132,7 +132,7 @@ fn prompt_cache_section(r: &Resolved) -> String {
 }
 
 /// The dry run's `--- Memory ---`: the file, how many entries, and the
-/// entries the system prompt ends with (design §12.2).
+/// entries the system prompt ends with (design §10.2).
 fn memory_section(m: &crate::memory::Memory) -> String {
     let entries = if m.loaded.is_empty() {
         "(none)"

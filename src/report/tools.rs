@@ -1,8 +1,8 @@
 //! The `--- Tools ---` section of `--dry-run` (design §2.9): the built-in
 //! tools an agent lists and what they may touch — the paths its file tools
 //! reach, the sandbox its commands would run under, the hosts `url_fetch`
-//! may fetch from — as this machine would apply them (design §10); and the
-//! `--- MCP Servers ---` section, the MCP servers it lists (design §11.5).
+//! may fetch from — as this machine would apply them (design §8); and the
+//! `--- MCP Servers ---` section, the MCP servers it lists (design §9.5).
 
 use std::path::Path;
 
@@ -62,7 +62,7 @@ fn paths(kit: &Kit) -> Option<String> {
     Some(format!("{what} beneath the workdir; {how}"))
 }
 
-/// The sandbox a command would run under (design §10.3).
+/// The sandbox a command would run under (design §8.3).
 fn sandbox(kit: &Kit) -> Vec<(&'static str, String)> {
     let p = &kit.policy;
     let mut env: Vec<&str> = PASSED_ENV.to_vec();
@@ -117,7 +117,7 @@ fn shown(p: &Path) -> String {
 
 /// The `--- MCP Servers ---` section: each server the agent lists and
 /// where it is defined. A dry run starts none, so their tools are not
-/// known yet (design §11.5).
+/// known yet (design §9.5).
 pub(super) fn mcp_section(mcp: &AgentMcp) -> String {
     let mut s = String::from("\n--- MCP Servers ---\n");
     for r in &mcp.servers {

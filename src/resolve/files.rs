@@ -2,7 +2,7 @@
 //! walked until the run's deadline, each match read or skipped with its
 //! reason (design §2.7). The workdir is where an agent writes, so the walk
 //! and the reads go by descriptor beneath it with no link followed (design
-//! §10.7): a link a glob matches is skipped and said to be, and one
+//! §8.7): a link a glob matches is skipped and said to be, and one
 //! swapped in while the run reads is refused by the kernel, never read.
 
 use std::collections::BTreeMap;

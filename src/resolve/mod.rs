@@ -1,7 +1,7 @@
 //! Resolution: from an agent file and a run's overrides to what is sent —
 //! the model, the workdir, the context files, the skill, the memory and
 //! the system prompt, assembled byte for byte as design §2.6–§2.8 and
-//! §12.2 say. The context
+//! §10.2 say. The context
 //! files' globs are walked and read in `files`.
 
 mod files;
@@ -43,7 +43,7 @@ impl UserInput {
         }
     }
 
-    /// What the agent's memory records as the task (design §12.2): the
+    /// What the agent's memory records as the task (design §10.2): the
     /// prompt, or the default message; stdin is not stored (it may be
     /// large, or private), only how much of it there was.
     pub fn task(&self) -> String {
@@ -101,11 +101,11 @@ pub struct Resolved {
     /// The output schema the answer must match, compiled (design D22).
     pub output_schema: Option<Arc<OutputSchema>>,
     /// The built-in tools it listed, with its workdir opened and its
-    /// sandbox policy (design §10); none when it lists no tool.
+    /// sandbox policy (design §8); none when it lists no tool.
     pub tools: Option<Arc<crate::tools::Kit>>,
     /// Its memory, when `[memory]` enables it: the entries at the end of
     /// the system prompt, and the file a successful run appends to (design
-    /// ch. 12).
+    /// ch. 10).
     pub memory: Option<Memory>,
 }
 
@@ -174,7 +174,7 @@ pub fn resolve(
 impl Resolved {
     /// This agent with its system prompt assembled again from `base` and
     /// `skill` in place of the file's (the same texts with their `{{KEY}}`
-    /// filled, design §13.3): the context files are kept, as many as still
+    /// filled, design §11.3): the context files are kept, as many as still
     /// fit within `max_prompt_bytes`, and the memory's entries are the
     /// same. Nothing is read again.
     pub fn with_prompts(&self, base: &str, skill: Option<String>) -> Result<Resolved, Error> {
@@ -195,7 +195,7 @@ impl Resolved {
     }
 }
 
-/// The agent's memory (design §12.2), its entries cut to what fits in the
+/// The agent's memory (design §10.2), its entries cut to what fits in the
 /// system prompt after the prompt and skill (`head` bytes); the context
 /// files get what is left.
 fn memory_within(agent: &Agent, cwd: &Path, head: usize, limit: u64) -> Option<Memory> {
@@ -271,7 +271,7 @@ fn within_prompt_limit(
 
 /// `--workdir`, then the TOML `workdir` (relative to `cwd`), then `cwd`,
 /// opened once beneath the directory it is written against with no link
-/// followed below it (design §10.7): another agent's command may have
+/// followed below it (design §8.7): another agent's command may have
 /// swapped it, or a directory above it, for a link. The file tools, the
 /// context files and the commands all work from this descriptor.
 fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<Opened, Error> {
@@ -296,7 +296,7 @@ fn resolve_workdir(agent: &Agent, overrides: &Overrides, cwd: &Path) -> Result<O
 /// `--skill` (relative to `cwd`), else the TOML `skill` (relative to the
 /// config directory). A directory means its `SKILL.md`. The skill may lie
 /// where an agent writes: it is read beneath the directory its path is
-/// written against, with no link followed (design §10.7).
+/// written against, with no link followed (design §8.7).
 fn resolve_skill(
     agent: &Agent,
     overrides: &Overrides,

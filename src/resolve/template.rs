@@ -1,4 +1,4 @@
-//! Prompt templates (design §13.3): `{{KEY}}` in the top-level agent's
+//! Prompt templates (design §11.3): `{{KEY}}` in the top-level agent's
 //! `system_prompt`, its skill and `--prompt` is filled from `--var
 //! KEY=VALUE` and a batch input's variables. A text is parsed once
 //! ([`Template::parse`]) and filled per input; an unknown key is an error

@@ -233,7 +233,7 @@ fn run_sub_agent(
         },
         ..ctx.clone()
     };
-    // Its memory records the whole message as its task (design §12.2).
+    // Its memory records the whole message as its task (design §10.2).
     run::run_agent(&resolved, message, message, &sub_ctx)
         .map_err(|err| SubAgentError::Failed(failure_text(&err)))
 }

@@ -4,7 +4,7 @@
 //! cancels the run before its deadline (`deadline::Cancel`, beside the
 //! deadline it cuts short: set by `axe serve` when the client goes away or
 //! the server stops; `axe run` never sets it, a signal ends that process
-//! instead). Design §14.3 says what a cancel stops and how fast.
+//! instead). Design §12.3 says what a cancel stops and how fast.
 
 use std::fmt;
 use std::sync::Arc;

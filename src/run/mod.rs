@@ -72,13 +72,13 @@ pub struct Ctx<'a> {
     pub budgets: Vec<Arc<Budget>>,
     /// The sub-agents the tree has read, each once (design D20).
     pub snapshot: Arc<Snapshot>,
-    /// The run's MCP servers, started on first need (design §11.4).
+    /// The run's MCP servers, started on first need (design §9.4).
     pub mcp: Arc<crate::mcp::Servers>,
     /// Whether answers are streamed, and this agent's printed (design §4.11).
     pub stream: Streaming,
     /// Where the printed agent's text goes: stdout, or `axe serve`'s client.
     pub text: TextSink,
-    /// Set when the run must stop before its deadline (design §14.3).
+    /// Set when the run must stop before its deadline (design §12.3).
     pub cancel: Cancel,
 }
 
@@ -96,7 +96,7 @@ pub struct Streaming {
 /// Runs the agent `resolved` on the user message `message`: the same path
 /// for the top-level run and for every sub-agent. When it succeeds and the
 /// agent has memory, `task` and the answer are appended to its memory file
-/// (design §12.3): `task` is the message, except that a top-level message
+/// (design §10.3): `task` is the message, except that a top-level message
 /// read from stdin is not stored. The `call_agent` tool is
 /// injected when the agent has `sub_agents` and `ctx.depth < ctx.max_depth`
 /// (design §3.2); its calls run as the agent's `[sub_agents_config]` says.
@@ -166,7 +166,7 @@ fn remember(resolved: &Resolved, task: &str, result: &Result<Outcome, Error>) {
 }
 
 /// The MCP tools the agent is offered, its servers started if they are not
-/// yet (design §11.4). A server that cannot start or list its tools fails
+/// yet (design §9.4). A server that cannot start or list its tools fails
 /// the agent's run before any request: exit 2 at top level, the
 /// sub-agent's error result below.
 #[inline(never)]

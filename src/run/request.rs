@@ -66,7 +66,7 @@ pub(super) fn first(
 }
 
 /// The tools an agent is offered, and whether they are offered: its
-/// built-in tools (design §10.1), its MCP servers' (design §11.3), and `call_agent` when it may call
+/// built-in tools (design §8.1), its MCP servers' (design §9.3), and `call_agent` when it may call
 /// `sub_agents`, below the depth limit (design §3.2). At the limit, with no
 /// built-in tool, `call_agent` is not offered but kept, with tool_choice
 /// "none", for a follow-up whose history has a call the model made anyway

@@ -2,7 +2,7 @@
 //! agent loads it; the calls that arrive while it loads wait for that load,
 //! each no longer than its own deadline, and share its outcome, a failure
 //! as much as a success; a call after a failed load tries afresh. The
-//! files come from the run's catalog, read at its start (design §10.8);
+//! files come from the run's catalog, read at its start (design §8.8);
 //! one that did not load there is read afresh, unless the catalog is
 //! sealed (axe serve), when nothing is read after the start.
 

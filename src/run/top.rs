@@ -1,5 +1,5 @@
 //! A top-level run put together: the one way `axe run` and `axe serve`
-//! both build one (design §14.2) — the timeout, the ledger and its trace,
+//! both build one (design §12.2) — the timeout, the ledger and its trace,
 //! the MCP servers, the budgets, how it streams, and the [`Ctx`] that
 //! holds them. What differs between the two (where the user message comes
 //! from, where the answer and streamed text go, the run log's record, the

@@ -1,5 +1,5 @@
 //! Files opened beneath one directory by the kernel's word, for the file
-//! tools (design §10.2): every path a model names is resolved by
+//! tools (design §8.2): every path a model names is resolved by
 //! `openat2(2)` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` relative to the
 //! agent's workdir, so `..`, absolute paths, symlinks that lead out,
 //! `/proc/self/root` and a symlink swapped in during the call are refused by
@@ -8,7 +8,7 @@
 //! `..` above the root, absolute paths, and every symlink.
 //!
 //! axe's own files (memory, `--resume`, inputs, context files, skills:
-//! design §10.7) are opened through the same resolver with no symlink
+//! design §8.7) are opened through the same resolver with no symlink
 //! followed at all (`RESOLVE_NO_SYMLINKS`): `beneath_own.rs`.
 
 use std::ffi::CString;
@@ -86,7 +86,7 @@ pub struct Root {
 /// Which symbolic links the kernel follows while resolving a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Follow {
-    /// Those that stay beneath the root: the file tools' (§10.2).
+    /// Those that stay beneath the root: the file tools' (§8.2).
     Inside,
     /// None, and nothing outside the root either: axe's own files found by
     /// a listing (context files, `--each-file` inputs).

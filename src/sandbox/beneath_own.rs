@@ -1,4 +1,4 @@
-//! axe's own files (design §10.7): memory, `--resume`, `--each` and
+//! axe's own files (design §8.7): memory, `--resume`, `--each` and
 //! `--each-file` inputs, context files, skills and schema files may lie
 //! where an agent writes, so none is opened by a path the kernel resolves
 //! through links. The directory a path is written against (the current
@@ -120,7 +120,7 @@ impl Root {
         Ok(root)
     }
 
-    /// A root on a copy of `fd` (a directory already opened, design §10.7's
+    /// A root on a copy of `fd` (a directory already opened, design §8.7's
     /// granted paths: `sandbox::opened`), shown in messages as `path`.
     pub fn from_fd(fd: BorrowedFd, path: &Path, follow: Follow) -> io::Result<Root> {
         Ok(Root {

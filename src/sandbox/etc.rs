@@ -1,4 +1,4 @@
-//! What of `/etc` a command may read (design §10.3). Run as root, a
+//! What of `/etc` a command may read (design §8.3). Run as root, a
 //! command given `/etc` whole read `/etc/shadow` (issue 31): the kernel's
 //! file modes do not hold root back, and Landlock grants a directory with
 //! everything beneath it. So `/etc` is granted entry by entry, and a

@@ -1,4 +1,4 @@
-//! What axe's file tools never write (design §10.2): `write_file` and
+//! What axe's file tools never write (design §8.2): `write_file` and
 //! `edit_file` refuse a directory that protects the user, however the path
 //! was spelled. The decision is made on the directory the file would be
 //! created in, as the kernel opened it, and on every directory above it up

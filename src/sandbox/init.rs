@@ -1,4 +1,4 @@
-//! The keeper and the init (design §10.3): `Command::spawn` wants the
+//! The keeper and the init (design §8.3): `Command::spawn` wants the
 //! process it forked to `exec`, and `unshare(CLONE_NEWPID)` moves only the
 //! caller's children, so the child axe spawns into its namespaces
 //! (`namespace`) splits in three, all before any `exec`:

@@ -1,4 +1,4 @@
-//! The Landlock ruleset a sandboxed command runs under (design §10.3):
+//! The Landlock ruleset a sandboxed command runs under (design §8.3):
 //! read and execute on the system's directories and what of `/etc` any
 //! user may read (`super::etc`), read and write
 //! on the workdir, the command's private temporary directory and what the
@@ -38,7 +38,7 @@ pub const DEVICES: &[&str] = &[
 
 /// What a sandboxed command may touch, beyond the system's directories:
 /// each path by the descriptor opened when the agent was resolved (design
-/// §10.7), so a rule holds on what was opened, whatever its name leads to
+/// §8.7), so a rule holds on what was opened, whatever its name leads to
 /// by now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grants {

@@ -1,4 +1,4 @@
-//! The sandbox (design §10.2–§10.6): what a model's tool call may touch
+//! The sandbox (design §8.2–§8.6): what a model's tool call may touch
 //! is decided by the kernel. Paths are opened beneath the workdir with
 //! `openat2` (`beneath`); commands run under Landlock (`landlock`, with
 //! what of `/etc` any user may read, `etc`) and a seccomp filter on the
@@ -8,7 +8,7 @@
 //! protects the user is read-only to them (`protected`); they inherit no
 //! signal handling and no descriptor of axe's (`inherit`); descendants a
 //! command leaves behind otherwise are collected and killed (`orphans`).
-//! axe's own files, which may lie where an agent writes (design §10.7),
+//! axe's own files, which may lie where an agent writes (design §8.7),
 //! are opened through the same resolver with no link followed
 //! (`beneath_own`), and read (`read`: bounded, never blocking, regular
 //! files only) and written (`write`: create-only or replaced whole, never
@@ -59,7 +59,7 @@ pub enum Mode {
 }
 
 /// What an agent's commands may touch: each path opened once, when the
-/// agent was resolved (design §10.7), and granted by its descriptor.
+/// agent was resolved (design §8.7), and granted by its descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     pub workdir: Opened,
@@ -73,7 +73,7 @@ pub struct Policy {
     pub env: Vec<String>,
     pub mode: Mode,
     /// `.git`, `axe/`, `.claude/` and `.codex/` under a writable directory
-    /// are read-only to commands (design §10.6), and commands are refused
+    /// are read-only to commands (design §8.6), and commands are refused
     /// where the kernel cannot make them so; false only when the agent file
     /// says `[sandbox] protect = false`.
     pub protect: bool,
@@ -98,7 +98,7 @@ pub fn landlock_abi() -> i32 {
 /// A policy made ready to apply: its Landlock ruleset and seccomp filter
 /// (neither when the sandbox is off) and the private temporary directory
 /// (`TMPDIR`), removed when this is dropped. A command keeps one while it
-/// runs; an MCP server (design §11.4) as long as it lives.
+/// runs; an MCP server (design §9.4) as long as it lives.
 #[derive(Debug)]
 pub struct Confinement {
     ruleset: Option<OwnedFd>,
@@ -151,7 +151,7 @@ impl Confinement {
     /// filesystem and read-only mounts, a session of its own, no privileges
     /// to gain, killed with axe, then the ruleset; then nothing inherited
     /// of axe's signals and descriptors,
-    /// then the filter (design §10.3). The filter comes last: it needs
+    /// then the filter (design §8.3). The filter comes last: it needs
     /// `no_new_privs`, and nothing after it but `exec` makes a system call
     /// it could refuse.
     pub fn apply(&self, cmd: &mut std::process::Command) {
@@ -187,7 +187,7 @@ pub fn run(req: &Request) -> Result<Finished, String> {
     // A protected name that does not exist has nothing to mount over, and
     // a directory above a protected one can be renamed and made again:
     // what the command puts there is moved aside when it returns (design
-    // §10.6). Noted before the mounts are planned: what appears between
+    // §8.6). Noted before the mounts are planned: what appears between
     // the two is then moved aside too, never taken as the user's.
     let watch = if namespace::protects(policy) {
         protected::Watch::new(&namespace::writable(policy))

@@ -1,4 +1,4 @@
-//! The namespaces a confined process runs in (design §10.3, §10.6): a user
+//! The namespaces a confined process runs in (design §8.3, §8.6): a user
 //! namespace, so that no privilege is needed; a mount namespace, whose root
 //! holds only what the process is granted (`view`), where what protects the
 //! user (`protected`) is bound read-only and a fresh `/proc` shows only the
@@ -96,7 +96,7 @@ impl Plan {
 /// writable directories bound read-only unless the policy does not
 /// protect. Where the kernel does not allow them, none (the orphan sweep is
 /// then all there is, `orphans`), unless the policy protects: then an
-/// error (design §10.6). With the sandbox off, none: such a command sees
+/// error (design §8.6). With the sandbox off, none: such a command sees
 /// and signals the machine's processes as the user does, and the sweep
 /// alone ends what it leaves.
 pub fn plan(policy: &super::Policy, tmp: &super::Opened) -> Result<Option<Plan>, String> {

@@ -1,4 +1,4 @@
-//! The paths a policy grants (design §10.7): an agent's workdir, its
+//! The paths a policy grants (design §8.7): an agent's workdir, its
 //! `[sandbox] read` and `write` paths, a sandboxed MCP server's `cwd` and
 //! paths. Any of them may lie where another agent's commands write, and a
 //! command can replace one (or a directory above it) with a symbolic link

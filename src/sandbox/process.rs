@@ -1,4 +1,4 @@
-//! A command run as `sh -c` under the sandbox (design §10.3):
+//! A command run as `sh -c` under the sandbox (design §8.3):
 //! its namespaces (`namespace`), a new session and process group,
 //! `no_new_privs`, no capabilities, no core dumps, killed with its parent,
 //! the Landlock ruleset applied between `fork` and `exec`;
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub const GRACE: Duration = Duration::from_millis(500);
 
 /// How often a command with a cancel flag has it checked: a cancelled
-/// run's command gets its TERM at most this late (design §14.3).
+/// run's command gets its TERM at most this late (design §12.3).
 pub const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// What to run.

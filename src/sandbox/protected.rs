@@ -1,5 +1,5 @@
 //! What stays read-only under a directory a tool may write (D28, design
-//! §10.6): the repository's `.git` (and, when `.git` is a file, the
+//! §8.6): the repository's `.git` (and, when `.git` is a file, the
 //! directory it points to and that one's common directory), axe's own
 //! `axe/` and the agent directories of other tools (`.claude/`, `.codex/`),
 //! and any directory axe reads agents or its config from that lies beneath

@@ -1,4 +1,4 @@
-//! What a command puts where a protected path is (design §10.6), noted
+//! What a command puts where a protected path is (design §8.6), noted
 //! before it starts and moved aside when it returns: a name that did not
 //! exist (nothing to mount over), a directory above a protected one
 //! renamed and made again, a link replaced.

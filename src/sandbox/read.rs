@@ -4,7 +4,7 @@
 //! blocks, and no more than a limit is ever read into memory, whatever the
 //! file claims. A file in a directory an agent may write is read by name
 //! beneath a [`Root`] that follows no link (the `_in` functions, design
-//! §10.7); a path is read as it is only where no agent writes (config.toml
+//! §8.7); a path is read as it is only where no agent writes (config.toml
 //! and the agent files, in the config directory).
 
 use std::fs::{File, OpenOptions};
@@ -16,7 +16,7 @@ use crate::sandbox::beneath::{Denied, Kind, Root};
 /// How many leading bytes are checked for a NUL to call a file binary.
 pub const BINARY_SNIFF: usize = 8 * 1024;
 
-/// Why a file of axe's own was not opened (design §10.7).
+/// Why a file of axe's own was not opened (design §8.7).
 pub const LINK_REFUSED: &str = "its path goes through a symbolic link, which axe does not follow \
      in a file of its own (an agent may have made it): name the file itself";
 

@@ -1,4 +1,4 @@
-//! The seccomp filter a confined process gets (design §10.3): which sockets
+//! The seccomp filter a confined process gets (design §8.3): which sockets
 //! it may make is the kernel's to decide, whatever the protocol. Landlock's
 //! network rules see only TCP (`IPPROTO_TCP`): an MPTCP socket
 //! (`IPPROTO_MPTCP`) connected and listened past them, UDP and every other

@@ -1,4 +1,4 @@
-//! What a confined process sees of the filesystem (design §10.3): only
+//! What a confined process sees of the filesystem (design §8.3): only
 //! what it is granted. Landlock (before ABI 9) does not mediate `connect()`
 //! on a socket file, and seccomp cannot see its address, so a command could
 //! reach any Unix socket it could name: a D-Bus bus, `docker.sock`, an

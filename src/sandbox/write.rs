@@ -9,7 +9,7 @@
 //! umask still applies (it can only take permissions away).
 //!
 //! A file of axe's own in a directory an agent may write (memory, its
-//! backup, `--resume`'s output: design §10.7) is written by name in a
+//! backup, `--resume`'s output: design §8.7) is written by name in a
 //! [`Root`] that follows no link: appended to as the inode opened
 //! ([`open_append`]), or replaced whole by a temporary file renamed over
 //! it in that directory ([`replace`]), so a link planted at the name is

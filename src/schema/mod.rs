@@ -73,7 +73,7 @@ pub fn compile(schema: Value, max_repairs: u32) -> Result<OutputSchema, Error> {
 
 /// Reads a JSON schema file: regular, at most 1 MiB, JSON, `written`
 /// against `base` with no link followed (it may lie where an agent
-/// writes: design §10.7).
+/// writes: design §8.7).
 pub fn read_file(base: Base, written: &str, what: &str) -> Result<Value, Error> {
     let path = paths::resolve_against(base.path(), written);
     let text = Anchored::new(base, written)

@@ -1,5 +1,5 @@
-//! What a request meets before it is handed to a worker (design §14.1,
-//! §14.4): `/healthz` answered; the token checked, or, where none is
+//! What a request meets before it is handed to a worker (design §12.1,
+//! §12.4): `/healthz` answered; the token checked, or, where none is
 //! required, the cross-site checks (`auth.rs`); each refusal answered at
 //! once, on the thread that took the request, without waiting on the
 //! client (`conn::answer_now`), and logged.

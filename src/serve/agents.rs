@@ -1,4 +1,4 @@
-//! The agent files `axe serve` runs (design §14.2, §10.8): read once, at
+//! The agent files `axe serve` runs (design §12.2, §8.8): read once, at
 //! the start, every agent served and every agent they delegate to, from
 //! the search path less the directories an agent of them may write
 //! unconfined, and again on SIGHUP; never from a request, so one request's

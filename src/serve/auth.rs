@@ -1,4 +1,4 @@
-//! Who may use `axe serve` (design §14.4): a loopback address serves its
+//! Who may use `axe serve` (design §12.4): a loopback address serves its
 //! own machine, any other address needs a bearer token; the token comes
 //! from `--token-file` or `AXE_SERVE_TOKEN`, and a request's is compared
 //! with it in constant time. Without a token, a loopback server serves its

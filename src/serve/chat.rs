@@ -1,4 +1,4 @@
-//! A chat completion request as axe serve reads it (design §14.2): the
+//! A chat completion request as axe serve reads it (design §12.2): the
 //! agent named by `model`, the conversation's messages made into the
 //! agent's user message, and the options that map onto a run — `stream`,
 //! `response_format`'s schema, `max_tokens` as the tree's token budget.

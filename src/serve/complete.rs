@@ -1,4 +1,4 @@
-//! One chat completion (design §14.2): the request's agent loaded and
+//! One chat completion (design §12.2): the request's agent loaded and
 //! resolved as `axe run` resolves it, the request's system messages and
 //! schema laid over it, the run put together by `run::top` with this
 //! request's cancel flag and text sink, and its answer — whole, or as it
@@ -77,7 +77,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
         max_turns: None,
         // Always streamed from the provider, whatever the client asked:
         // a stream is read piece by piece, so a cancel is seen at the next
-        // piece instead of when a whole answer arrives (design §14.3).
+        // piece instead of when a whole answer arrives (design §12.3).
         stream: true,
         whole: !chat.stream,
         text,

@@ -1,4 +1,4 @@
-//! A request's connection, below tiny_http (design §14.3): its socket
+//! A request's connection, below tiny_http (design §12.3): its socket
 //! found by the two addresses tiny_http gives (the peer's and the
 //! listener's), so that axe serve can notice the client hang up while the
 //! run goes on, stop reading a body it refused, and answer without waiting
@@ -44,7 +44,7 @@ impl Drop for Watch {
 /// number, most often one a closed connection left, so a new request's
 /// socket is usually at one of these: a getpeername each finds it, where
 /// listing `/proc/self/fd` and asking every descriptor in it was a fifth
-/// of a served request's CPU (design §14.3).
+/// of a served request's CPU (design §12.3).
 static SEEN: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
 const MAX_SEEN: usize = 1024;
 
@@ -120,7 +120,7 @@ pub fn leave_body(rq: &tiny_http::Request, port: u16) -> Option<(&'static str, S
 }
 
 /// Answers `rq` with `resp`, its body left unread, without ever waiting
-/// on the client (design §14.1): for the threads every client shares. The
+/// on the client (design §12.1): for the threads every client shares. The
 /// answer, as tiny_http would write it, goes in one non-blocking send; a
 /// socket that cannot take it whole is a client that reads nothing, and
 /// its connection is shut both ways. tiny_http's own write waited up to

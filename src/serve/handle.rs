@@ -1,4 +1,4 @@
-//! One request on a worker (design §14.2): the route, the body read
+//! One request on a worker (design §12.2): the route, the body read
 //! within its bounds, and the answer — the model list, a chat completion
 //! (`complete.rs`), or an error in OpenAI's shape.
 

@@ -1,4 +1,4 @@
-//! `axe serve` (design ch. 14): agents behind an OpenAI-compatible HTTP
+//! `axe serve` (design ch. 12): agents behind an OpenAI-compatible HTTP
 //! endpoint, on tiny_http. This file owns the listener and the pool: the
 //! socket (loopback unless told otherwise, with read and write timeouts
 //! every connection inherits), the dispatcher that answers `/healthz`,

@@ -1,4 +1,4 @@
-//! Requests pipelined on one connection (design §14.1). tiny_http answers
+//! Requests pipelined on one connection (design §12.1). tiny_http answers
 //! a connection's requests in the order they came: an answer is written
 //! only once the one before it was. So the dispatcher, which answers some
 //! requests itself, must not answer a request whose connection has an

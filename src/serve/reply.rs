@@ -1,4 +1,4 @@
-//! What axe serve answers, in OpenAI's shapes (design §14.2): a chat
+//! What axe serve answers, in OpenAI's shapes (design §12.2): a chat
 //! completion, the model list, and every error as `{"error": {message,
 //! type, param, code}}` with its HTTP status — and which status each of a
 //! run's failures gets.
@@ -58,7 +58,7 @@ impl ApiError {
     }
 }
 
-/// The answer to a run that failed with `e` (design §14.2): 404 for an
+/// The answer to a run that failed with `e` (design §12.2): 404 for an
 /// agent that is not there, 400 for a spent budget (the same request would
 /// spend it again; OpenAI's clients retry a 429 by themselves), 502 for a
 /// provider or a model that failed, 504 for the deadline, 500 for a

@@ -1,4 +1,4 @@
-//! A streamed chat completion (design §14.2): server-sent events in
+//! A streamed chat completion (design §12.2): server-sent events in
 //! OpenAI's chunk format over HTTP/1.1 chunked transfer — the role first,
 //! the top-level agent's text as it comes, the finish reason, the usage
 //! when asked, then `data: [DONE]`. A failure after the head is one

@@ -1,4 +1,4 @@
-//! What an agent's built-in tools may do (design §10.1): the tools it
+//! What an agent's built-in tools may do (design §8.1): the tools it
 //! names, the hosts `url_fetch` may reach and its `[sandbox]`, validated.
 //! The agent file reads and checks them (`crate::agent`); the tools and the
 //! sandbox act on them.
@@ -18,7 +18,7 @@ pub struct ToolsConfig {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SandboxConfig {
     /// False only when the file says `mode = "off"`: commands then run
-    /// without Landlock (design §10.3).
+    /// without Landlock (design §8.3).
     pub landlock: bool,
     /// Extra paths commands may read (and run programs from), as written.
     pub read: Vec<String>,
@@ -32,6 +32,6 @@ pub struct SandboxConfig {
     pub env: Vec<String>,
     /// `.git`, `axe/`, `.claude/`, `.codex/` read-only to commands, and
     /// commands refused where the kernel cannot make them so (design
-    /// §10.6): true unless the file says `protect = false`.
+    /// §8.6): true unless the file says `protect = false`.
     pub protect: bool,
 }

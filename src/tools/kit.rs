@@ -1,7 +1,7 @@
 //! What an agent's tool calls need, made once when the agent is resolved
-//! (design §10): the tools it listed, its workdir opened as the root every
+//! (design §8): the tools it listed, its workdir opened as the root every
 //! path is resolved beneath (its writes held to what protects the user,
-//! §10.2), and the sandbox policy its commands run under.
+//! §8.2), and the sandbox policy its commands run under.
 
 use super::ToolsConfig;
 use crate::error::Error;
@@ -34,7 +34,7 @@ impl Kit {
 /// has no Landlock is refused here, before anything is sent, unless the
 /// file turned the sandbox off. Its `[sandbox]` paths are opened here,
 /// relative ones beneath the workdir's descriptor, none through a link
-/// (design §10.7).
+/// (design §8.7).
 pub fn kit(config: &ToolsConfig, workdir: &Opened) -> Result<Option<Kit>, Error> {
     if config.names.is_empty() {
         return Ok(None);

@@ -1,4 +1,4 @@
-//! The built-in tools an agent names in `tools = [...]` (design §10):
+//! The built-in tools an agent names in `tools = [...]` (design §8):
 //! one file per tool, and this registry, which names, describes
 //! and runs them. What a call may touch is decided by the sandbox
 //! (`crate::sandbox`): paths through `openat2` beneath the workdir,

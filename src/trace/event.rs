@@ -74,7 +74,7 @@ pub enum TraceEvent<'a> {
         result: &'a ToolResult,
         took: Duration,
     },
-    /// `tool`: a built-in tool (design §10.1) ran for `took`: its name, its
+    /// `tool`: a built-in tool (design §8.1) ran for `took`: its name, its
     /// arguments in one short line, the bytes it handled, a command's exit
     /// status, and its error when it failed.
     Tool {
@@ -93,7 +93,7 @@ pub enum TraceEvent<'a> {
     },
     /// `mcp`: an MCP server of the run said something beside its answers
     /// (its stderr, a log message) or axe noticed something about it
-    /// (design §11.4).
+    /// (design §9.4).
     Mcp { note: &'a crate::mcp::rpc::Note<'a> },
     /// `run_end`: the agent run ended after `took`; `totals` (the tree's
     /// tokens) for the top-level run.

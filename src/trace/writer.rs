@@ -7,7 +7,7 @@
 //! that stalls never holds the run. A directory, a socket or a block device
 //! is refused, and so is a FIFO that no process opens for reading within a
 //! short wait. A regular file may lie where an agent writes: it is opened
-//! by name with no link followed (design §10.7), except under `/dev` and
+//! by name with no link followed (design §8.7), except under `/dev` and
 //! `/proc`, whose links (`/dev/stdout`) lead to axe's own descriptors.
 
 use std::fs::{File, Metadata, OpenOptions};

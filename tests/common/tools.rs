@@ -1,4 +1,4 @@
-//! A config home for the built-in tools (design chapter 10): an agent
+//! A config home for the built-in tools (design chapter 8): an agent
 //! `hands` with tools, a workdir, and secrets beside it where a tool must
 //! not reach; and a fake that makes the model's calls.
 

@@ -1,4 +1,4 @@
-//! What the walls' tests (design chapter 10, D28) could not test on this
+//! What the walls' tests (design chapter 8, D28) could not test on this
 //! machine. A test that needs what the kernel or the machine lacks says
 //! SKIPPED on stderr, which cargo hides, and adds a line to
 //! `target/tmp/walls-not-tested.txt`, which `make test` prints at the end:
@@ -25,7 +25,7 @@ pub fn not_tested(wall: &str, why: &str) {
 
 /// Whether commands can run confined here as axe confines them by default:
 /// Landlock, and user namespaces for their PID and mount namespaces
-/// (design §10.3, §10.6). Says which is missing when one is.
+/// (design §8.3, §8.6). Says which is missing when one is.
 pub fn landlock() -> bool {
     if axe::sandbox::landlock_abi() == 0 {
         not_tested(

@@ -1,4 +1,4 @@
-//! The real model using the built-in tools (design chapter 10).
+//! The real model using the built-in tools (design chapter 8).
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! One agent over many inputs (`--each`, `--each-file`; design ch. 13),
+//! One agent over many inputs (`--each`, `--each-file`; design ch. 11),
 //! through the binary against the fake providers: lines in input order or
 //! as they end, `--jobs` held at the server, failures kept on their line,
 //! the shared token budget, resume after Ctrl-C, JSON Lines and files as

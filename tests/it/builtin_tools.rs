@@ -1,4 +1,4 @@
-//! The built-in tools through the binary (design chapter 10): each tool on
+//! The built-in tools through the binary (design chapter 8): each tool on
 //! all three wires, and a hostile model that tries every way out of the
 //! workdir and the sandbox — each attempt refused and reported to the model
 //! as its call's result, never performed. Tests that need Landlock print

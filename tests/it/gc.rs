@@ -1,4 +1,4 @@
-//! `axe gc` through the binary (design §12.5), against a fake provider: what
+//! `axe gc` through the binary (design §10.5), against a fake provider: what
 //! is sent (the Go original's request: its three sections, the memory as
 //! the user message, temperature 0.3, 4096 tokens, no tools), what is
 //! printed, what is kept (the last `last_n`, else `max_entries`), the

@@ -82,7 +82,7 @@ fn fifos_sockets_and_devices_matched_by_a_glob_are_skipped_unopened() {
             "{name}: {err}"
         );
     }
-    // A link is never followed into a device, or anywhere (design §10.7).
+    // A link is never followed into a device, or anywhere (design §8.7).
     assert!(
         err.contains("Skipped:  in/zero (a symbolic link, not followed)\n"),
         "{err}"

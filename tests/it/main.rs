@@ -55,17 +55,17 @@
 //! | §3.6, §3.10, §7.3, §7.5 | a tree's usage, budgets, result limit, concurrency cap | `budgets.rs` |
 //! | §7.4 | the live progress view | `progress.rs` |
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
-//! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
-//! | ch. 11 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs`, `mcp/legacy_sse.rs`, `mcp/event_lines.rs` (CR, LF, CRLF), `mcp/git.rs` (the README example) |
-//! | ch. 10 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
-//! | §10.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
-//! | §2.9, §7.4, ch. 10 | what a run reports about its built-in tool calls | `tool_reports.rs` |
 //! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
-//! | §12.1–§12.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
-//! | §12.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
-//! | ch. 13 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
-//! | ch. 14 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
-//! | ch. 10, D28 | the walls: a hostile model, MCP server, HTTP client or web page reaches nothing it was not given | `walls/` (a file a wall) |
+//! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
+//! | ch. 8 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
+//! | §8.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
+//! | §2.9, §7.4, ch. 8 | what a run reports about its built-in tool calls | `tool_reports.rs` |
+//! | ch. 8, D28 | the walls: a hostile model, MCP server, HTTP client or web page reaches nothing it was not given | `walls/` (a file a wall) |
+//! | ch. 9 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs`, `mcp/legacy_sse.rs`, `mcp/event_lines.rs` (CR, LF, CRLF), `mcp/git.rs` (the README example) |
+//! | §10.1–§10.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
+//! | §10.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
+//! | ch. 11 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
+//! | ch. 12 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!

@@ -2,7 +2,7 @@
 //! binary and a fake OpenAI server on loopback: `--json`'s
 //! `tool_call_details` (top level and per agent), the `--- Tools ---`
 //! section of `--dry-run`, the tools rows of `axe agents show`, and the
-//! running calls in the live progress view (design §2.9, §7.4, §10).
+//! running calls in the live progress view (design §2.9, §7.4, §8).
 
 use crate::common::*;
 use crate::progress::under_pty;
@@ -283,7 +283,7 @@ fn dry_run_says_when_the_sandbox_is_off_or_not_used() {
     let home = Home::new();
     // Run from the home, an agent with its sandbox off may write the
     // config directory's agents: the user's word keeps them read (design
-    // §10.8).
+    // §8.8).
     home.config(&format!(
         "trusted_agent_dirs = [\"{}\"]\n",
         home.config_dir().join("agents").display()
@@ -394,7 +394,7 @@ fn progress_shows_a_running_tool_call_under_its_agent() {
     let home = Home::new();
     // Run from the home, an agent with its sandbox off may write the
     // config directory's agents: the user's word keeps them read (design
-    // §10.8).
+    // §8.8).
     home.config(&format!(
         "trusted_agent_dirs = [\"{}\"]\n",
         home.config_dir().join("agents").display()

@@ -1,4 +1,4 @@
-//! `web_search`, the Go original's search tool (design §10.1), through the
+//! `web_search`, the Go original's search tool (design §8.1), through the
 //! binary against a fake of Tavily's search API: what is sent (the query,
 //! the key as a bearer token, never to the model), the results as text, no
 //! results, a missing key and an API error as error results.

@@ -8,7 +8,7 @@
 //! an error, never a growing buffer (design §4.11). The one decoder of
 //! server-sent events: a provider's stream (`stream/mod.rs`, 4 MiB an
 //! event) and an MCP server's over either HTTP transport (`mcp/http.rs`,
-//! 16 MiB an event, design §11.2) are read through it.
+//! 16 MiB an event, design §9.2) are read through it.
 
 /// One event: its name (`message` when none was given) and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! A call to one of the caller's built-in tools (design §10.1): run through
+//! A call to one of the caller's built-in tools (design §8.1): run through
 //! the registry (`crate::tools`) with the caller's kit and deadline, and
 //! reported as every tool call is (`reported.rs`).
 

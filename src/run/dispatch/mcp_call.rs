@@ -1,4 +1,4 @@
-//! A call to one of the caller's MCP tools (design §11.3): sent to its
+//! A call to one of the caller's MCP tools (design §9.3): sent to its
 //! server with the arguments as the model wrote them, within the caller's
 //! deadline (and the server's `timeout`), and reported as every tool call
 //! is (`reported.rs`). Every failure is the call's error result.

@@ -3,8 +3,8 @@
 //! `pool` when the caller allows, and [`run_call`] runs one; both report
 //! each call to the trace and dispatch it by its tool's name, to one of
 //! the tools the caller was offered: `call_agent` (`call_agent.rs`), its
-//! built-in tools (`builtin.rs`, design §10) or its MCP servers' tools
-//! (`mcp_call.rs`, design §11), the last two reported alike
+//! built-in tools (`builtin.rs`, design §8) or its MCP servers' tools
+//! (`mcp_call.rs`, design §9), the last two reported alike
 //! (`reported.rs`). Any other name, or a call of a type that is not a
 //! function, gets an error result and the conversation goes on. The
 //! fan-out, the trace, panics and error results are here, the same for
@@ -48,9 +48,9 @@ pub struct Caller<'a> {
     pub max_result_chars: usize,
     /// Its `sub_agents_config.timeout`, seconds per call; 0 means its own deadline.
     pub timeout_secs: u64,
-    /// Its built-in tools (design §10), if it lists any.
+    /// Its built-in tools (design §8), if it lists any.
     pub tools: Option<&'a crate::tools::Kit>,
-    /// Its MCP servers' tools (design §11.3).
+    /// Its MCP servers' tools (design §9.3).
     pub mcp: &'a [crate::mcp::Bound],
     /// The names of the tools its model was offered, in order: what an
     /// error result tells the model it may call.

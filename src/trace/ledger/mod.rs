@@ -81,7 +81,7 @@ pub struct Budget {
 pub struct Ledger {
     /// Identifies this run in the trace and in `--json`.
     pub run_id: String,
-    /// Shared by the ledgers of a batch's inputs (design §13.2).
+    /// Shared by the ledgers of a batch's inputs (design §11.2).
     trace: Option<Arc<Trace>>,
     /// Whether trace events carry message bodies (`--trace-bodies`).
     bodies: bool,
@@ -210,7 +210,7 @@ impl Ledger {
     }
 
     /// A ledger of its own for another run, with a new run id, writing to
-    /// the same trace: one input of a batch (design §13.2).
+    /// the same trace: one input of a batch (design §11.2).
     pub fn sibling(&self) -> Ledger {
         Ledger {
             trace: self.trace.clone(),

@@ -1,4 +1,4 @@
-//! The built-in tool calls of a run (design §10.1): those running now,
+//! The built-in tool calls of a run (design §8.1): those running now,
 //! for the live view, and those ended, for `--json`'s `tool_call_details`.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -185,7 +185,7 @@ fn read_text(path: &Path) -> io::Result<String> {
 }
 
 /// `path` opened to read, never blocking, and never through a link at its
-/// name (design §10.7): the log is axe's own file.
+/// name (design §8.7): the log is axe's own file.
 fn open_read(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let opened = OpenOptions::new()

@@ -1,5 +1,5 @@
 //! The MCP client against the protocol's own reference servers (design
-//! §11.2): `@modelcontextprotocol/server-everything` and `mcp-server-time`
+//! §9.2): `@modelcontextprotocol/server-everything` and `mcp-server-time`
 //! over stdio, and small scripted servers for what the reference servers
 //! never do (pages of tools, garbage, a line over the cap).
 

@@ -1,5 +1,5 @@
 //! `axe mcp list`, `axe mcp tools <server>` and the dry run's `--- MCP
-//! Servers ---` section through the binary (design §11.5): what is
+//! Servers ---` section through the binary (design §9.5): what is
 //! configured, with no header or env value shown; a reference server's
 //! tools listed and the server stopped; a server that is unknown or cannot
 //! start, exit 2 with one line; a dry run that starts no server.

@@ -1,5 +1,5 @@
 //! An MCP server's server-sent events are read as a provider's are (design
-//! §4.11, §11.2): by the one decoder, whose lines end in CR, LF or CRLF.
+//! §4.11, §9.2): by the one decoder, whose lines end in CR, LF or CRLF.
 //! Through the binary, against `fixtures/mcp/line_ends_server.py` over
 //! streamable HTTP and the older SSE transport, each line end in turn: the
 //! server starts, lists its tool, answers its call (after a log and a ping

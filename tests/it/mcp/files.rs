@@ -1,5 +1,5 @@
 //! A stdio server of the test's own (`fixtures/mcp/files_server.py`, which
-//! writes and reads files on request) through the binary (design §11.4):
+//! writes and reads files on request) through the binary (design §9.4):
 //! what it says on stderr goes to `--verbose` and the trace, never to the
 //! answer; one process serves the parent and its sub-agent; and with
 //! `sandbox` the kernel keeps it inside its directory.
@@ -193,7 +193,7 @@ fn a_sandboxed_server_writes_in_its_directory_and_nowhere_else() {
         assert!(inside.exists(), "{got:?}");
         assert!(got[0].starts_with("wrote "), "{got:?}");
         if sandboxed {
-            // Outside its view (design §10.3): the home is there only as
+            // Outside its view (design §8.3): the home is there only as
             // the read-only directory above the workdir, the secret not at all.
             assert!(!outside.exists(), "{got:?}");
             assert!(got[1].contains("Read-only file system"), "{got:?}");
@@ -228,7 +228,7 @@ fn a_sandboxed_server_without_its_own_files_readable_does_not_start() {
 #[test]
 fn where_the_kernel_cannot_protect_its_directory_a_sandboxed_server_starts_only_if_told() {
     // No user namespaces: nothing can be bound read-only over `.git` in the
-    // server's directory (design §10.6), so the server does not start
+    // server's directory (design §8.6), so the server does not start
     // unless its table says protect = false in so many words.
     let Some(script) = files_server() else { return };
     if !landlock() {

@@ -1,5 +1,5 @@
 //! The older HTTP+SSE transport, which the Go original's agent files name
-//! (`transport = "sse"`, design §11.2), against server-everything serving
+//! (`transport = "sse"`, design §9.2), against server-everything serving
 //! it: the endpoint taken from the stream, tools listed, calls answered on
 //! the stream side by side, and an agent file written as the Go original's
 //! are run through the binary.

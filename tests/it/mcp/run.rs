@@ -1,4 +1,4 @@
-//! MCP servers as tools through the binary (design §11): the reference
+//! MCP servers as tools through the binary (design §9): the reference
 //! servers' tools offered as `<server>__<tool>` with their own schemas and
 //! called by a fake model on all three wires; a server that cannot start;
 //! a call cut at its deadline (also over streamable HTTP by a server that

@@ -1,4 +1,4 @@
-//! The entries a run appends and the next run loads (design §12.1–§12.3):
+//! The entries a run appends and the next run loads (design §10.1–§10.3):
 //! the Go original's exact format, the last `last_n` at the end of the
 //! system prompt (0: all), a file the Go original wrote read as is, stdin
 //! never stored, nothing appended when a run fails, each sub-agent's own

@@ -1,4 +1,4 @@
-//! The memory file itself (design §12.3, §12.4): concurrent runs of one
+//! The memory file itself (design §10.3, §10.4): concurrent runs of one
 //! agent, and `axe gc` trimming among them, lose and tear no entry; a huge
 //! file is read from its tail within a bound; a corrupt one is warned about
 //! and never fails a run; reaching `max_entries` warns once, naming

@@ -1,4 +1,4 @@
-//! Memory through the binary (design ch. 12): the entries a run appends
+//! Memory through the binary (design ch. 10): the entries a run appends
 //! and the next run loads ([`entries`]), and the file under concurrent runs,
 //! `axe gc` and damage ([`files`]). The helpers here serve both.
 

@@ -1,5 +1,5 @@
 //! The official `openai` Python client against `axe serve` (design
-//! §14.2): the agents as models, a plain, a streamed and a schema'd
+//! §12.2): the agents as models, a plain, a streamed and a schema'd
 //! completion, the usage of a whole tree, an unknown agent, a bad token,
 //! a stream the client closes, and each failure's status.
 
@@ -314,7 +314,7 @@ fn a_client_that_hangs_up_before_a_whole_answer_stops_its_run_too() {
 fn a_hang_up_is_seen_on_a_descriptor_an_earlier_connection_left() {
     // The second connection takes the descriptor number the first one
     // closed: its socket is found among the numbers seen before (design
-    // §14.3), and its hang-up still stops its run.
+    // §12.3), and its hang-up still stops its run.
     hang_up_stops_the_run(true);
 }
 

@@ -1,4 +1,4 @@
-//! Clients that do not play fair (design §14.4): a head that stops
+//! Clients that do not play fair (design §12.4): a head that stops
 //! coming, a 1 GiB body sent lazily, a body cut off, invalid UTF-8, a
 //! million-message conversation. Each is let go in bounded time, the
 //! server never reads more than its limit, and it keeps serving others.

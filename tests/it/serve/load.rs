@@ -1,5 +1,5 @@
 //! 200 requests at once against `--max-concurrent 64` and an instant
-//! provider (design §14.4): every one answered 200 or told 429 with
+//! provider (design §12.4): every one answered 200 or told 429 with
 //! Retry-After, none lost; after, the server's threads, descriptors and
 //! memory back where they were.
 

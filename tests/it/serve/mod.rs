@@ -1,4 +1,4 @@
-//! `axe serve` through the binary (design ch. 14): the server started on a
+//! `axe serve` through the binary (design ch. 12): the server started on a
 //! free loopback port against a fake provider, driven by the official
 //! `openai` Python package (`client.rs`, installed by
 //! scripts/serve_client.sh into target/serve-client; a test whose client

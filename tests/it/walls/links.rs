@@ -1,5 +1,5 @@
 //! axe's own files in a directory an agent may write never follow a link
-//! (issue 31, items 4–6; design §10.7): memory and `axe gc`, `--resume`,
+//! (issue 31, items 4–6; design §8.7): memory and `axe gc`, `--resume`,
 //! `--each` and `--each-file` inputs, context files, skills and schema
 //! files, each attacked as a hostile model would: a command planting a
 //! link where axe will open a file, or a process left running that swaps a

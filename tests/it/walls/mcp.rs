@@ -1,5 +1,5 @@
 //! A hostile MCP server reaches nothing and holds nothing (issue 31, design
-//! §11.2–§11.4), through the binary against `fixtures/mcp/hostile_server.py`
+//! §9.2–§9.4), through the binary against `fixtures/mcp/hostile_server.py`
 //! over stdio and streamable HTTP: 300,000 tools or a page of huge
 //! descriptions leave axe's peak memory bounded and at most 1,000 tools in
 //! the provider's request, with one warning; a flood of pings while the

@@ -1,4 +1,4 @@
-//! The walls (design chapter 10, D28): each test plays a hostile model,
+//! The walls (design chapter 8, D28): each test plays a hostile model,
 //! MCP server, HTTP client or web page and checks that it reaches nothing
 //! it was not given. One file a wall.
 

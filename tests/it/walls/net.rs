@@ -1,5 +1,5 @@
 //! The network and what a confined process inherits (issue 31, design
-//! §10.3), through the binary: a scripted model has `run_command` and the
+//! §8.3), through the binary: a scripted model has `run_command` and the
 //! probe server (`fixtures/walls/probe_server.py`, sandboxed or not) run
 //! `fixtures/walls/probe.py`, which tries every kind of socket (MPTCP
 //! past Landlock's TCP rules, UDP, packet, netlink, vsock..., io_uring, a

@@ -1,4 +1,4 @@
-//! Nothing a run starts outlives it (design §10.3, issue "The walls
+//! Nothing a run starts outlives it (design §8.3, issue "The walls
 //! hold"), through the binary: a command's processes, however far they go
 //! from it (a 41-deep chain of new sessions, a double fork that ignores
 //! TERM, HUP and INT), are gone once axe exits, whichever way it exits: the run's end,

@@ -1,5 +1,5 @@
 //! What protects the user stays read-only to commands under a writable
-//! workdir (design §10.6, issue "The walls hold"), through the binary: a
+//! workdir (design §8.6, issue "The walls hold"), through the binary: a
 //! command cannot set `core.fsmonitor` or plant a hook in `.git`, write an
 //! agent file in `axe/agents`, or touch `.claude/` or `.codex/`, nor move
 //! or remove them; a linked worktree's git directory is protected where it

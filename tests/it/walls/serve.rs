@@ -1,4 +1,4 @@
-//! `axe serve`'s walls (design §14.4): a web page cannot run an agent on
+//! `axe serve`'s walls (design §12.4): a web page cannot run an agent on
 //! a loopback server, cross-site or by DNS rebinding, unless a token is
 //! required (then the token is the gate), while curl and the `openai`
 //! clients are served; a request head is bounded in size and in time

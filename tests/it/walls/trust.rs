@@ -1,5 +1,5 @@
 //! What protects the user stays unwritable to axe's file tools, and agent
-//! files are trusted only where no agent may write (design §10.6, §3.16):
+//! files are trusted only where no agent may write (design §8.6, §3.16):
 //! a scripted model tries `write_file` and `edit_file` on every spelling of
 //! `.git/config`, `.git/hooks/pre-commit`, `axe/agents/x.toml`,
 //! `.claude/agents/x.md` and `.codex/x.toml`; the backdoor (a model
@@ -394,7 +394,7 @@ fn an_agent_dir_a_sandbox_off_agent_may_write_is_not_read_unless_config_trusts_i
 #[test]
 fn an_agent_dir_a_protect_false_agent_may_write_is_not_read() {
     // Landlock on, but the read-only mounts of axe's directories turned off
-    // (design §10.6): its commands may write axe/agents as surely as with
+    // (design §8.6): its commands may write axe/agents as surely as with
     // the sandbox off.
     let (home, project, local) = unconfined_lead();
     let lead = home.config_dir().join("agents/lead.toml");

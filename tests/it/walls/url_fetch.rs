@@ -1,4 +1,4 @@
-//! `url_fetch`'s walls (design §10.4): where a fetch may connect is judged
+//! `url_fetch`'s walls (design §8.4): where a fetch may connect is judged
 //! on the address it connects to, so neither a proxy from the environment
 //! nor an IPv4 address written inside an IPv6 one, nor a scheme in capitals,
 //! gets around it.

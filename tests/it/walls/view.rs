@@ -1,5 +1,5 @@
 //! What a confined process can see and reach through the filesystem
-//! (issue 31; design §10.3, §10.5, §10.7), through the binary.
+//! (issue 31; design §8.3, §8.5, §8.7), through the binary.
 //!
 //! Landlock does not mediate `connect()` on a socket file (before ABI 9),
 //! so a command and a sandboxed MCP server run in a view of the
