@@ -48,6 +48,42 @@ pub struct ToolCall {
     pub foreign: Option<Value>,
 }
 
+impl ToolCall {
+    /// The arguments as an object, for writing history back (and for an
+    /// MCP server, which takes an object): what the model sent when that
+    /// was an object (or a JSON text holding one), else an object of the
+    /// string values.
+    pub fn arguments_object(&self) -> Value {
+        match &self.wire_arguments {
+            Value::Object(_) => self.wire_arguments.clone(),
+            Value::String(s) => match serde_json::from_str::<Value>(s) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => self.strings_object(),
+            },
+            _ => self.strings_object(),
+        }
+    }
+
+    /// The arguments as a JSON text, for writing history back: the text
+    /// the model sent when it sent one, else the object's text.
+    pub fn arguments_text(&self) -> String {
+        match &self.wire_arguments {
+            Value::String(s) => s.clone(),
+            Value::Object(_) => self.wire_arguments.to_string(),
+            _ => self.strings_object().to_string(),
+        }
+    }
+
+    fn strings_object(&self) -> Value {
+        Value::Object(
+            self.arguments
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        )
+    }
+}
+
 /// The result of executing one [`ToolCall`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolResult {

@@ -81,38 +81,6 @@ pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
     }
 }
 
-/// A call's arguments as an object, for writing history back: what the
-/// model sent when that was an object (or a JSON text holding one), else an
-/// object of the string values.
-pub(crate) fn arguments_object(call: &ToolCall) -> Value {
-    match &call.wire_arguments {
-        Value::Object(_) => call.wire_arguments.clone(),
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => strings_object(&call.arguments),
-        },
-        _ => strings_object(&call.arguments),
-    }
-}
-
-/// A call's arguments as a JSON text, for writing history back: the text
-/// the model sent when it sent one, else the object's text.
-pub(crate) fn arguments_text(call: &ToolCall) -> String {
-    match &call.wire_arguments {
-        Value::String(s) => s.clone(),
-        Value::Object(_) => call.wire_arguments.to_string(),
-        _ => strings_object(&call.arguments).to_string(),
-    }
-}
-
-fn strings_object(args: &BTreeMap<String, String>) -> Value {
-    Value::Object(
-        args.iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect(),
-    )
-}
-
 /// A token count as a server reports it. Servers send null, leave counts
 /// out, or send floats and negative numbers; none of that is a failed
 /// answer. A non-negative integer is itself; a positive float is rounded

@@ -16,8 +16,7 @@ use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
-    arguments_from_json, arguments_object, count, input_schema, invalid_json_detail, join_v1,
-    number,
+    arguments_from_json, count, input_schema, invalid_json_detail, join_v1, number,
 };
 use schema::for_anthropic;
 
@@ -154,7 +153,7 @@ fn message(m: &Message) -> Value {
                 blocks.push(json!({"type": "text", "text": content}));
             }
             for c in tool_calls {
-                blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": arguments_object(c)}));
+                blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments_object()}));
             }
             json!({"role": "assistant", "content": blocks})
         }

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, Message, Quirks, Request, Response, ToolCall, arguments_from_wire, arguments_object,
-    assistant_message, count, invalid_json_detail, number,
+    Cut, Message, Quirks, Request, Response, ToolCall, arguments_from_wire, assistant_message,
+    count, invalid_json_detail, number,
 };
 
 /// Ollama's chat API, as the common code calls it.
@@ -102,7 +102,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         } => out.push(assistant_message(
             content,
             tool_calls,
-            |c| json!({"function": {"name": c.name, "arguments": arguments_object(c)}}),
+            |c| json!({"function": {"name": c.name, "arguments": c.arguments_object()}}),
         )),
         // Only the Anthropic wire pauses a turn.
         Message::Paused(_) => {}

@@ -13,8 +13,8 @@ use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
-    arguments_from_wire, arguments_text, assistant_message, count, input_schema,
-    invalid_json_detail, join_v1, number,
+    arguments_from_wire, assistant_message, count, input_schema, invalid_json_detail, join_v1,
+    number,
 };
 
 /// Chat Completions, as the common code calls it.
@@ -174,7 +174,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
                 None => json!({
                     "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": arguments_text(c)},
+                    "function": {"name": c.name, "arguments": c.arguments_text()},
                 }),
             }
         })),

@@ -4,7 +4,7 @@
 //! is (`reported.rs`). Every failure is the call's error result.
 
 use super::Caller;
-use crate::provider::{ToolCall, ToolResult, wire};
+use crate::provider::{ToolCall, ToolResult};
 use crate::tools::Done;
 
 /// Runs `call`, whose tool is among the caller's MCP tools.
@@ -13,7 +13,7 @@ pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult 
         return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
     };
     super::reported::run(call, index, caller, || {
-        let arguments = wire::arguments_object(call);
+        let arguments = call.arguments_object();
         let done = bound
             .server
             .call(&bound.tool, arguments, caller.ctx.deadline.at);
