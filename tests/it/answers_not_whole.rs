@@ -180,30 +180,36 @@ fn a_sub_agents_cut_off_answer_reaches_its_parent_with_a_marker() {
     }
 }
 
+/// A server where `lead`'s first response makes `calls` and is cut off for
+/// `reason`, `lead`'s next one echoes the results it got, and `w` answers.
+fn cut_off_calls(p: P, reason: &'static str, calls: &[Call]) -> FakeServer {
+    let first = {
+        let mut v: Value = serde_json::from_str(&p.tool_calls(calls)).unwrap();
+        match p {
+            P::Anthropic => v["stop_reason"] = reason.into(),
+            P::OpenAi => v["choices"][0]["finish_reason"] = reason.into(),
+            P::Ollama => v["done_reason"] = reason.into(),
+        }
+        v.to_string()
+    };
+    FakeServer::route(move |req| match req.who().as_str() {
+        "lead" if req.has_tool_results() => {
+            let got = req.tool_result_texts().join(" | ");
+            Reply::Json(200, p.text(&format!("echo: {got}")))
+        }
+        "lead" => Reply::Json(200, first.clone()),
+        _ => Reply::Json(200, p.text("w ran")),
+    })
+}
+
 #[test]
 fn tool_calls_in_a_cut_off_response_are_not_run() {
     for (p, reason, _) in cut_cases() {
         let home = Home::fast_retries();
         home.named_agent("lead", p.model(), "sub_agents = [\"w\"]\n");
         home.named_agent("w", p.model(), "");
-        let first = {
-            let calls = p.tool_calls(&[("c1", "call_agent", delegate("w", "half a ta"))]);
-            let mut v: Value = serde_json::from_str(&calls).unwrap();
-            match p {
-                P::Anthropic => v["stop_reason"] = reason.into(),
-                P::OpenAi => v["choices"][0]["finish_reason"] = reason.into(),
-                P::Ollama => v["done_reason"] = reason.into(),
-            }
-            v.to_string()
-        };
-        let server = FakeServer::route(move |req| match req.who().as_str() {
-            "lead" if req.has_tool_results() => {
-                let got = req.tool_result_texts().join(" | ");
-                Reply::Json(200, p.text(&format!("echo: {got}")))
-            }
-            "lead" => Reply::Json(200, first.clone()),
-            _ => Reply::Json(200, p.text("w ran")),
-        });
+        let calls = [("c1", "call_agent", delegate("w", "half a ta"))];
+        let server = cut_off_calls(p, reason, &calls);
         let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?} {reason}: {}", stderr(&b.output));
         let who: Vec<String> = server.requests().iter().map(|r| r.who()).collect();
@@ -227,27 +233,11 @@ fn a_cut_off_responses_calls_are_each_answered_as_the_tool_they_name() {
         let lead = "sub_agents = [\"w\"]\ntools = [\"read_file\"]\n";
         home.named_agent("lead", p.model(), lead);
         home.named_agent("w", p.model(), "");
-        let first = {
-            let calls = p.tool_calls(&[
-                ("c1", "call_agent", delegate("w", "half a ta")),
-                ("c2", "read_file", json!({"path": "notes.txt"})),
-            ]);
-            let mut v: Value = serde_json::from_str(&calls).unwrap();
-            match p {
-                P::Anthropic => v["stop_reason"] = reason.into(),
-                P::OpenAi => v["choices"][0]["finish_reason"] = reason.into(),
-                P::Ollama => v["done_reason"] = reason.into(),
-            }
-            v.to_string()
-        };
-        let server = FakeServer::route(move |req| match req.who().as_str() {
-            "lead" if req.has_tool_results() => {
-                let got = req.tool_result_texts().join(" | ");
-                Reply::Json(200, p.text(&format!("echo: {got}")))
-            }
-            "lead" => Reply::Json(200, first.clone()),
-            _ => Reply::Json(200, p.text("w ran")),
-        });
+        let calls = [
+            ("c1", "call_agent", delegate("w", "half a ta")),
+            ("c2", "read_file", json!({"path": "notes.txt"})),
+        ];
+        let server = cut_off_calls(p, reason, &calls);
         let b = home.run_bounded(&every_wire(&server), &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{p:?} {reason}: {}", stderr(&b.output));
         let why = format!(

@@ -12,31 +12,9 @@ use serde_json::json;
 
 use crate::common::*;
 
-/// The fixture serving both transports with `end` line ends; killed on drop.
-struct Served(std::process::Child, u16);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn served(end: &str) -> Served {
-    use std::io::BufRead;
+fn served(end: &str) -> PyServer {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/line_ends_server.py");
-    let mut child = std::process::Command::new("python3")
-        .arg(script)
-        .arg(end)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line.trim().parse().expect("the port");
-    Served(child, port)
+    PyServer::start([script.as_os_str(), end.as_ref()])
 }
 
 #[test]
@@ -49,13 +27,13 @@ fn an_mcp_server_ending_its_event_lines_with_cr_lf_or_crlf_works_on_both_http_tr
         for (transport, table) in [
             (
                 "streamable HTTP",
-                format!("url = \"http://127.0.0.1:{}/mcp\"\n", mcp.1),
+                format!("url = \"http://127.0.0.1:{}/mcp\"\n", mcp.port),
             ),
             (
                 "sse",
                 format!(
                     "url = \"http://127.0.0.1:{}/sse\"\ntransport = \"sse\"\n",
-                    mcp.1
+                    mcp.port
                 ),
             ),
         ] {

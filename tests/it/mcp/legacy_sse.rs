@@ -88,18 +88,6 @@ fn a_go_original_agent_file_with_an_sse_server_runs() {
     assert_eq!(results, ["Echo: over sse"]);
 }
 
-/// An older-transport MCP server (python3) whose event stream sends the
-/// endpoint `endpoint` and then, when `flood`, 64 MiB of `data:` lines
-/// that never end an event. POSTs are taken (202). Killed on drop.
-struct Odd(std::process::Child, u16);
-
-impl Drop for Odd {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 const ODD: &str = r#"
 import sys, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -125,19 +113,8 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
 
-fn odd(endpoint: &str, flood: bool) -> Odd {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", ODD, endpoint, if flood { "flood" } else { "-" }])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line.trim().parse().expect("the port");
-    Odd(child, port)
+fn odd(endpoint: &str, flood: bool) -> PyServer {
+    PyServer::start(["-c", ODD, endpoint, if flood { "flood" } else { "-" }])
 }
 
 /// `axe run user` with server `old` at `port` (and `extra` keys): the
@@ -162,7 +139,7 @@ fn run_with(port: u16, extra: &str) -> (std::process::Output, Duration) {
 #[test]
 fn an_event_that_never_ends_fails_the_server_at_the_line_cap_not_after_all_of_it() {
     let server = odd("/message", true);
-    let (out, took) = run_with(server.1, "");
+    let (out, took) = run_with(server.port, "");
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(
         stderr(&out).contains("sent an event over 16 MiB"),
@@ -180,7 +157,7 @@ fn an_endpoint_on_another_origin_is_refused_and_never_sent_the_headers() {
     elsewhere.set_nonblocking(true).unwrap();
     let server = odd(&format!("http://127.0.0.1:{other}/message"), false);
     let (out, _) = run_with(
-        server.1,
+        server.port,
         "headers = { Authorization = \"Bearer sse-secret-value-3\" }\n",
     );
     assert_eq!(code(&out), 2, "{}", stderr(&out));

@@ -276,19 +276,6 @@ fn ctrl_c_in_the_middle_of_a_call_leaves_no_server_behind() {
     assert!(with_marker(&mark).is_empty(), "the server outlived Ctrl-C");
 }
 
-/// A streamable HTTP MCP server (python3) with one tool, `stall`, whose
-/// call answers with an event stream that carries the server's `ping` and
-/// then nothing; it never answers axe's reply to that ping, nor
-/// `notifications/cancelled`. Killed on drop.
-struct Stalling(std::process::Child, u16);
-
-impl Drop for Stalling {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 const STALLING: &str = r#"
 import json, sys, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -323,20 +310,9 @@ s.serve_forever()
 
 /// [`STALLING`]; with `hang_init`, it also leaves
 /// `notifications/initialized` unanswered.
-fn stalling(hang_init: bool) -> Stalling {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", STALLING])
-        .args(hang_init.then_some("hang-init"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line.trim().parse().expect("the port");
-    Stalling(child, port)
+fn stalling(hang_init: bool) -> PyServer {
+    let hang = if hang_init { "hang-init" } else { "-" };
+    PyServer::start(["-c", STALLING, hang])
 }
 
 #[test]
@@ -348,7 +324,7 @@ fn a_streamable_http_call_is_cut_at_its_deadline_whatever_the_server_leaves_unan
     let home = Home::new();
     home.config(&format!(
         "[[mcp_servers]]\nname = \"h\"\nurl = \"http://127.0.0.1:{}/mcp\"\ntimeout = 1\n",
-        mcp.1
+        mcp.port
     ));
     home.named_agent("user", p.model(), "mcp_servers = [\"h\"]\n");
     let server = model(p, &[("c1", "h__stall", json!({}))]);
@@ -380,7 +356,7 @@ fn a_server_start_ends_at_the_runs_deadline_when_initialized_is_left_unanswered(
     let home = Home::new();
     home.config(&format!(
         "[[mcp_servers]]\nname = \"h\"\nurl = \"http://127.0.0.1:{}/mcp\"\n",
-        mcp.1
+        mcp.port
     ));
     home.named_agent("user", p.model(), "mcp_servers = [\"h\"]\n");
     let server = model(p, &[("c1", "h__stall", json!({}))]);

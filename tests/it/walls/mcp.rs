@@ -31,31 +31,21 @@ fn stdio_table(script: &std::path::Path, name: &str, args: &[&str]) -> String {
     format!("[[mcp_servers]]\nname = {name:?}\ncommand = \"python3\"\nargs = {all:?}\n")
 }
 
-/// The fixture serving streamable HTTP; killed on drop.
-struct Http(std::process::Child, String);
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// The fixture serving streamable HTTP, and its URL; killed on drop.
+struct Http {
+    _server: PyServer,
+    url: String,
 }
 
 fn http(script: &std::path::Path, args: &[&str]) -> Http {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new("python3")
-        .arg(script)
-        .arg("http")
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = format!("http://127.0.0.1:{}/mcp", line.trim());
-    Http(child, url)
+    let mut all = vec![script.as_os_str(), "http".as_ref()];
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    let server = PyServer::start(all);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    Http {
+        _server: server,
+        url,
+    }
 }
 
 /// A fake OpenAI model whose first answer makes `calls` and whose later
@@ -142,13 +132,13 @@ fn a_server_listing_300000_tools_is_held_to_1000_in_bounded_memory() {
         ("stdio", stdio_table(&script, "big", &args)),
         (
             "streamable HTTP",
-            format!("[[mcp_servers]]\nname = \"big\"\nurl = {:?}\n", served.1),
+            format!("[[mcp_servers]]\nname = \"big\"\nurl = {:?}\n", served.url),
         ),
         (
             "streamable HTTP, an event stream",
             format!(
                 "[[mcp_servers]]\nname = \"big\"\nurl = {:?}\n",
-                served_as_events.1
+                served_as_events.url
             ),
         ),
     ];
@@ -197,7 +187,7 @@ fn an_http_answer_over_16_mib_fails_the_server_at_once() {
         let home = Home::new();
         home.config(&format!(
             "[[mcp_servers]]\nname = \"big\"\nurl = {:?}\n",
-            served.1
+            served.url
         ));
         home.named_agent("user", P::OpenAi.model(), "mcp_servers = [\"big\"]\n");
         let server = model(&[]);
