@@ -19,25 +19,31 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 EXPLICIT = re.compile(r"""<a\s+[^>]*?\b(?:id|name)\s*=\s*["']([^"']+)["']""", re.I)
-CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-# [text](target) or [text](target "title"); text may hold one level of [..].
-LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+\"[^\"]*\")?\s*\)")
+CODE_SPAN = re.compile(r"(`+)((?:(?!\n[ \t]*\n).)+?)\1", re.S)
+# [text](target) or [text](target "title"); the text may hold one level of
+# [..] and go over a line break, never over a blank line.
+LINK = re.compile(r"!?\[(?:(?!\n[ \t]*\n)[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+\"[^\"]*\")?\s*\)")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def lines_outside_fences(text):
-    """(line number, line) for each line not inside a fenced code block."""
-    fence = None
-    for number, line in enumerate(text.split("\n"), 1):
+def outside_fences(text):
+    """The text with every line of a fenced code block (its fences too)
+    emptied, so that line numbers stay as they were."""
+    fence, out = None, []
+    for line in text.split("\n"):
         m = FENCE.match(line)
-        if m:
-            if fence is None:
-                fence = m.group(1)
-            elif m.group(1) == fence:
-                fence = None
-            continue
-        if fence is None:
-            yield number, line
+        if m and (fence is None or m.group(1) == fence):
+            fence = m.group(1) if fence is None else None
+            out.append("")
+        else:
+            out.append(line if fence is None else "")
+    return "\n".join(out)
+
+
+def without_code_spans(text):
+    """The text with each `code span` (which may go over a line break, never
+    over a blank line) blanked, newlines kept."""
+    return CODE_SPAN.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 def slug(heading):
@@ -62,7 +68,7 @@ def anchors(path, cache={}):
         found, seen = set(), {}
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        for _, line in lines_outside_fences(text):
+        for line in outside_fences(text).split("\n"):
             found.update(m.group(1) for m in EXPLICIT.finditer(line))
             m = HEADING.match(line)
             if m:
@@ -80,24 +86,24 @@ def check(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     shown = os.path.relpath(path, ROOT)
-    for number, line in lines_outside_fences(text):
-        line = CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
-        for m in LINK.finditer(line):
-            target = m.group(1).strip("<>")
-            if SCHEME.match(target) or target.startswith("//"):
-                continue
-            file_part, _, anchor = target.partition("#")
-            dest = path if not file_part else os.path.normpath(
-                os.path.join(os.path.dirname(path), file_part))
-            if not os.path.exists(dest):
-                problems.append(f"{shown}:{number}: {target}: no such file {os.path.relpath(dest, ROOT)}")
-                continue
-            if not anchor:
-                continue
-            if not dest.endswith(".md") or os.path.isdir(dest):
-                problems.append(f"{shown}:{number}: {target}: an anchor into a file that is not Markdown")
-            elif anchor not in anchors(dest):
-                problems.append(f"{shown}:{number}: {target}: no heading or <a id> \"{anchor}\" in {os.path.relpath(dest, ROOT)}")
+    text = without_code_spans(outside_fences(text))
+    for m in LINK.finditer(text):
+        number = text.count("\n", 0, m.start(1)) + 1
+        target = m.group(1).strip("<>")
+        if SCHEME.match(target) or target.startswith("//"):
+            continue
+        file_part, _, anchor = target.partition("#")
+        dest = path if not file_part else os.path.normpath(
+            os.path.join(os.path.dirname(path), file_part))
+        if not os.path.exists(dest):
+            problems.append(f"{shown}:{number}: {target}: no such file {os.path.relpath(dest, ROOT)}")
+            continue
+        if not anchor:
+            continue
+        if not dest.endswith(".md") or os.path.isdir(dest):
+            problems.append(f"{shown}:{number}: {target}: an anchor into a file that is not Markdown")
+        elif anchor not in anchors(dest):
+            problems.append(f"{shown}:{number}: {target}: no heading or <a id> \"{anchor}\" in {os.path.relpath(dest, ROOT)}")
     return problems
 
 
