@@ -1,7 +1,7 @@
 # axe: build, test, try.
 CARGO ?= cargo
 
-.PHONY: all build static test fmt lint doc unit example demo demo-rates e2e bench fuzz schema-suite clean
+.PHONY: all build static test fmt lint doc links unit example demo demo-rates e2e bench fuzz schema-suite clean
 
 all: build
 
@@ -15,8 +15,8 @@ build:
 static:
 	bash scripts/static.sh
 
-## test: formatting, lints, the docs and every test (what CI runs)
-test: fmt lint doc unit
+## test: formatting, lints, the docs, the links between them and every test (what CI runs)
+test: fmt lint doc links unit
 
 fmt:
 	$(CARGO) fmt --all -- --check
@@ -37,6 +37,11 @@ lint:
 ## is gone) denied
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
+
+## links: every relative link and #anchor between README.md and docs/**/*.md
+## resolves (scripts/check_links.py names each broken one, file:line)
+links:
+	python3 scripts/check_links.py
 
 # A wall the tests could not test here (the kernel or a tool missing) is
 # said at the end, never only in cargo's hidden output (tests/common/walls.rs).

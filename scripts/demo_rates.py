@@ -1,6 +1,6 @@
 """How often the demo's lead does what it should, over many inputs, for the
-figures in the README: `make demo-rates` (scripts/demo_rates.sh) starts the
-server and runs this.
+figures in docs/guide/getting-started.md ("The demo"): `make demo-rates`
+(scripts/demo_rates.sh) starts the server and runs this.
 
     demo_rates.py AXE TRACE_DIR [N]
 

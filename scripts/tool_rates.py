@@ -1,6 +1,6 @@
 """How often the real model does a tool step, over many questions, for the
-figures in the README: `make demo-rates` (scripts/demo_rates.sh) starts the
-server and runs this after the demo's rates.
+figures in docs/contributing.md ("End-to-end tests"): `make demo-rates`
+(scripts/demo_rates.sh) starts the server and runs this after the demo's rates.
 
     tool_rates.py AXE CONFIG_DIR TRACE_DIR MODEL [N]
 

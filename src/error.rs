@@ -1,5 +1,5 @@
 //! The one error type. Every failure axe reports is an [`Error`], and
-//! [`Error::exit_code`] is the exit code the README documents for it
+//! [`Error::exit_code`] is the exit code docs/reference/exit-codes.md gives it
 //! (design §2.10); [`Code`] names every way the process ends, a panic and
 //! the signals included. A caller can match on an error the way it would on
 //! any enum: a missing agent is `Error::AgentNotFound`, a sub-agent's
@@ -12,8 +12,8 @@ use std::process::ExitCode;
 
 use crate::provider::{ErrorKind, ModelError, ProviderError};
 
-/// How the process ends: every exit status axe gives, as README.md's "Exit
-/// codes" and design §2.10 list them. [`Code::status`] is the number.
+/// How the process ends: every exit status axe gives, as docs/reference/exit-codes.md
+/// and design §2.10 list them. [`Code::status`] is the number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     /// The command did what it was asked; `--dry-run` too (0).

@@ -2,8 +2,8 @@
 //!
 //! This file's module list, a comment line or two above each, is the code
 //! map, in the order a run goes through it (docs/design.md says why each
-//! piece is as it is; README.md's "Layout" has the same rooms, a line
-//! each; each module's own `//!` says more). The only loop between modules
+//! piece is as it is; docs/contributing.md's "Layout" has the same rooms,
+//! a line each; each module's own `//!` says more). The only loop between modules
 //! is the one the design needs, inside `run`: a tool call runs a sub-agent
 //! through the same `run_agent`. A module is public when the binary, the
 //! tests or the benchmarks use it.

@@ -8,8 +8,8 @@
 //!   a directory, enter it): `/etc/shadow`, `gshadow`, `sudoers`, SSH host
 //!   keys, `ssl/private`, a `config.toml` axe wrote (0600) are not;
 //! - whatever its mode: `shadow`, `gshadow` and their `-` backups,
-//!   `sudoers` and `sudoers.d`, `ssh/*_key`, `axe/` (where the README keeps
-//!   `axe serve`'s token and keys), and axe's own `config.toml` where the
+//!   `sudoers` and `sudoers.d`, `ssh/*_key`, `axe/` (where docs/guide/serving.md
+//!   keeps `axe serve`'s token and keys), and axe's own `config.toml` where the
 //!   user put it under `/etc`;
 //! - a directory holding nothing held back is granted whole (one rule);
 //!   one that does is granted entry by entry, down to the files;

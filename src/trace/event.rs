@@ -1,6 +1,6 @@
 //! The trace's format (design §7.2): every event a run reports, one variant
 //! of [`TraceEvent`] per kind, and the one place each becomes its JSON line.
-//! README.md's trace section lists these fields; a change here is a change
+//! docs/reference/output.md lists these fields; a change here is a change
 //! to the trace, and `tests/golden/` holds its bytes.
 //!
 //! A line is the fields every event has ([`Line`]), then the event's own,

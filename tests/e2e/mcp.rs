@@ -1,4 +1,4 @@
-//! The real model calling an MCP server's tool (README "MCP servers").
+//! The real model calling an MCP server's tool (docs/guide/mcp.md).
 
 use super::*;
 

@@ -1,5 +1,5 @@
-//! llama.cpp's server streaming on the OpenAI and Anthropic wires (README
-//! "Streamed answers"): at temperature 0 the streamed answer axe prints is
+//! llama.cpp's server streaming on the OpenAI and Anthropic wires (docs/guide/streams.md,
+//! docs/contributing.md's "End-to-end tests"): at temperature 0 the streamed answer axe prints is
 //! the one it prints without `--stream`, the request asks for a stream as
 //! the API reference says, and `--json`'s tokens are the usage the stream
 //! itself carried.

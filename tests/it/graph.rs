@@ -32,7 +32,7 @@ fn agent_path(home: &Home, name: &str) -> String {
         .to_string()
 }
 
-/// The graph of the README: lead delegates to researcher (which delegates
+/// The graph of docs/guide/sub-agents.md: lead delegates to researcher (which delegates
 /// to fetcher) and critic; three providers.
 fn readme_graph(home: &Home) {
     agent(home, "lead", "openai/gpt-4o", &["researcher", "critic"], "");

@@ -61,7 +61,7 @@
 //! | §8.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
 //! | §2.9, §7.4, ch. 8 | what a run reports about its built-in tool calls | `tool_reports.rs` |
 //! | ch. 8, D28 | the walls: a hostile model, MCP server, HTTP client or web page reaches nothing it was not given | `walls/` (a file a wall) |
-//! | ch. 9 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs`, `mcp/legacy_sse.rs`, `mcp/event_lines.rs` (CR, LF, CRLF), `mcp/git.rs` (the README example) |
+//! | ch. 9 | MCP servers: the client against the reference servers, and through the binary; stderr, sharing and the sandbox with a server of our own | `mcp/client.rs`, `mcp/run.rs`, `mcp/files.rs`, `mcp/legacy_sse.rs`, `mcp/event_lines.rs` (CR, LF, CRLF), `mcp/git.rs` (docs/guide/mcp.md's example) |
 //! | §10.1–§10.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
 //! | §10.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //! | ch. 11 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |

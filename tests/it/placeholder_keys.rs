@@ -9,8 +9,8 @@ use crate::common::*;
 
 const MARK: &str = "[redacted]";
 
-/// Keys a user sets for a local server that ignores them (README: "set any
-/// value"): none of them is a secret.
+/// Keys a user sets for a local server that ignores them (docs/guide/providers.md:
+/// "set any value"): none of them is a secret.
 const PLACEHOLDER_KEYS: [&str; 3] = ["1234", "none", "sk-x"];
 
 /// An answer holding each of them, and a number holding the first.

@@ -1,5 +1,5 @@
-//! The README's worked example (README "MCP servers"): `mcp-server-git`
-//! on this repository, declared in config.toml as the README shows, an
+//! The worked example of docs/guide/mcp.md: `mcp-server-git`
+//! on this repository, declared in config.toml as that page shows, an
 //! agent narrowed to some of its tools, and the model's `git__git_log`
 //! call answered with this repository's own history.
 

@@ -2,8 +2,8 @@
 //! misbehave, for each of Anthropic, OpenAI and Ollama, checked twice
 //! through the real binary.
 //!
-//! - **Top level**: `axe run a` on the faulty server. The exit code is the
-//!   README's (3 for API errors, 1 for 400/404), stdout stays empty, and
+//! - **Top level**: `axe run a` on the faulty server. The exit code is
+//!   docs/reference/exit-codes.md's (3 for API errors, 1 for 400/404), stdout stays empty, and
 //!   stderr is one line `axe: <provider>: <classification>`, no panic, no
 //!   backtrace.
 //! - **In a sub-agent**: a parent `lead` on a healthy server (OpenAI, or
@@ -155,7 +155,7 @@ pub(crate) fn api_error(p: P, status: u16) -> (String, &'static str) {
     }
 }
 
-/// How axe names a failed status, as README's exit-code table groups them.
+/// How axe names a failed status, as docs/reference/exit-codes.md groups them.
 pub(crate) fn classification(status: u16) -> &'static str {
     match status {
         400 => "bad request",

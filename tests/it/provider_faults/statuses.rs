@@ -98,7 +98,7 @@ fn fault_server_that_never_answers_times_out_exit_3_or_the_exact_timeout_result(
 
 #[test]
 fn fault_connection_closed_mid_body_is_a_network_error_not_retried_exit_3_or_an_error_result() {
-    // README, Retries: only a connection closed *before any response* is
+    // docs/guide/providers.md, Retries: only a connection closed *before any response* is
     // retried; this one closed after the head and half the body.
     fault_matrix("closed mid-body", |p| {
         let full = p.text("a complete answer that never arrives");
@@ -117,7 +117,7 @@ fn fault_connection_closed_mid_body_is_a_network_error_not_retried_exit_3_or_an_
 }
 
 /// The status line of a 5xx arrived; then its error body could not be read
-/// (cut off here, too large below). README (Retries) and D12 retry 500,
+/// (cut off here, too large below). Retries (docs/guide/providers.md) and D12 retry 500,
 /// 502, 503, 504 whatever their bodies say, and D13's `invalid response` is
 /// for 2xx bodies. axe reads the body before it looks at the status
 /// (`read_body(..).map_err(|e| Attempt::failed(..))?` in

@@ -210,7 +210,7 @@ fn local_clients_are_still_served() {
             .as_bytes(),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    // curl itself, as the README shows it.
+    // curl itself, as README.md and docs/guide/serving.md show it.
     let body = chat_body("helper", "hi");
     match Command::new("curl")
         .args([
