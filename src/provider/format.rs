@@ -56,6 +56,12 @@ pub(crate) trait Format: Sync {
         None
     }
 
+    /// Whether this wire's requests carry prompt-cache marks of axe's
+    /// (design §4.10); the other wires' servers cache on their own.
+    fn marks_cache(&self) -> bool {
+        false
+    }
+
     /// A successful response body read into the answer, or why it is not one.
     fn parse(&self, body: &str) -> Result<Response, String>;
 

@@ -15,7 +15,6 @@ use serde::Serialize;
 use crate::agent::yes_no;
 use crate::deadline::millis;
 use crate::io::stderr::Verbose;
-use crate::provider::Wire;
 use crate::resolve::{Resolved, UserInput};
 use crate::run::Outcome;
 use crate::text::redact::redact;
@@ -95,13 +94,14 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
             o.max_repairs
         ));
     }
-    if r.model.wire == Wire::Anthropic {
+    if r.model.wire.format().marks_cache() {
         s.push_str(&prompt_cache_section(r));
     }
     redact(&s)
 }
 
-/// The dry run's `--- Prompt Cache ---` section, for an Anthropic agent:
+/// The dry run's `--- Prompt Cache ---` section, for an agent whose wire
+/// marks the cache (Anthropic's):
 /// where its requests carry `cache_control` (design §4.10). The other wires
 /// send nothing for their caches, and get no section.
 fn prompt_cache_section(r: &Resolved) -> String {

@@ -31,6 +31,10 @@ impl Format for Messages {
         "https://api.anthropic.com"
     }
 
+    fn marks_cache(&self) -> bool {
+        true
+    }
+
     fn needs_key(&self) -> bool {
         true
     }
