@@ -72,14 +72,15 @@ fn run_help_lists_every_flag_with_defaults_and_exits_0() {
     }
 }
 
-/// The `Options:` section of a help text as (flag names, description with
-/// wrapped lines joined by single spaces).
+/// The flags of a help text, in its `Options:` section or in groups of
+/// them (`What to run:`, ...), as (flag names, description with wrapped
+/// lines joined by single spaces).
 fn option_entries(help: &str) -> Vec<(Vec<String>, String)> {
     let mut entries: Vec<(Vec<String>, String)> = Vec::new();
     let mut in_options = false;
     for line in help.lines() {
         if !line.starts_with(' ') {
-            in_options = line.trim_end() == "Options:";
+            in_options = line.trim_end().ends_with(':') && !line.starts_with("Positional");
             continue;
         }
         if !in_options {
