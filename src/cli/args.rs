@@ -252,6 +252,10 @@ pub(super) struct AgentsInit {
     /// agent name
     #[argh(positional)]
     pub(super) agent: String,
+    /// the model to write, as provider/model (default: the placeholder
+    /// "provider/model-name", to be edited before a run)
+    #[argh(option)]
+    pub(super) model: Option<String>,
     /// look for agent files in DIR first (then ./axe/agents, then the
     /// config directory's agents/)
     #[argh(option)]

@@ -123,7 +123,7 @@ fn register_global_secrets() {
 /// The agent `name` from the first directory of `dirs` that has it, its
 /// warnings printed.
 fn load_agent(dirs: &AgentDirs, name: &str) -> Result<agent::Agent, Error> {
-    let a = agent::load(dirs, name)?;
+    let a = agent::load(dirs, name).map_err(|e| e.looked_in(dirs.dirs()))?;
     for w in &a.warnings {
         stderr::warn(w);
     }

@@ -329,7 +329,15 @@ fn agents_show_includes_sub_agent_settings_when_sub_agents_are_set() {
 fn agents_show_unknown_agent_exits_2() {
     let home = Home::new();
     let out = home.run(&["agents", "show", "ghost"]);
-    assert_fails(&out, 2, "agent config not found: ghost");
+    let agents = home.config_dir().join("agents");
+    assert_fails(
+        &out,
+        2,
+        &format!(
+            "agent config not found: ghost (looked in {})",
+            agents.display()
+        ),
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -476,7 +484,15 @@ fn agents_edit_unknown_agent_exits_2_without_running_the_editor() {
         .args(["agents", "edit", "ghost"])
         .output()
         .unwrap();
-    assert_fails(&out, 2, "agent config not found: ghost");
+    let agents = home.config_dir().join("agents");
+    assert_fails(
+        &out,
+        2,
+        &format!(
+            "agent config not found: ghost (looked in {})",
+            agents.display()
+        ),
+    );
     assert!(!tools.path().join("editor.args").exists());
     assert!(!home.config_dir().join("agents/ghost.toml").exists());
 }
