@@ -1,7 +1,8 @@
 //! A first agent in five minutes, through the binary (issue 33): `axe
 //! agents init NAME --model` writes a model that runs, the scaffold's
 //! placeholder says what to set, every error about an agent file names the
-//! file, and an agent not found says where it was looked for.
+//! file, an agent not found says where it was looked for, and `config init`
+//! says what it made.
 
 use super::*;
 
@@ -214,5 +215,41 @@ fn an_agent_not_found_says_the_directories_looked_in() {
             "agent config not found: ghost (looked in {})",
             home.config_dir().join("agents").display()
         ),
+    );
+}
+
+#[test]
+fn config_init_says_what_it_created_and_what_it_left_as_it_was() {
+    let home = Home::new();
+    let xdg = home.dir.path().join("fresh-xdg");
+    let dir = xdg.join("axe");
+    let init = || {
+        home.axe()
+            .env("XDG_CONFIG_HOME", &xdg)
+            .args(["config", "init"])
+            .output()
+            .unwrap()
+    };
+    let parts = [
+        format!("{}/", dir.join("agents").display()),
+        dir.join("skills/sample/SKILL.md").display().to_string(),
+        dir.join("config.toml").display().to_string(),
+    ];
+    let first = init();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    assert_eq!(stdout(&first), format!("{}\n", dir.display()));
+    let said: String = parts.iter().map(|p| format!("created: {p}\n")).collect();
+    assert_eq!(stderr(&first), said);
+
+    fs::remove_file(dir.join("skills/sample/SKILL.md")).unwrap();
+    let second = init();
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    assert_eq!(stdout(&second), format!("{}\n", dir.display()));
+    assert_eq!(
+        stderr(&second),
+        format!(
+            "left as it was: {}\ncreated: {}\nleft as it was: {}\n",
+            parts[0], parts[1], parts[2]
+        )
     );
 }
