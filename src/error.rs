@@ -88,8 +88,13 @@ pub enum Error {
     /// A model string that is not one, or an unsupported provider (exit 1).
     Model(ModelError),
     /// No file `<config>/agents/<name>.toml`: for `axe run`, `agents show`,
-    /// `edit` and `tree`, and a sub-agent's load (exit 2).
-    AgentNotFound { name: String },
+    /// `edit` and `tree`, and a sub-agent's load (exit 2). `searched` are
+    /// the directories looked in, said when known (a command's own agent;
+    /// not a model's `call_agent`, not a client of `axe serve`).
+    AgentNotFound {
+        name: String,
+        searched: Vec<PathBuf>,
+    },
     /// `name` is not an agent name (design D9), found before any file is
     /// touched (exit 2). In a file's `sub_agents` it is a
     /// [`Error::Config`] that names the key.
@@ -100,6 +105,9 @@ pub enum Error {
     Unreadable { path: PathBuf, why: String },
     /// An agent file that is not TOML, or a key of the wrong type (exit 2).
     InvalidAgentFile { path: PathBuf, why: String },
+    /// `error`, about the agent file at `path`: a rule of its validation,
+    /// its model string (exit as `error`'s).
+    InAgentFile { path: PathBuf, error: Box<Error> },
     /// A config.toml that is not TOML, or a key of the wrong type (exit 2).
     InvalidConfigFile { path: PathBuf, why: String },
     /// A top-level agent whose file names no model, run without `--model`
@@ -169,10 +177,22 @@ impl Error {
         Error::Config(message.into())
     }
 
+    /// This error, an agent not found saying the directories `dirs` it was
+    /// looked for in.
+    pub fn looked_in(self, dirs: &[PathBuf]) -> Error {
+        match self {
+            Error::AgentNotFound { name, .. } => Error::AgentNotFound {
+                name,
+                searched: dirs.to_vec(),
+            },
+            e => e,
+        }
+    }
+
     /// The exit code this error ends the process with.
     pub fn exit_code(&self) -> Code {
         match self {
-            Error::Partial(e) => e.exit_code(),
+            Error::Partial(e) | Error::InAgentFile { error: e, .. } => e.exit_code(),
             Error::Batch { code, .. } => match code {
                 2 => Code::Config,
                 3 => Code::Api,
@@ -217,7 +237,18 @@ impl fmt::Display for Error {
         match self {
             Error::General(m) | Error::Config(m) => f.write_str(m),
             Error::Model(e) => e.fmt(f),
-            Error::AgentNotFound { name } => write!(f, "agent config not found: {name}"),
+            Error::AgentNotFound { name, searched } if searched.is_empty() => {
+                write!(f, "agent config not found: {name}")
+            }
+            Error::AgentNotFound { name, searched } => {
+                let dirs: Vec<String> = searched.iter().map(|d| d.display().to_string()).collect();
+                write!(
+                    f,
+                    "agent config not found: {name} (looked in {})",
+                    dirs.join(", ")
+                )
+            }
+            Error::InAgentFile { path, error } => write!(f, "{error} (in {})", path.display()),
             Error::InvalidAgentName { name } => write!(
                 f,
                 "invalid agent name {name:?}: use only letters, digits, '.', '_' and '-'"
@@ -369,8 +400,25 @@ mod tests {
             (
                 Error::AgentNotFound {
                     name: "ghost".into(),
+                    searched: Vec::new(),
                 },
                 "agent config not found: ghost",
+                Code::Config,
+            ),
+            (
+                Error::AgentNotFound {
+                    name: "ghost".into(),
+                    searched: vec!["/w/axe/agents".into(), "/c/agents".into()],
+                },
+                "agent config not found: ghost (looked in /w/axe/agents, /c/agents)",
+                Code::Config,
+            ),
+            (
+                Error::InAgentFile {
+                    path: path(),
+                    error: Box::new(Error::config("timeout must be a positive integer")),
+                },
+                "timeout must be a positive integer (in /c/agents/a.toml)",
                 Code::Config,
             ),
             (

@@ -49,12 +49,16 @@ impl AgentDirs {
             }
             dirs.push(dir);
         }
+        let home = config_dir()?.join("agents");
         let local = cwd.join(LOCAL_AGENTS);
-        if local.is_dir() {
+        // Each directory once: run from the config's parent, `./axe/agents`
+        // is the config's own.
+        if local.is_dir() && local != home && !dirs.contains(&local) {
             dirs.push(local);
         }
-        let home = config_dir()?.join("agents");
-        dirs.push(home.clone());
+        if !dirs.contains(&home) {
+            dirs.push(home.clone());
+        }
         SEARCHED
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -157,8 +157,12 @@ impl Catalog {
         match self.agents.get(name) {
             Some(Ok(agent)) => Ok(agent.clone()),
             Some(Err(Failure::Invalid(message))) => Err(Error::Config(message.clone())),
+            // The directories are the command's to say (`Error::looked_in`):
+            // a model's `call_agent` and a client of `axe serve` are not
+            // shown them.
             Some(Err(Failure::Missing)) | None => Err(Error::AgentNotFound {
                 name: name.to_string(),
+                searched: Vec::new(),
             }),
         }
     }

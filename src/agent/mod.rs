@@ -16,19 +16,25 @@ pub use crate::memory::MemoryConfig;
 pub use crate::tools::{SandboxConfig, ToolsConfig};
 pub use catalog::{Catalog, LeftOut, Place, Roots};
 pub use output::output_schema;
-pub use text::{scaffold, show, yes_no};
+pub use text::{scaffold, scaffold_for, show, yes_no};
 
-use crate::config::RetrySettings;
 use crate::config::tomlfile;
+use crate::config::{GlobalConfig, RetrySettings};
 use crate::error::Error;
 use crate::paths;
 use crate::paths::AgentDirs;
+use crate::provider::ModelRef;
 use crate::sandbox::read;
 
 /// The name of the tool through which an agent's `sub_agents` are offered
 /// (design §3.3): no built-in tool, and not a name its `tools` may list.
 /// The tool itself is `run::call_agent`'s.
 pub const CALL_AGENT: &str = "call_agent";
+
+/// The model the scaffold is written with (`axe agents init` without
+/// `--model`): the Go original's placeholder, which the spec fixes; a run of
+/// an agent still holding it says what to set (design §2.3).
+pub const PLACEHOLDER_MODEL: &str = "provider/model-name";
 
 /// Nesting limit for sub-agents when `max_depth` is 0 or absent.
 pub const DEFAULT_MAX_DEPTH: u32 = 3;
@@ -184,6 +190,31 @@ impl AgentConfig {
 }
 
 impl Agent {
+    /// Its own model, parsed as `global` names providers (design §4.12);
+    /// None when it inherits its caller's (design D21). A model string that
+    /// is not one names the file (exit 1, as `--model`'s); the scaffold's
+    /// placeholder, unless config.toml names a provider `provider`, says
+    /// what to set instead (exit 2: the file is not finished).
+    pub fn own_model(&self, global: &GlobalConfig) -> Result<Option<ModelRef>, Error> {
+        let Some(model) = self.config.model.as_deref() else {
+            return Ok(None);
+        };
+        match global.model_ref(model) {
+            Ok(m) => Ok(Some(m)),
+            Err(_) if model.trim() == PLACEHOLDER_MODEL => Err(Error::config(format!(
+                "agent {} ({}): model is still the scaffold's placeholder \"{PLACEHOLDER_MODEL}\": \
+                 set model = \"anthropic/claude-sonnet-4-5\" (or another provider/model), or pass \
+                 --model",
+                self.id,
+                self.path.display()
+            ))),
+            Err(e) => Err(Error::InAgentFile {
+                path: self.path.clone(),
+                error: Box::new(Error::Model(e)),
+            }),
+        }
+    }
+
     /// The config directory the agent was loaded from (its file is
     /// `<config>/agents/<id>.toml`); relative `skill` paths resolve against it.
     pub fn config_dir(&self) -> Option<&Path> {
@@ -195,17 +226,19 @@ impl Agent {
 /// file. The name is checked (design D9) before any file is touched.
 /// Warnings name the file.
 pub fn load(dirs: &AgentDirs, name: &str) -> Result<Agent, Error> {
+    // The directories are the command's to say (`Error::looked_in`), not a
+    // model's `call_agent` result.
+    let not_found = || Error::AgentNotFound {
+        name: name.to_string(),
+        searched: Vec::new(),
+    };
     let Some(path) = dirs.find(name)? else {
-        return Err(Error::AgentNotFound {
-            name: name.to_string(),
-        });
+        return Err(not_found());
     };
     let text = match read::config_text(&path) {
         Ok(t) => t,
         Err(read::Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::AgentNotFound {
-                name: name.to_string(),
-            });
+            return Err(not_found());
         }
         Err(e) => {
             return Err(Error::Unreadable {
@@ -231,10 +264,15 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
             path: path.to_path_buf(),
             why: e,
         })?;
+    // A rule broken names the file it is broken in.
+    let config = raw.validate().map_err(|e| Error::InAgentFile {
+        path: path.to_path_buf(),
+        error: Box::new(e),
+    })?;
     Ok(Agent {
         id: id.to_string(),
         path: path.to_path_buf(),
-        config: raw.validate()?,
+        config,
         warnings,
     })
 }

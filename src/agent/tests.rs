@@ -6,9 +6,15 @@ fn parsed(text: &str) -> Result<Agent, Error> {
     parse("t", Path::new("t.toml"), text)
 }
 
-/// The validation error of `text`.
+/// The validation error of `text`, which names the file.
 fn validation_error(text: &str) -> String {
-    parsed(text).unwrap_err().to_string()
+    match parsed(text) {
+        Err(Error::InAgentFile { path, error }) => {
+            assert_eq!(path, Path::new("t.toml"));
+            error.to_string()
+        }
+        other => panic!("not an error in the file: {other:?}"),
+    }
 }
 
 #[test]
@@ -17,7 +23,7 @@ fn loading_tells_a_missing_agent_from_a_bad_name_and_an_unreadable_file() {
     fs::create_dir_all(dir.join("agents").join("folder.toml")).unwrap();
     fs::write(dir.join("agents").join("broken.toml"), "name = \n").unwrap();
     assert!(
-        matches!(load(&AgentDirs::only(&dir), "ghost"), Err(Error::AgentNotFound { name }) if name == "ghost")
+        matches!(load(&AgentDirs::only(&dir), "ghost"), Err(Error::AgentNotFound { name, .. }) if name == "ghost")
     );
     assert!(matches!(
         load(&AgentDirs::only(&dir), "../ghost"),
@@ -149,7 +155,10 @@ fn load_sub_agents_config_from_a_file() {
     // Loading validates: max_depth = 6 fails at load time (design §3.13).
     assert_eq!(
         deep.unwrap_err().to_string(),
-        "sub_agents_config.max_depth cannot exceed 5"
+        format!(
+            "sub_agents_config.max_depth cannot exceed 5 (in {})",
+            dir.join("agents").join("deep.toml").display()
+        )
     );
 }
 

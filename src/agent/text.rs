@@ -1,29 +1,48 @@
 //! Agent files as text for people: the scaffold `axe agents init` writes
 //! and the `axe agents show` view.
 
-use super::Agent;
+use super::{Agent, PLACEHOLDER_MODEL};
 
 /// The scaffold after its `name` line.
 const SCAFFOLD_REST: &str = r#"description = ""
+
+# Full provider/model per models.dev
 model = "provider/model-name"
+# The model is the one key to set before a first run: provider/model, e.g.
+# anthropic/claude-sonnet-4-5, openai/gpt-4o, or ollama/llama3.1 (a local
+# model, no key). Any OpenAI-compatible server works through the openai
+# provider and AXE_OPENAI_BASE_URL. The API key comes from the environment
+# (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...) or config.toml (`axe config init`).
+#
+# Then:  axe run {NAME} --dry-run       what would be sent (no key needed)
+#        axe run {NAME} -p "Hello"      a run; the answer goes to stdout
+#        axe agents check {NAME}        this file and its sub-agents checked
+# Every key below is optional: uncomment one (remove its leading #) to use it.
 
-# Model strings are provider/model: anthropic/claude-sonnet-4-5,
-# openai/gpt-4o, ollama/llama3.1. Any OpenAI-compatible server works through
-# the openai provider and AXE_OPENAI_BASE_URL.
+# A one-line description, shown by `axe agents list` and to a parent agent
+# that may call this one: set description = "..." above.
 
-# The instructions the model gets as its system prompt.
+# Agent persona (optional)
+# system_prompt = ""
+# The instructions the model gets as its system prompt, e.g.:
 # system_prompt = """
 # You are a careful reviewer. Answer briefly.
 # """
 
+# Default skill (optional, can be overridden with --skill flag)
+# skill = ""
 # A SKILL.md appended to the system prompt; relative paths resolve against
-# the config directory.
+# the config directory (`axe config init` writes a sample).
 # skill = "skills/sample/SKILL.md"
 
-# Files whose contents are appended to the system prompt: globs relative to
-# the workdir; ** matches any number of directories.
+# Context files - glob patterns resolved from workdir or cwd (optional)
+# files = []
+# Their contents are appended to the system prompt; ** matches any number of
+# directories.
 # files = ["src/**/*.rs", "README.md"]
 
+# Working directory (optional)
+# workdir = ""
 # The directory the files are read from (default: the current directory).
 # workdir = "/path/to/project"
 
@@ -45,7 +64,10 @@ model = "provider/model-name"
 # and every request of the tree asks for a stream.
 # stream = true
 
-# Agents this agent may delegate to through the call_agent tool.
+# Sub-agents this agent can invoke (optional)
+# sub_agents = []
+# They are offered through the call_agent tool; each is an agent file of its
+# own, and one without a model runs on this agent's.
 # sub_agents = ["helper"]
 
 # Built-in tools: read_file, list_directory, search_files, write_file,
@@ -99,28 +121,6 @@ model = "provider/model-name"
 # max_parallel = 4
 # max_result_chars = 20000
 
-# Bounds on the whole tree this agent starts, sub-agents included:
-# max_tokens (input plus output) and max_turns (requests). When one is
-# spent, a sub-agent's call fails and the top-level run exits 4.
-# [budget]
-# max_tokens = 200000
-# max_turns = 40
-
-# Model parameters; unset ones are not sent (Anthropic requires max_tokens,
-# so 4096 is sent there when unset).
-# [params]
-# temperature = 0.2
-# max_tokens = 4096
-
-# The shape of the answer: a JSON Schema (inline, or schema_file relative to
-# the config directory). The answer must be JSON matching it; when it is
-# not, the model is told what is wrong and asked again, max_repairs times
-# (default 2), then the run exits 5 (a sub-agent's call fails).
-# [output]
-# schema = { type = "object", properties = { verdict = { type = "string" } }, required = ["verdict"] }
-# schema_file = "schemas/verdict.json"
-# max_repairs = 2
-
 # Memory of past runs: after each run that succeeds, its task and answer
 # (cut at 1000 characters; stdin is never stored) are appended to
 # ~/.local/share/axe/memory/<agent>.md, or path; the last last_n entries
@@ -132,6 +132,28 @@ model = "provider/model-name"
 # last_n = 10
 # max_entries = 100
 
+# Bounds on the whole tree this agent starts, sub-agents included:
+# max_tokens (input plus output) and max_turns (requests). When one is
+# spent, a sub-agent's call fails and the top-level run exits 4.
+# [budget]
+# max_tokens = 200000
+# max_turns = 40
+
+# Model parameters; unset ones are not sent (Anthropic requires max_tokens,
+# so 4096 is sent there when unset).
+# [params]
+# temperature = 0.3
+# max_tokens = 4096
+
+# The shape of the answer: a JSON Schema (inline, or schema_file relative to
+# the config directory). The answer must be JSON matching it; when it is
+# not, the model is told what is wrong and asked again, max_repairs times
+# (default 2), then the run exits 5 (a sub-agent's call fails).
+# [output]
+# schema = { type = "object", properties = { verdict = { type = "string" } }, required = ["verdict"] }
+# schema_file = "schemas/verdict.json"
+# max_repairs = 2
+
 # Retries of one HTTP request on 429/5xx/refused connections (over the
 # [retry] of config.toml; `axe run --retries N` wins over both).
 # [retry]
@@ -142,9 +164,21 @@ model = "provider/model-name"
 "#;
 
 /// The file `axe agents init <name>` writes: required keys set, every
-/// optional key shown commented out.
+/// optional key shown commented out, the model the placeholder
+/// [`PLACEHOLDER_MODEL`] (the Go original's scaffold has it; a run names
+/// it, design §2.3).
 pub fn scaffold(name: &str) -> String {
-    format!("name = \"{name}\"\n{SCAFFOLD_REST}")
+    let rest = SCAFFOLD_REST.replace("{NAME}", name);
+    format!("name = \"{name}\"\n{rest}")
+}
+
+/// The scaffold with `model` (`axe agents init --model`, already checked)
+/// in the placeholder's place.
+pub fn scaffold_for(name: &str, model: &str) -> String {
+    let placeholder = format!("model = \"{PLACEHOLDER_MODEL}\"");
+    // A TOML string, whatever the model part holds.
+    let written = format!("model = {}", toml::Value::String(model.to_string()));
+    scaffold(name).replacen(&placeholder, &written, 1)
 }
 
 /// The `axe agents show` text: one aligned `Label:` line per field.
@@ -329,6 +363,67 @@ pub fn yes_no(b: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Go original's scaffold (jrswab/axe, internal/agent/agent.go,
+    /// `Scaffold`, commit 977dda0), for `name = "helper"`.
+    const GO_SCAFFOLD: &str = r#"name = "helper"
+description = ""
+
+# Full provider/model per models.dev
+model = "provider/model-name"
+
+# Agent persona (optional)
+# system_prompt = ""
+
+# Default skill (optional, can be overridden with --skill flag)
+# skill = ""
+
+# Context files - glob patterns resolved from workdir or cwd (optional)
+# files = []
+
+# Working directory (optional)
+# workdir = ""
+
+# Sub-agents this agent can invoke (optional)
+# sub_agents = []
+
+# [sub_agents_config]
+# max_depth = 3
+# parallel = true
+# timeout = 120
+
+# [memory]
+# enabled = false
+# path = ""
+# last_n = 10
+# max_entries = 100
+
+# [params]
+# temperature = 0.3
+# max_tokens = 4096
+"#;
+
+    #[test]
+    fn scaffold_keeps_every_line_of_the_go_originals_in_its_order() {
+        let ours = scaffold("helper");
+        let mut lines = ours.lines();
+        for go in GO_SCAFFOLD.lines().filter(|l| !l.is_empty()) {
+            assert!(lines.any(|l| l == go), "missing, or out of order: {go}");
+        }
+    }
+
+    #[test]
+    fn scaffold_for_a_model_writes_it_in_the_placeholders_place_only() {
+        let s = scaffold_for("helper", "openai/meta-llama/\"odd\"");
+        let table: toml::Table = s.parse().unwrap();
+        assert_eq!(table["model"].as_str(), Some("openai/meta-llama/\"odd\""));
+        assert_eq!(
+            s.replace(&s.lines().nth(4).unwrap().to_string(), ""),
+            scaffold("helper").replace("model = \"provider/model-name\"", "")
+        );
+        assert!(!s.contains("model = \"provider/model-name\""));
+        assert!(s.contains("# Full provider/model per models.dev"));
+    }
 
     #[test]
     fn scaffold_parses_and_includes_every_optional_key() {

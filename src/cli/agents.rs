@@ -20,7 +20,7 @@ pub(super) fn main(sub: AgentsSub) -> Result<(), Error> {
         AgentsSub::Show(s) => show(&dirs(s.agents_dir)?, &s.agent),
         AgentsSub::Init(i) => {
             let flagged = i.agents_dir.is_some();
-            init(&dirs(i.agents_dir)?, flagged, &i.agent)
+            init(&dirs(i.agents_dir)?, flagged, &i.agent, i.model.as_deref())
         }
         AgentsSub::Edit(e) => edit(&dirs(e.agents_dir)?, &e.agent),
         AgentsSub::Check(c) => check(&dirs(c.agents_dir)?, c.agent.as_deref()),
@@ -85,12 +85,20 @@ fn show(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
 
 /// `axe agents init <agent>`: the scaffold, never over an existing file,
 /// in `--agents-dir` when `flagged`, else in the config directory's agents
-/// (never `./axe/agents` unasked).
-fn init(dirs: &AgentDirs, flagged: bool, name: &str) -> Result<(), Error> {
+/// (never `./axe/agents` unasked). `model` (`--model`) replaces the
+/// placeholder, checked first as a run's `--model` is: a bad one writes
+/// nothing.
+fn init(dirs: &AgentDirs, flagged: bool, name: &str, model: Option<&str>) -> Result<(), Error> {
     // It writes a file: a signal must not leave a temporary one behind
     // (design §6.5).
     interrupt::install();
     paths::check_agent_name(name)?;
+    if let Some(m) = model {
+        // config.toml's named providers are models too (design §4.12).
+        load_global()?
+            .model_ref(m)
+            .map_err(|e| Error::config(format!("--model {m:?}: {e}")))?;
+    }
     let dir = match dirs.dirs().first() {
         Some(d) if flagged => d.as_path(),
         _ => dirs.home(),
@@ -101,7 +109,11 @@ fn init(dirs: &AgentDirs, flagged: bool, name: &str) -> Result<(), Error> {
             Error::config(format!("cannot create directory {}: {e}", dir.display()))
         })?;
     }
-    match create_new(&path, agent::scaffold(name).as_bytes(), 0o644) {
+    let text = match model {
+        Some(m) => agent::scaffold_for(name, m),
+        None => agent::scaffold(name),
+    };
+    match create_new(&path, text.as_bytes(), 0o644) {
         Ok(Created::Written) => print_stdout(&format!("{}\n", path.display())),
         Ok(Created::AlreadyExists) => Err(Error::config(format!(
             "agent config already exists: {}",
@@ -120,6 +132,7 @@ fn edit(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
     if !path.is_file() {
         return Err(Error::AgentNotFound {
             name: name.to_string(),
+            searched: dirs.dirs().to_vec(),
         });
     }
     let editor = ["VISUAL", "EDITOR"]
@@ -183,6 +196,6 @@ fn tree(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
     for w in &graph.warnings {
         stderr::warn(w);
     }
-    let text = graph::tree(&graph, name)?;
+    let text = graph::tree(&graph, name).map_err(|e| e.looked_in(dirs.dirs()))?;
     print_stdout(&redact(&text))
 }

@@ -9,6 +9,7 @@ pub use crate::deadline::DEFAULT_TIMEOUT_SECS;
 #[derive(FromArgs, Debug)]
 /// Run LLM agents defined in TOML files. Agents live in ./axe/agents or
 /// $XDG_CONFIG_HOME/axe/agents/<name>.toml (default ~/.config/axe).
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct Axe {
     /// print the version and exit
     #[argh(switch)]
@@ -41,6 +42,7 @@ pub const DEFAULT_RUNS_SHOWN: usize = 20;
 /// exit status, duration, tokens, the answer's first line. `axe runs show
 /// ID` prints one run.
 #[argh(subcommand, name = "runs")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct RunsCmd {
     /// only the runs of this agent
     #[argh(positional)]
@@ -65,6 +67,7 @@ pub(super) enum RunsSub {
 /// Print one run's record and its answer; with --chrome, write its trace
 /// as Chrome trace-event JSON (Perfetto, chrome://tracing) instead.
 #[argh(subcommand, name = "show")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct RunsShow {
     /// the run id, or a prefix of it that no other run has
     #[argh(positional)]
@@ -80,6 +83,7 @@ pub(super) struct RunsShow {
 /// report, then trim the memory file to its last entries (last_n, else
 /// max_entries); what is removed is appended to <file>.bak.
 #[argh(subcommand, name = "gc")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct GcCmd {
     /// agent name (or --all)
     #[argh(positional)]
@@ -108,9 +112,11 @@ pub const DEFAULT_MCP_TIMEOUT_SECS: u64 = 30;
 #[derive(FromArgs, Debug)]
 /// List the MCP servers configured, or the tools of one.
 #[argh(subcommand, name = "mcp")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct McpCmd {
+    // None: the command's own help is printed (`cli::help`).
     #[argh(subcommand)]
-    pub(super) command: McpSub,
+    pub(super) command: Option<McpSub>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -124,6 +130,7 @@ pub(super) enum McpSub {
 /// List the MCP servers: config.toml's, and with --agent the agent's own;
 /// one line each: name, transport, command or URL, where it is defined.
 #[argh(subcommand, name = "list")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct McpList {
     /// also the servers this agent's file defines
     #[argh(option)]
@@ -138,6 +145,7 @@ pub(super) struct McpList {
 /// Start an MCP server, list its tools as the model sees them
 /// (<server>__<tool>, description, input schema), and stop it.
 #[argh(subcommand, name = "tools")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct McpTools {
     /// server name
     #[argh(positional)]
@@ -157,14 +165,17 @@ pub(super) struct McpTools {
 #[derive(FromArgs, Debug)]
 /// Print the version.
 #[argh(subcommand, name = "version")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct VersionCmd {}
 
 #[derive(FromArgs, Debug)]
 /// Show or create the config directory.
 #[argh(subcommand, name = "config")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct ConfigCmd {
+    // None: the command's own help is printed (`cli::help`).
     #[argh(subcommand)]
-    pub(super) command: ConfigSub,
+    pub(super) command: Option<ConfigSub>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -177,20 +188,24 @@ pub(super) enum ConfigSub {
 #[derive(FromArgs, Debug)]
 /// Print the config directory (creates nothing).
 #[argh(subcommand, name = "path")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct ConfigPath {}
 
 #[derive(FromArgs, Debug)]
 /// Create the config directory, agents/, a sample skill and config.toml where
 /// missing; never overwrites.
 #[argh(subcommand, name = "init")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct ConfigInit {}
 
 #[derive(FromArgs, Debug)]
 /// List, show, create, edit and check agents.
 #[argh(subcommand, name = "agents")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsCmd {
+    // None: the command's own help is printed (`cli::help`).
     #[argh(subcommand)]
-    pub(super) command: AgentsSub,
+    pub(super) command: Option<AgentsSub>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -207,6 +222,7 @@ pub(super) enum AgentsSub {
 #[derive(FromArgs, Debug)]
 /// List agents: one line each, "name - description", sorted.
 #[argh(subcommand, name = "list")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsList {
     /// look for agent files in DIR first (then ./axe/agents, then the
     /// config directory's agents/)
@@ -217,6 +233,7 @@ pub(super) struct AgentsList {
 #[derive(FromArgs, Debug)]
 /// Show an agent's settings.
 #[argh(subcommand, name = "show")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsShow {
     /// agent name
     #[argh(positional)]
@@ -230,10 +247,15 @@ pub(super) struct AgentsShow {
 #[derive(FromArgs, Debug)]
 /// Write a scaffold agent file and print its path; never overwrites.
 #[argh(subcommand, name = "init")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsInit {
     /// agent name
     #[argh(positional)]
     pub(super) agent: String,
+    /// the model to write, as provider/model (default: the placeholder
+    /// "provider/model-name", to be edited before a run)
+    #[argh(option)]
+    pub(super) model: Option<String>,
     /// look for agent files in DIR first (then ./axe/agents, then the
     /// config directory's agents/)
     #[argh(option)]
@@ -243,6 +265,7 @@ pub(super) struct AgentsInit {
 #[derive(FromArgs, Debug)]
 /// Open an agent file in $VISUAL or $EDITOR.
 #[argh(subcommand, name = "edit")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsEdit {
     /// agent name
     #[argh(positional)]
@@ -257,6 +280,7 @@ pub(super) struct AgentsEdit {
 /// Check the delegation graph of an agent (or of every agent): missing or
 /// invalid agents, bad models, missing API keys, cycles. Exit 2 on problems.
 #[argh(subcommand, name = "check")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsCheck {
     /// agent name (default: every agent)
     #[argh(positional)]
@@ -270,6 +294,7 @@ pub(super) struct AgentsCheck {
 #[derive(FromArgs, Debug)]
 /// Print an agent's delegation graph as a tree, as far as its max_depth goes.
 #[argh(subcommand, name = "tree")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsTree {
     /// agent name
     #[argh(positional)]
@@ -284,6 +309,7 @@ pub(super) struct AgentsTree {
 /// Run an agent: the user message is --prompt, else stdin, else "Execute the
 /// task described in your instructions."; the answer goes to stdout.
 #[argh(subcommand, name = "run")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct RunCmd {
     /// agent name
     #[argh(positional)]
@@ -399,6 +425,7 @@ pub const DEFAULT_GRACE_SECS: u64 = 30;
 /// /healthz. Loopback only unless --listen says otherwise; any other
 /// address needs a bearer token (--token-file or AXE_SERVE_TOKEN).
 #[argh(subcommand, name = "serve")]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct ServeCmd {
     /// address to listen on (default: 127.0.0.1:8080)
     #[argh(option, default = "DEFAULT_LISTEN.to_string()")]

@@ -3,7 +3,7 @@
 use super::args::ConfigSub;
 use super::print_stdout;
 use crate::error::Error;
-use crate::io::interrupt;
+use crate::io::{interrupt, stderr};
 use crate::paths;
 
 /// Runs the `config` subcommand.
@@ -14,10 +14,25 @@ pub(super) fn main(sub: ConfigSub) -> Result<(), Error> {
     }
 }
 
-/// Creates what is missing of the config directory and prints its path.
+/// Creates what is missing of the config directory and prints its path
+/// (stdout: the spec's output, which scripts read), then on stderr one line
+/// for each of its parts: created, or left as it was.
 fn init() -> Result<(), Error> {
     // It writes files: a signal must not leave a temporary one behind
     // (design §6.5).
     interrupt::install();
-    print_stdout(&format!("{}\n", crate::config::init()?.display()))
+    let init = crate::config::init()?;
+    print_stdout(&format!("{}\n", init.dir.display()))?;
+    let mut said = String::new();
+    for (path, created) in &init.done {
+        let slash = if path.is_dir() { "/" } else { "" };
+        let what = if *created {
+            "created"
+        } else {
+            "left as it was"
+        };
+        said.push_str(&format!("{what}: {}{slash}\n", path.display()));
+    }
+    stderr::lines(said);
+    Ok(())
 }

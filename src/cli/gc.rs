@@ -135,9 +135,9 @@ fn one(agent: Agent, cmd: &GcCmd, global: &GlobalConfig) -> Result<(), Error> {
             log.sent
         ));
     }
-    let model = match cmd.model.as_deref().or(agent.config.model.as_deref()) {
+    let model = match cmd.model.as_deref() {
         Some(m) => global.model_ref(m)?,
-        None => return Err(Error::NoModel),
+        None => agent.own_model(global)?.ok_or(Error::NoModel)?,
     };
     let keep = keep(&config);
     if cmd.dry_run {

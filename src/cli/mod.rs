@@ -16,6 +16,7 @@ mod args;
 mod batch;
 mod config;
 mod gc;
+mod help;
 mod mcp;
 mod run;
 mod runs;
@@ -50,14 +51,15 @@ pub fn main() -> Result<(), Error> {
         return version::main();
     }
     let result = match axe.command {
-        None => match Axe::from_args(&["axe"], &["--help"]) {
-            Err(early) => early_exit(early),
-            Ok(_) => Ok(()),
-        },
+        None => help::of(&[]),
         Some(Command::Version(_)) => version::main(),
-        Some(Command::Config(c)) => config::main(c.command),
-        Some(Command::Agents(a)) => agents::main(a.command),
-        Some(Command::Mcp(m)) => mcp::main(m.command),
+        Some(Command::Config(c)) => c
+            .command
+            .map_or_else(|| help::of(&["config"]), config::main),
+        Some(Command::Agents(a)) => a
+            .command
+            .map_or_else(|| help::of(&["agents"]), agents::main),
+        Some(Command::Mcp(m)) => m.command.map_or_else(|| help::of(&["mcp"]), mcp::main),
         Some(Command::Gc(g)) => gc::main(g),
         Some(Command::Run(r)) => run::main(r),
         Some(Command::Runs(r)) => runs::main(r),
@@ -71,7 +73,7 @@ pub fn main() -> Result<(), Error> {
 /// `--help` (exit 0, stdout) or a usage error (exit 1, one line on stderr).
 fn early_exit(early: argh::EarlyExit) -> Result<(), Error> {
     match early.status {
-        Ok(()) => print_stdout(&format!("{}\n", early.output.trim_end())),
+        Ok(()) => print_stdout(&format!("{}\n", help::text(&early.output).trim_end())),
         Err(()) => {
             let text = one_line(&early.output);
             let text = if text.is_empty() {
@@ -121,7 +123,7 @@ fn register_global_secrets() {
 /// The agent `name` from the first directory of `dirs` that has it, its
 /// warnings printed.
 fn load_agent(dirs: &AgentDirs, name: &str) -> Result<agent::Agent, Error> {
-    let a = agent::load(dirs, name)?;
+    let a = agent::load(dirs, name).map_err(|e| e.looked_in(dirs.dirs()))?;
     for w in &a.warnings {
         stderr::warn(w);
     }

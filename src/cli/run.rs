@@ -74,7 +74,10 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::config(format!("cannot read the current directory: {e}")))?;
     let catalog = Arc::new(read_agents(cmd, &global, &cwd)?);
-    let mut agent: Agent = (*catalog.agent(&cmd.agent)?).clone();
+    let mut agent: Agent = (*catalog
+        .agent(&cmd.agent)
+        .map_err(|e| e.looked_in(catalog.dirs().dirs()))?)
+    .clone();
     for w in &agent.warnings {
         stderr::warn(w);
     }

@@ -416,11 +416,13 @@ fn env_nonempty(name: &str) -> Option<String> {
 
 /// `axe config init`: creates the config directory, `agents/`, the sample
 /// skill and a commented `config.toml` (0600) where missing. Never overwrites.
-/// Returns the config directory.
-pub fn init() -> Result<PathBuf, Error> {
+/// Returns the config directory and what it made and found.
+pub fn init() -> Result<Init, Error> {
     let dir = paths::config_dir()?;
     let skill_dir = dir.join("skills").join("sample");
-    for d in [dir.join("agents"), skill_dir.clone()] {
+    let agents = dir.join("agents");
+    let mut done = vec![(agents.clone(), !agents.is_dir())];
+    for d in [agents, skill_dir.clone()] {
         fs::create_dir_all(&d)
             .map_err(|e| Error::config(format!("cannot create directory {}: {e}", d.display())))?;
     }
@@ -430,7 +432,8 @@ pub fn init() -> Result<PathBuf, Error> {
     ];
     for (path, contents, mode) in files {
         match create_new(&path, contents.as_bytes(), mode) {
-            Ok(Created::Written | Created::AlreadyExists) => {}
+            Ok(Created::Written) => done.push((path, true)),
+            Ok(Created::AlreadyExists) => done.push((path, false)),
             Err(e) => {
                 return Err(Error::config(format!(
                     "cannot write {}: {e}",
@@ -439,7 +442,17 @@ pub fn init() -> Result<PathBuf, Error> {
             }
         }
     }
-    Ok(dir)
+    Ok(Init { dir, done })
+}
+
+/// What [`init`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Init {
+    /// The config directory.
+    pub dir: PathBuf,
+    /// `agents/`, the sample skill and config.toml, each with whether
+    /// `init` created it (false: it was there, and is left as it was).
+    pub done: Vec<(PathBuf, bool)>,
 }
 
 #[cfg(test)]

@@ -189,13 +189,7 @@ fn provider_order(name: &str) -> (usize, &str) {
 
 /// An agent's own model, parsed; None when it inherits its caller's.
 fn parse_model(agent: &Agent, global: &GlobalConfig) -> Result<Option<ModelRef>, String> {
-    agent
-        .config
-        .model
-        .as_deref()
-        .map(|m| global.model_ref(m))
-        .transpose()
-        .map_err(|e| e.to_string())
+    agent.own_model(global).map_err(|e| e.to_string())
 }
 
 /// Checks a loaded graph: per agent in name order its problems (invalid

@@ -37,6 +37,7 @@ pub fn tree(graph: &Graph, root: &str) -> Result<String, Error> {
             Some(Loaded::Invalid { message }) => Error::config(message.clone()),
             _ => Error::AgentNotFound {
                 name: root.to_string(),
+                searched: Vec::new(),
             },
         });
     };

@@ -120,23 +120,36 @@ pub fn resolve(
     cwd: &Path,
     deadline: &Deadline,
 ) -> Result<Resolved, Error> {
-    let model = match (
-        &overrides.model,
-        &agent.config.model,
-        &overrides.caller_model,
-    ) {
-        (Some(m), _, _) | (None, Some(m), _) => global.model_ref(m)?,
-        (None, None, Some(caller)) => caller.clone(),
-        (None, None, None) => {
-            return Err(Error::NoModel);
-        }
+    // `--model` wins before the file's is read: it is how a file still
+    // holding the scaffold's placeholder runs.
+    let model = match &overrides.model {
+        Some(m) => global.model_ref(m)?,
+        None => match (agent.own_model(global)?, &overrides.caller_model) {
+            (Some(m), _) => m,
+            (None, Some(caller)) => caller.clone(),
+            (None, None) => {
+                return Err(Error::InAgentFile {
+                    path: agent.path.clone(),
+                    error: Box::new(Error::NoModel),
+                });
+            }
+        },
     };
     let output_schema = crate::agent::output_schema(
         agent.config.output.as_ref(),
         overrides.output_schema.as_deref(),
         agent.config_dir(),
         cwd,
-    )?
+    )
+    .map_err(|e| match overrides.output_schema {
+        // The file's `[output]` names the file; `--output-schema` is said
+        // by its own message.
+        None => Error::InAgentFile {
+            path: agent.path.clone(),
+            error: Box::new(e),
+        },
+        Some(_) => e,
+    })?
     .map(Arc::new);
     let workdir = resolve_workdir(&agent, overrides, cwd)?;
     let max_file_bytes = agent.config.file_limit();

@@ -177,6 +177,7 @@ fn prepare(
     if !shared.serves(&chat.agent) {
         return Err(reply::run_error(&Error::AgentNotFound {
             name: chat.agent.clone(),
+            searched: Vec::new(),
         }));
     }
     let agent: Agent = (*catalog

@@ -67,7 +67,7 @@ pub fn run_error(e: &Error) -> ApiError {
     let msg = e.one_line();
     match e {
         Error::Partial(inner) => run_error(inner),
-        Error::AgentNotFound { name } | Error::InvalidAgentName { name } => ApiError::new(
+        Error::AgentNotFound { name, .. } | Error::InvalidAgentName { name } => ApiError::new(
             404,
             "invalid_request_error",
             "model_not_found",

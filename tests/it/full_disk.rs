@@ -204,7 +204,13 @@ fn a_read_only_config_dir_refuses_writes_clearly_and_still_runs_agents() {
     // Everything already there: re-running `config init` has nothing to
     // write, so it succeeds even on a read-only filesystem.
     assert_eq!(ro_rerun.code, 0, "{ro_rerun:?}");
-    assert!(ro_rerun.stderr.is_empty(), "{ro_rerun:?}");
+    // It says it left each part as it was, and nothing else.
+    let left: Vec<&str> = ro_rerun.stderr.lines().collect();
+    assert_eq!(left.len(), 3, "{ro_rerun:?}");
+    assert!(
+        left.iter().all(|l| l.starts_with("left as it was: ")),
+        "{ro_rerun:?}"
+    );
     // A new agent cannot be written: the file is named, nothing is left.
     assert_one_error_line(ro_agent, "Read-only file system");
     assert!(ro_agent.stderr.contains("cannot write "), "{ro_agent:?}");

@@ -153,7 +153,10 @@ fn check_reports_invalid_sub_agent_files_with_the_loaders_message() {
     );
     assert_eq!(
         lines[1],
-        "noname: agent config missing required field: name"
+        format!(
+            "noname: agent config missing required field: name (in {})",
+            agent_path(&home, "noname")
+        )
     );
     assert_eq!(lines[2], "4 agents checked, 2 problems");
 }
@@ -168,9 +171,12 @@ fn check_reports_an_unsupported_provider_and_a_bad_model_string() {
     assert_problems(
         &out,
         &format!(
-            "bare: invalid model \"gpt-4o\": expected provider/model, e.g. anthropic/claude-sonnet-4-5\n\
-             odd: {UNSUPPORTED_MISTREL}\n\
-             3 agents checked, 2 problems\n"
+            "bare: invalid model \"gpt-4o\": expected provider/model, e.g. anthropic/claude-sonnet-4-5 \
+             (in {})\n\
+             odd: {UNSUPPORTED_MISTREL} (in {})\n\
+             3 agents checked, 2 problems\n",
+            agent_path(&home, "bare"),
+            agent_path(&home, "odd")
         ),
         "2 problems in the delegation graph of lead",
     );
@@ -216,8 +222,12 @@ fn check_never_prints_an_api_key_even_when_a_file_holds_one() {
     let out = run_with_keys(&home, &["agents", "check", "leaky"]);
     assert_problems(
         &out,
-        "leaky: invalid model \"[redacted]\": expected provider/model, e.g. anthropic/claude-sonnet-4-5\n\
-         1 agent checked, 1 problem\n",
+        &format!(
+            "leaky: invalid model \"[redacted]\": expected provider/model, e.g. \
+             anthropic/claude-sonnet-4-5 (in {})\n\
+             1 agent checked, 1 problem\n",
+            agent_path(&home, "leaky")
+        ),
         "1 problem in the delegation graph of leaky",
     );
 }
@@ -333,10 +343,11 @@ fn check_without_a_name_checks_every_agent() {
         &out,
         &format!(
             "lead: sub-agent \"ghost\" not found ({})\n\
-             loner: {UNSUPPORTED_MISTREL}\n\
+             loner: {UNSUPPORTED_MISTREL} (in {})\n\
              cycle: loop -> loop\n\
              4 agents checked, 3 problems\n",
-            agent_path(&home, "ghost")
+            agent_path(&home, "ghost"),
+            agent_path(&home, "loner")
         ),
         "3 problems in 4 agents",
     );
@@ -482,7 +493,8 @@ fn tree_marks_missing_and_invalid_sub_agents_and_exits_0() {
             "lead (ollama/llama3, max_depth 3, parallel)\n\
              ├── ghost [missing]\n\
              ├── nomodel (inherits ollama/llama3)\n\
-             └── odd (mistrel/large) [invalid model: {UNSUPPORTED_MISTREL}]\n"
+             └── odd (mistrel/large) [invalid model: {UNSUPPORTED_MISTREL} (in {})]\n",
+            agent_path(&home, "odd")
         ),
     );
 }
@@ -492,7 +504,13 @@ fn tree_of_a_missing_or_invalid_root_exits_2_as_agents_show_does() {
     let home = Home::new();
     let out = home.run(&["agents", "tree", "ghost"]);
     assert_eq!(stdout(&out), "");
-    assert_eq!(stderr(&out), "axe: agent config not found: ghost\n");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "axe: agent config not found: ghost (looked in {})\n",
+            home.config_dir().join("agents").display()
+        )
+    );
     assert_eq!(code(&out), 2);
 
     home.agent("noname", "model = \"ollama/llama3\"\n");
@@ -500,7 +518,10 @@ fn tree_of_a_missing_or_invalid_root_exits_2_as_agents_show_does() {
     assert_eq!(stdout(&out), "");
     assert_eq!(
         stderr(&out),
-        "axe: agent config missing required field: name\n"
+        format!(
+            "axe: agent config missing required field: name (in {})\n",
+            agent_path(&home, "noname")
+        )
     );
     assert_eq!(code(&out), 2);
 }

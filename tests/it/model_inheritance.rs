@@ -211,8 +211,11 @@ fn a_top_level_agent_without_a_model_needs_model_on_the_command_line() {
     assert_eq!(code(&out), 2);
     assert_eq!(
         stderr(&out),
-        "axe: agent config missing required field: model (at top level an agent needs its own \
-         model or --model; only a sub-agent inherits its caller's)\n"
+        format!(
+            "axe: agent config missing required field: model (at top level an agent needs its \
+             own model or --model; only a sub-agent inherits its caller's) (in {})\n",
+            w.home.config_dir().join("agents/solo.toml").display()
+        )
     );
     assert!(w.openai.requests().is_empty());
 

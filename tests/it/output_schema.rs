@@ -267,6 +267,9 @@ fn a_schema_axe_cannot_check_is_exit_2_before_anything_is_sent() {
         let home = home_with("triage", "openai/gpt-4o", extra);
         let out = home.run_on(&[(P::OpenAi, &server)], &["run", "triage", "-p", "x"]);
         assert_eq!(code(&out), 2, "{extra}: {}", stderr(&out));
+        // Each names the file.
+        let file = home.config_dir().join("agents/triage.toml");
+        let says = format!("{} (in {})\n", says.trim_end(), file.display());
         assert_eq!(stderr(&out), says, "{extra}");
     }
     assert!(server.requests().is_empty());

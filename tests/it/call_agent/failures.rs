@@ -40,7 +40,11 @@ fn call_agent_invalid_agent_file() {
     assert_error(
         &call_one(&ctx, &allowed, &call("v1", "bad", "do it")),
         "v1",
-        "call_agent error: failed to load agent \"bad\": agent config missing required field: name",
+        &format!(
+            "call_agent error: failed to load agent \"bad\": agent config missing required field: \
+             name (in {})",
+            s.dir().join("agents/bad.toml").display()
+        ),
     );
 
     let r = call_one(&ctx, &allowed, &call("v2", "broken", "do it"));
@@ -58,7 +62,11 @@ fn call_agent_invalid_agent_file() {
     assert_error(
         &call_one(&ctx, &allowed, &call("v3", "deep", "do it")),
         "v3",
-        "call_agent error: failed to load agent \"deep\": sub_agents_config.max_depth cannot exceed 5",
+        &format!(
+            "call_agent error: failed to load agent \"deep\": sub_agents_config.max_depth cannot \
+             exceed 5 (in {})",
+            s.dir().join("agents/deep.toml").display()
+        ),
     );
     assert_no_request(&server);
 }

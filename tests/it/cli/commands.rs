@@ -72,14 +72,15 @@ fn run_help_lists_every_flag_with_defaults_and_exits_0() {
     }
 }
 
-/// The `Options:` section of a help text as (flag names, description with
-/// wrapped lines joined by single spaces).
+/// The flags of a help text, in its `Options:` section or in groups of
+/// them (`What to run:`, ...), as (flag names, description with wrapped
+/// lines joined by single spaces).
 fn option_entries(help: &str) -> Vec<(Vec<String>, String)> {
     let mut entries: Vec<(Vec<String>, String)> = Vec::new();
     let mut in_options = false;
     for line in help.lines() {
         if !line.starts_with(' ') {
-            in_options = line.trim_end() == "Options:";
+            in_options = line.trim_end().ends_with(':') && !line.starts_with("Positional");
             continue;
         }
         if !in_options {
@@ -328,7 +329,15 @@ fn agents_show_includes_sub_agent_settings_when_sub_agents_are_set() {
 fn agents_show_unknown_agent_exits_2() {
     let home = Home::new();
     let out = home.run(&["agents", "show", "ghost"]);
-    assert_fails(&out, 2, "agent config not found: ghost");
+    let agents = home.config_dir().join("agents");
+    assert_fails(
+        &out,
+        2,
+        &format!(
+            "agent config not found: ghost (looked in {})",
+            agents.display()
+        ),
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -475,7 +484,15 @@ fn agents_edit_unknown_agent_exits_2_without_running_the_editor() {
         .args(["agents", "edit", "ghost"])
         .output()
         .unwrap();
-    assert_fails(&out, 2, "agent config not found: ghost");
+    let agents = home.config_dir().join("agents");
+    assert_fails(
+        &out,
+        2,
+        &format!(
+            "agent config not found: ghost (looked in {})",
+            agents.display()
+        ),
+    );
     assert!(!tools.path().join("editor.args").exists());
     assert!(!home.config_dir().join("agents/ghost.toml").exists());
 }

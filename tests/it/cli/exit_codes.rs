@@ -36,14 +36,17 @@ fn run_with_a_bad_model_override_exits_1() {
 #[test]
 fn run_with_an_unsupported_provider_exits_1() {
     let home = Home::new();
-    home.plain_agent("x", "x/some-model");
+    let path = home.plain_agent("x", "x/some-model");
     let out = home.run(&["run", "x", "-p", "hi"]);
     assert_fails(
         &out,
         1,
-        "unsupported provider \"x\": supported providers are anthropic, openai, ollama, google, \
-         gemini, openrouter, groq, deepseek, mistral, together, xai, minimax, or a \
-         [providers.x] table with kind in config.toml",
+        &format!(
+            "unsupported provider \"x\": supported providers are anthropic, openai, ollama, \
+             google, gemini, openrouter, groq, deepseek, mistral, together, xai, minimax, or a \
+             [providers.x] table with kind in config.toml (in {})",
+            path.display()
+        ),
     );
 }
 
@@ -92,7 +95,15 @@ fn run_with_a_provider_404_exits_1_with_the_providers_message() {
 fn run_unknown_agent_exits_2() {
     let home = Home::new();
     let out = home.run(&["run", "ghost", "-p", "hi"]);
-    assert_fails(&out, 2, "agent config not found: ghost");
+    let agents = home.config_dir().join("agents");
+    assert_fails(
+        &out,
+        2,
+        &format!(
+            "agent config not found: ghost (looked in {})",
+            agents.display()
+        ),
+    );
 }
 
 #[test]
@@ -142,9 +153,9 @@ fn run_validation_errors_come_in_order_and_exit_2() {
     ];
     for (toml, message) in cases {
         let home = Home::new();
-        home.agent("v", toml);
+        let path = home.agent("v", toml);
         let out = home.run(&["run", "v", "--dry-run"]);
-        assert_fails(&out, 2, message);
+        assert_fails(&out, 2, &format!("{message} (in {})", path.display()));
     }
 }
 

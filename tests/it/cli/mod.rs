@@ -2,13 +2,16 @@
 //! design §2.1 ([`commands`]), `run` against each provider through a fake
 //! loopback server with its inputs, overrides and reports ([`run`]), the
 //! dry run and the system prompt it shows ([`dry_run`]), and the exit codes
-//! and messages of everything that fails ([`exit_codes`]). The helpers here
-//! serve them all.
+//! and messages of everything that fails ([`exit_codes`]), a first agent
+//! from `agents init` to a run ([`first_agent`]), and help ([`help`]). The
+//! helpers here serve them all.
 
 mod agent_dirs;
 mod commands;
 mod dry_run;
 mod exit_codes;
+mod first_agent;
+mod help;
 mod named_providers;
 mod run;
 

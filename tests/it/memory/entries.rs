@@ -358,7 +358,11 @@ fn memory_settings_are_checked_like_the_go_originals() {
         remembering(&home, "bad", &format!("{key}\n"));
         let out = home.run(&["run", "bad", "--dry-run"]);
         assert_eq!(code(&out), 2);
-        assert_eq!(stderr(&out), format!("axe: {message}\n"));
+        let file = home.config_dir().join("agents/bad.toml");
+        assert_eq!(
+            stderr(&out),
+            format!("axe: {message} (in {})\n", file.display())
+        );
     }
     home.named_agent(
         "typo",
