@@ -1,4 +1,4 @@
-//! Every command but `run` (design §2.1, §2.2): `version` and `--help`,
+//! Every command but `run` (design §2.1, §2.2): `version`,
 //! `config path` and `config init`, `agents list`, `show`, `init` and
 //! `edit`.
 
@@ -24,86 +24,6 @@ fn version_flag_prints_the_crate_version() {
     let out = home.run(&["--version"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "axe version 0.1.0\n");
-}
-
-#[test]
-fn help_lists_every_command_and_exits_0() {
-    let home = Home::new();
-    let out = home.run(&["--help"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let text = stdout(&out);
-    for cmd in ["run", "agents", "config", "version", "--version"] {
-        assert!(text.contains(cmd), "help lacks {cmd}: {text}");
-    }
-}
-
-#[test]
-fn run_help_lists_every_flag_with_defaults_and_exits_0() {
-    let home = Home::new();
-    let out = home.run(&["run", "--help"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let text = stdout(&out);
-    let entries = option_entries(&text);
-    let entry = |flag: &str| {
-        entries
-            .iter()
-            .find(|(names, _)| names.iter().any(|n| n == flag))
-            .map(|(_, desc)| desc.as_str())
-            .unwrap_or_else(|| panic!("run --help lacks {flag}:\n{text}"))
-    };
-    for flag in [
-        "--model",
-        "--skill",
-        "--workdir",
-        "--timeout",
-        "--dry-run",
-        "-v",
-        "--verbose",
-        "--json",
-        "-p",
-        "--prompt",
-    ] {
-        assert!(!entry(flag).is_empty(), "{flag} has no description");
-    }
-    // Options with a default say what it is.
-    assert!(entry("--timeout").contains("default: 120"), "{text}");
-    for flag in ["--model", "--skill", "--workdir"] {
-        assert!(entry(flag).contains("default"), "{flag}: {text}");
-    }
-}
-
-/// The flags of a help text, in its `Options:` section or in groups of
-/// them (`What to run:`, ...), as (flag names, description with wrapped
-/// lines joined by single spaces).
-fn option_entries(help: &str) -> Vec<(Vec<String>, String)> {
-    let mut entries: Vec<(Vec<String>, String)> = Vec::new();
-    let mut in_options = false;
-    for line in help.lines() {
-        if !line.starts_with(' ') {
-            in_options = line.trim_end().ends_with(':') && !line.starts_with("Positional");
-            continue;
-        }
-        if !in_options {
-            continue;
-        }
-        let trimmed = line.trim_start();
-        if trimmed.starts_with('-') && line.len() - trimmed.len() <= 4 {
-            let mut names = Vec::new();
-            let mut rest = trimmed;
-            while rest.starts_with('-') {
-                let end = rest.find([',', ' ']).unwrap_or(rest.len());
-                names.push(rest[..end].to_string());
-                rest = rest[end..].trim_start_matches(',').trim_start();
-            }
-            entries.push((names, rest.split_whitespace().collect::<Vec<_>>().join(" ")));
-        } else if let Some((_, desc)) = entries.last_mut() {
-            for word in trimmed.split_whitespace() {
-                desc.push(' ');
-                desc.push_str(word);
-            }
-        }
-    }
-    entries
 }
 
 // ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 //! Help that fits a screen, through the binary (issue 33): `-h` wherever
 //! `--help` works (but not as an option's value or after `--`), `axe run
 //! --help` grouped in under 40 lines, and a command run without its
-//! subcommand printing its own.
+//! subcommand printing its own; and what the help says (every command,
+//! every flag of `run` with its default).
 
 use super::*;
 
@@ -184,4 +185,88 @@ fn a_command_without_its_subcommand_prints_its_own_help() {
             .collect();
         assert_eq!(listed, subcommands, "{text}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// The help's contents (design §2.1)
+// ---------------------------------------------------------------------------
+
+#[test]
+fn help_lists_every_command_and_exits_0() {
+    let home = Home::new();
+    let out = home.run(&["--help"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    for cmd in ["run", "agents", "config", "version", "--version"] {
+        assert!(text.contains(cmd), "help lacks {cmd}: {text}");
+    }
+}
+
+#[test]
+fn run_help_lists_every_flag_with_defaults_and_exits_0() {
+    let home = Home::new();
+    let out = home.run(&["run", "--help"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let entries = option_entries(&text);
+    let entry = |flag: &str| {
+        entries
+            .iter()
+            .find(|(names, _)| names.iter().any(|n| n == flag))
+            .map(|(_, desc)| desc.as_str())
+            .unwrap_or_else(|| panic!("run --help lacks {flag}:\n{text}"))
+    };
+    for flag in [
+        "--model",
+        "--skill",
+        "--workdir",
+        "--timeout",
+        "--dry-run",
+        "-v",
+        "--verbose",
+        "--json",
+        "-p",
+        "--prompt",
+    ] {
+        assert!(!entry(flag).is_empty(), "{flag} has no description");
+    }
+    // Options with a default say what it is.
+    assert!(entry("--timeout").contains("default: 120"), "{text}");
+    for flag in ["--model", "--skill", "--workdir"] {
+        assert!(entry(flag).contains("default"), "{flag}: {text}");
+    }
+}
+
+/// The flags of a help text, in its `Options:` section or in groups of
+/// them (`What to run:`, ...), as (flag names, description with wrapped
+/// lines joined by single spaces).
+fn option_entries(help: &str) -> Vec<(Vec<String>, String)> {
+    let mut entries: Vec<(Vec<String>, String)> = Vec::new();
+    let mut in_options = false;
+    for line in help.lines() {
+        if !line.starts_with(' ') {
+            in_options = line.trim_end().ends_with(':') && !line.starts_with("Positional");
+            continue;
+        }
+        if !in_options {
+            continue;
+        }
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('-') && line.len() - trimmed.len() <= 4 {
+            let mut names = Vec::new();
+            let mut rest = trimmed;
+            while rest.starts_with('-') {
+                let end = rest.find([',', ' ']).unwrap_or(rest.len());
+                names.push(rest[..end].to_string());
+                rest = rest[end..].trim_start_matches(',').trim_start();
+            }
+            entries.push((names, rest.split_whitespace().collect::<Vec<_>>().join(" ")));
+        } else if let Some((_, desc)) = entries.last_mut() {
+            for word in trimmed.split_whitespace() {
+                desc.push(' ');
+                desc.push_str(word);
+            }
+        }
+    }
+    entries
 }
