@@ -384,7 +384,7 @@ pub(super) struct RunCmd {
     #[argh(option)]
     pub(super) var: Vec<String>,
     /// run once per line of FILE ("-": stdin), plain text or JSON Lines,
-    /// printing one JSON line per input (see README "Batch")
+    /// printing one JSON line per input (see docs/guide/batches.md)
     #[argh(option)]
     pub(super) each: Option<String>,
     /// run once per file matching GLOB (relative to the current
