@@ -90,7 +90,10 @@ fn shell_under_pty(
             out.status.code().unwrap_or(-1),
         )),
         Err(e) => {
-            eprintln!("SKIPPED: util-linux `script` is needed for a pseudo-terminal: {e}");
+            missing(
+                "the progress line on a terminal",
+                &format!("util-linux `script` (for a pseudo-terminal) does not run here: {e}"),
+            );
             None
         }
     }
