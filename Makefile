@@ -38,16 +38,25 @@ lint:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
 
+## deps: what the tests need that a fresh machine lacks, installed pinned
+## from the package registries (scripts/test_deps.sh): the MCP reference
+## servers (target/mcp), the `openai` client (target/serve-client) and the
+## static build (make static); seconds once installed. Fails naming what is
+## missing and how to get it. AXE_TEST_ALLOW_SKIP=1 installs nothing.
+.PHONY: deps
+deps:
+	@bash scripts/test_deps.sh
+
 # unit: every test, then what could not be tested here, one line per reason
 # with a count (scripts/skips.sh, from what tests/common/skips.rs wrote).
 # A skip of what the kernel cannot have (Landlock, its network rules, user
-# namespaces...) is listed; a skip of what can be installed or the machine
+# namespaces...) is listed; a skip of what `deps` installs or the machine
 # should have (the MCP servers, the openai client, the static build,
 # python3, curl, util-linux) fails `make test`, unless AXE_TEST_ALLOW_SKIP=1
 # (a developer skipping those tests knowingly; CI never sets it). The list
 # is printed even when a test fails.
 SKIPS = target/tmp/skipped.txt
-unit:
+unit: deps
 	@mkdir -p $(dir $(SKIPS)) && rm -f $(SKIPS)
 	AXE_TEST_SKIPS=$(CURDIR)/$(SKIPS) $(CARGO) test; status=$$?; \
 		bash scripts/skips.sh $(SKIPS) || status=1; exit $$status
