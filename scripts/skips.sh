@@ -13,27 +13,28 @@
 #            (python3, curl, util-linux). Listed, and make test FAILS,
 #            unless AXE_TEST_ALLOW_SKIP=1 (a developer skipping them
 #            knowingly).
-# Usage: skips.sh FILE
+# Usage: skips.sh FILE [WHO]   (WHO: what the lines start with, "make test")
 set -euo pipefail
 file=$1
+who=${2:-make test}
 if [ ! -s "$file" ]; then
-    echo "make test: no test skipped: every test ran on this machine"
+    echo "$who: no test skipped: every test ran on this machine"
     exit 0
 fi
 total=$(wc -l <"$file")
 reasons=$(sort -u "$file" | wc -l)
-echo "make test: $total tests skipped, for $reasons reasons (kind, tests, what was not tested: why):"
+echo "$who: $total tests skipped, for $reasons reasons (kind, tests, what was not tested: why):"
 # Missing first, then the most frequent.
 sort "$file" | uniq -c | sort -k2,2r -k1,1nr |
     awk -F'\t' '{ split($1, a, " "); printf "  %-7s %4d  %s\n", a[2], a[1], $2 }'
 missing=$(grep -c '^missing' "$file" || true)
 if [ "$missing" -gt 0 ]; then
     if [ "${AXE_TEST_ALLOW_SKIP:-}" = 1 ]; then
-        echo "make test: $missing of them for what is missing: allowed by AXE_TEST_ALLOW_SKIP=1"
+        echo "$who: $missing of them for what is missing: allowed by AXE_TEST_ALLOW_SKIP=1"
         exit 0
     fi
-    echo "make test: FAILED: $missing tests skipped for what make test installs or this machine should have (marked missing, with how to get it);" >&2
-    echo "  install it, or run AXE_TEST_ALLOW_SKIP=1 make test to skip those tests knowingly" >&2
+    echo "$who: FAILED: $missing tests skipped for what can be installed or this machine should have (marked missing, with how to get it);" >&2
+    echo "  install it, or run AXE_TEST_ALLOW_SKIP=1 $who to skip those tests knowingly" >&2
     exit 1
 fi
-echo "make test: only what this machine cannot have was skipped (marked cannot)"
+echo "$who: only what this machine cannot have was skipped (marked cannot)"
