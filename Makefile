@@ -53,12 +53,13 @@ deps:
 # namespaces...) is listed; a skip of what `deps` installs or the machine
 # should have (the MCP servers, the openai client, the static build,
 # python3, curl, util-linux) fails `make test`, unless AXE_TEST_ALLOW_SKIP=1
-# (a developer skipping those tests knowingly; CI never sets it). The list
-# is printed even when a test fails.
+# (a developer skipping those tests knowingly; CI never sets it). Every test
+# binary runs even when one fails (--no-fail-fast), so the list is whole and
+# printed either way.
 SKIPS = target/tmp/skipped.txt
 unit: deps
 	@mkdir -p $(dir $(SKIPS)) && rm -f $(SKIPS)
-	AXE_TEST_SKIPS=$(CURDIR)/$(SKIPS) $(CARGO) test; status=$$?; \
+	AXE_TEST_SKIPS=$(CURDIR)/$(SKIPS) $(CARGO) test --no-fail-fast; status=$$?; \
 		bash scripts/skips.sh $(SKIPS) || status=1; exit $$status
 
 ## bench: delegation latency, per-run cost, memory, connections, binary size,
