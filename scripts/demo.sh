@@ -6,7 +6,9 @@
 # checked) into .demo/, builds axe, starts the server on a free loopback
 # port with two slots, and runs the agents of examples/demo: `lead` calls
 # `summarizer` and `critic` through call_agent, both at once, and answers
-# from what they return. A second run reuses .demo/.
+# from what they return. A second run reuses .demo/. Each step says how long
+# it took, and the last line sums them up (install, model, build, server,
+# run); the build shows cargo's own progress.
 #
 # Environment:
 #   DEMO_INPUT     the text handed to `lead` (default: examples/demo/input.txt)
@@ -39,14 +41,20 @@ if [ -n "${DEMO_MODEL:-}" ]; then
     *) die "DEMO_MODEL must be provider/model, e.g. anthropic/claude-haiku-4-5" ;;
     esac
 else
+    t0=$(now)
     ensure_venv
+    t_install=$(($(now) - t0))
+    t0=$(now)
     ensure_model
+    t_model=$(($(now) - t0))
 fi
 
+# cargo's own progress: a first build takes minutes, and says so as it goes.
 say "building axe (cargo build --release)"
 t0=$(now)
-cargo build --release --quiet
-say "  built in $(($(now) - t0)) s"
+cargo build --release
+t_build=$(($(now) - t0))
+say "  built in $t_build s"
 AXE=$ROOT/target/release/axe
 
 # The example agents, copied so that the demo never writes into examples/.
@@ -66,7 +74,8 @@ else
     say "starting llama.cpp's server ($MODEL_FILE, $SLOTS slots)"
     t0=$(now)
     start_model_server
-    say "  ready at $LLAMA_URL in $(($(now) - t0)) s (log: .demo/logs/model-server.log)"
+    t_server=$(($(now) - t0))
+    say "  ready at $LLAMA_URL in $t_server s (log: .demo/logs/model-server.log)"
     export AXE_OPENAI_BASE_URL=$LLAMA_URL AXE_ANTHROPIC_BASE_URL=$LLAMA_URL
     # The local server ignores keys; axe's providers require one.
     export OPENAI_API_KEY=sk-local-demo-no-key-needed ANTHROPIC_API_KEY=sk-local-demo-no-key-needed
@@ -86,8 +95,9 @@ status=0
 # One deadline for the whole tree.
 run_child "$AXE" run lead --verbose --timeout 120 --trace "$TRACE" --trace-bodies \
     -p "$INPUT" >"$LOGS/answer.txt" || status=$?
+t_run=$(($(now) - t0))
 echo >&2
-say "axe exited $status after $(($(now) - t0)) s"
+say "axe exited $status after $t_run s"
 if [ -s "$TRACE" ]; then
     # What lead's model got back, and when each sub-agent ran, from the trace.
     "$VENV/bin/python" "$ROOT/scripts/trace_summary.py" "$TRACE" 2>/dev/null ||
@@ -107,5 +117,10 @@ fi
 if [ -z "${DEMO_MODEL:-}" ]; then
     say "a 0.5B model: the answers are simple, the delegation is real (the trace is .demo/logs/trace.jsonl)."
 fi
-say "done in $(($(now) - t_start)) s"
+if [ -z "${DEMO_MODEL:-}" ]; then
+    times="install $t_install s, model $t_model s, build $t_build s, server $t_server s, run $t_run s"
+else
+    times="build $t_build s, run $t_run s"
+fi
+say "done in $(($(now) - t_start)) s ($times)"
 exit "$status"

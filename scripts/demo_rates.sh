@@ -18,7 +18,7 @@ cd "$ROOT"
 PROVIDER=${DEMO_PROVIDER:-openai}
 ensure_venv
 ensure_model
-cargo build --release --quiet
+cargo build --release
 CONFIG=$DEMO/config-rates
 rm -rf "$CONFIG/axe"
 mkdir -p "$CONFIG"

@@ -41,6 +41,11 @@ export AXE_E2E_AIMOCK_URL=$AIMOCK_URL
 export AXE_E2E_MODEL=$MODEL_ALIAS
 
 status=0
+# What the tests could not test here, said at the end (scripts/skips.sh).
+export AXE_TEST_SKIPS=$ROOT/target/tmp/e2e-skipped.txt
+mkdir -p "$(dirname "$AXE_TEST_SKIPS")"
+rm -f "$AXE_TEST_SKIPS"
 run_child cargo test --test e2e -- --ignored --test-threads=1 "$@" || status=$?
 say "tests exited $status; $(($(now) - t_start)) s in all (server logs: .demo/logs/)"
+bash "$ROOT/scripts/skips.sh" "$AXE_TEST_SKIPS" "make e2e" || status=1
 exit "$status"

@@ -135,6 +135,7 @@ venv_ready() {
 # Creates the venv and installs llama.cpp's server (a prebuilt wheel), once.
 ensure_venv() {
     if venv_ready; then
+        say "llama.cpp's server: xllamacpp already installed in .demo/venv"
         return
     fi
     mkdir -p "$DEMO" "$LOGS"
@@ -156,6 +157,7 @@ ensure_venv() {
 # once; a later run trusts a file of the pinned size.
 ensure_model() {
     if [ -f "$MODEL" ] && [ "$(stat -c %s "$MODEL")" = "$MODEL_BYTES" ]; then
+        say "the model: $MODEL_FILE already in .demo/models"
         return
     fi
     mkdir -p "$MODELS" "$LOGS"

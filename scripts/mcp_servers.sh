@@ -3,8 +3,10 @@
 # pinned, into target/mcp (git-ignored with target/):
 #   target/mcp/npm    @modelcontextprotocol/server-everything (npm)
 #   target/mcp/venv   mcp-server-time and mcp-server-git (PyPI)
-# The tests find them there; where this script could not install them (no
-# registry, no node or python), those tests print SKIPPED and pass.
+# The tests find them there. `make test` runs this first (scripts/test_deps.sh)
+# and fails when it cannot install them (no registry, no node or python);
+# a test that finds its server missing skips, and make test fails on that
+# too, unless AXE_TEST_ALLOW_SKIP=1 (tests/common/skips.rs).
 # Safe to run again: what is installed at the pinned version is kept.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,29 +24,29 @@ if [ -f "$everything_js" ] && grep -q "\"version\": \"$EVERYTHING_VERSION\"" \
     "$DIR/npm/node_modules/@modelcontextprotocol/server-everything/package.json" 2>/dev/null; then
     echo "mcp: server-everything $EVERYTHING_VERSION already installed"
 elif ! command -v npm >/dev/null 2>&1; then
-    echo "mcp: WARNING: no npm: the server-everything tests will be SKIPPED" >&2
+    echo "mcp: error: no npm (Debian: apt-get install npm): server-everything cannot be installed" >&2
     status=1
 elif npm install --prefix "$DIR/npm" --no-audit --no-fund --silent \
     "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" >&2; then
     echo "mcp: installed server-everything $EVERYTHING_VERSION"
 else
-    echo "mcp: WARNING: npm install failed: the server-everything tests will be SKIPPED" >&2
+    echo "mcp: error: npm install failed: server-everything is not installed" >&2
     status=1
 fi
 
 if [ -x "$DIR/venv/bin/mcp-server-time" ] && [ -x "$DIR/venv/bin/mcp-server-git" ] &&
-    "$DIR/venv/bin/pip" show mcp-server-time 2>/dev/null | grep -q "^Version: $TIME_VERSION$" &&
-    "$DIR/venv/bin/pip" show mcp 2>/dev/null | grep -q "^Version: $MCP_SDK_VERSION$"; then
+    "$DIR/venv/bin/pip" show mcp-server-time 2>/dev/null | grep "^Version: $TIME_VERSION$" >/dev/null &&
+    "$DIR/venv/bin/pip" show mcp 2>/dev/null | grep "^Version: $MCP_SDK_VERSION$" >/dev/null; then
     echo "mcp: mcp-server-time $TIME_VERSION and mcp-server-git already installed"
 elif ! command -v python3 >/dev/null 2>&1; then
-    echo "mcp: WARNING: no python3: the mcp-server-time tests will be SKIPPED" >&2
+    echo "mcp: error: no python3 (Debian: apt-get install python3-venv): mcp-server-time and mcp-server-git cannot be installed" >&2
     status=1
 elif { [ -x "$DIR/venv/bin/pip" ] || python3 -m venv "$DIR/venv"; } &&
     "$DIR/venv/bin/pip" install --quiet --disable-pip-version-check \
         "mcp-server-time==$TIME_VERSION" "mcp-server-git==$GIT_VERSION" "mcp==$MCP_SDK_VERSION"; then
     echo "mcp: installed mcp-server-time $TIME_VERSION, mcp-server-git $GIT_VERSION, mcp $MCP_SDK_VERSION"
 else
-    echo "mcp: WARNING: pip install failed: the mcp-server-time tests will be SKIPPED" >&2
+    echo "mcp: error: python3 -m venv or pip install failed (no registry, or no venv: Debian's python3-venv): mcp-server-time and mcp-server-git are not installed" >&2
     status=1
 fi
 exit $status

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 arch=$(uname -m)
 target="$arch-unknown-linux-musl"
 
-if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+if ! rustup target list --installed 2>/dev/null | grep -x "$target" >/dev/null; then
     echo "static: adding rustup target $target" >&2
     rustup target add "$target"
 fi

@@ -2,11 +2,13 @@
 //! in an empty root, dry run and real run with a sub-agent alike.
 //!
 //! The binary is the one `make static` left at
-//! `target/<arch>-unknown-linux-musl/release/axe`. Where it has not been
-//! built the tests print SKIPPED and pass, unless `AXE_TEST_REQUIRE_STATIC=1`
-//! (set by `.ci/run` after building it) makes that a failure. The empty root
-//! is made with `unshare -r chroot` (a user namespace, no privileges); where
-//! namespaces are not allowed the chroot test skips the same way, unless
+//! `target/<arch>-unknown-linux-musl/release/axe`; `make test` builds it
+//! first. Where it has not been built, or is older than the sources, the
+//! tests skip and say so where `make test` counts it (tests/common/skips.rs):
+//! a failure of `make test` unless `AXE_TEST_ALLOW_SKIP=1`, and of the test
+//! itself with `AXE_TEST_REQUIRE_STATIC=1`. The empty root is made with
+//! `unshare -r chroot` (a user namespace, no privileges); where namespaces
+//! are not allowed the chroot test skips, listed and allowed, unless
 //! `AXE_TEST_REQUIRE_UNSHARE=1`.
 
 #![allow(
@@ -22,6 +24,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::SystemTime;
 
 use common::{FakeServer, Home, Reply, code, delegate, openai_text, openai_tool_calls, stderr};
 
@@ -85,17 +88,32 @@ fn static_binary() -> Option<PathBuf> {
         .expect("the target directory");
     let triple = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
     let bin = target_dir.join(triple).join("release/axe");
-    if bin.is_file() {
-        return Some(bin);
-    }
+    let why = match std::fs::metadata(&bin).and_then(|m| m.modified()) {
+        Err(_) => format!("{} is not built (make static)", bin.display()),
+        // A binary built before the last edit would test old code.
+        Ok(built) if built < newest_source(&bin) => {
+            format!("{} is older than the sources (make static)", bin.display())
+        }
+        Ok(_) => return Some(bin),
+    };
     if std::env::var("AXE_TEST_REQUIRE_STATIC").is_ok_and(|v| v == "1") {
-        panic!(
-            "the static build is required here: {} is missing",
-            bin.display()
-        );
+        panic!("the static build is required here: {why}");
     }
-    eprintln!("SKIPPED: {} not built (make static)", bin.display());
+    common::missing("the static build's tests", &why);
     None
+}
+
+/// When the files the static build at `bin` was made of were last changed,
+/// from the list cargo leaves beside it (`axe.d`): a build older than that
+/// would test other code. The files cargo rebuilds for, and only those (a
+/// test module or an editor's swap file is no change to the binary).
+fn newest_source(bin: &Path) -> SystemTime {
+    let list = std::fs::read_to_string(bin.with_extension("d")).unwrap_or_default();
+    let files = list.split_once(": ").map_or("", |(_, files)| files);
+    files
+        .split_whitespace()
+        .filter_map(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok())
+        .fold(SystemTime::UNIX_EPOCH, SystemTime::max)
 }
 
 #[test]
@@ -134,7 +152,13 @@ fn in_empty_root(root: &Path, env: &[(&str, &str)], args: &[&str]) -> Option<Out
         if std::env::var("AXE_TEST_REQUIRE_UNSHARE").is_ok_and(|v| v == "1") {
             panic!("user namespaces are required here: {}", stderr(&out));
         }
-        eprintln!("SKIPPED: needs `unshare -r`: {}", stderr(&out).trim());
+        common::not_tested(
+            "the static build in an empty root",
+            &format!(
+                "no user namespaces here (unshare -r): {}",
+                stderr(&out).trim()
+            ),
+        );
         return None;
     }
     Some(out)

@@ -147,17 +147,20 @@ impl Conversation<'_> {
         Ok(turn)
     }
 
-    /// Whether this conversation may take more than one turn (and says so
-    /// in `--verbose`).
-    fn looping(&self) -> bool {
-        self.tools.is_some() || self.output.is_some()
+    /// Whether `--verbose` shows this conversation's turns: when it may take
+    /// more than one, and always for a sub-agent, whose lines are how a tree
+    /// is seen running (one without tools, beside others, would otherwise run
+    /// unseen); a top-level agent without tools keeps the Go original's
+    /// silence (design §3.14).
+    fn shows_turns(&self) -> bool {
+        self.tools.is_some() || self.output.is_some() || self.ctx.depth > 0
     }
 
     /// Step 2: the request sent, with the time left; reported before and
     /// after, with every retry (design §6.1).
     fn send(&self, turn: u32) -> Result<Response, Failure> {
         let (ctx, req) = (self.ctx, &self.req);
-        if self.looping() {
+        if self.shows_turns() {
             let pending = match req.messages.last() {
                 Some(Message::ToolResults(results)) => results.len(),
                 _ => 0,
@@ -206,7 +209,7 @@ impl Conversation<'_> {
                 first.as_millis()
             ));
         }
-        if self.looping() {
+        if self.shows_turns() {
             ctx.verbose.line(&format!(
                 "[turn {turn}] Received response: {} ({} tool calls{})",
                 response.stop_reason,

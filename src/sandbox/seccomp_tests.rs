@@ -169,7 +169,13 @@ fn a_call_under_another_abi_kills_the_process() {
 #[test]
 fn the_native_table_is_this_machines() {
     let Some(arch) = native() else {
-        eprintln!("SKIPPED: no filter for this architecture");
+        crate::sandbox::tests::not_tested(
+            "the seccomp filter's native table",
+            &format!(
+                "no filter for this architecture ({})",
+                std::env::consts::ARCH
+            ),
+        );
         return;
     };
     if cfg!(target_arch = "x86_64") {

@@ -4,8 +4,9 @@
 //! answers ([`streams`]) and a fake of Anthropic's prompt cache that bills
 //! them ([`cache`]), a temporary config home for running the real binary
 //! ([`home`]) and for the built-in tools ([`tools`]), memory files as the
-//! Go original writes them ([`memory`]), and one check run on many cells at
-//! once ([`cells`]).
+//! Go original writes them ([`memory`]), one check run on many cells at
+//! once ([`cells`]), and the tests that could not run here ([`skips`],
+//! [`walls`]).
 
 mod cache;
 mod cells;
@@ -13,6 +14,7 @@ mod home;
 mod memory;
 mod python;
 mod server;
+mod skips;
 mod streams;
 mod tools;
 mod walls;
@@ -24,6 +26,7 @@ pub use home::*;
 pub use memory::*;
 pub use python::*;
 pub use server::*;
+pub use skips::*;
 pub use streams::*;
 pub use tools::*;
 pub use walls::*;

@@ -1,27 +1,8 @@
-//! What the walls' tests (design chapter 8, D28) could not test on this
-//! machine. A test that needs what the kernel or the machine lacks says
-//! SKIPPED on stderr, which cargo hides, and adds a line to
-//! `target/tmp/walls-not-tested.txt`, which `make test` prints at the end:
-//! a wall left untested is never silent.
+//! Whether this machine can test the walls (design chapter 8, D28): the
+//! kernel's Landlock and user namespaces, and python3 for the hostile
+//! servers and probes. Each says what it could not test (tests/common/skips.rs).
 
-use std::io::Write;
-
-/// The file `make test` reads after the tests (emptied before them).
-pub const NOT_TESTED: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/walls-not-tested.txt");
-
-/// Says that `wall` was not tested here, and why.
-pub fn not_tested(wall: &str, why: &str) {
-    eprintln!("SKIPPED: {wall} not tested: {why}");
-    let line = format!("{wall}: {why}\n");
-    // One append of one line: whole even when tests add theirs at once.
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(NOT_TESTED)
-    {
-        let _ = f.write_all(line.as_bytes());
-    }
-}
+use super::skips::{missing, not_tested};
 
 /// Whether commands can run confined here as axe confines them by default:
 /// Landlock, and user namespaces for their PID and mount namespaces
@@ -51,7 +32,10 @@ pub fn python3(wall: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !runs {
-        not_tested(wall, "python3 does not run here");
+        missing(
+            wall,
+            "python3 does not run here (Debian: apt-get install python3)",
+        );
     }
     runs
 }

@@ -6,15 +6,15 @@ use super::*;
 const TIME_QUESTION: &str = "What is the current time in London?";
 
 /// `mcp-server-time` as scripts/mcp_servers.sh installs it, or `None`
-/// after a loud SKIPPED line.
+/// after the skip is said where `make e2e` counts it (tests/common/skips.rs).
 fn time_server() -> Option<std::path::PathBuf> {
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mcp/venv/bin/mcp-server-time");
     if bin.exists() {
         Some(bin)
     } else {
-        eprintln!(
-            "SKIPPED: mcp-server-time is not installed (run scripts/mcp_servers.sh; \
-             scripts/e2e.sh does); the real model's MCP call was NOT tested"
+        common::missing(
+            "the real model's MCP call",
+            "mcp-server-time is not installed in target/mcp (bash scripts/mcp_servers.sh; make e2e does)",
         );
         None
     }

@@ -91,9 +91,9 @@ impl Builtin {
 /// matches the server's usage; `--verbose` shows the call.
 fn tool_step(format: Format, tool: Builtin) {
     if tool == Builtin::RunCommand && axe::sandbox::landlock_abi() == 0 {
-        eprintln!(
-            "SKIPPED: this kernel has no Landlock, so run_command is refused; \
-             the real model's run_command step was NOT tested"
+        common::not_tested(
+            "the real model's run_command step",
+            "this kernel has no Landlock, so run_command is refused",
         );
         return;
     }

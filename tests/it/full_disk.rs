@@ -5,7 +5,7 @@
 //! new user and mount namespace (`unshare -rm`), so the tests need no
 //! privileges and leave nothing mounted behind; plain permissions would not
 //! do, since CI runs as root. Where this machine does not allow namespaces
-//! the tests print SKIPPED and pass (`.ci/run` says up front which it is),
+//! the tests skip, and `make test` lists them at the end (tests/common/skips.rs),
 //! unless `AXE_TEST_REQUIRE_UNSHARE=1` makes that a failure.
 
 use std::process::Command;
@@ -69,7 +69,13 @@ fill() {{ dd if=/dev/zero of="$MNT/filler" bs=4k >/dev/null 2>&1; true; }}
         if std::env::var("AXE_TEST_REQUIRE_UNSHARE").is_ok_and(|v| v == "1") {
             panic!("user and mount namespaces are required here: {why}");
         }
-        eprintln!("SKIPPED: needs `unshare -rm` (user and mount namespaces): {why}");
+        not_tested(
+            "a full disk and a read-only mount (in a namespace of the test's own)",
+            &format!(
+                "no user and mount namespaces here (unshare -rm): {}",
+                why.trim()
+            ),
+        );
         return None;
     }
     let read = |name: &str, ext: &str| {

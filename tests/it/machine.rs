@@ -280,7 +280,13 @@ cp "$T" "$OUT/4.jsonl"
         if std::env::var("AXE_TEST_REQUIRE_UNSHARE").is_ok_and(|v| v == "1") {
             panic!("user and mount namespaces are required here: {why}");
         }
-        eprintln!("SKIPPED: needs `unshare -rm` (user and mount namespaces): {why}");
+        not_tested(
+            "a trace on a full disk (in a namespace of the test's own)",
+            &format!(
+                "no user and mount namespaces here (unshare -rm): {}",
+                why.trim()
+            ),
+        );
         return;
     }
     let read = |name: &str| std::fs::read_to_string(out_dir.path().join(name)).unwrap();

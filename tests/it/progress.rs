@@ -90,7 +90,10 @@ fn shell_under_pty(
             out.status.code().unwrap_or(-1),
         )),
         Err(e) => {
-            eprintln!("SKIPPED: util-linux `script` is needed for a pseudo-terminal: {e}");
+            missing(
+                "the progress line on a terminal",
+                &format!("util-linux `script` (for a pseudo-terminal) does not run here: {e}"),
+            );
             None
         }
     }
@@ -378,15 +381,26 @@ fn verbose_lines_under_a_terminal_are_whole_and_the_view_is_redrawn_below() {
     ) else {
         return;
     };
-    // The sub-agent's completion line is printed whole, after the view that
-    // was on screen while it ran has been erased.
+    // The sub-agent's first line once its answer is in (its turn's, design
+    // §3.14, then its completion) is printed whole, after the view that was
+    // on screen while it ran has been erased.
     let done = screen
-        .find("[sub-agent] \"w\" completed")
+        .find("  w: [turn 1] Received response")
         .unwrap_or_else(|| panic!("{screen:?}"));
     let before = &screen[..done];
     assert!(before.contains("w#1  depth 1"), "{screen:?}");
     assert!(
         before.ends_with("\x1b[J"),
         "erased right before: {screen:?}"
+    );
+    // Then its completion, whole: on a line of its own, or right after the
+    // view, if one was drawn in between, was erased.
+    let completed = screen
+        .find("[sub-agent] \"w\" completed")
+        .unwrap_or_else(|| panic!("{screen:?}"));
+    let before = &screen[done..completed];
+    assert!(
+        before.ends_with("\r\n") || before.ends_with("\x1b[J"),
+        "the completion whole: {screen:?}"
     );
 }

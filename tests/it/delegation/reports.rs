@@ -98,8 +98,61 @@ fn run_verbose_shows_nested_agents_turns_under_their_names() {
     ] {
         assert!(lines.contains(&expected), "missing {expected:?} in:\n{err}");
     }
-    // c runs without tools: a single request, no turn lines.
-    assert!(!err.contains("    c: [turn"), "{err}");
+    // c runs without tools, a single request: a sub-agent's turn is shown
+    // all the same (design §3.14), or a tree's leaves would run unseen.
+    for expected in [
+        "    c: [turn 1] Sending request (1 messages, 0 tool calls pending)",
+        "    c: [turn 1] Received response: stop (0 tool calls)",
+    ] {
+        assert!(lines.contains(&expected), "missing {expected:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn run_verbose_shows_the_turns_of_sub_agents_without_tools_run_side_by_side() {
+    // make demo's tree: lead calls two sub-agents at once, neither with tools
+    // or a schema; before, neither's turns appeared in --verbose.
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"summarizer\", \"critic\"]\n",
+    );
+    home.named_agent("summarizer", "openai/gpt-4o", "");
+    home.named_agent("critic", "openai/gpt-4o", "");
+    let server = openai_delegation(calls(&[
+        ("c1", delegate("summarizer", "sum it up")),
+        ("c2", delegate("critic", "find the flaw")),
+    ]));
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "lead", "-v"]);
+    assert_ok(&out);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    for name in ["summarizer", "critic"] {
+        for expected in [
+            format!("  {name}: [turn 1] Sending request (1 messages, 0 tool calls pending)"),
+            format!("  {name}: [turn 1] Received response: stop (0 tool calls)"),
+        ] {
+            assert!(
+                lines.contains(&expected.as_str()),
+                "missing {expected:?} in:\n{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn run_verbose_of_a_top_level_agent_without_tools_has_no_turn_lines() {
+    // The top-level agent keeps the Go original's lines: turns only when it
+    // can take more than one.
+    let home = Home::new();
+    home.named_agent("solo", "openai/gpt-4o", "");
+    let server = FakeServer::json(200, &openai_text("alone", 3, 2));
+    let out = home.run_on(&[(P::OpenAi, &server)], &["run", "solo", "-v"]);
+    assert_ok(&out);
+    let err = stderr(&out);
+    assert!(!err.contains("[turn"), "{err}");
+    assert!(err.contains("Tokens:   3 input, 2 output"), "{err}");
 }
 
 #[test]

@@ -13,15 +13,7 @@ use crate::common::*;
 /// The fixture server, when `python3` runs here.
 fn files_server() -> Option<PathBuf> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/files_server.py");
-    let runs = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !runs {
-        eprintln!("SKIPPED: python3 does not run here; the files server tests did not run");
-        return None;
-    }
-    Some(script)
+    python3("the files server's tests (an MCP server of the test's own)").then_some(script)
 }
 
 /// `[[mcp_servers]]` for the files server, started in `dir`, with `extra`.

@@ -14,7 +14,10 @@ fn git_server() -> Option<PathBuf> {
     if bin.exists() {
         Some(bin)
     } else {
-        eprintln!("SKIPPED: mcp-server-git is not installed (run scripts/mcp_servers.sh)");
+        missing(
+            "the README's git server example",
+            "mcp-server-git is not installed in target/mcp (bash scripts/mcp_servers.sh)",
+        );
         None
     }
 }
@@ -30,7 +33,10 @@ fn the_readme_git_server_answers_with_this_repositorys_history() {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     let Some(head) = head else {
-        eprintln!("SKIPPED: this checkout has no git history");
+        not_tested(
+            "the README's git server example",
+            "this checkout has no git history (not a git clone)",
+        );
         return;
     };
     let home = Home::new();

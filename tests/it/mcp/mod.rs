@@ -1,6 +1,7 @@
 //! Where the MCP reference servers are (installed by scripts/mcp_servers.sh
 //! into target/mcp), and the servers as `[[mcp_servers]]` tables. A test
-//! whose server is missing prints SKIPPED and passes.
+//! whose server is missing skips, and says so where `make test` counts it
+//! (tests/common/skips.rs): a failure of `make test`, which installs them.
 
 use std::path::PathBuf;
 
@@ -23,7 +24,10 @@ fn found(path: PathBuf, what: &str) -> Option<PathBuf> {
     if path.exists() {
         Some(path)
     } else {
-        eprintln!("SKIPPED: {what} is not installed (run scripts/mcp_servers.sh)");
+        crate::common::missing(
+            &format!("the MCP tests against {what}"),
+            &format!("{what} is not installed in target/mcp (bash scripts/mcp_servers.sh)"),
+        );
         None
     }
 }

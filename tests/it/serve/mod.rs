@@ -138,14 +138,18 @@ impl Drop for Server {
     }
 }
 
-/// The Python of the venv with the `openai` package, or None (SKIPPED
-/// said) when scripts/serve_client.sh has not installed it.
+/// The Python of the venv with the `openai` package, or None (the skip
+/// said, a failure of `make test`) when scripts/serve_client.sh has not
+/// installed it.
 pub fn python() -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/serve-client/venv/bin/python");
     if p.is_file() {
         Some(p)
     } else {
-        eprintln!("SKIPPED: the openai package is not installed (run scripts/serve_client.sh)");
+        crate::common::missing(
+            "axe serve with the official openai client",
+            "the openai package is not installed in target/serve-client (bash scripts/serve_client.sh)",
+        );
         None
     }
 }

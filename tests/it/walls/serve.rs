@@ -233,7 +233,10 @@ fn local_clients_are_still_served() {
             assert!(out.contains("\"ran\""), "curl: {out} {}", stderr(&o));
             served += 1;
         }
-        Err(e) => eprintln!("SKIPPED: serve wall not tested with curl itself: {e}"),
+        Err(e) => missing(
+            "the serve wall with curl itself",
+            &format!("curl does not run here ({e}; Debian: apt-get install curl)"),
+        ),
     }
     // The official `openai` client.
     if let Some(py) = python() {
