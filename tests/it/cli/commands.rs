@@ -249,15 +249,7 @@ fn agents_show_includes_sub_agent_settings_when_sub_agents_are_set() {
 fn agents_show_unknown_agent_exits_2() {
     let home = Home::new();
     let out = home.run(&["agents", "show", "ghost"]);
-    let agents = home.config_dir().join("agents");
-    assert_fails(
-        &out,
-        2,
-        &format!(
-            "agent config not found: ghost (looked in {})",
-            agents.display()
-        ),
-    );
+    assert_not_found(&home, &out, "ghost");
 }
 
 // ---------------------------------------------------------------------------
@@ -404,15 +396,7 @@ fn agents_edit_unknown_agent_exits_2_without_running_the_editor() {
         .args(["agents", "edit", "ghost"])
         .output()
         .unwrap();
-    let agents = home.config_dir().join("agents");
-    assert_fails(
-        &out,
-        2,
-        &format!(
-            "agent config not found: ghost (looked in {})",
-            agents.display()
-        ),
-    );
+    assert_not_found(&home, &out, "ghost");
     assert!(!tools.path().join("editor.args").exists());
     assert!(!home.config_dir().join("agents/ghost.toml").exists());
 }

@@ -95,15 +95,7 @@ fn run_with_a_provider_404_exits_1_with_the_providers_message() {
 fn run_unknown_agent_exits_2() {
     let home = Home::new();
     let out = home.run(&["run", "ghost", "-p", "hi"]);
-    let agents = home.config_dir().join("agents");
-    assert_fails(
-        &out,
-        2,
-        &format!(
-            "agent config not found: ghost (looked in {})",
-            agents.display()
-        ),
-    );
+    assert_not_found(&home, &out, "ghost");
 }
 
 #[test]

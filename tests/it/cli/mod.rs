@@ -69,6 +69,18 @@ fn assert_fails(out: &Output, exit: i32, message: &str) {
     assert_eq!(stderr(out), format!("axe: {message}\n"));
 }
 
+/// Failed as an agent that is in no directory of `home`'s search path:
+/// exit 2, naming `name` and the one directory looked in, the config's own.
+#[track_caller]
+fn assert_not_found(home: &Home, out: &Output, name: &str) {
+    let agents = home.config_dir().join("agents");
+    let message = format!(
+        "agent config not found: {name} (looked in {})",
+        agents.display()
+    );
+    assert_fails(out, 2, &message);
+}
+
 /// Failed with `exit`, nothing on stdout, and one `axe: ...` line on stderr
 /// containing every part.
 #[track_caller]
