@@ -208,10 +208,7 @@ impl Agent {
                 self.id,
                 self.path.display()
             ))),
-            Err(e) => Err(Error::InAgentFile {
-                path: self.path.clone(),
-                error: Box::new(Error::Model(e)),
-            }),
+            Err(e) => Err(Error::Model(e).in_agent_file(&self.path)),
         }
     }
 
@@ -265,10 +262,7 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
             why: e,
         })?;
     // A rule broken names the file it is broken in.
-    let config = raw.validate().map_err(|e| Error::InAgentFile {
-        path: path.to_path_buf(),
-        error: Box::new(e),
-    })?;
+    let config = raw.validate().map_err(|e| e.in_agent_file(path))?;
     Ok(Agent {
         id: id.to_string(),
         path: path.to_path_buf(),

@@ -7,7 +7,7 @@
 //! failures no caller tells apart keep a message (`General`, `Config`).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::provider::{ErrorKind, ModelError, ProviderError};
@@ -175,6 +175,14 @@ impl Error {
 
     pub fn config(message: impl Into<String>) -> Error {
         Error::Config(message.into())
+    }
+
+    /// This error, said as one about the agent file at `path`.
+    pub fn in_agent_file(self, path: &Path) -> Error {
+        Error::InAgentFile {
+            path: path.to_path_buf(),
+            error: Box::new(self),
+        }
     }
 
     /// This error, an agent not found saying the directories `dirs` it was

@@ -128,10 +128,7 @@ pub fn resolve(
             (Some(m), _) => m,
             (None, Some(caller)) => caller.clone(),
             (None, None) => {
-                return Err(Error::InAgentFile {
-                    path: agent.path.clone(),
-                    error: Box::new(Error::NoModel),
-                });
+                return Err(Error::NoModel.in_agent_file(&agent.path));
             }
         },
     };
@@ -144,10 +141,7 @@ pub fn resolve(
     .map_err(|e| match overrides.output_schema {
         // The file's `[output]` names the file; `--output-schema` is said
         // by its own message.
-        None => Error::InAgentFile {
-            path: agent.path.clone(),
-            error: Box::new(e),
-        },
+        None => e.in_agent_file(&agent.path),
         Some(_) => e,
     })?
     .map(Arc::new);
