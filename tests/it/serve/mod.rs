@@ -3,9 +3,11 @@
 //! `openai` Python package (`client.rs`, installed by
 //! scripts/serve_client.sh into target/serve-client; a test whose client
 //! is missing prints SKIPPED and passes), by hostile clients on raw
-//! sockets (`hostile.rs`), and by 200 requests at once (`load.rs`).
+//! sockets (`hostile.rs`), and by 200 requests at once (`load.rs`); what
+//! clients meet on their defaults (`defaults.rs`).
 
 mod client;
+mod defaults;
 mod hostile;
 mod load;
 
