@@ -1,11 +1,12 @@
 //! axe's request bodies against the vendors' own SDK types (issue 40): a
 //! matrix of agents (plain, with parameters, built-in tools, sub-agents,
-//! `parallel = false`, an `[output]` schema, streamed, MCP tools whose
-//! schemas say what real servers' do, the prompt cache) run on each wire
-//! against a fake model, every body it got written down, and
-//! `conformance.py` (in the venv scripts/conformance_deps.sh makes) checks
-//! each with the pinned `openai`, `anthropic` and `ollama` packages' types,
-//! extras forbidden, and that it refuses every mutated body.
+//! one at the depth limit, `parallel = false`, an `[output]` schema,
+//! streamed, MCP tools whose schemas say what real servers' do, the prompt
+//! cache) run on each wire against a fake model, every body it got written
+//! down, and `conformance.py` (in the venv scripts/conformance_deps.sh
+//! makes) checks each with the pinned `openai`, `anthropic` and `ollama`
+//! packages' types, extras forbidden, and that it refuses every mutated
+//! body.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -82,6 +83,15 @@ fn cases(work: &str) -> Vec<Case> {
             false,
         ),
         case("streamed", &format!("stream = true\n{tools}"), list(), true),
+        // `deep` is a sub-agent at the depth limit whose model calls
+        // `call_agent` anyway: its follow-up carries the tool with
+        // `tool_choice` none (Ollama: no tools; design §4.2).
+        case(
+            "depth-limit",
+            "sub_agents = [\"deep\"]\n[sub_agents_config]\nmax_depth = 1\n",
+            vec![("c1", "call_agent", json!({"agent": "deep", "task": "t"}))],
+            false,
+        ),
         case(
             "mcp",
             "mcp_servers = [\"schemas\"]\n",
@@ -110,6 +120,10 @@ fn model(p: P, case: &Case) -> FakeServer {
     let stream = case.stream;
     FakeServer::route(move |req| {
         let answer = r#"{"verdict": "fine"}"#;
+        if req.who() == "deep" && !req.has_tool_results() {
+            let anyway = [("d1", "call_agent", json!({"agent": "w", "task": "t"}))];
+            return Reply::Json(200, p.tool_calls(&anyway));
+        }
         let calling = req.who() == "lead" && !req.has_tool_results() && !calls.is_empty();
         match (calling, stream) {
             (true, false) => Reply::Json(200, p.tool_calls(&calls)),
@@ -137,6 +151,7 @@ fn bodies() -> Vec<Value> {
             server_script.display().to_string()
         ));
         home.named_agent("w", p.model(), "");
+        home.named_agent("deep", p.model(), "sub_agents = [\"w\"]\n");
         for case in cases(&work.display().to_string()) {
             home.named_agent("lead", p.model(), &case.extra);
             let server = model(p, &case);
@@ -210,6 +225,18 @@ fn every_body_axe_sends_is_what_the_vendors_sdk_types_take() {
     };
     assert!(sent("openai", "parallel_tool_calls", json!(false)));
     assert!(sent("anthropic", "disable_parallel_tool_use", json!(true)));
+    let at_limit = |wire: &str, want: Value| {
+        bodies.iter().any(|b| {
+            b["wire"] == wire && b["case"] == "depth-limit" && b["body"]["tool_choice"] == want
+        })
+    };
+    let limited: Vec<String> = bodies
+        .iter()
+        .filter(|b| b["case"] == "depth-limit")
+        .map(|b| format!("{} {}", b["wire"], b["body"]["tool_choice"]))
+        .collect();
+    assert!(at_limit("openai", json!("none")), "{limited:?}");
+    assert!(at_limit("anthropic", json!({"type": "none"})));
     eprintln!(
         "conformance: {} bodies, {} mutated and refused",
         bodies.len(),
