@@ -4,6 +4,7 @@
 # machine lacks, so that `make test` runs every test:
 #   the MCP reference servers   scripts/mcp_servers.sh  (npm and PyPI, target/mcp)
 #   the openai client           scripts/serve_client.sh (PyPI, target/serve-client)
+#   the vendors' SDK types      scripts/conformance_deps.sh (PyPI, target/conformance)
 #   the static build            scripts/static.sh (rustup's musl target,
 #                               Debian's musl-tools, a release build)
 # Each keeps what is installed at its pinned version: a second run takes
@@ -57,6 +58,9 @@ step "the MCP reference servers (scripts/mcp_servers.sh)" \
 step "the openai client (scripts/serve_client.sh)" \
     "it needs python3 -m venv and PyPI's registry" \
     bash scripts/serve_client.sh
+step "the vendors' SDKs (scripts/conformance_deps.sh)" \
+    "it needs python3 -m venv and PyPI's registry" \
+    bash scripts/conformance_deps.sh
 step "the static build (scripts/static.sh)" \
     "it needs rustup (the musl target) and apt-get or musl-gcc (musl-tools)" \
     bash scripts/static.sh

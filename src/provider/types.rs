@@ -132,7 +132,8 @@ pub struct Request {
     /// Whether the model may call `tools`.
     pub tool_choice: ToolChoice,
     /// Whether the calls of one response run at the same time, so the model
-    /// may make several at once (said on the OpenAI wire).
+    /// may make several at once (said on the OpenAI and Anthropic wires;
+    /// Ollama has no such field).
     pub parallel_tool_calls: bool,
     /// The JSON Schema the answer must match, asked for with each wire's
     /// own mechanism (design D22); None asks for nothing.

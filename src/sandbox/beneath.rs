@@ -203,7 +203,7 @@ impl Root {
         let dir = self.make_dirs(parent, &mut made)?;
         self.check(&dir, &file)?;
         let mode = existing_mode(&dir, &file).unwrap_or(0o644);
-        let tmp = format!(".{file}.axe-{}-{}", std::process::id(), fastrand::u32(..));
+        let tmp = super::write::temp_name(&file);
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
         let fd = resolve_in(&dir, &tmp, flags, mode, self.follow)?;
         let mut out = File::from(fd);

@@ -22,6 +22,29 @@ use std::path::Path;
 
 use crate::sandbox::beneath::{Denied, Kind, Root};
 
+/// The temporary file a file tool's write fills beside `file` before
+/// renaming it over it ([`Root::write`]): `.{file}.axe-{pid}-{n}`, `n` random
+/// so that calls of one response writing the same file never share one.
+pub(crate) fn temp_name(file: &str) -> String {
+    format!(".{file}.axe-{}-{}", std::process::id(), fastrand::u32(..))
+}
+
+/// Whether `name` has [`temp_name`]'s exact shape (any process's): a
+/// listing leaves it out, since the calls of one response run at once and
+/// would see each other's (design §8.2). Only that shape: `.{file}.axe-`
+/// then two numbers written as axe writes a `u32` (no sign, no leading
+/// zero), so a user's `.notes.axe-draft` or `.a.axe-01-2` is listed.
+pub(crate) fn is_temp_name(name: &str) -> bool {
+    let Some((file, tail)) = name.strip_prefix('.').and_then(|r| r.rsplit_once(".axe-")) else {
+        return false;
+    };
+    let Some((pid, n)) = tail.split_once('-') else {
+        return false;
+    };
+    let written = |s: &str| s.parse::<u32>().is_ok_and(|v| v.to_string() == s);
+    !file.is_empty() && written(pid) && written(n)
+}
+
 /// What [`create_new`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Created {
@@ -179,5 +202,25 @@ mod tests {
         let left: Vec<_> = fs::read_dir(&dir).unwrap().collect();
         assert_eq!(left.len(), 1);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_the_temporary_names_axe_makes_are_its_own() {
+        assert!(is_temp_name(&temp_name("a.txt")));
+        assert!(is_temp_name(".a.txt.axe-1234-0"));
+        for user in [
+            "a.txt.axe-1-2",
+            ".a.txt.axe-draft",
+            ".a.txt.axe-1",
+            ".a.txt.axe-01-2",
+            ".a.txt.axe-+1-2",
+            ".a.txt.axe-1-2-3",
+            ".a.txt.axe-1-99999999999",
+            ".axe-1-2",
+            "..axe-1-2",
+            ".a.txt.axe-1-2.bak",
+        ] {
+            assert!(!is_temp_name(user), "{user}");
+        }
     }
 }

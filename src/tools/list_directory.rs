@@ -1,9 +1,11 @@
 //! `list_directory`: the entries of a directory beneath the workdir, one
-//! per line, sorted: directories end in `/`, symbolic links in `@`.
+//! per line, sorted: directories end in `/`, symbolic links in `@`; axe's
+//! own temporary files left out.
 
 use super::{Args, Done, Env, tool};
 use crate::provider::Tool;
 use crate::sandbox::beneath::Kind;
+use crate::sandbox::write::is_temp_name;
 
 /// Entries listed at most.
 const MAX_ENTRIES: usize = 2000;
@@ -27,10 +29,13 @@ pub fn run(args: &Args, env: &Env) -> Done {
         .map(String::as_str)
         .filter(|p| !p.trim().is_empty())
         .unwrap_or(".");
-    let entries = match env.root.list(path) {
+    let mut entries = match env.root.list(path) {
         Ok(e) => e,
         Err(e) => return Done::error(format!("{path}: {e}")),
     };
+    // Another call of the same response may be writing a file here: its
+    // temporary file is axe's, not the workdir's (design §8.2).
+    entries.retain(|e| !is_temp_name(&e.name));
     let mut out = String::new();
     for e in entries.iter().take(MAX_ENTRIES) {
         out.push_str(&e.name);

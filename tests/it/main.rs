@@ -66,6 +66,7 @@
 //! | §10.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //! | ch. 11 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
 //! | ch. 12 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
+//! | §4.2, §8.2 | the wire details the vendors' types expect: every body against the `openai`, `anthropic` and `ollama` SDKs' types, MCP schemas on Ollama, axe's temporary files never listed | `wires/` |
 //!
 //! `tree_fake.rs` is the fake server of `trace.rs` and `budgets.rs`.
 //!
@@ -127,3 +128,4 @@ mod trace_streams;
 mod tree_fake;
 mod walls;
 mod web_search;
+mod wires;

@@ -113,9 +113,12 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": input_schema(t)}))
             .collect();
-        // "auto" is the API's default and is not sent.
+        // "auto" is the API's default and is not sent, unless the calls of
+        // one response run one at a time: the model is told (design §4.2).
         if req.tool_choice == ToolChoice::None {
             body["tool_choice"] = json!({"type": "none"});
+        } else if !req.parallel_tool_calls {
+            body["tool_choice"] = json!({"type": "auto", "disable_parallel_tool_use": true});
         }
     }
     // JSON outputs (`output_config.format`), which leave tool use as it is:

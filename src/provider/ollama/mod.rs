@@ -1,9 +1,10 @@
 //! The Ollama chat wire format (`POST /api/chat`): its endpoint and
 //! headers, the request body and the parsing of an answer; its stream's
-//! lines in `stream.rs`. Its models refuse nothing axe sends: the body
+//! lines in `stream.rs`; its tools' schemas in `tools.rs`. Its models refuse nothing axe sends: the body
 //! takes no quirks.
 
 mod stream;
+mod tools;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -82,7 +83,7 @@ pub fn body(req: &Request) -> Value {
     }
     // Ollama cannot forbid tool calls: tools only go where they are offered.
     if req.sends_tools(false) {
-        body["tools"] = crate::provider::openai::function_tools(req);
+        body["tools"] = tools::tools(req);
     } else if let Some(schema) = &req.output_schema {
         // `format` constrains every token the model writes to the schema,
         // which leaves no way to write a tool call: it goes only on requests

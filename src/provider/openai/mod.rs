@@ -127,10 +127,12 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             ToolChoice::Auto => json!("auto"),
             ToolChoice::None => json!("none"),
         };
-        // OpenAI's default is true, but some compatible servers default to
-        // false (llama.cpp's server before April 2026): said when it holds.
-        if req.tool_choice == ToolChoice::Auto && req.parallel_tool_calls {
-            body["parallel_tool_calls"] = json!(true);
+        // Said either way: OpenAI's default is true, but some compatible
+        // servers default to false (llama.cpp's server before April 2026),
+        // and a model told nothing plans for calls an agent with `parallel
+        // = false` runs one at a time (design §4.2).
+        if req.tool_choice == ToolChoice::Auto {
+            body["parallel_tool_calls"] = json!(req.parallel_tool_calls);
         }
     }
     // Structured Outputs. Not strict: strict mode makes every property
@@ -269,7 +271,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
 /// `function`, or none given, as some compatible servers send it) must
 /// have its `function`; a call of any other type (`custom`, with its
 /// free-form `input`, or one the API adds later) is kept whole, to be
-/// answered with an error and written back as it came (design §4.3).
+/// answered with an error and written back as it came (design §4.2).
 fn tool_call(i: usize, mut raw: Value) -> Result<ToolCall, String> {
     let id = raw["id"]
         .as_str()

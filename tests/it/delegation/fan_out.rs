@@ -1,6 +1,6 @@
 //! The calls of one response (design §3.10, D4): in flight together,
 //! proven by a server-side barrier (flat and nested), or one after another
-//! in call order when `parallel = false`; the OpenAI wire told which.
+//! in call order when `parallel = false`; the model told which.
 
 use super::*;
 
@@ -189,33 +189,54 @@ fn sequential_calls_of_a_run_share_one_kept_alive_connection() {
     assert_eq!(server.connections(), 1);
 }
 
+/// What each wire is told of `parallel` with tools: OpenAI's
+/// `parallel_tool_calls` either way (before, `parallel = false` sent none, and
+/// the model planned for calls it would not get), Anthropic's `tool_choice`
+/// with `disable_parallel_tool_use` only when the calls run one at a time
+/// (its "auto" is the default), Ollama nothing (it has no such field).
+fn parallel_fields(body: &Value) -> (Option<bool>, Value) {
+    (
+        body["parallel_tool_calls"].as_bool(),
+        body.get("tool_choice").cloned().unwrap_or(Value::Null),
+    )
+}
+
 #[test]
-fn an_agent_whose_calls_run_in_parallel_says_so_on_the_openai_wire() {
-    for (config, want) in [
-        ("", Some(true)),
-        ("[sub_agents_config]\nparallel = false\n", None),
+fn an_agent_whose_calls_run_in_parallel_says_so_and_one_whose_calls_do_not_says_that() {
+    let sequential = json!({"type": "auto", "disable_parallel_tool_use": true});
+    for (p, config, want) in [
+        (P::OpenAi, "", (Some(true), json!("auto"))),
+        (
+            P::OpenAi,
+            "parallel = false\n",
+            (Some(false), json!("auto")),
+        ),
+        (P::Anthropic, "", (None, Value::Null)),
+        (
+            P::Anthropic,
+            "parallel = false\n",
+            (None, sequential.clone()),
+        ),
+        (P::Ollama, "", (None, Value::Null)),
+        (P::Ollama, "parallel = false\n", (None, Value::Null)),
     ] {
         let home = Home::new();
         home.named_agent(
             "lead",
-            P::OpenAi.model(),
-            &format!("sub_agents = [\"w\"]\n{config}"),
+            p.model(),
+            &format!("sub_agents = [\"w\"]\n[sub_agents_config]\n{config}"),
         );
-        home.named_agent("w", P::OpenAi.model(), "");
-        let server = FakeServer::json(200, &openai_text("no calls", 1, 1));
-        let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "lead"], HUNG);
+        home.named_agent("w", p.model(), "");
+        let server = FakeServer::json(200, &p.text("no calls"));
+        let b = home.run_bounded(&[(p, &server)], &["run", "lead"], HUNG);
         assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
         let body = server.only_request().json();
-        assert_eq!(
-            body["parallel_tool_calls"].as_bool(),
-            want,
-            "{config}: {body}"
-        );
+        assert_eq!(parallel_fields(&body), want, "{p:?} {config}: {body}");
     }
     // No tools, no such key; nor on the other wires.
     for p in PROVIDERS {
         let home = Home::new();
-        home.named_agent("solo", p.model(), "");
+        home.named_agent("solo", p.model(), "[sub_agents_config]\nparallel = false\n");
         home.named_agent("lead", p.model(), "sub_agents = [\"solo\"]\n");
         let server = FakeServer::json(200, &p.text("fine"));
         for agent in ["solo", "lead"] {
@@ -225,6 +246,10 @@ fn an_agent_whose_calls_run_in_parallel_says_so_on_the_openai_wire() {
             let body = req.json();
             let sent = body.get("parallel_tool_calls").is_some();
             assert_eq!(sent, p == P::OpenAi && req.who() == "lead", "{p:?}: {body}");
+            assert!(
+                !body.to_string().contains("disable_parallel_tool_use"),
+                "{p:?}: {body}"
+            );
         }
     }
 }
