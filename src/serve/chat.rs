@@ -74,7 +74,7 @@ pub fn parse(body: &[u8], system_allowed: bool) -> Result<Chat, ApiError> {
 }
 
 /// The messages as the agent's input: the last must be the user's.
-fn conversation(messages: &[Value], system_allowed: bool) -> Result<Chat, ApiError> {
+pub(super) fn conversation(messages: &[Value], system_allowed: bool) -> Result<Chat, ApiError> {
     let Some((last, earlier)) = messages.split_last() else {
         return Err(ApiError::invalid("`messages` is empty", "messages"));
     };

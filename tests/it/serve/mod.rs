@@ -8,6 +8,7 @@
 mod client;
 mod hostile;
 mod load;
+mod responses;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
