@@ -195,6 +195,67 @@ fn a_stream_that_fails_after_its_text_ends_with_response_failed() {
 }
 
 #[test]
+fn an_answer_cut_short_is_an_incomplete_response() {
+    let home = home();
+    let cut = P::OpenAi.text_stopped("The first half", "length");
+    let fake = FakeServer::json(200, &cut);
+    let server = Server::start(&home, &fake, &[]);
+    let body = json!({"model": "helper", "input": "hi"});
+    let r = post(&server.addr, "/v1/responses", &body.to_string(), "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["status"], "incomplete", "{v}");
+    assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
+    assert_eq!(v["output"][0]["status"], "incomplete");
+    assert_eq!(v["output"][0]["content"][0]["text"], "The first half");
+    let body = json!({"model": "helper", "input": "hi", "stream": true});
+    let r = post(&server.addr, "/v1/responses", &body.to_string(), "");
+    let evs = events(&r.body);
+    let (name, last) = evs.last().expect("events");
+    assert_eq!(name, "response.incomplete", "{}", r.body);
+    assert_eq!(
+        last["response"]["incomplete_details"]["reason"],
+        "max_output_tokens"
+    );
+}
+
+#[test]
+fn a_stream_the_client_leaves_stops_its_run() {
+    let home = home();
+    // One piece of text, then keep-alives for as long as anyone listens.
+    let body = P::OpenAi.stream_text(&["Hel", "lo"], 5, 2);
+    let cut = body[..body.find("lo\"").unwrap()].rfind("data: ").unwrap();
+    let fake = FakeServer::start(vec![P::OpenAi.stream_steps(vec![
+        Step::bytes(&body[..cut], 4096),
+        Step::Forever(": keep-alive\n\n".into()),
+    ])]);
+    let server = Server::start(&home, &fake, &["--timeout", "60"]);
+    let body = json!({"model": "helper", "input": "hi", "stream": true}).to_string();
+    let mut conn = std::net::TcpStream::connect(&server.addr).unwrap();
+    let req = format!(
+        "POST /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    std::io::Write::write_all(&mut conn, req.as_bytes()).unwrap();
+    // Read until the first delta has come, then leave.
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("response.output_text.delta") {
+        let n = std::io::Read::read(&mut conn, &mut buf).expect("the stream");
+        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    drop(conn);
+    assert!(
+        server.wait_log("status=499", Duration::from_secs(30)),
+        "the run went on after its client left: {}",
+        server.log()
+    );
+}
+
+#[test]
 fn what_axe_does_not_keep_or_take_is_refused_with_a_400() {
     let home = home();
     let fake = FakeServer::json(200, &openai_text("x", 1, 1));
