@@ -140,6 +140,9 @@ fn messages(input: Option<&Value>, instructions: Option<&str>) -> Result<Vec<Val
     match input {
         Some(Value::String(s)) => out.push(json!({"role": "user", "content": s})),
         Some(Value::Array(items)) => {
+            if items.is_empty() {
+                return Err(ApiError::invalid("`input` is empty", "input"));
+            }
             if items.len() > chat::MAX_MESSAGES {
                 return Err(ApiError::invalid(
                     format!("at most {} input items are taken", chat::MAX_MESSAGES),
@@ -319,6 +322,7 @@ mod tests {
                 r#"{"model":"a","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}"#,
                 "input",
             ),
+            (r#"{"model":"a","input":[]}"#, "input"),
             (
                 r#"{"model":"a","input":"q","max_output_tokens":0}"#,
                 "max_output_tokens",
@@ -331,5 +335,7 @@ mod tests {
             let e = parse(body.as_bytes(), true).unwrap_err();
             assert_eq!((e.status, e.param.as_deref()), (400, Some(param)), "{body}");
         }
+        let e = parse(br#"{"model":"a","input":[]}"#, true).unwrap_err();
+        assert_eq!(e.message, "`input` is empty");
     }
 }
