@@ -115,7 +115,7 @@ pub fn refuse_client_tools(o: &serde_json::Map<String, Value>) -> Result<(), Api
 }
 
 /// The messages as the agent's input: the last must be the user's.
-fn conversation(messages: &[Value], system_allowed: bool) -> Result<Chat, ApiError> {
+pub(super) fn conversation(messages: &[Value], system_allowed: bool) -> Result<Chat, ApiError> {
     let Some((last, earlier)) = messages.split_last() else {
         return Err(ApiError::invalid("`messages` is empty", "messages"));
     };

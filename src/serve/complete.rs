@@ -180,7 +180,7 @@ fn answer(
 /// The agent of `chat` from `catalog`, resolved, with its deadline (from the
 /// request's start): its system prompt with the request's system messages
 /// after it, its output schema the request's when it gives one.
-fn prepare(
+pub(super) fn prepare(
     chat: &Chat,
     catalog: &Catalog,
     shared: &Shared,
@@ -255,7 +255,7 @@ pub fn not_served(shared: &Shared, catalog: &Catalog, name: &str) -> ApiError {
 
 /// What a failed run answers: the error's own status, unless the run was
 /// cancelled — by the server's stop (503), or by its client leaving.
-fn failure(shared: &Shared, cancel: &Cancel, e: &Error) -> ApiError {
+pub(super) fn failure(shared: &Shared, cancel: &Cancel, e: &Error) -> ApiError {
     if !cancel.is_set() {
         return reply::run_error(e);
     }

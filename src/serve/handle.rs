@@ -64,7 +64,8 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
             let _watched = sock.map(|s| conn::watch(s, cancel.clone()));
             complete::run(rq, &chat, shared, started, &cancel)
         }
-        (_, "/v1/models" | "/v1/chat/completions") => {
+        (Method::Post, "/v1/responses") => super::responses::answer(rq, shared, started),
+        (_, "/v1/models" | "/v1/chat/completions" | "/v1/responses") => {
             let e = ApiError::new(
                 405,
                 "invalid_request_error",
@@ -114,7 +115,7 @@ fn no_route(path: &str) -> String {
 /// its length says so, or once `max` bytes were read, and the rest is not
 /// read (`sock` stops reading). One cut off, or too slow for the socket's
 /// read timeout, is 400 (408).
-fn body(
+pub(super) fn body(
     rq: &mut Request,
     max: usize,
     sock: Option<&std::os::fd::OwnedFd>,

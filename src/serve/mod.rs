@@ -11,7 +11,8 @@
 //!
 //! The request itself is `handle.rs`'s; a chat completion's run
 //! `complete.rs`'s; the request's shape `chat.rs`'s; answers and errors in
-//! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; what a
+//! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; the
+//! Responses API (`POST /v1/responses`) `responses/`'s; what a
 //! request meets before a worker `admit.rs`'s; the token and the
 //! cross-site checks `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
 
@@ -24,6 +25,7 @@ mod conn;
 mod handle;
 mod pipeline;
 mod reply;
+mod responses;
 mod sse;
 
 use std::net::{SocketAddr, TcpListener};

@@ -10,6 +10,7 @@ mod client;
 mod defaults;
 mod hostile;
 mod load;
+mod responses;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
