@@ -31,7 +31,11 @@ pub fn answer(mut rq: Request, shared: &Shared, started: Instant) -> Served {
             return Served::only(super::respond_error(rq, &e, &closed));
         }
     };
-    let ask = match request::parse(&body, shared.settings.system_messages) {
+    let ask = match request::parse(
+        &body,
+        shared.settings.system_messages,
+        shared.settings.ignore_client_tools,
+    ) {
         Ok(a) => a,
         Err(e) => return Served::only(super::respond_error(rq, &e, &[])),
     };

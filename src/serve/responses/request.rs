@@ -27,16 +27,19 @@ pub struct Ask {
     pub metadata: Value,
 }
 
-/// Reads `body`; `system_allowed` as chat's (instructions are a system
-/// message).
-pub fn parse(body: &[u8], system_allowed: bool) -> Result<Ask, ApiError> {
+/// Reads `body`; `system_allowed` and `tools_ignored` as chat's
+/// (instructions are a system message; the client's tools are refused as
+/// chat refuses them, unless `--ignore-client-tools`).
+pub fn parse(body: &[u8], system_allowed: bool, tools_ignored: bool) -> Result<Ask, ApiError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid(format!("the body is not JSON: {e}"), None))?;
     let Some(o) = v.as_object() else {
         return Err(ApiError::invalid("the body must be a JSON object", None));
     };
     refuse_state(o)?;
-    refuse_tools(o)?;
+    if !tools_ignored {
+        chat::refuse_client_tools(o)?;
+    }
     let agent = match o.get("model") {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
         _ => {
@@ -104,28 +107,6 @@ fn refuse_state(o: &Map<String, Value>) -> Result<(), ApiError> {
         return Err(ApiError::invalid(
             "stored prompts are OpenAI's: the agent file is the prompt",
             "prompt",
-        ));
-    }
-    Ok(())
-}
-
-/// The client's tools, or a `tool_choice` that needs one, as chat
-/// refuses them.
-fn refuse_tools(o: &Map<String, Value>) -> Result<(), ApiError> {
-    let tools = o
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty());
-    let choice = match o.get("tool_choice") {
-        None | Some(Value::Null) => false,
-        Some(Value::String(s)) => s != "none" && s != "auto",
-        Some(_) => true,
-    };
-    if tools || choice {
-        return Err(ApiError::invalid(
-            "axe's agents use their own tools (the agent file's): a request's \
-             `tools` and `tool_choice` are not taken",
-            if tools { "tools" } else { "tool_choice" },
         ));
     }
     Ok(())
@@ -292,7 +273,7 @@ mod tests {
             {"role":"user","content":"hi"},
             {"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello","annotations":[]}]},
             {"type":"message","role":"user","content":[{"type":"input_text","text":"and now?"}]}]}"#;
-        let a = parse(body, true).unwrap();
+        let a = parse(body, true, false).unwrap();
         assert_eq!(a.chat.task, "and now?");
         assert!(
             a.chat.message.contains("assistant: hello"),
@@ -332,10 +313,10 @@ mod tests {
                 "text.format",
             ),
         ] {
-            let e = parse(body.as_bytes(), true).unwrap_err();
+            let e = parse(body.as_bytes(), true, false).unwrap_err();
             assert_eq!((e.status, e.param.as_deref()), (400, Some(param)), "{body}");
         }
-        let e = parse(br#"{"model":"a","input":[]}"#, true).unwrap_err();
+        let e = parse(br#"{"model":"a","input":[]}"#, true, false).unwrap_err();
         assert_eq!(e.message, "`input` is empty");
     }
 }

@@ -19,7 +19,7 @@ use crate::run::{self, TextSink, top};
 use crate::serve::complete::{self, CLIENT_GONE};
 use crate::serve::reply;
 use crate::serve::{Served, Shared};
-use crate::trace::ledger;
+use crate::trace::ledger::{self, Budget};
 use crate::trace::run_log::RunLog;
 
 /// Runs `ask` and answers `rq`; `cancel` is the request's flag (set by a
@@ -61,7 +61,9 @@ pub fn run(rq: Request, ask: &Ask, shared: &Shared, started: Instant, cancel: &C
         cwd: &shared.cwd,
         verbose: Verbose::new(false),
         retries: shared.settings.retries,
-        max_tokens: chat.max_tokens,
+        // The tree's whole budget is the agent file's; `max_output_tokens`
+        // bounds only what the tree generates, as chat's bound (below).
+        max_tokens: None,
         max_turns: None,
         // Streamed from the provider whatever the client asked, as chat's
         // (design §12.3): a cancel is seen at the next piece.
@@ -70,8 +72,13 @@ pub fn run(rq: Request, ask: &Ask, shared: &Shared, started: Instant, cancel: &C
         text,
         cancel: cancel.clone(),
     };
-    let outcome = top::ctx(setup, &chat.agent, &resolved, deadline, ledger.clone())
-        .and_then(|ctx| run::run_agent(&resolved, &chat.message, &chat.task, &ctx));
+    let outcome =
+        top::ctx(setup, &chat.agent, &resolved, deadline, ledger.clone()).and_then(|mut ctx| {
+            if let Some(n) = chat.max_tokens {
+                ctx.budgets.push(Arc::new(Budget::output(n)));
+            }
+            run::run_agent(&resolved, &chat.message, &chat.task, &ctx)
+        });
     let usage = ledger::totals(&ledger.usage());
     served.tokens = usage.input_tokens.saturating_add(usage.output_tokens);
     let result = match outcome {

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use super::{Server, post, python};
 use crate::common::*;
 
-/// `--system-messages` as this branch spells "take them" (`instructions`
-/// are a system message).
-const SYSTEM: &[&str] = &["--system-messages"];
+/// The flags under which `instructions` (a system message) are taken: none,
+/// they are by default.
+const SYSTEM: &[&str] = &[];
 
 fn home() -> Home {
     let home = Home::new();
@@ -391,4 +391,41 @@ fn the_openai_clients_responses_parse_fills_a_pydantic_model() {
             .is_some_and(|m| m.contains("their own tools")),
         "{r}"
     );
+}
+
+#[test]
+fn max_output_tokens_bounds_what_the_tree_generates_not_what_it_reads() {
+    let home = home();
+    // lead calls helper (30 in, 5 out), helper answers (30 in, 5 out),
+    // lead answers (40 in, 5 out): 100 read, 15 generated, under 20.
+    let fake = FakeServer::route(|r| {
+        let body = match (r.who().as_str(), r.has_tool_results()) {
+            ("lead", false) => {
+                openai_tool_calls(&[("c1", "call_agent", delegate("helper", "say hi"))], 30, 5)
+            }
+            ("lead", true) => openai_text("The helper said hi.", 40, 5),
+            _ => openai_text("hi", 30, 5),
+        };
+        Reply::Json(200, body)
+    });
+    let server = Server::start(&home, &fake, &[]);
+    let body = json!({"model": "lead", "input": "hi", "max_output_tokens": 20});
+    let r = post(&server.addr, "/v1/responses", &body.to_string(), "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["usage"]["input_tokens"], 100, "{v}");
+    assert_eq!(v["usage"]["output_tokens"], 15, "{v}");
+}
+
+#[test]
+fn client_tools_are_taken_and_ignored_with_ignore_client_tools() {
+    let home = home();
+    let fake = FakeServer::json(200, &openai_text("plain", 1, 1));
+    let server = Server::start(&home, &fake, &["--ignore-client-tools"]);
+    let tool = json!({"type": "function", "name": "f", "parameters": {"type": "object"}});
+    let body = json!({"model": "helper", "input": "hi", "tools": [tool]});
+    let r = post(&server.addr, "/v1/responses", &body.to_string(), "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sent = fake.requests()[0].json();
+    assert!(sent.get("tools").is_none(), "{sent}");
 }
