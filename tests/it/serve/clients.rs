@@ -1,5 +1,5 @@
 //! What the tests of the other clients share (design §12.2): finding the
-//! Node packages that scripts/serve_client.sh installs
+//! Node packages and simonw's `llm` that scripts/serve_client.sh installs
 //! into target/serve-client (missing: the skip said, a failure of `make
 //! test`), running a Node driver script, and the fake provider's answers
 //! they check.
@@ -47,6 +47,20 @@ pub fn node_modules(what: &str) -> Option<PathBuf> {
         crate::common::missing(
             &format!("axe serve with {what}"),
             "node or the Node clients are not installed in target/serve-client/node (bash scripts/serve_client.sh)",
+        );
+        None
+    }
+}
+
+/// simonw's `llm`, or None (the skip said) when it is not installed.
+pub fn llm() -> Option<PathBuf> {
+    let p = installed("target/serve-client/llm/bin/llm");
+    if p.is_file() {
+        Some(p)
+    } else {
+        crate::common::missing(
+            "axe serve with simonw's llm",
+            "llm is not installed in target/serve-client/llm (bash scripts/serve_client.sh)",
         );
         None
     }

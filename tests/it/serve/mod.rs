@@ -1,14 +1,15 @@
 //! `axe serve` through the binary (design ch. 12): the server started on a
 //! free loopback port against a fake provider, driven by the official
-//! `openai` Python package (`client.rs`), by the `openai` Node package and
-//! the Vercel AI SDK (`client_node.rs`, `client_ai.rs`; all installed by
-//! scripts/serve_client.sh into
-//! target/serve-client; a test whose client is missing prints SKIPPED and
-//! passes), by hostile clients on raw
-//! sockets (`hostile.rs`), and by 200 requests at once (`load.rs`).
+//! `openai` Python package (`client.rs`), by the `openai` Node package, the
+//! Vercel AI SDK and simonw's `llm` (`client_node.rs`, `client_ai.rs`,
+//! `client_llm.rs`), all installed by scripts/serve_client.sh into
+//! target/serve-client (a test whose client is missing prints SKIPPED and
+//! passes), by hostile clients on raw sockets (`hostile.rs`), and by 200
+//! requests at once (`load.rs`).
 
 mod client;
 mod client_ai;
+mod client_llm;
 mod client_node;
 mod clients;
 mod hostile;
