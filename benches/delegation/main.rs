@@ -9,7 +9,8 @@
 //! Which binaries: `AXE_BENCH_BIN` names them (`PATH`, or
 //! `LABEL=PATH,LABEL=PATH`, e.g. another implementation of the same CLI);
 //! by default the release build cargo made (`glibc`) and, when `make static`
-//! has built it, the static one (`static`). The binaries take turns within
+//! has built it, the static one (`static`); `AXE_BENCH_GO=PATH` adds the Go
+//! original (`go`) as one more column. The binaries take turns within
 //! every repetition, so drift on the machine falls on all of them alike.
 //!
 //! The fake provider is the test harness's (`tests/common`): a thread per
@@ -125,8 +126,28 @@ fn main() {
     report(&bins, &rows);
 }
 
-/// The binaries to measure (see the file's header).
+/// The binaries to measure (see the file's header), and the Go original as
+/// one more column when `AXE_BENCH_GO` names its binary (built as
+/// docs/contributing.md's "Side by side with the Go original" says).
 fn binaries() -> Vec<Bin> {
+    let mut bins = axe_binaries();
+    if let Some(path) = std::env::var_os("AXE_BENCH_GO").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "AXE_BENCH_GO: {} is not a file",
+            path.display()
+        );
+        bins.push(Bin {
+            label: "go".into(),
+            path,
+        });
+    }
+    bins
+}
+
+/// axe's own binaries: `AXE_BENCH_BIN`'s list, else the release builds.
+fn axe_binaries() -> Vec<Bin> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     if let Ok(list) = std::env::var("AXE_BENCH_BIN") {
         return list

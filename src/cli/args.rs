@@ -455,10 +455,16 @@ pub(super) struct ServeCmd {
     /// search path)
     #[argh(option)]
     pub(super) agent: Vec<String>,
-    /// append system messages to the agent's system prompt (default: a
-    /// request with one is refused)
+    /// what a request's system and developer messages get: append (after
+    /// the agent's own prompt, said to be the client's; the default) or
+    /// refuse (400)
+    #[argh(option)]
+    pub(super) system_messages: Option<String>,
+    /// take requests that give tools (`tools`, `functions`, a `tool_choice`
+    /// that requires a call) and ignore those (default: refused, 400: the
+    /// agents use their own tools)
     #[argh(switch)]
-    pub(super) system_messages: bool,
+    pub(super) ignore_client_tools: bool,
     /// append a JSON Lines trace of every request's tree to FILE (a
     /// regular file)
     #[argh(option)]

@@ -42,7 +42,7 @@ pub fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let rest = serve::old_switch(args.iter().skip(1).map(String::as_str).collect());
     let axe = match Axe::from_args(&["axe"], &rest) {
         Ok(a) => a,
         Err(early) => return early_exit(early),

@@ -32,6 +32,16 @@ pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
             cmd.listen
         ))
     })?;
+    let system_messages = match cmd.system_messages.as_deref() {
+        None | Some("append") => true,
+        Some("refuse") => false,
+        Some(other) => {
+            return Err(Error::general(format!(
+                "--system-messages {other:?}: expected append or refuse \
+                 (system messages are appended by default)"
+            )));
+        }
+    };
     for a in &cmd.agent {
         paths::check_agent_name(a)?;
     }
@@ -53,7 +63,8 @@ pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
         grace: Duration::from_secs(cmd.grace),
         idle: Duration::from_secs(cmd.idle_timeout),
         agents: cmd.agent,
-        system_messages: cmd.system_messages,
+        system_messages,
+        ignore_client_tools: cmd.ignore_client_tools,
         trace: cmd.trace,
         trace_bodies: cmd.trace_bodies,
         retries: cmd.retries,
@@ -61,6 +72,25 @@ pub(super) fn main(cmd: ServeCmd) -> Result<(), Error> {
         access_log: !cmd.quiet,
     };
     serve::serve(settings, global, files, cwd)
+}
+
+/// `args` (after `axe`) with the old bare `--system-messages` switch (it
+/// opted in before taking them became the default) read as
+/// `--system-messages append`, so that a command line written for it keeps
+/// working: one with no value after it, or an option next.
+pub(super) fn old_switch(args: Vec<&str>) -> Vec<&str> {
+    if args.first() != Some(&"serve") {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len() + 1);
+    let mut rest = args.into_iter().peekable();
+    while let Some(a) = rest.next() {
+        out.push(a);
+        if a == "--system-messages" && rest.peek().is_none_or(|next| next.starts_with('-')) {
+            out.push("append");
+        }
+    }
+    out
 }
 
 /// `--trace`: every request's run appends to it, so it must be a regular

@@ -161,10 +161,12 @@ pub enum Error {
     Batch { failed: u64, total: u64, code: u8 },
 }
 
-/// A budget that is spent (exit code 4 at top level).
+/// A budget that is spent (exit code 4 at top level). `OutputTokens`: the
+/// tokens generated alone (a served request's `max_completion_tokens`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exceeded {
     Tokens { used: u64, max: u64 },
+    OutputTokens { used: u64, max: u64 },
     Turns { used: u64, max: u64 },
 }
 
@@ -347,6 +349,9 @@ impl std::fmt::Display for Exceeded {
         match self {
             Exceeded::Tokens { used, max } => {
                 write!(f, "token budget exceeded (used {used} of {max})")
+            }
+            Exceeded::OutputTokens { used, max } => {
+                write!(f, "output token budget exceeded (used {used} of {max})")
             }
             Exceeded::Turns { used, max } => {
                 write!(f, "turn budget exceeded (used {used} of {max})")

@@ -277,7 +277,7 @@ impl Conversation<'_> {
             cache_creation_input_tokens: r.cache_write_tokens,
         };
         ctx.ledger.record_tokens(place, billed);
-        ledger::spend_tokens(&ctx.budgets, r.input_tokens.saturating_add(r.output_tokens));
+        ledger::spend_tokens(&ctx.budgets, r.input_tokens, r.output_tokens);
     }
 
     /// Steps 4 to 7: what the response of turn `turn` leads to.

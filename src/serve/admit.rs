@@ -54,6 +54,11 @@ pub fn admit(rq: Request, shared: &Shared, started: Instant) -> Option<Request> 
 /// Answers `rq` with `e`, its body unread, from a thread every client
 /// shares: never waiting on the client (`conn::answer_now`). The status.
 pub fn answer_now(rq: Request, shared: &Shared, e: &ApiError, extra: &[(&str, String)]) -> u16 {
-    conn::answer_now(rq, json_response(e.status, &e.body(), extra), shared.port);
+    let headers = e.headers(extra);
+    conn::answer_now(
+        rq,
+        json_response(e.status, &e.body(), &headers),
+        shared.port,
+    );
     e.status
 }

@@ -1,9 +1,11 @@
 //! A chat completion request as axe serve reads it (design §12.2): the
 //! agent named by `model`, the conversation's messages made into the
 //! agent's user message, and the options that map onto a run — `stream`,
-//! `response_format`'s schema, `max_tokens` as the tree's token budget.
-//! Everything else OpenAI defines (temperature, tools, n, ...) is the
-//! agent file's to say, and ignored here.
+//! `response_format`'s schema, `max_completion_tokens` (or `max_tokens`)
+//! as the bound on the tokens the tree generates. Tools a client gives
+//! are refused (the agents use their own) unless the server ignores them;
+//! everything else OpenAI defines (temperature, n, ...) is the agent
+//! file's to say, and ignored here.
 
 use serde_json::Value;
 
@@ -30,13 +32,15 @@ pub struct Chat {
     pub include_usage: bool,
     /// `response_format`'s JSON Schema, over the agent's own.
     pub schema: Option<Value>,
-    /// `max_completion_tokens`, else `max_tokens`: the tree's token budget.
+    /// `max_completion_tokens`, else `max_tokens`: the most tokens the
+    /// tree may generate (output tokens, as OpenAI's bound its answer's).
     pub max_tokens: Option<u64>,
 }
 
 /// Reads `body`; `system_allowed`: system messages are taken (else a
-/// request with one is refused).
-pub fn parse(body: &[u8], system_allowed: bool) -> Result<Chat, ApiError> {
+/// request with one is refused); `tools_ignored`: a request that gives
+/// tools is taken, its tools ignored (else refused).
+pub fn parse(body: &[u8], system_allowed: bool, tools_ignored: bool) -> Result<Chat, ApiError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid(format!("the body is not JSON: {e}"), None))?;
     let Some(o) = v.as_object() else {
@@ -60,6 +64,9 @@ pub fn parse(body: &[u8], system_allowed: bool) -> Result<Chat, ApiError> {
             "messages",
         ));
     }
+    if !tools_ignored {
+        refuse_client_tools(o)?;
+    }
     let mut chat = conversation(messages, system_allowed)?;
     chat.agent = agent;
     chat.stream = o.get("stream").and_then(Value::as_bool).unwrap_or(false);
@@ -71,6 +78,40 @@ pub fn parse(body: &[u8], system_allowed: bool) -> Result<Chat, ApiError> {
     chat.schema = schema(o.get("response_format"))?;
     chat.max_tokens = max_tokens(o)?;
     Ok(chat)
+}
+
+/// A request that gives tools for the model to call (`tools`,
+/// `functions`), or that requires a call (`tool_choice` `required` or a
+/// named function), is refused out loud: an agent calls its own tools, and
+/// a client's would be ignored in silence — its framework would get plain
+/// text, or nothing, where it expects a call (design §12.2).
+pub fn refuse_client_tools(o: &serde_json::Map<String, Value>) -> Result<(), ApiError> {
+    let given = |key| match o.get(key) {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    let required = match o.get("tool_choice") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(c)) => c != "none" && c != "auto",
+        Some(_) => true,
+    };
+    let param = if given("tools") {
+        "tools"
+    } else if given("functions") {
+        "functions"
+    } else if required {
+        "tool_choice"
+    } else {
+        return Ok(());
+    };
+    Err(ApiError::invalid(
+        format!(
+            "axe's agents call their own tools: a request's `{param}` is not taken \
+             (axe serve --ignore-client-tools takes the request and ignores them)"
+        ),
+        param,
+    ))
 }
 
 /// The messages as the agent's input: the last must be the user's.
@@ -93,8 +134,8 @@ fn conversation(messages: &[Value], system_allowed: bool) -> Result<Chat, ApiErr
         match role {
             "system" | "developer" if !system_allowed => {
                 return Err(ApiError::invalid(
-                    "this server takes no system messages (axe serve --system-messages): \
-                     the agent's own prompt is used",
+                    "this server takes no system messages (axe serve --system-messages \
+                     refuse): the agent's own prompt is used",
                     "messages",
                 ));
             }
@@ -212,7 +253,7 @@ mod tests {
             {"role":"user","content":"hi"},
             {"role":"assistant","content":"hello"},
             {"role":"user","content":[{"type":"text","text":"and now?"}]}]}"#;
-        let c = parse(body, false).unwrap();
+        let c = parse(body, false, false).unwrap();
         assert_eq!(c.task, "and now?");
         assert_eq!(
             c.message,
@@ -223,8 +264,8 @@ mod tests {
     #[test]
     fn system_messages_only_when_allowed() {
         let body = br#"{"model":"a","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"q"}]}"#;
-        assert_eq!(parse(body, false).unwrap_err().status, 400);
-        let c = parse(body, true).unwrap();
+        assert_eq!(parse(body, false, false).unwrap_err().status, 400);
+        let c = parse(body, true, false).unwrap();
         assert_eq!(c.system.as_deref(), Some("be brief"));
         assert_eq!(c.message, "q");
     }
@@ -234,10 +275,10 @@ mod tests {
         let body = br#"{"model":"a","max_tokens":5,"max_completion_tokens":9,
             "response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}},
             "messages":[{"role":"user","content":"q"}]}"#;
-        let c = parse(body, false).unwrap();
+        let c = parse(body, false, false).unwrap();
         assert_eq!(c.max_tokens, Some(9));
         assert_eq!(c.schema, Some(serde_json::json!({"type":"object"})));
         let bad = br#"{"model":"a","max_tokens":0,"messages":[{"role":"user","content":"q"}]}"#;
-        assert_eq!(parse(bad, false).unwrap_err().status, 400);
+        assert_eq!(parse(bad, false, false).unwrap_err().status, 400);
     }
 }

@@ -21,14 +21,20 @@ use crate::error::Error;
 use crate::io::stderr::Verbose;
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, TextSink, top};
-use crate::trace::ledger;
+use crate::trace::ledger::{self, Budget};
 use crate::trace::run_log::RunLog;
 
 /// Status logged for a client that left before its answer (nginx's).
 pub const CLIENT_GONE: u16 = 499;
 
+/// What comes between the agent's own system prompt and a request's
+/// system messages: the agent's prompt first, the client's after it, said
+/// to be the client's (design §12.2).
+pub const CLIENT_SYSTEM: &str = "\n\nThe instructions below come from the client of this request (its system messages), \
+     after the agent's own above:\n\n";
+
 /// Where the answer goes: the request, answered at the end, or its event
-/// stream, started before the run.
+/// stream, its head written with the first text.
 enum Answer {
     Whole(Request),
     Stream(Arc<Sse>),
@@ -73,7 +79,9 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
         cwd: &shared.cwd,
         verbose: Verbose::new(false),
         retries: shared.settings.retries,
-        max_tokens: chat.max_tokens,
+        // The tree's whole budget is the agent file's; the request bounds
+        // only what the tree generates (below).
+        max_tokens: None,
         max_turns: None,
         // Always streamed from the provider, whatever the client asked:
         // a stream is read piece by piece, so a cancel is seen at the next
@@ -85,8 +93,11 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     };
     let mut printed = false;
     let outcome =
-        top::ctx(setup, &chat.agent, &resolved, deadline, ledger.clone()).and_then(|ctx| {
+        top::ctx(setup, &chat.agent, &resolved, deadline, ledger.clone()).and_then(|mut ctx| {
             printed = ctx.stream.print;
+            if let Some(n) = chat.max_tokens {
+                ctx.budgets.push(Arc::new(Budget::output(n)));
+            }
             run::run_agent(&resolved, &chat.message, &chat.task, &ctx)
         });
     let usage = ledger::totals(&ledger.usage());
@@ -119,6 +130,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
                     CLIENT_GONE
                 }
                 Answer::Whole(rq) => super::respond_error(rq, &api, &request_id),
+                Answer::Stream(_) if api.status == CLIENT_GONE => CLIENT_GONE,
                 Answer::Stream(sse) => {
                     sse.fail(&api);
                     if sse.failed() {
@@ -136,7 +148,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
 }
 
 /// Where the answer to `rq` goes, and where the run's text goes on its way:
-/// to the event stream, started now, or nowhere until the whole answer.
+/// to the event stream, or nowhere until the whole answer.
 fn answer(
     rq: Request,
     chat: &Chat,
@@ -146,7 +158,7 @@ fn answer(
     request_id: &[(&str, String)],
 ) -> (Answer, TextSink) {
     if chat.stream {
-        let sse = Arc::new(Sse::start(
+        let sse = Arc::new(Sse::new(
             rq.into_writer(),
             id.to_string(),
             created,
@@ -175,15 +187,20 @@ fn prepare(
     started: Instant,
 ) -> Result<(Resolved, Deadline), ApiError> {
     if !shared.serves(&chat.agent) {
-        return Err(reply::run_error(&Error::AgentNotFound {
-            name: chat.agent.clone(),
-            searched: Vec::new(),
-        }));
+        return Err(not_served(shared, catalog, &chat.agent));
     }
-    let agent: Agent = (*catalog
+    let mut agent: Agent = (*catalog
         .agent(&chat.agent)
         .map_err(|e| reply::run_error(&e))?)
     .clone();
+    // The top-level answer is cut at the request's bound, as OpenAI cuts
+    // its own (`finish_reason` `length`); the tree's output is bounded by
+    // the run's output budget (`run`).
+    if let Some(n) = chat.max_tokens {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        let own = &mut agent.config.params.max_tokens;
+        *own = Some(own.map_or(n, |m| m.min(n)));
+    }
     for w in &agent.warnings {
         crate::io::stderr::warn_once(w);
     }
@@ -207,7 +224,7 @@ fn prepare(
     )
     .map_err(|e| reply::run_error(&e))?;
     if let Some(system) = &chat.system {
-        resolved.system_prompt.push_str("\n\n");
+        resolved.system_prompt.push_str(CLIENT_SYSTEM);
         resolved.system_prompt.push_str(system);
     }
     if let Some(schema) = &chat.schema {
@@ -216,6 +233,24 @@ fn prepare(
         resolved.output_schema = Some(Arc::new(compiled));
     }
     Ok((resolved, deadline))
+}
+
+/// The 404 for agent `name`, which this server does not serve: one left
+/// out by `--agent` though its file is on the search path says so, rather
+/// than that it does not exist (a look at the file's name, not a read).
+pub fn not_served(shared: &Shared, catalog: &Catalog, name: &str) -> ApiError {
+    let on_path = !shared.serves(name) && matches!(catalog.dirs().find(name), Ok(Some(_)));
+    let mut e = reply::run_error(&Error::AgentNotFound {
+        name: name.to_string(),
+        searched: Vec::new(),
+    });
+    if on_path {
+        e.message = format!(
+            "The model `{name}` is not served here: the agent exists, but this server \
+             runs only the agents given with --agent"
+        );
+    }
+    e
 }
 
 /// What a failed run answers: the error's own status, unless the run was

@@ -27,6 +27,14 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
                 Err(e) => super::respond_error(rq, &reply::run_error(&e), &extra),
             })
         }
+        (Method::Get, p) if p.starts_with("/v1/models/") => {
+            let extra = unread();
+            let id = &p["/v1/models/".len()..];
+            Served::only(match model(shared, id) {
+                Ok(m) => super::respond_json(rq, 200, &m, &extra),
+                Err(e) => super::respond_error(rq, &e, &extra),
+            })
+        }
         (Method::Post, "/v1/chat/completions") => {
             // The socket, to stop reading a body refused and to notice
             // the client leave.
@@ -41,7 +49,12 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
                     return Served::only(super::respond_error(rq, &e, &closed));
                 }
             };
-            let chat = match chat::parse(&body, shared.settings.system_messages) {
+            let settings = &shared.settings;
+            let chat = match chat::parse(
+                &body,
+                settings.system_messages,
+                settings.ignore_client_tools,
+            ) {
                 Ok(c) => c,
                 Err(e) => return Served::only(super::respond_error(rq, &e, &[])),
             };
@@ -62,15 +75,38 @@ pub fn request(mut rq: Request, shared: &Shared, started: Instant) -> Served {
             Served::only(super::respond_error(rq, &e, &extra))
         }
         _ => {
-            let e = ApiError::new(
-                404,
-                "invalid_request_error",
-                "not_found",
-                format!("no route {path}"),
-            );
+            let e = ApiError::new(404, "invalid_request_error", "not_found", no_route(&path));
             let extra = unread();
             Served::only(super::respond_error(rq, &e, &extra))
         }
+    }
+}
+
+/// `GET /v1/models/{id}`: the agent `id` as OpenAI's Model object, or a
+/// 404 in OpenAI's shape (an agent on the search path but not served says
+/// so).
+fn model(shared: &Shared, id: &str) -> Result<serde_json::Value, ApiError> {
+    let agents = shared.agents().map_err(|e| reply::run_error(&e))?;
+    if agents.iter().any(|a| a == id) {
+        return Ok(reply::model(id, reply::now_secs()));
+    }
+    Err(super::complete::not_served(
+        shared,
+        &shared.files.current(),
+        id,
+    ))
+}
+
+/// The message of a 404: a known path without its `/v1` names the right
+/// one (a client's base URL missing its `/v1`).
+fn no_route(path: &str) -> String {
+    let known = ["/chat/completions", "/models", "/responses"];
+    if known.contains(&path) || path.starts_with("/models/") {
+        format!(
+            "no route {path}: the API is under /v1 (/v1{path}); a client's base URL ends in /v1"
+        )
+    } else {
+        format!("no route {path}")
     }
 }
 

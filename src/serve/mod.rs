@@ -69,7 +69,11 @@ pub struct Settings {
     pub idle: Duration,
     /// `--agent`: the agents served; empty: every agent on the search path.
     pub agents: Vec<String>,
+    /// A request's system messages are taken (`--system-messages
+    /// append`, the default), else refused.
     pub system_messages: bool,
+    /// `--ignore-client-tools`: a request's tools are ignored, not refused.
+    pub ignore_client_tools: bool,
     pub trace: Option<String>,
     pub trace_bodies: bool,
     pub retries: Option<u32>,
@@ -481,9 +485,10 @@ fn json_response(
     resp
 }
 
-/// Answers `rq` with `e` in OpenAI's error shape.
+/// Answers `rq` with `e` in OpenAI's error shape, saying whether a retry
+/// may help ([`ApiError::headers`]).
 fn respond_error(rq: Request, e: &ApiError, extra: &[(&str, String)]) -> u16 {
-    respond_json(rq, e.status, &e.body(), extra)
+    respond_json(rq, e.status, &e.body(), &e.headers(extra))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! What axe serve answers, in OpenAI's shapes (design §12.2): a chat
 //! completion, the model list, and every error as `{"error": {message,
-//! type, param, code}}` with its HTTP status — and which status each of a
-//! run's failures gets.
+//! type, param, code}}` with its HTTP status — which status each of a
+//! run's failures gets, and which of them a client may retry.
 
 use serde_json::{Value, json};
 
@@ -45,6 +45,27 @@ impl ApiError {
             code: None,
             param: param.into().map(str::to_string),
         }
+    }
+
+    /// Whether a client's retry of the same request may fare better: the
+    /// server busy (429), stopping (503, another instance may take it), or
+    /// a body that came too slowly (408). Every other failure would only
+    /// repeat — the run's own (its provider, its deadline, its budget, its
+    /// schema) after running the whole tree again — so its answer carries
+    /// `x-should-retry: false`, which OpenAI's SDKs obey over their
+    /// default of retrying every 5xx twice (design §12.2).
+    pub fn retryable(&self) -> bool {
+        matches!(self.status, 408 | 429 | 503)
+    }
+
+    /// The headers of this error's answer: `extra`, then
+    /// `x-should-retry: false` unless a retry may help.
+    pub fn headers<'a>(&self, extra: &[(&'a str, String)]) -> Vec<(&'a str, String)> {
+        let mut headers = extra.to_vec();
+        if !self.retryable() {
+            headers.push(("x-should-retry", "false".into()));
+        }
+        headers
     }
 
     /// The error's JSON body. Its message is redacted: no key leaves axe.
@@ -134,11 +155,13 @@ pub fn finish_reason(cut: Option<Cut>) -> &'static str {
 
 /// `GET /v1/models`: each agent as a model owned by `axe`.
 pub fn models(agents: &[String], created: u64) -> Value {
-    let data: Vec<Value> = agents
-        .iter()
-        .map(|a| json!({"id": a, "object": "model", "created": created, "owned_by": "axe"}))
-        .collect();
+    let data: Vec<Value> = agents.iter().map(|a| model(a, created)).collect();
     json!({"object": "list", "data": data})
+}
+
+/// One agent as OpenAI's Model object (`GET /v1/models/{id}`).
+pub fn model(agent: &str, created: u64) -> Value {
+    json!({"id": agent, "object": "model", "created": created, "owned_by": "axe"})
 }
 
 /// Seconds since the epoch, for `created`.

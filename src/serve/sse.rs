@@ -1,8 +1,10 @@
 //! A streamed chat completion (design §12.2): server-sent events in
 //! OpenAI's chunk format over HTTP/1.1 chunked transfer — the role first,
 //! the top-level agent's text as it comes, the finish reason, the usage
-//! when asked, then `data: [DONE]`. A failure after the head is one
-//! `data: {"error": ...}` event instead of the end. A write that fails
+//! when asked, then `data: [DONE]`. The head (200) is written with the
+//! first text or the end, so that a run failing before any text is
+//! answered with its own status and a JSON error; a failure after the head
+//! is one `data: {"error": ...}` event instead of the end. A write that fails
 //! (the client went away, or took nothing for the socket's send timeout)
 //! cancels the run.
 
@@ -32,12 +34,16 @@ struct Out {
     failed: bool,
     /// The last text did not end a line.
     open_line: bool,
+    /// The headers of the answer, until its head is written.
+    head: Option<Vec<(String, String)>>,
 }
 
 impl Sse {
-    /// Writes the response's head (200, `text/event-stream`, `extra`
-    /// headers) and the first chunk, with the assistant's role.
-    pub fn start(
+    /// The stream of one request, to `writer`; nothing is written until
+    /// the first text or the end (design §12.2), so that a run failing
+    /// before any text is answered with its own status. `extra`: headers
+    /// of every answer.
+    pub fn new(
         writer: Box<dyn Write + Send>,
         id: String,
         created: u64,
@@ -45,9 +51,15 @@ impl Sse {
         cancel: Cancel,
         extra: &[(&str, String)],
     ) -> Sse {
-        let sse = Sse {
+        Sse {
             out: Mutex::new(Out {
                 writer,
+                head: Some(
+                    extra
+                        .iter()
+                        .map(|(n, v)| ((*n).to_string(), v.clone()))
+                        .collect(),
+                ),
                 failed: false,
                 open_line: false,
             }),
@@ -55,18 +67,7 @@ impl Sse {
             created,
             agent: agent.to_string(),
             cancel,
-        };
-        let mut head = String::from(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
-             transfer-encoding: chunked\r\n",
-        );
-        for (name, value) in extra {
-            head.push_str(&format!("{name}: {value}\r\n"));
         }
-        head.push_str("\r\n");
-        sse.write(head.as_bytes(), false);
-        sse.chunk(json!({"role": "assistant", "content": ""}), None, None);
-        sse
     }
 
     /// A piece of the answer; the first of a new turn starts on a line of
@@ -98,8 +99,34 @@ impl Sse {
         self.write(b"0\r\n\r\n", false);
     }
 
-    /// The end of a stream whose run failed: one error event, no `[DONE]`.
+    /// The end of a stream whose run failed: before any text, the error's
+    /// own status with its JSON body (and whether a retry may help); after,
+    /// one error event, no `[DONE]`.
     pub fn fail(&self, error: &ApiError) {
+        let head = self
+            .out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .head
+            .take();
+        if let Some(extra) = head {
+            let body = error.body().to_string();
+            let mut answer = format!(
+                "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+                error.status,
+                tiny_http::StatusCode(error.status).default_reason_phrase(),
+                body.len()
+            );
+            let extra: Vec<(&str, String)> =
+                extra.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+            for (name, value) in error.headers(&extra) {
+                answer.push_str(&format!("{name}: {value}\r\n"));
+            }
+            answer.push_str("\r\n");
+            answer.push_str(&body);
+            self.write(answer.as_bytes(), false);
+            return;
+        }
         let event = format!("data: {}\n\n", error.body());
         self.write(event.as_bytes(), true);
         self.write(b"0\r\n\r\n", false);
@@ -116,6 +143,11 @@ impl Sse {
     /// One `chat.completion.chunk` event: `delta` in the one choice (none
     /// when it is null), or the usage alone.
     fn chunk(&self, delta: Value, finish: Option<&str>, usage: Option<Value>) {
+        self.write(self.event(delta, finish, usage).as_bytes(), true);
+    }
+
+    /// The event of [`Sse::chunk`].
+    fn event(&self, delta: Value, finish: Option<&str>, usage: Option<Value>) -> String {
         let choices = if delta.is_null() {
             json!([])
         } else {
@@ -131,28 +163,47 @@ impl Sse {
         if let Some(u) = usage {
             chunk["usage"] = u;
         }
-        self.write(format!("data: {chunk}\n\n").as_bytes(), true);
+        format!("data: {chunk}\n\n")
     }
 
-    /// Writes `bytes`, as one HTTP chunk when `framed`, and flushes; a
-    /// failure marks the stream failed and cancels the run.
+    /// Writes `bytes`, as one HTTP chunk when `framed` (the first such
+    /// after the response's head — 200, `text/event-stream`, the headers
+    /// given — and the assistant's role), and flushes; a failure marks the
+    /// stream failed and cancels the run.
     fn write(&self, bytes: &[u8], framed: bool) {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
         if out.failed {
             return;
         }
-        let w = &mut out.writer;
-        let result = if framed {
-            write!(w, "{:x}\r\n", bytes.len())
-                .and_then(|()| w.write_all(bytes))
-                .and_then(|()| w.write_all(b"\r\n"))
-        } else {
-            w.write_all(bytes)
+        let mut first = Vec::new();
+        if let Some(extra) = framed.then(|| out.head.take()).flatten() {
+            first.extend_from_slice(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
+                  transfer-encoding: chunked\r\n",
+            );
+            for (name, value) in extra {
+                first.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+            }
+            first.extend_from_slice(b"\r\n");
+            let role = self.event(json!({"role": "assistant", "content": ""}), None, None);
+            frame(&mut first, role.as_bytes());
         }
-        .and_then(|()| w.flush());
-        if result.is_err() {
+        if framed {
+            frame(&mut first, bytes);
+        } else {
+            first.extend_from_slice(bytes);
+        }
+        let w = &mut out.writer;
+        if w.write_all(&first).and_then(|()| w.flush()).is_err() {
             out.failed = true;
             self.cancel.cancel();
         }
     }
+}
+
+/// `bytes` as one HTTP/1.1 chunk, onto `to`.
+fn frame(to: &mut Vec<u8>, bytes: &[u8]) {
+    to.extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
+    to.extend_from_slice(bytes);
+    to.extend_from_slice(b"\r\n");
 }

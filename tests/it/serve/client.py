@@ -4,7 +4,8 @@
 
 prints one JSON object: what came back, or the error the client raised
 (its class, status and body). ACTION: models, complete, stream, schema,
-cancel (read the first content chunk of a stream, then close it).
+cancel (read the first content chunk of a stream, then close it),
+complete_retrying (complete with the client's default retries).
 """
 import json
 import sys
@@ -29,6 +30,10 @@ try:
         r = client.chat.completions.create(model=arg, messages=msgs)
         out({"id": r.id, "model": r.model, "content": r.choices[0].message.content,
              "finish": r.choices[0].finish_reason, "usage": r.usage.model_dump()})
+    elif action == "complete_retrying":
+        retrying = openai.OpenAI(base_url=base + "/v1", api_key=key, timeout=30)
+        r = retrying.chat.completions.create(model=arg, messages=msgs)
+        out({"content": r.choices[0].message.content})
     elif action == "stream":
         pieces, finish, usage = [], None, None
         stream = client.chat.completions.create(
