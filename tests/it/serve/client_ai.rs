@@ -65,7 +65,8 @@ fn ai_sdk_generates_an_object() {
 // The AI SDK retries 408, 409, 429 and every 5xx whatever the answer's
 // `x-should-retry` says (@ai-sdk/provider's APICallError.isRetryable), and
 // a stream's error event before any text as a 500 (@ai-sdk/openai's
-// getStatusCode): one run takes a status outside those.
+// getStatusCode): a failed run is 424, a status outside those, and the
+// stream's head waits for its first text, so that the 424 is its status.
 #[test]
 fn ai_sdk_runs_a_failing_agent_once_pending_core() {
     let Some(m) = node_modules(WHO) else { return };
@@ -73,7 +74,7 @@ fn ai_sdk_runs_a_failing_agent_once_pending_core() {
     let fake = FakeServer::json(500, BOOM);
     let server = Server::start(&home, &fake, &["--retries", "0"]);
     let r = node(&m, SCRIPT, &server, "text", "helper");
-    assert!(r["status"].as_u64().is_some_and(|s| s >= 400), "{r}");
+    assert_eq!(r["status"], 424, "{r}");
     assert!(r["message"].as_str().unwrap().contains("boom"), "{r}");
     assert_ran_once(&fake, &r);
 }
@@ -87,7 +88,7 @@ fn ai_sdk_gets_a_streamed_failures_status_from_one_run_pending_core() {
     let r = node(&m, SCRIPT, &server, "stream", "helper");
     // Before any text: the run's own status (as the whole request's), not
     // a 200 and an error event.
-    assert!(r["status"].as_u64().is_some_and(|s| s >= 400), "{r}");
+    assert_eq!(r["status"], 424, "{r}");
     assert!(r["message"].as_str().unwrap().contains("boom"), "{r}");
     assert_ran_once(&fake, &r);
 }

@@ -115,22 +115,24 @@ fn llm_runs_a_failing_agent_once_pending_core() {
         &["-m", "helper", "--no-stream", "Say hello."],
     );
     assert_ne!(code(&out), 0, "{}", stdout(&out));
-    assert!(stderr(&out).contains("boom"), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("424") && err.contains("boom"), "{err}");
     assert_ran_once(&fake, &json!(stderr(&out)));
 }
 
 #[test]
 fn llm_shows_a_streamed_failure_from_one_run() {
-    // Streamed (llm's default): today the 200 and then an error event,
-    // which the client does not retry; with the run's real status (issue
-    // 40) it must still be one run, and the error still shown.
+    // Streamed (llm's default): a run that fails before any text is
+    // answered with its status (424), no longer a 200 and an error event;
+    // still one run, and the error shown.
     let Some(llm) = llm() else { return };
     let home = home();
     let fake = FakeServer::json(500, BOOM);
     let server = Server::start(&home, &fake, &["--retries", "0"]);
     let out = llm_run(&llm, &home, &server, &["-m", "helper", "Say hello."]);
     assert_ne!(code(&out), 0, "{}", stdout(&out));
-    assert!(stderr(&out).contains("boom"), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("424") && err.contains("boom"), "{err}");
     assert_ran_once(&fake, &json!(stderr(&out)));
 }
 
