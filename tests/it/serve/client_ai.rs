@@ -1,11 +1,11 @@
 //! The Vercel AI SDK (`ai` and `@ai-sdk/openai`) against `axe serve`
 //! (design §12.2), driven by client_ai.mjs on the SDK's defaults (two
 //! retries of a 5xx): `generateText`, `streamText` and `generateObject` on
-//! `provider.chat(model)`. The `_pending_core` and `_pending_responses`
-//! tests check what issue 40 asks of branches serve-core (one run per
-//! request, system messages taken, tools refused) and serve-responses (the
-//! SDK's default `provider(model)`, which posts to /v1/responses); they
-//! fail until those merge.
+//! `provider.chat(model)`; a failing agent run once (answered 424, which
+//! the SDK does not retry), a streamed failure's status, a system message
+//! taken, tools refused. The `_pending_responses` tests check what issue 40
+//! asks of branch serve-responses (the SDK's default `provider(model)`,
+//! which posts to /v1/responses); they fail until it merges.
 
 use serde_json::json;
 
@@ -68,7 +68,7 @@ fn ai_sdk_generates_an_object() {
 // getStatusCode): a failed run is 424, a status outside those, and the
 // stream's head waits for its first text, so that the 424 is its status.
 #[test]
-fn ai_sdk_runs_a_failing_agent_once_pending_core() {
+fn ai_sdk_runs_a_failing_agent_once() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(500, BOOM);
@@ -80,7 +80,7 @@ fn ai_sdk_runs_a_failing_agent_once_pending_core() {
 }
 
 #[test]
-fn ai_sdk_gets_a_streamed_failures_status_from_one_run_pending_core() {
+fn ai_sdk_gets_a_streamed_failures_status_from_one_run() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(500, BOOM);
@@ -94,7 +94,7 @@ fn ai_sdk_gets_a_streamed_failures_status_from_one_run_pending_core() {
 }
 
 #[test]
-fn ai_sdk_sends_a_system_message_pending_core() {
+fn ai_sdk_sends_a_system_message() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("Bonjour.", 7, 3));
@@ -105,7 +105,7 @@ fn ai_sdk_sends_a_system_message_pending_core() {
 }
 
 #[test]
-fn ai_sdk_is_told_its_tools_are_refused_pending_core() {
+fn ai_sdk_is_told_its_tools_are_refused() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("No tools used.", 1, 1));

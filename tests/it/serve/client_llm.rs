@@ -2,12 +2,11 @@
 //! say: an `extra-openai-models.yaml` naming the agent with axe serve as
 //! its `api_base`, then `llm -m helper`. A whole answer, a streamed one
 //! (llm's default) with its usage (`-u`), one with a `--schema`, a
-//! streamed failure shown from one run. The
-//! `_pending_core` and `_pending_responses` tests check what issue 40 asks
-//! of branches serve-core (one run per request on the openai client's
-//! default retries, `-s` taken, `--functions` refused out loud) and
-//! serve-responses (a model with `responses: true`); they fail until those
-//! merge.
+//! streamed failure shown from one run, a failing agent run once on the
+//! openai client's default retries, `-s` taken, `--functions` refused out
+//! loud. The `_pending_responses` test checks what issue 40 asks of branch
+//! serve-responses (a model with `responses: true`); it fails until that
+//! merges.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -103,7 +102,7 @@ fn llm_schema_is_the_agents_output_schema() {
 }
 
 #[test]
-fn llm_runs_a_failing_agent_once_pending_core() {
+fn llm_runs_a_failing_agent_once() {
     let Some(llm) = llm() else { return };
     let home = home();
     let fake = FakeServer::json(500, BOOM);
@@ -137,7 +136,7 @@ fn llm_shows_a_streamed_failure_from_one_run() {
 }
 
 #[test]
-fn llm_sends_a_system_prompt_pending_core() {
+fn llm_sends_a_system_prompt() {
     let Some(llm) = llm() else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("Bonjour.", 7, 3));
@@ -154,7 +153,7 @@ fn llm_sends_a_system_prompt_pending_core() {
 }
 
 #[test]
-fn llm_is_told_its_functions_are_refused_pending_core() {
+fn llm_is_told_its_functions_are_refused() {
     let Some(llm) = llm() else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("No tools used.", 1, 1));

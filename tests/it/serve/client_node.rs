@@ -1,10 +1,10 @@
 //! The official `openai` package for Node against `axe serve` (design
 //! §12.2), driven by client_node.mjs on the SDK's defaults (two retries of
 //! a 5xx): the agents as models, a whole, a streamed and a parsed
-//! completion. The `_pending_core` and `_pending_responses` tests check
-//! what issue 40 asks of branches serve-core (one run per request, system
-//! messages taken, tools refused, `GET /v1/models/{id}`) and
-//! serve-responses (`POST /v1/responses`); they fail until those merge.
+//! completion, `models.retrieve`, a failing agent run once, a streamed
+//! failure's status, a system message taken, tools refused. The
+//! `_pending_responses` tests check what issue 40 asks of branch
+//! serve-responses (`POST /v1/responses`); they fail until it merges.
 
 use serde_json::json;
 
@@ -78,7 +78,7 @@ fn node_parses_a_structured_completion() {
 }
 
 #[test]
-fn node_retrieves_a_model_pending_core() {
+fn node_retrieves_a_model() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("x", 1, 1));
@@ -92,7 +92,7 @@ fn node_retrieves_a_model_pending_core() {
 }
 
 #[test]
-fn node_runs_a_failing_agent_once_pending_core() {
+fn node_runs_a_failing_agent_once() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(500, BOOM);
@@ -104,7 +104,7 @@ fn node_runs_a_failing_agent_once_pending_core() {
 }
 
 #[test]
-fn node_gets_a_streamed_failures_status_from_one_run_pending_core() {
+fn node_gets_a_streamed_failures_status_from_one_run() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(500, BOOM);
@@ -118,7 +118,7 @@ fn node_gets_a_streamed_failures_status_from_one_run_pending_core() {
 }
 
 #[test]
-fn node_sends_a_system_message_pending_core() {
+fn node_sends_a_system_message() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("Bonjour.", 7, 3));
@@ -129,7 +129,7 @@ fn node_sends_a_system_message_pending_core() {
 }
 
 #[test]
-fn node_is_told_its_tools_are_refused_pending_core() {
+fn node_is_told_its_tools_are_refused() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("No tools used.", 1, 1));
