@@ -45,7 +45,7 @@ links:
 
 ## deps: what the tests need that a fresh machine lacks, installed pinned
 ## from the package registries (scripts/test_deps.sh): the MCP reference
-## servers (target/mcp), the `openai` client (target/serve-client), the
+## servers (target/mcp), the serve clients (target/serve-client), the
 ## vendors' SDKs (target/conformance) and the static build (make static);
 ## seconds once installed. Fails naming what is missing and how to get it.
 ## AXE_TEST_ALLOW_SKIP=1 installs nothing.

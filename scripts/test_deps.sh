@@ -3,7 +3,9 @@
 # pinned, from the package registries, what the tests need that a fresh
 # machine lacks, so that `make test` runs every test:
 #   the MCP reference servers   scripts/mcp_servers.sh  (npm and PyPI, target/mcp)
-#   the openai client           scripts/serve_client.sh (PyPI, target/serve-client)
+#   the serve clients           scripts/serve_client.sh (PyPI and npm,
+#                               target/serve-client): openai for Python
+#                               and Node, llm, the Vercel AI SDK
 #   the vendors' SDK types      scripts/conformance_deps.sh (PyPI, target/conformance)
 #   the static build            scripts/static.sh (rustup's musl target,
 #                               Debian's musl-tools, a release build)
@@ -31,9 +33,9 @@ while IFS='|' read -r cmd why get; do
     command -v "$cmd" >/dev/null 2>&1 ||
         failed+=("no \`$cmd\` (for $why): apt-get install $get")
 done <<'LIST'
-python3|the MCP and wall servers, the openai client|python3 python3-venv
-node|the MCP reference server-everything|nodejs npm
-npm|installing server-everything|npm
+python3|the MCP and wall servers, the openai client and llm|python3 python3-venv
+node|the MCP reference server-everything, the openai Node client and the AI SDK|nodejs npm
+npm|installing server-everything and the Node serve clients|npm
 perl|the sandbox's network probes|perl
 curl|the serve wall's curl client|curl
 git|the git MCP server's test|git
@@ -55,8 +57,8 @@ step() {
 step "the MCP reference servers (scripts/mcp_servers.sh)" \
     "it needs npm and python3 -m venv, and npm's and PyPI's registries" \
     bash scripts/mcp_servers.sh
-step "the openai client (scripts/serve_client.sh)" \
-    "it needs python3 -m venv and PyPI's registry" \
+step "the serve clients (scripts/serve_client.sh)" \
+    "it needs python3 -m venv, npm, and PyPI's and npm's registries" \
     bash scripts/serve_client.sh
 step "the vendors' SDKs (scripts/conformance_deps.sh)" \
     "it needs python3 -m venv and PyPI's registry" \

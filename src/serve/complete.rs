@@ -124,6 +124,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
         }
         Err(e) => {
             let api = failure(shared, cancel, &e);
+            served.error = api.code;
             served.status = match answer {
                 Answer::Whole(rq) if api.status == CLIENT_GONE => {
                     drop(rq);

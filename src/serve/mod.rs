@@ -109,6 +109,8 @@ pub struct Served {
     pub tokens: u64,
     /// The run id (the `x-request-id`), when a run started.
     pub id: String,
+    /// A failed run's error code, which its status (424) does not say.
+    pub error: Option<&'static str>,
 }
 
 impl Served {
@@ -126,6 +128,7 @@ impl Served {
             status: 0,
             tokens: 0,
             id: String::new(),
+            error: None,
         }
     }
 }
@@ -422,14 +425,15 @@ fn stop(server: &tiny_http::Server, shared: &Shared) {
 }
 
 /// One access-log line on stderr: method, path, agent, status, time,
-/// tokens, request id, each field one word whatever the client sent.
-/// Never waits for stderr.
+/// tokens, request id, and a failed run's error code, each field one word
+/// whatever the client sent. Never waits for stderr.
 fn access(shared: &Shared, method: &str, path: &str, s: &Served, started: Instant) {
     if !shared.settings.access_log {
         return;
     }
+    let error = s.error.map(|c| format!(" error={c}")).unwrap_or_default();
     crate::io::stderr::lines(format!(
-        "axe: serve: {} {} agent={} status={} ms={} tokens={} id={}\n",
+        "axe: serve: {} {} agent={} status={} ms={} tokens={} id={}{error}\n",
         field(method, 100),
         field(path, 200),
         field(&s.agent, 100),

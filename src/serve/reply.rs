@@ -53,7 +53,8 @@ impl ApiError {
     /// repeat — the run's own (its provider, its deadline, its budget, its
     /// schema) after running the whole tree again — so its answer carries
     /// `x-should-retry: false`, which OpenAI's SDKs obey over their
-    /// default of retrying every 5xx twice (design §12.2).
+    /// default of retrying every 5xx twice; clients that do not read it
+    /// (the AI SDK) are kept off by the run's status, 424 (design §12.2).
     pub fn retryable(&self) -> bool {
         matches!(self.status, 408 | 429 | 503)
     }
@@ -81,9 +82,13 @@ impl ApiError {
 
 /// The answer to a run that failed with `e` (design §12.2): 404 for an
 /// agent that is not there, 400 for a spent budget (the same request would
-/// spend it again; OpenAI's clients retry a 429 by themselves), 502 for a
-/// provider or a model that failed, 504 for the deadline, 500 for a
-/// server whose agent files or config are wrong.
+/// spend it again; OpenAI's clients retry a 429 by themselves), 424 Failed
+/// Dependency for the run's own failure — its provider or model failing
+/// after axe's own retries, its answer never matching the schema, its
+/// deadline — and 500 for a server whose agent files or config are wrong.
+/// Not 502 or 504: a retry would only run the whole tree again to the same
+/// end, and the AI SDK retries every 5xx (and 408, 409, 429) whatever
+/// `x-should-retry` says; the `code` still says which failure it was.
 pub fn run_error(e: &Error) -> ApiError {
     let msg = e.one_line();
     match e {
@@ -95,17 +100,23 @@ pub fn run_error(e: &Error) -> ApiError {
             format!("The model `{name}` does not exist: no such agent"),
         ),
         Error::Budget(_) => ApiError::new(400, "invalid_request_error", "budget_exceeded", msg),
-        Error::TimedOut { .. } => ApiError::new(504, "timeout", "timeout", msg),
+        Error::TimedOut { .. } => ApiError::new(RUN_FAILED, "timeout", "timeout", msg),
         Error::Provider(p) if p.kind == ErrorKind::Timeout => {
-            ApiError::new(504, "timeout", "timeout", msg)
+            ApiError::new(RUN_FAILED, "timeout", "timeout", msg)
         }
         Error::Provider(_) | Error::Declined { .. } | Error::TooManyTurns(_) => {
-            ApiError::new(502, "api_error", "upstream_error", msg)
+            ApiError::new(RUN_FAILED, "api_error", "upstream_error", msg)
         }
-        Error::Output { .. } => ApiError::new(502, "api_error", "output_schema_not_matched", msg),
+        Error::Output { .. } => {
+            ApiError::new(RUN_FAILED, "api_error", "output_schema_not_matched", msg)
+        }
         _ => ApiError::new(500, "server_error", "agent_error", msg),
     }
 }
+
+/// 424 Failed Dependency: the status of a run that failed on its own
+/// (its provider, its model, its deadline), which no client retries.
+pub const RUN_FAILED: u16 = 424;
 
 /// A chat completion: `id`, the agent as `model`, one choice, the tree's
 /// usage.

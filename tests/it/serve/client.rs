@@ -217,7 +217,7 @@ fn a_stream_the_client_closes_stops_its_run() {
 #[test]
 fn failures_get_their_status_in_openais_error_shape() {
     let home = home();
-    // A provider that fails: 502.
+    // A provider that fails: 424, no 5xx a client would retry.
     let failing = FakeServer::json(500, r#"{"error":{"message":"boom","type":"server_error"}}"#);
     let server = Server::start(&home, &failing, &["--retries", "0"]);
     let r = post(
@@ -226,12 +226,12 @@ fn failures_get_their_status_in_openais_error_shape() {
         &chat_body("helper", "hi"),
         "",
     );
-    assert_eq!(r.status, 502, "{}", r.body);
+    assert_eq!(r.status, 424, "{}", r.body);
     let body: serde_json::Value = serde_json::from_str(&r.body).unwrap();
     assert_eq!(body["error"]["code"], "upstream_error");
     assert!(body["error"]["message"].as_str().unwrap().contains("boom"));
     assert!(!r.body.contains(OPENAI_KEY));
-    // The deadline: 504.
+    // The deadline: 424 too, its code saying which.
     let hang = FakeServer::start(vec![Reply::Hang]);
     let server = Server::start(&home, &hang, &["--timeout", "1"]);
     let r = post(
@@ -240,7 +240,9 @@ fn failures_get_their_status_in_openais_error_shape() {
         &chat_body("helper", "hi"),
         "",
     );
-    assert_eq!(r.status, 504, "{}", r.body);
+    assert_eq!(r.status, 424, "{}", r.body);
+    let body: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(body["error"]["code"], "timeout", "{body}");
     // A budget spent: 400, which OpenAI's clients do not retry.
     let big = FakeServer::json(
         200,

@@ -47,7 +47,7 @@ fn a_failing_agent_runs_once_whatever_the_openai_client_retries() {
     let server = Server::start(&home, &failing, &["--retries", "0"]);
     // The client on its defaults: two retries of a 5xx.
     let r = client(&py, &server, "any", "complete_retrying", "helper");
-    assert_eq!(r["status"], 502, "{r}");
+    assert_eq!(r["status"], 424, "{r}");
     assert_eq!(r["body"]["code"], "upstream_error", "{r}");
     assert_eq!(
         failing.requests().len(),
@@ -68,7 +68,7 @@ fn failures_a_retry_would_repeat_say_so_and_busy_does_not() {
         &chat_body("helper", "hi"),
         "",
     );
-    assert_eq!(r.status, 502, "{}", r.body);
+    assert_eq!(r.status, 424, "{}", r.body);
     assert_eq!(
         header(&r, "x-should-retry").as_deref(),
         Some("false"),
@@ -98,7 +98,7 @@ fn failures_a_retry_would_repeat_say_so_and_busy_does_not() {
         "{}",
         r.head
     );
-    // The deadline: 504, not retried.
+    // The deadline: 424, not retried.
     let hang = FakeServer::start(vec![Reply::Hang, Reply::Hang]);
     let server = Server::start(&home, &hang, &["--timeout", "1", "--max-concurrent", "1"]);
     let addr = server.addr.clone();
@@ -122,7 +122,8 @@ fn failures_a_retry_would_repeat_say_so_and_busy_does_not() {
     assert_eq!(header(&busy, "retry-after").as_deref(), Some("1"));
     assert_eq!(header(&busy, "x-should-retry"), None, "{}", busy.head);
     let r = first.join().unwrap();
-    assert_eq!(r.status, 504, "{}", r.body);
+    assert_eq!(r.status, 424, "{}", r.body);
+    assert_eq!(json_body(&r)["error"]["code"], "timeout", "{}", r.body);
     assert_eq!(
         header(&r, "x-should-retry").as_deref(),
         Some("false"),
@@ -148,12 +149,20 @@ fn a_stream_that_fails_before_any_text_gets_the_runs_status_and_a_json_error() {
         &stream_body("helper"),
         "",
     );
-    assert_eq!(r.status, 502, "{}\n{}", r.head, r.body);
+    assert_eq!(r.status, 424, "{}\n{}", r.head, r.body);
     assert!(r.head.contains("application/json"), "{}", r.head);
     let body = json_body(&r);
     assert_eq!(body["error"]["code"], "upstream_error", "{body}");
     assert_eq!(header(&r, "x-should-retry").as_deref(), Some("false"));
-    assert!(server.wait_log("status=502", Duration::from_secs(10)));
+    // The access log says what failed, which 424 alone does not.
+    assert!(
+        server.wait_log("status=424", Duration::from_secs(10)),
+        "{}",
+        server.log()
+    );
+    let log = server.log();
+    let line = log.lines().find(|l| l.contains("status=424")).unwrap();
+    assert!(line.ends_with(" error=upstream_error"), "{line}");
     // A budget spent before any text: 400.
     let big = FakeServer::json(
         200,
