@@ -3,7 +3,7 @@
 //! retries of a 5xx): `generateText`, `streamText` and `generateObject` on
 //! `provider.chat(model)`; a failing agent run once (answered 424, which
 //! the SDK does not retry), a streamed failure's status, a system message
-//! taken, tools refused. The `_pending_responses` tests check what issue 40
+//! taken, tools refused. The `` tests check what issue 40
 //! asks of branch serve-responses (the SDK's default `provider(model)`,
 //! which posts to /v1/responses); they fail until it merges.
 
@@ -117,7 +117,7 @@ fn ai_sdk_is_told_its_tools_are_refused() {
 }
 
 #[test]
-fn ai_sdk_default_provider_generates_text_pending_responses() {
+fn ai_sdk_default_provider_generates_text() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("Hello there.", 7, 3));
@@ -132,7 +132,7 @@ fn ai_sdk_default_provider_generates_text_pending_responses() {
 }
 
 #[test]
-fn ai_sdk_default_provider_streams_text_pending_responses() {
+fn ai_sdk_default_provider_streams_text() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = paced(&["Hel", "lo", " you"], 5, 2);

@@ -4,7 +4,7 @@
 //! (llm's default) with its usage (`-u`), one with a `--schema`, a
 //! streamed failure shown from one run, a failing agent run once on the
 //! openai client's default retries, `-s` taken, `--functions` refused out
-//! loud. The `_pending_responses` test checks what issue 40 asks of branch
+//! loud. The `` test checks what issue 40 asks of branch
 //! serve-responses (a model with `responses: true`); it fails until that
 //! merges.
 
@@ -168,7 +168,7 @@ fn llm_is_told_its_functions_are_refused() {
 }
 
 #[test]
-fn llm_on_the_responses_api_pending_responses() {
+fn llm_on_the_responses_api() {
     let Some(llm) = llm() else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("Hello there.", 7, 3));

@@ -83,7 +83,11 @@ async function main() {
       const stream = await client.responses.create({ model: arg, input: "Say hello.", stream: true });
       for await (const ev of stream) {
         if (ev.type === "response.output_text.delta") deltas.push(ev.delta);
-        if (ev.type === "response.completed") done = { text: ev.response.output_text, usage: ev.response.usage };
+        // `output_text` is the SDK's own sum on a whole response, not a
+        // field of the wire's: the completed event's text is its items'.
+        const text = (r) =>
+          r.output.flatMap((o) => o.content ?? []).filter((c) => c.type === "output_text").map((c) => c.text).join("");
+        if (ev.type === "response.completed") done = { text: text(ev.response), usage: ev.response.usage };
       }
       return { deltas, done };
     }

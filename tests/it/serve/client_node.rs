@@ -3,7 +3,7 @@
 //! a 5xx): the agents as models, a whole, a streamed and a parsed
 //! completion, `models.retrieve`, a failing agent run once, a streamed
 //! failure's status, a system message taken, tools refused. The
-//! `_pending_responses` tests check what issue 40 asks of branch
+//! `` tests check what issue 40 asks of branch
 //! serve-responses (`POST /v1/responses`); they fail until it merges.
 
 use serde_json::json;
@@ -142,7 +142,7 @@ fn node_is_told_its_tools_are_refused() {
 }
 
 #[test]
-fn node_creates_a_response_pending_responses() {
+fn node_creates_a_response() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = FakeServer::json(200, &openai_text("Hello there.", 7, 3));
@@ -159,7 +159,7 @@ fn node_creates_a_response_pending_responses() {
 }
 
 #[test]
-fn node_streams_a_response_pending_responses() {
+fn node_streams_a_response() {
     let Some(m) = node_modules(WHO) else { return };
     let home = home();
     let fake = paced(&["Hel", "lo", " you"], 5, 2);
