@@ -3,9 +3,8 @@
 //! retries of a 5xx): `generateText`, `streamText` and `generateObject` on
 //! `provider.chat(model)`; a failing agent run once (answered 424, which
 //! the SDK does not retry), a streamed failure's status, a system message
-//! taken, tools refused. The `` tests check what issue 40
-//! asks of branch serve-responses (the SDK's default `provider(model)`,
-//! which posts to /v1/responses); they fail until it merges.
+//! taken, tools refused; and the SDK's default `provider(model)`, which
+//! posts to /v1/responses, whole and streamed.
 
 use serde_json::json;
 

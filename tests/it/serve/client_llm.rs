@@ -4,9 +4,7 @@
 //! (llm's default) with its usage (`-u`), one with a `--schema`, a
 //! streamed failure shown from one run, a failing agent run once on the
 //! openai client's default retries, `-s` taken, `--functions` refused out
-//! loud. The `` test checks what issue 40 asks of branch
-//! serve-responses (a model with `responses: true`); it fails until that
-//! merges.
+//! loud; and a model with `responses: true`, on /v1/responses.
 
 use std::path::Path;
 use std::process::{Command, Output};

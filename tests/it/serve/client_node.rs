@@ -2,9 +2,8 @@
 //! §12.2), driven by client_node.mjs on the SDK's defaults (two retries of
 //! a 5xx): the agents as models, a whole, a streamed and a parsed
 //! completion, `models.retrieve`, a failing agent run once, a streamed
-//! failure's status, a system message taken, tools refused. The
-//! `` tests check what issue 40 asks of branch
-//! serve-responses (`POST /v1/responses`); they fail until it merges.
+//! failure's status, a system message taken, tools refused,
+//! and `responses.create`, whole and streamed (`POST /v1/responses`).
 
 use serde_json::json;
 
