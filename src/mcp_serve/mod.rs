@@ -6,12 +6,14 @@
 //! `tools/list`, `tools/call`, cancellation, every JSON-RPC error) and
 //! running an agent for a call (`call`: as `axe serve` runs one, with its
 //! cancel flag, deadline, budget, progress and run-log record). The tools
-//! themselves, their input and output schemas, are `tools`'s.
+//! themselves, their input and output schemas, are `tools`'s; a message
+//! read as text, never as a whole tree, `message`'s.
 //!
 //! This file owns the settings and what every call shares, including the
 //! calls running now (for `--max-concurrent`, cancellation, and the end).
 
 mod call;
+mod message;
 mod protocol;
 mod stdio;
 mod tools;

@@ -14,10 +14,14 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use serde_json::{Map, Value, json};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
 
 use super::call::{self, Progress};
+use super::message::{self, Arguments, CallParams, CancelParams, InitParams, Meta, Read};
+use super::tools::{Arguments as CallArgs, Tool};
 use super::{Out, Shared, VERSIONS};
+use crate::deadline::Cancel;
 use crate::text::clip;
 
 /// A call's thread's stack: a run's top-level agent runs on it.
@@ -52,38 +56,41 @@ impl Session {
 
     /// Handles one message, `bytes` as the transport read it.
     pub fn handle(&self, bytes: &[u8]) {
-        let msg: Value = match serde_json::from_slice(bytes) {
-            Ok(v) => v,
-            Err(e) => {
+        let msg = match message::read(bytes) {
+            Read::Message(m) => m,
+            Read::NotAMessage => {
+                let why = "Invalid Request: a message is a JSON object (batches are not taken)";
+                return self.out.send(&error(&Value::Null, -32600, why));
+            }
+            Read::NotJson(e) => {
                 let why = format!("Parse error: not JSON ({e})");
                 return self.out.send(&error(&Value::Null, -32700, &why));
             }
         };
-        let Value::Object(msg) = msg else {
-            let why = "Invalid Request: a message is a JSON object (batches are not taken)";
-            return self.out.send(&error(&Value::Null, -32600, why));
+        let id = msg.id.filter(|i| i.get() != "null");
+        let id = match id.map(message::id) {
+            None => None,
+            Some(Some(id)) => Some(id),
+            Some(None) => {
+                let why = "Invalid Request: an id is a string or an integer";
+                return self.out.send(&error(&Value::Null, -32600, why));
+            }
         };
-        let id = msg.get("id").filter(|i| !i.is_null());
-        if id.is_some_and(|i| !(i.is_string() || i.is_i64() || i.is_u64())) {
-            let why = "Invalid Request: an id is a string or an integer";
-            return self.out.send(&error(&Value::Null, -32600, why));
-        }
-        let method = msg.get("method").and_then(Value::as_str);
-        let params = msg.get("params");
+        let method = message::string(msg.method);
         match (method, id) {
-            (Some(m), Some(id)) => self.request(m, id, params),
-            (Some(m), None) => self.notified(m, params),
+            (Some(m), Some(id)) => self.request(&m, &id, msg.params),
+            (Some(m), None) => self.notified(&m, msg.params),
             // A response: axe sends no requests, so there is nothing to do.
-            (None, Some(_)) if msg.contains_key("result") || msg.contains_key("error") => {}
+            (None, Some(_)) if msg.result.is_some() || msg.error.is_some() => {}
             (None, id) => {
-                let id = id.cloned().unwrap_or(Value::Null);
+                let id = id.unwrap_or(Value::Null);
                 self.out
                     .send(&error(&id, -32600, "Invalid Request: no method"));
             }
         }
     }
 
-    fn request(&self, method: &str, id: &Value, params: Option<&Value>) {
+    fn request(&self, method: &str, id: &Value, params: Option<&RawValue>) {
         let reply = match method {
             "initialize" => answer(id, self.initialize(params)),
             "ping" => answer(id, json!({})),
@@ -100,13 +107,12 @@ impl Session {
 
     /// `initialize`'s result: the revision the client asked for when axe
     /// speaks it, else axe's newest (the client then decides).
-    fn initialize(&self, params: Option<&Value>) -> Value {
-        let asked = params
-            .and_then(|p| p.get("protocolVersion"))
-            .and_then(Value::as_str);
+    fn initialize(&self, params: Option<&RawValue>) -> Value {
+        let asked =
+            message::params::<InitParams>(params).and_then(|p| message::string(p.protocol_version));
         let version = VERSIONS
             .iter()
-            .find(|v| Some(**v) == asked)
+            .find(|v| Some(**v) == asked.as_deref())
             .copied()
             .unwrap_or(VERSIONS[0]);
         *self.version.lock().unwrap_or_else(PoisonError::into_inner) = version;
@@ -117,9 +123,10 @@ impl Session {
         })
     }
 
-    fn notified(&self, method: &str, params: Option<&Value>) {
+    fn notified(&self, method: &str, params: Option<&RawValue>) {
         if method == "notifications/cancelled"
-            && let Some(id) = params.and_then(|p| p.get("requestId"))
+            && let Some(p) = message::params::<CancelParams>(params)
+            && let Some(id) = p.request_id.and_then(message::id)
         {
             self.shared.cancel(&id.to_string());
         }
@@ -128,42 +135,33 @@ impl Session {
 
     /// `tools/call`: checked here, run on a thread of its own, answered
     /// from it when the run ends (unless the client cancelled it).
-    fn call(&self, id: &Value, params: Option<&Value>) {
-        let empty = Map::new();
-        let params = match params {
-            None => &empty,
-            Some(Value::Object(p)) => p,
-            Some(_) => {
-                return self
-                    .out
-                    .send(&error(id, -32602, "Invalid params: not an object"));
-            }
+    fn call(&self, id: &Value, params: Option<&RawValue>) {
+        let Some(params) = message::params::<CallParams>(params) else {
+            return self
+                .out
+                .send(&error(id, -32602, "Invalid params: not an object"));
         };
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
+        let Some(name) = message::string(params.name) else {
             let why = "Invalid params: \"name\" (a string) is required";
             return self.out.send(&error(id, -32602, why));
         };
-        let Some(tool) = self.shared.tools.get(name) else {
-            let why = format!("Unknown tool: {}", clip(name, 64, "…"));
+        let Some(tool) = self.shared.tools.get(&name) else {
+            let why = format!("Unknown tool: {}", clip(&name, 64, "…"));
             return self.out.send(&error(id, -32602, &why));
         };
-        let given = params.get("arguments");
-        if given.is_some_and(|a| !a.is_object() && !a.is_null()) {
+        let Some(given) = message::params::<Option<Arguments>>(params.arguments) else {
             let why = "Invalid params: \"arguments\" must be an object";
             return self.out.send(&error(id, -32602, why));
-        }
-        let args = match tool.arguments(given) {
+        };
+        let args = match tool.arguments(given.as_ref()) {
             Ok(a) => a,
-            Err(why)
-                if *self.version.lock().unwrap_or_else(PoisonError::into_inner) == VERSIONS[0] =>
-            {
+            Err(why) if self.validation_is_a_result() => {
                 let r = call::error_result(&format!("invalid arguments: {why}"), json!({}));
                 return self.out.send(&answer(id, r));
             }
             Err(why) => {
-                return self
-                    .out
-                    .send(&error(id, -32602, &format!("Invalid params: {why}")));
+                let why = format!("Invalid params: {why}");
+                return self.out.send(&error(id, -32602, &why));
             }
         };
         let key = id.to_string();
@@ -175,12 +173,29 @@ impl Session {
                     .send(&answer(id, call::error_result(&why, json!({}))));
             }
         };
-        let progress = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .map(|t| Progress::new(t.clone(), self.out.clone()));
-        let (shared, out, tool) = (self.shared.clone(), self.out.clone(), tool.clone());
+        let progress = message::params::<Meta>(params.meta)
+            .and_then(|m| m.progress_token.and_then(message::id))
+            .map(|t| Progress::new(t, self.out.clone()));
+        self.spawn(tool.clone(), args, id, key, cancel, progress);
+    }
+
+    /// Whether arguments that do not match are an error result (from
+    /// 2025-11-25, SEP-1303) rather than -32602.
+    fn validation_is_a_result(&self) -> bool {
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) == VERSIONS[0]
+    }
+
+    /// Runs the call `id` (`key`) on a thread of its own.
+    fn spawn(
+        &self,
+        tool: Tool,
+        args: CallArgs,
+        id: &Value,
+        key: String,
+        cancel: Cancel,
+        progress: Option<Arc<Progress>>,
+    ) {
+        let (shared, out) = (self.shared.clone(), self.out.clone());
         let (answered_id, running_key) = (id.clone(), key.clone());
         let spawned = std::thread::Builder::new()
             .name("axe-mcp-call".into())

@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::message;
 use crate::agent::Catalog;
 use crate::config::GlobalConfig;
 use crate::deadline::Deadline;
@@ -136,20 +137,18 @@ impl Tool {
         json!({"type": "object", "properties": props, "required": required})
     }
 
-    /// The call's arguments checked against the input schema: the task,
-    /// the context (empty when not given) and each variable's value; or
-    /// what is wrong, in a line.
-    pub fn arguments(&self, args: Option<&Value>) -> Result<Arguments, String> {
-        let empty = Map::new();
-        let args = match args {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(m)) => m,
-            Some(_) => return Err("arguments must be an object".into()),
-        };
+    /// The call's arguments (each as its JSON text; None: none given)
+    /// checked against the input schema: the task, the context (empty when
+    /// not given) and each variable's value; or what is wrong, in a line.
+    pub fn arguments(&self, args: Option<&message::Arguments>) -> Result<Arguments, String> {
+        let empty = message::Arguments::new();
+        let args = args.unwrap_or(&empty);
         let text = |key: &str| match args.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("argument \"{key}\" must be a string")),
+            None => Ok(None),
+            Some(raw) if raw.get() == "null" => Ok(None),
+            Some(raw) => serde_json::from_str::<String>(raw.get())
+                .map(Some)
+                .map_err(|_| format!("argument \"{key}\" must be a string")),
         };
         let task = text("task")?.filter(|t| !t.trim().is_empty());
         let task = task.ok_or("argument \"task\" is required (a string, not empty)")?;

@@ -112,6 +112,21 @@ fn a_malformed_line_is_a_parse_error_and_the_server_goes_on() {
     assert_eq!(s.recv()["error"]["code"], -32600);
     s.send("\u{1b}[31m not json at all \u{0}");
     assert_eq!(s.recv()["error"]["code"], -32700);
+    // A line over 16 MiB is skipped to its end, never held.
+    s.send(&format!("{{\"task\": \"{}\"}}", "x".repeat(17 << 20)));
+    let v = s.recv();
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("over"));
+    // Deep nesting is an answer, not a crash: JSON, but no message.
+    s.send(&format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)));
+    assert_eq!(s.recv()["error"]["code"], -32600);
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    s.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"helper","arguments":{{"task":{deep}}}}}}}"#
+    ));
+    let v = s.recv();
+    assert_eq!(v["id"], 8, "{v}");
+    assert_eq!(v["result"]["isError"], true, "{v}");
     assert_eq!(s.ask(7, "ping", json!({}))["result"], json!({}));
 }
 
