@@ -16,10 +16,9 @@ use crate::serve::AgentFiles;
 const DEFAULT_MAX_CONCURRENT: usize = 16;
 
 #[derive(FromArgs, Debug)]
-/// Serve agents as MCP tools over stdio, one tool per agent (its input:
-/// task, context, its {{KEY}} variables): JSON-RPC on stdin and stdout,
-/// everything else on stderr; ends when stdin does. For an MCP host:
-/// claude mcp add axe -- axe mcp serve
+/// Serve agents as MCP tools over stdio, one tool per agent: JSON-RPC on
+/// stdin and stdout, everything else on stderr; ends when stdin does. For
+/// Claude Code: claude mcp add axe -- axe mcp serve
 #[argh(subcommand, name = "serve")]
 #[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct McpServeCmd {

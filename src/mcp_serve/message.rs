@@ -108,3 +108,32 @@ pub fn params<'a, T: Deserialize<'a> + Default>(raw: Option<&'a RawValue>) -> Op
         Some(r) => serde_json::from_str(r.get()).ok(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_an_object_and_anything_else_is_said_apart() {
+        assert!(matches!(
+            read(br#"{"id":1,"method":"ping"}"#),
+            Read::Message(_)
+        ));
+        assert!(matches!(read(b"[1,2]"), Read::NotAMessage));
+        assert!(matches!(read(b"3"), Read::NotAMessage));
+        assert!(matches!(read(br#"{"id":1,"id":2}"#), Read::NotAMessage));
+        assert!(matches!(read(b"{\"id\":"), Read::NotJson(_)));
+        assert!(matches!(read(b"\xff"), Read::NotJson(_)));
+    }
+
+    #[test]
+    fn an_id_is_a_string_or_an_integer() {
+        let raw = |t: &str| RawValue::from_string(t.to_string()).unwrap();
+        assert_eq!(id(&raw("7")), Some(Value::from(7)));
+        assert_eq!(id(&raw("\"a\\u0062\"")), Some(Value::from("ab")));
+        assert_eq!(id(&raw("-1")), Some(Value::from(-1)));
+        assert_eq!(id(&raw("1.5")), None);
+        assert_eq!(id(&raw("[1]")), None);
+        assert_eq!(id(&raw("{}")), None);
+    }
+}

@@ -132,3 +132,43 @@ fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Line> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8]) -> Vec<Result<String, &'static str>> {
+        let mut r = std::io::BufReader::with_capacity(7, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut r, &mut buf).unwrap() {
+                Line::Read => out.push(Ok(String::from_utf8(buf.clone()).unwrap())),
+                Line::TooLong => out.push(Err("too long")),
+                Line::End => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn lines_are_read_across_buffers_with_or_without_a_last_newline() {
+        assert_eq!(
+            lines(b"{\"a\":1}\r\n\n{\"b\":22222}\nlast"),
+            [
+                Ok("{\"a\":1}\r".to_string()),
+                Ok(String::new()),
+                Ok("{\"b\":22222}".to_string()),
+                Ok("last".to_string()),
+            ]
+        );
+        assert!(lines(b"").is_empty());
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_skipped_to_its_end_and_the_next_is_read() {
+        let mut input = vec![b'x'; MAX_LINE + 1];
+        input.extend_from_slice(b"\nnext\n");
+        assert_eq!(lines(&input), [Err("too long"), Ok("next".to_string())]);
+        assert_eq!(lines(&vec![b'y'; MAX_LINE + 5]), [Err("too long")]);
+    }
+}
