@@ -66,6 +66,11 @@ mod batch;
 // `axe serve`: agents behind an OpenAI-compatible HTTP endpoint.
 mod serve;
 
+// `axe mcp serve`: agents as MCP tools (its own room: it uses both the
+// MCP protocol and `serve`'s agent files, and `mcp`, the client, is below
+// `run`).
+mod mcp_serve;
+
 // The delegation graph without running it: `agents check` and `tree`.
 mod graph;
 

@@ -110,7 +110,8 @@ pub(super) struct GcCmd {
 pub const DEFAULT_MCP_TIMEOUT_SECS: u64 = 30;
 
 #[derive(FromArgs, Debug)]
-/// List the MCP servers configured, or the tools of one.
+/// List the MCP servers configured, or the tools of one; or serve agents
+/// as MCP tools.
 #[argh(subcommand, name = "mcp")]
 #[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct McpCmd {
@@ -124,6 +125,7 @@ pub(super) struct McpCmd {
 pub(super) enum McpSub {
     List(McpList),
     Tools(McpTools),
+    Serve(super::mcp_serve::McpServeCmd),
 }
 
 #[derive(FromArgs, Debug)]

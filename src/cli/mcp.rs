@@ -1,6 +1,6 @@
 //! `axe mcp list` and `axe mcp tools <server>` (design §9.5): the MCP
 //! servers an agent may list, and the tools one of them offers, seen
-//! without running an agent.
+//! without running an agent. `axe mcp serve` is `mcp_serve.rs`'s.
 
 use std::sync::Arc;
 
@@ -27,6 +27,7 @@ pub(super) fn main(sub: McpSub) -> Result<(), Error> {
     match sub {
         McpSub::List(l) => list(l.agent.as_deref(), l.agents_dir.as_deref()),
         McpSub::Tools(t) => tools(&t),
+        McpSub::Serve(s) => super::mcp_serve::main(s),
     }
 }
 

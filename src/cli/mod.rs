@@ -18,6 +18,7 @@ mod config;
 mod gc;
 mod help;
 mod mcp;
+mod mcp_serve;
 mod run;
 mod runs;
 mod serve;

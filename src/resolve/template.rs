@@ -117,6 +117,18 @@ impl Prompts {
         }
     }
 
+    /// The keys of the system prompt, then of the skill, each once: what
+    /// a caller must give (`axe mcp serve`'s tool arguments, design §9.7).
+    pub fn keys(&self) -> Vec<&str> {
+        let mut keys = self.base.keys();
+        for k in self.skill.as_ref().map(Template::keys).unwrap_or_default() {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
     /// `r` with the templates filled from `vars`; None when there is
     /// nothing to fill (`r` is used as it is).
     pub fn fill(&self, r: &Resolved, vars: &Vars) -> Result<Option<Resolved>, Error> {

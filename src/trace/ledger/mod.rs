@@ -96,6 +96,33 @@ pub struct Ledger {
     tools: tools::ToolLog,
     /// Tool calls started by every agent of the tree (the run log's count).
     tool_calls: AtomicU64,
+    /// Told of each agent's start, turn and end, and each tool's start
+    /// (`axe mcp serve`'s progress notifications, design §9.7).
+    watch: Option<Watch>,
+}
+
+/// A step of the tree, as a [`Watch`] is told of it.
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// An agent run started.
+    Started(&'a Place),
+    /// An agent run sends its request number `turn`.
+    Turn(&'a Place, u32),
+    /// An agent run ended, in an error or not.
+    Ended(&'a Place, bool),
+    /// A built-in tool call of the agent at `place` starts.
+    Tool(&'a Place, &'a str),
+}
+
+/// Who is told of each [`Step`] of a tree: called on the thread of the
+/// agent that took it, so it must not wait long.
+#[derive(Clone)]
+pub struct Watch(pub Arc<dyn Fn(Step) + Send + Sync>);
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watch")
+    }
 }
 
 impl Budget {
@@ -252,6 +279,20 @@ impl Ledger {
         }
     }
 
+    /// This ledger, its steps told to `watch` as they come.
+    #[must_use]
+    pub fn watched(mut self, watch: Watch) -> Ledger {
+        self.watch = Some(watch);
+        self
+    }
+
+    /// Tells the watch, if any, of `step`.
+    pub(crate) fn step(&self, step: Step) {
+        if let Some(w) = &self.watch {
+            (w.0)(step);
+        }
+    }
+
     /// Whether the trace goes to a terminal.
     pub fn trace_on_terminal(&self) -> bool {
         self.trace.as_deref().is_some_and(Trace::on_terminal)
@@ -294,6 +335,7 @@ impl Ledger {
                 turn: 0,
                 started: Instant::now(),
             });
+        self.step(Step::Started(place));
     }
 
     /// An agent run is sending request number `turn`.
@@ -303,6 +345,8 @@ impl Ledger {
         if let Some(r) = running.iter_mut().find(|r| r.place == *place) {
             r.turn = turn;
         }
+        drop(running);
+        self.step(Step::Turn(place, turn));
     }
 
     /// A response arrived and billed these tokens (the cache reads and
@@ -331,6 +375,8 @@ impl Ledger {
         if let Some(i) = running.iter().position(|r| r.place == *place) {
             running.remove(i);
         }
+        drop(running);
+        self.step(Step::Ended(place, failed));
     }
 
     /// Tool calls started so far by every agent of the tree.

@@ -117,6 +117,8 @@ impl Ledger {
             started: Instant::now(),
             id,
         });
+        drop(tools);
+        self.step(super::Step::Tool(place, name));
         ToolRunning { ledger: self, id }
     }
 

@@ -165,7 +165,7 @@ fn a_command_without_its_subcommand_prints_its_own_help() {
             "agents",
             &["list", "show", "init", "edit", "check", "tree"][..],
         ),
-        ("mcp", &["list", "tools"][..]),
+        ("mcp", &["list", "tools", "serve"][..]),
         ("config", &["path", "init"][..]),
     ] {
         let out = home.run(&[command]);
