@@ -11,6 +11,10 @@
 //!   the same answer sent whole without `--stream`: the difference is what
 //!   decoding and printing the stream costs;
 //! - peak RSS of the streamed run beside the whole one.
+//!
+//! `AXE_BENCH_BIN=PATH` (or `label=PATH,label=PATH`, taking turns in each
+//! repetition) measures other builds of the same CLI;
+//! `AXE_BENCH_REPEATS=n` the runs of each (default 5).
 
 #![allow(
     clippy::unwrap_used,
@@ -26,6 +30,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,45 +52,99 @@ struct Sent {
 }
 
 fn main() {
-    println!("stream bench: {TOKENS} tokens, one every {GAP:?}, {RUNS} runs each");
+    let runs = std::env::var("AXE_BENCH_REPEATS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(RUNS);
+    let bins = binaries();
+    println!("stream bench: {TOKENS} tokens, one every {GAP:?}, {runs} runs each");
     let home = Home::new();
     home.named_agent("solo", "openai/m", "");
-    let (mut gaps, mut cpu_stream, mut cpu_whole) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut rss_stream, mut rss_whole) = (Vec::new(), Vec::new());
-    for _ in 0..RUNS {
-        let (gap, cpu, rss) = streamed(&home);
-        gaps.push(gap);
-        cpu_stream.push(cpu);
-        rss_stream.push(rss);
-        let (cpu, rss) = whole(&home);
-        cpu_whole.push(cpu);
-        rss_whole.push(rss);
+    let mut seen: Vec<Figures> = bins.iter().map(|_| Figures::default()).collect();
+    // Each repetition runs every binary in turn: a loaded machine's drift
+    // falls on all of them alike.
+    for _ in 0..runs {
+        for ((_, bin), fig) in bins.iter().zip(&mut seen) {
+            let (gap, cpu, rss) = streamed(&home, bin);
+            fig.gaps.push(gap);
+            fig.cpu_stream.push(cpu);
+            fig.rss_stream.push(rss);
+            let (cpu, rss) = whole(&home, bin);
+            fig.cpu_whole.push(cpu);
+            fig.rss_whole.push(rss);
+        }
     }
-    let (gap, cs, cw) = (median(gaps), median(cpu_stream), median(cpu_whole));
-    let (rs, rw) = (median(rss_stream), median(rss_whole));
-    println!(
-        "streamed run: CPU {:.2} ms, peak RSS {:.2} MiB; the same answer whole: CPU {:.2} ms, peak RSS {:.2} MiB",
-        ms(cs),
-        mib(rs),
-        ms(cw),
-        mib(rw)
-    );
-    println!("{:<52} {:>10} {:>8}", "figure", "value", "target");
-    row(
-        "first token: server wrote it -> stdout read it (ms)",
-        ms(gap),
-        1.0,
-    );
-    row(
-        "CPU for the whole stream, over the answer whole (ms)",
-        ms(cs.saturating_sub(cw)),
-        2.0,
-    );
-    row(
-        "peak RSS, streamed over whole (MiB)",
-        mib(rs) - mib(rw),
-        0.0,
-    );
+    for ((label, _), fig) in bins.iter().zip(seen) {
+        if bins.len() > 1 {
+            println!("-- {label}");
+        }
+        fig.report();
+    }
+}
+
+/// What the runs of one binary measured.
+#[derive(Default)]
+struct Figures {
+    gaps: Vec<Duration>,
+    cpu_stream: Vec<Duration>,
+    cpu_whole: Vec<Duration>,
+    rss_stream: Vec<u64>,
+    rss_whole: Vec<u64>,
+}
+
+impl Figures {
+    fn report(self) {
+        let (gap, cs, cw) = (
+            median(self.gaps),
+            median(self.cpu_stream.clone()),
+            median(self.cpu_whole.clone()),
+        );
+        let (rs, rw) = (median(self.rss_stream), median(self.rss_whole));
+        println!(
+            "streamed run: CPU {:.2} ms, peak RSS {:.2} MiB; the same answer whole: CPU {:.2} ms, peak RSS {:.2} MiB",
+            ms(cs),
+            mib(rs),
+            ms(cw),
+            mib(rw)
+        );
+        let list = |v: &[Duration]| {
+            let v: Vec<String> = v.iter().map(|d| format!("{:.2}", ms(*d))).collect();
+            v.join(" ")
+        };
+        println!("  streamed runs' CPU (ms): {}", list(&self.cpu_stream));
+        println!("  whole runs' CPU (ms):    {}", list(&self.cpu_whole));
+        println!("{:<52} {:>10} {:>8}", "figure", "value", "target");
+        row(
+            "first token: server wrote it -> stdout read it (ms)",
+            ms(gap),
+            1.0,
+        );
+        row(
+            "CPU for the whole stream, over the answer whole (ms)",
+            ms(cs.saturating_sub(cw)),
+            2.0,
+        );
+        row(
+            "peak RSS, streamed over whole (MiB)",
+            mib(rs) - mib(rw),
+            0.0,
+        );
+    }
+}
+
+/// The binaries to measure: `AXE_BENCH_BIN` names them (`PATH`, or
+/// `label=PATH,label=PATH`, taking turns), else the release build.
+fn binaries() -> Vec<(String, PathBuf)> {
+    let Ok(list) = std::env::var("AXE_BENCH_BIN") else {
+        return vec![("axe".into(), env!("CARGO_BIN_EXE_axe").into())];
+    };
+    list.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|entry| {
+            let (label, path) = entry.split_once('=').unwrap_or((entry, entry));
+            (label.to_string(), PathBuf::from(path))
+        })
+        .collect()
 }
 
 fn row(name: &str, value: f64, target: f64) {
@@ -94,10 +153,10 @@ fn row(name: &str, value: f64, target: f64) {
 }
 
 /// One streamed run: the first token's way to stdout, CPU, peak RSS.
-fn streamed(home: &Home) -> (Duration, Duration, u64) {
+fn streamed(home: &Home, bin: &Path) -> (Duration, Duration, u64) {
     let sent = Arc::new(Mutex::new(Sent::default()));
     let url = serve(true, sent.clone());
-    let mut child = start(home, &url, &["--stream"]);
+    let mut child = start(home, bin, &url, &["--stream"]);
     let mut out = child.stdout.take().expect("stdout");
     let mut byte = [0u8; 1];
     let n = out.read(&mut byte).expect("read stdout");
@@ -116,9 +175,9 @@ fn streamed(home: &Home) -> (Duration, Duration, u64) {
 }
 
 /// The same answer sent whole: CPU and peak RSS.
-fn whole(home: &Home) -> (Duration, u64) {
+fn whole(home: &Home, bin: &Path) -> (Duration, u64) {
     let url = serve(false, Arc::default());
-    let mut child = start(home, &url, &[]);
+    let mut child = start(home, bin, &url, &[]);
     let mut out = Vec::new();
     child
         .stdout
@@ -130,8 +189,8 @@ fn whole(home: &Home) -> (Duration, u64) {
     reap(child)
 }
 
-fn start(home: &Home, url: &str, extra: &[&str]) -> Child {
-    home.axe()
+fn start(home: &Home, bin: &Path, url: &str, extra: &[&str]) -> Child {
+    home.command(bin)
         .env("OPENAI_API_KEY", OPENAI_KEY)
         .env("AXE_OPENAI_BASE_URL", url)
         .args(["run", "solo", "-p", "hi", "--no-log", "--quiet"])

@@ -216,7 +216,7 @@ impl Reader {
                 if is_stopped() {
                     return Err(format!("the MCP server \"{name}\" was stopped"));
                 }
-                self.dispatch(&event.name, event.data.as_bytes())
+                self.dispatch(event.name, event.data.as_bytes())
             },
             || {
                 format!(

@@ -6,13 +6,20 @@
 
 use axe::mcp::rpc;
 use axe::provider::stream::MAX_EVENT_BYTES;
-use axe::provider::stream::sse::{Event, Sse};
+use axe::provider::stream::sse::Sse;
 
 use super::bodies::STREAM_TOKENS;
 use super::*;
 
 /// MCP's limit on an event (`mcp::stdio::MAX_LINE`, not public).
 const MCP_EVENT_BYTES: usize = 16 << 20;
+
+/// An event as the decoder lent it: its name and data.
+#[derive(Debug, PartialEq)]
+struct Event {
+    name: String,
+    data: String,
+}
 
 /// The events of `chunks` with `limit`, or where the limit stopped them.
 fn decode(chunks: &[&[u8]], limit: usize) -> (Vec<Event>, bool) {
@@ -22,7 +29,10 @@ fn decode(chunks: &[&[u8]], limit: usize) -> (Vec<Event>, bool) {
         let fed = sse.feed(
             c,
             &mut |e| {
-                out.push(e);
+                out.push(Event {
+                    name: e.name.to_string(),
+                    data: e.data.to_string(),
+                });
                 Ok(())
             },
             || (),

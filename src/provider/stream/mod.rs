@@ -153,7 +153,7 @@ impl Decoder {
             ))
         };
         match &mut self.framing {
-            Framing::Sse(sse) => sse.feed(bytes, &mut |e| take(&e.name, &e.data), too_long)?,
+            Framing::Sse(sse) => sse.feed(bytes, &mut |e| take(e.name, e.data), too_long)?,
             Framing::Lines(line) => {
                 for part in bytes.split_inclusive(|&b| b == b'\n') {
                     if line.len().saturating_add(part.len()) > MAX_EVENT_BYTES {

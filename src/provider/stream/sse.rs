@@ -10,12 +10,19 @@
 //! event) and an MCP server's over either HTTP transport (`mcp/http.rs`,
 //! 16 MiB an event, design §9.2) are read through it.
 
-/// One event: its name (`message` when none was given) and its data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    pub name: String,
-    pub data: String,
+/// One event: its name (`message` when none was given) and its data,
+/// borrowed from the decoder: its buffers are kept from one event to the
+/// next, so that an event costs no allocation (a provider's stream is an
+/// event a token, design §4.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event<'a> {
+    pub name: &'a str,
+    pub data: &'a str,
 }
+
+/// An event's data buffer over this many bytes is not kept for the next
+/// (an MCP server's event may have 16 MiB).
+const KEEP_BYTES: usize = 64 << 10;
 
 /// The decoder's state between chunks.
 #[derive(Debug)]
@@ -49,7 +56,7 @@ impl Sse {
     pub fn feed<E>(
         &mut self,
         bytes: &[u8],
-        on_event: &mut dyn FnMut(Event) -> Result<(), E>,
+        on_event: &mut dyn FnMut(Event<'_>) -> Result<(), E>,
         too_long: impl Fn() -> E,
     ) -> Result<(), E> {
         let mut rest = bytes;
@@ -77,25 +84,27 @@ impl Sse {
                     self.after_cr = rest[end] == b'\r';
                     rest = &rest[end + 1..];
                     let line = std::mem::take(&mut self.line);
-                    if let Some(event) = self.take_line(&line, &too_long)? {
-                        on_event(event)?;
-                    }
+                    let ended = self.take_line(&line, &too_long);
                     // The buffer is used again for the next line.
                     self.line = line;
                     self.line.clear();
+                    if ended? {
+                        self.dispatch(on_event)?;
+                    }
                 }
             }
         }
         Ok(())
     }
 
-    /// One whole line: a field added to the event, or (blank) the event.
-    fn take_line<E>(&mut self, line: &[u8], too_long: &impl Fn() -> E) -> Result<Option<Event>, E> {
+    /// One whole line: a field added to the event, or (blank, true) the
+    /// end of the event.
+    fn take_line<E>(&mut self, line: &[u8], too_long: &impl Fn() -> E) -> Result<bool, E> {
         if line.is_empty() {
-            return Ok(self.dispatch());
+            return Ok(true);
         }
         if line[0] == b':' {
-            return Ok(None);
+            return Ok(false);
         }
         let (field, value) = match line.iter().position(|&b| b == b':') {
             Some(i) => {
@@ -120,32 +129,40 @@ impl Sse {
                 self.data.extend_from_slice(value);
                 self.has_data = true;
             }
-            b"event" => self.name = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                self.name.clear();
+                self.name.push_str(&String::from_utf8_lossy(value));
+            }
             // `id`, `retry` and unknown fields mean nothing here.
             _ => {}
         }
-        Ok(None)
+        Ok(false)
     }
 
-    /// The event read so far, if it has data; the state is reset either way.
-    fn dispatch(&mut self) -> Option<Event> {
-        let name = std::mem::take(&mut self.name);
-        if !std::mem::take(&mut self.has_data) {
-            return None;
-        }
-        // Moved out, not copied: an MCP server's event may be 16 MiB.
-        let data = match String::from_utf8(std::mem::take(&mut self.data)) {
-            Ok(text) => text,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        };
-        Some(Event {
-            name: if name.is_empty() {
-                "message".into()
+    /// The event read so far to `on_event`, if it has data; the state is
+    /// reset either way, the buffers kept (unless a long event grew them).
+    fn dispatch<E>(
+        &mut self,
+        on_event: &mut dyn FnMut(Event<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let result = if self.has_data {
+            let data = String::from_utf8_lossy(&self.data);
+            let name = if self.name.is_empty() {
+                "message"
             } else {
-                name
-            },
-            data,
-        })
+                self.name.as_str()
+            };
+            on_event(Event { name, data: &data })
+        } else {
+            Ok(())
+        };
+        self.name.clear();
+        self.data.clear();
+        self.has_data = false;
+        if self.data.capacity() > KEEP_BYTES {
+            self.data = Vec::new();
+        }
+        result
     }
 }
 
@@ -153,14 +170,21 @@ impl Sse {
 mod tests {
     use super::*;
 
-    fn events(chunks: &[&[u8]], limit: usize) -> Result<Vec<Event>, &'static str> {
+    /// An event as the tests keep it.
+    #[derive(Debug, PartialEq)]
+    struct Owned {
+        name: String,
+        data: String,
+    }
+
+    fn events(chunks: &[&[u8]], limit: usize) -> Result<Vec<Owned>, &'static str> {
         let mut sse = Sse::new(limit);
         let mut out = Vec::new();
         for c in chunks {
             sse.feed(
                 c,
                 &mut |e| {
-                    out.push(e);
+                    out.push(ev(e.name, e.data));
                     Ok(())
                 },
                 || "too long",
@@ -169,8 +193,8 @@ mod tests {
         Ok(out)
     }
 
-    fn ev(name: &str, data: &str) -> Event {
-        Event {
+    fn ev(name: &str, data: &str) -> Owned {
+        Owned {
             name: name.into(),
             data: data.into(),
         }

@@ -92,6 +92,58 @@ fn the_first_words_reach_stdout_before_the_stream_ends() {
     }
 }
 
+/// The pace a stream's text is printed at (design §4.11): the most writes
+/// to stdout over a stretch of time.
+const PACE: Duration = Duration::from_millis(33);
+
+#[test]
+fn a_fast_stream_is_printed_at_most_once_a_pace_not_once_a_token() {
+    // 300 tokens, one every 2 ms or so: at least 600 ms of stream.
+    let tokens = vec!["x "; 300];
+    let body = openai_stream(&tokens, &[], "stop", 5, 300);
+    let mut steps = Vec::new();
+    for event in body.split_inclusive("\n\n") {
+        steps.push(Step::bytes(event, event.len()));
+        steps.push(Step::Sleep(Duration::from_millis(2)));
+    }
+    let server = FakeServer::start(vec![P::OpenAi.stream_steps(steps)]);
+    let home = solo(P::OpenAi, "");
+    let mut child = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .args(["run", "solo", "--stream", "-p", "hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let (mut seen, mut pieces) = (Vec::new(), 0u32);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut first = None;
+    loop {
+        let n = out.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        first.get_or_insert_with(Instant::now);
+        pieces += 1;
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let took = first.expect("some text").elapsed();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        String::from_utf8_lossy(&seen),
+        format!("{}\n", "x ".repeat(300))
+    );
+    // Each write follows a read that waited a pace after the last; a reader
+    // late to read sees fewer pieces, never more. The newline at the end
+    // may come as a piece of its own.
+    let most = took.as_millis() / PACE.as_millis() + 3;
+    assert!(
+        u128::from(pieces) <= most,
+        "{pieces} pieces in {took:?}: more than one a {PACE:?} ({most})"
+    );
+}
+
 /// A lead on `p` that streams "Let me ask.", calls helpers `a` and `b`
 /// (interleaved on OpenAI), then streams its answer; the helpers answer
 /// streamed too.
