@@ -1,13 +1,15 @@
 //! The HTTP clients every provider call goes through: one per wire format,
 //! kept for the whole process so keep-alive connections are reused across
-//! turns and sub-agents, with buffers sized for a wide fan-out and IP
-//! literal hosts resolved without a lookup thread.
+//! turns and sub-agents, with buffers sized for a wide fan-out, IP literal
+//! hosts resolved without a lookup thread, and a connector of its own that
+//! keeps a waiting thread's stack small.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{RustlsConnector, TcpConnector, Transport};
 
 use super::Wire;
 
@@ -39,8 +41,66 @@ pub(super) fn client(wire: Wire) -> &'static ureq::Agent {
             .max_response_header_size(8 * 1024)
             .output_buffer_size(4 * 1024)
             .build();
-        ureq::Agent::with_parts(config, DefaultConnector::default(), LiteralFirst::default())
+        ureq::Agent::with_parts(config, Direct::default(), LiteralFirst::default())
     })
+}
+
+/// TCP, then TLS for `https`, each step a call of its own. ureq's default
+/// connector is a chain of generic connectors (proxies, TCP, TLS) inlined
+/// into one 11 KiB stack frame, whose pages every sub-agent's thread keeps
+/// touched while it waits on its answer: 2.7 MiB at a 256-way fan-out
+/// (design §3.15). Through a proxy (ureq takes one from `HTTPS_PROXY` and
+/// the like) the connection is ureq's chain's, as before.
+#[derive(Debug, Default)]
+struct Direct {
+    chain: DefaultConnector,
+    tcp: TcpConnector,
+    tls: RustlsConnector,
+}
+
+impl Connector for Direct {
+    type Out = Box<dyn Transport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<()>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if details.config.proxy().is_some() {
+            return self.chain.connect(details, chained);
+        }
+        let Some(tcp) = open_tcp(&self.tcp, details)? else {
+            return Ok(None);
+        };
+        if details.needs_tls() {
+            wrap_tls(&self.tls, details, tcp)
+        } else {
+            Ok(Some(tcp))
+        }
+    }
+}
+
+/// The TCP connection, boxed: out of line, so that its frame is gone once
+/// connected.
+#[inline(never)]
+fn open_tcp(
+    tcp: &TcpConnector,
+    details: &ConnectionDetails,
+) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
+    Ok(Connector::<()>::connect(tcp, details, None)?.map(|t| Box::new(t) as Box<dyn Transport>))
+}
+
+/// The TLS handshake over `tcp` (rustls, as ureq's chain does it), out of
+/// line so that a plain `http` connection never touches its frame.
+#[inline(never)]
+fn wrap_tls(
+    tls: &RustlsConnector,
+    details: &ConnectionDetails,
+    tcp: Box<dyn Transport>,
+) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
+    Ok(tls
+        .connect(details, Some(tcp))?
+        .map(|t| Box::new(t) as Box<dyn Transport>))
 }
 
 /// ureq's resolver runs every lookup on a thread of its own when a request
