@@ -57,7 +57,11 @@ fn an_https_base_url_gets_a_tls_handshake_and_no_plain_request() {
     );
     // The server hung up in the handshake: a network error, exit 3.
     assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
-    assert!(stderr(&b.output).contains("network error"), "{}", stderr(&b.output));
+    assert!(
+        stderr(&b.output).contains("network error"),
+        "{}",
+        stderr(&b.output)
+    );
 }
 
 #[test]
@@ -73,4 +77,36 @@ fn a_proxy_from_the_environment_is_asked_to_connect() {
         "{asked}"
     );
     assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
+}
+
+/// A reply whose head is about `size` bytes: padding headers of `each`.
+fn head_of(size: usize, each: usize) -> Reply {
+    let headers = (0..size / (each + 14))
+        .map(|i| (format!("x-pad-{i:03}"), "a".repeat(each)))
+        .collect();
+    Reply::Raw {
+        status: 200,
+        content_type: "application/json".into(),
+        body: P::OpenAi.text("the answer"),
+        headers,
+    }
+}
+
+#[test]
+fn a_response_head_of_up_to_5_kib_is_read_and_a_longer_one_fails_once_as_too_big() {
+    let home = Home::fast_retries();
+    home.named_agent("solo", P::OpenAi.model(), "");
+    let server = FakeServer::start(vec![head_of(4608, 100)]);
+    let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo"], HUNG);
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    assert_eq!(stdout(&b.output).trim_end(), "the answer");
+    for size in [6 * 1024, 9 * 1024] {
+        let server = FakeServer::start(vec![head_of(size, 1000); 3]);
+        let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo"], HUNG);
+        let err = stderr(&b.output);
+        assert_eq!(code(&b.output), 3, "{err}");
+        assert!(err.contains("response header is too big"), "{size}: {err}");
+        // Not taken for a server that hung up: not retried.
+        assert_eq!(server.requests().len(), 1, "{size}: {err}");
+    }
 }
