@@ -104,14 +104,29 @@ fn open_tcp(
 
 /// The TLS handshake over `tcp` (rustls, as ureq's chain does it), out of
 /// line so that a plain `http` connection never touches its frame.
+///
+/// Every provider request carries a request-level config (its deadline), and
+/// for one of those ureq's TLS connector builds a rustls config afresh,
+/// root store and all, for each connection, which keeps it as long as the
+/// connection lives. axe sets nothing about TLS per request, so the agent's
+/// config is the one to use: given as agent-level, it is built once and
+/// shared by every connection.
 #[inline(never)]
 fn wrap_tls(
     tls: &RustlsConnector,
     details: &ConnectionDetails,
     tcp: Box<dyn Transport>,
 ) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
+    let shared = ConnectionDetails {
+        request_level: false,
+        addrs: details.addrs.clone(),
+        current_time: details.current_time.clone(),
+        run_connector: details.run_connector.clone(),
+        register_shutdown: details.register_shutdown.clone(),
+        ..*details
+    };
     Ok(tls
-        .connect(details, Some(tcp))?
+        .connect(&shared, Some(tcp))?
         .map(|t| Box::new(t) as Box<dyn Transport>))
 }
 
