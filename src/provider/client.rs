@@ -1,15 +1,20 @@
 //! The HTTP clients every provider call goes through: one per wire format,
 //! kept for the whole process so keep-alive connections are reused across
-//! turns and sub-agents, with buffers sized for a wide fan-out and IP
-//! literal hosts resolved without a lookup thread.
+//! turns and sub-agents, with buffers sized for a wide fan-out, IP literal
+//! hosts resolved without a lookup thread, and a connector of its own that
+//! keeps a waiting thread's stack small.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{RustlsConnector, TcpConnector, Transport};
 
 use super::Wire;
+
+/// The longest response head axe reads: a provider's is one or two KiB.
+const HEAD_LIMIT: usize = 5 * 1024;
 
 /// One HTTP client per wire format, shared by every call in the process so
 /// that keep-alive connections are reused across turns and sub-agents.
@@ -28,19 +33,101 @@ pub(super) fn client(wire: Wire) -> &'static ureq::Agent {
             .max_idle_age(Duration::from_secs(30))
             // ureq's defaults are 128 KiB each way per connection, zeroed
             // when the connection opens: 64 MiB written for a 256-way
-            // fan-out. A provider's response head is one or two KiB (8 KiB
-            // is also what nginx allows an upstream's head by default);
+            // fan-out. A provider's response head is one or two KiB (nginx
+            // passes on an upstream's of 4 or 8 KiB by default, a page);
             // bodies are read in pieces and requests written in pieces, so
             // small buffers cost a few more system calls on a large body
             // only. Measured at N = 256 (design §3.15): 32 + 16 KiB -> 8 + 4
             // KiB took peak RSS from 31 to 22 MiB and CPU per sub-agent
             // down by about 30 us.
-            .input_buffer_size(8 * 1024)
-            .max_response_header_size(8 * 1024)
+            //
+            // The input buffer holds the whole head, so its size is the
+            // head's real bound; one byte over the limit makes a longer head
+            // fail as too big rather than as the server hanging up (which
+            // would be retried). 5 KiB, not 4: sending a body, ureq grows
+            // the input buffer to 10 KiB less its size, so 4 KiB becomes 6
+            // and 5 stays 5. Measured: 8 -> 5 KiB, 0.6 MiB less at N = 256.
+            // The output buffer holds a request header line whole (a long
+            // bearer token), so it stays 4 KiB.
+            .input_buffer_size(HEAD_LIMIT + 1)
+            .max_response_header_size(HEAD_LIMIT)
             .output_buffer_size(4 * 1024)
             .build();
-        ureq::Agent::with_parts(config, DefaultConnector::default(), LiteralFirst::default())
+        ureq::Agent::with_parts(config, Direct::default(), LiteralFirst::default())
     })
+}
+
+/// TCP, then TLS for `https`, each step a call of its own. ureq's default
+/// connector is a chain of generic connectors (proxies, TCP, TLS) inlined
+/// into one 11 KiB stack frame, whose pages every sub-agent's thread keeps
+/// touched while it waits on its answer: 2.7 MiB at a 256-way fan-out
+/// (design §3.15). Through a proxy (ureq takes one from `HTTPS_PROXY` and
+/// the like) the connection is ureq's chain's, as before.
+#[derive(Debug, Default)]
+struct Direct {
+    chain: DefaultConnector,
+    tcp: TcpConnector,
+    tls: RustlsConnector,
+}
+
+impl Connector for Direct {
+    type Out = Box<dyn Transport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<()>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if details.config.proxy().is_some() {
+            return self.chain.connect(details, chained);
+        }
+        let Some(tcp) = open_tcp(&self.tcp, details)? else {
+            return Ok(None);
+        };
+        if details.needs_tls() {
+            wrap_tls(&self.tls, details, tcp)
+        } else {
+            Ok(Some(tcp))
+        }
+    }
+}
+
+/// The TCP connection, boxed: out of line, so that its frame is gone once
+/// connected.
+#[inline(never)]
+fn open_tcp(
+    tcp: &TcpConnector,
+    details: &ConnectionDetails,
+) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
+    Ok(Connector::<()>::connect(tcp, details, None)?.map(|t| Box::new(t) as Box<dyn Transport>))
+}
+
+/// The TLS handshake over `tcp` (rustls, as ureq's chain does it), out of
+/// line so that a plain `http` connection never touches its frame.
+///
+/// Every provider request carries a request-level config (its deadline), and
+/// for one of those ureq's TLS connector builds a rustls config afresh,
+/// root store and all, for each connection, which keeps it as long as the
+/// connection lives. axe sets nothing about TLS per request, so the agent's
+/// config is the one to use: given as agent-level, it is built once and
+/// shared by every connection.
+#[inline(never)]
+fn wrap_tls(
+    tls: &RustlsConnector,
+    details: &ConnectionDetails,
+    tcp: Box<dyn Transport>,
+) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
+    let shared = ConnectionDetails {
+        request_level: false,
+        addrs: details.addrs.clone(),
+        current_time: details.current_time.clone(),
+        run_connector: details.run_connector.clone(),
+        register_shutdown: details.register_shutdown.clone(),
+        ..*details
+    };
+    Ok(tls
+        .connect(&shared, Some(tcp))?
+        .map(|t| Box::new(t) as Box<dyn Transport>))
 }
 
 /// ureq's resolver runs every lookup on a thread of its own when a request

@@ -35,6 +35,7 @@
 //! | §4.2–§4.4 | each wire format in process: requests, responses, tool calls | `providers/anthropic.rs`, `openai.rs`, `ollama.rs` |
 //! | §4.7, §4.8 | every failure classified, on all three providers at once | `providers/errors.rs` |
 //! | §4.7, §4.8, §6.1 | every provider fault through the binary, at top level and in a sub-agent | `provider_faults/` (the matrix in `matrix.rs` and `tool_matrix.rs`; cases by kind) |
+//! | §4.2, §3.15 | how axe connects: TLS for `https`, a proxy from the environment, the response head's bound | `connections.rs` |
 //! | §4.3, §4.6, §6.1, §6.7 | what a well-behaved server never sends: absurd headers and counts, credentials in URLs | `odd_servers.rs` |
 //! | §4.5, ch. 5 | refusals, cut-off answers and calls, parameters a model refuses | `answers_not_whole.rs` |
 //! | §4.6 | token counts as each API bills them, cache reads | `token_counts.rs` |
@@ -96,6 +97,7 @@ mod budgets;
 mod builtin_tools;
 mod call_agent;
 mod cli;
+mod connections;
 mod delegation;
 mod full_disk;
 mod gc;

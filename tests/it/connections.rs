@@ -1,0 +1,112 @@
+//! How axe reaches a provider (design §4.2, §3.15): TLS for an `https` base
+//! URL, ureq's proxy from the environment, and the bound on a response's
+//! head. axe connects with a connector of its own (src/provider/client.rs),
+//! so these check what ureq's chain did before it still happens.
+
+use crate::common::*;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A listener on loopback that takes one connection, hands back the first
+/// bytes it sent (what came within a second of the first), and closes it.
+fn first_bytes() -> (u16, mpsc::Receiver<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = conn.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        let _ = tx.send(got);
+    });
+    (port, rx)
+}
+
+/// `axe run solo` on OpenAI at `base_url`, with no retries.
+fn run_at(base_url: &str, env: &[(&str, &str)]) -> Bounded {
+    let home = Home::fast_retries();
+    home.named_agent("solo", P::OpenAi.model(), "");
+    let mut cmd = home.axe();
+    cmd.env("AXE_OPENAI_BASE_URL", base_url)
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .args(["run", "solo", "--retries", "0"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_within(&mut cmd, HUNG)
+}
+
+#[test]
+fn an_https_base_url_gets_a_tls_handshake_and_no_plain_request() {
+    let (port, got) = first_bytes();
+    let b = run_at(&format!("https://127.0.0.1:{port}/v1"), &[]);
+    let hello = got.recv_timeout(HUNG).expect("axe connected");
+    // A TLS record of type handshake (22), its first message a ClientHello (1).
+    assert!(hello.len() > 5, "{hello:?}");
+    assert_eq!((hello[0], hello[5]), (0x16, 0x01), "{hello:?}");
+    assert!(
+        !hello.windows(4).any(|w| w == b"POST") && !hello.windows(2).any(|w| w == b"sk"),
+        "the request went out in the clear"
+    );
+    // The server hung up in the handshake: a network error, exit 3.
+    assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
+    assert!(
+        stderr(&b.output).contains("network error"),
+        "{}",
+        stderr(&b.output)
+    );
+}
+
+#[test]
+fn a_proxy_from_the_environment_is_asked_to_connect() {
+    let (port, got) = first_bytes();
+    let proxy = format!("http://127.0.0.1:{port}");
+    // 192.0.2.1 is TEST-NET-1: reached only through the proxy, if at all.
+    let b = run_at("https://192.0.2.1/v1", &[("HTTPS_PROXY", &proxy)]);
+    let asked = got.recv_timeout(HUNG).expect("axe went to the proxy");
+    let asked = String::from_utf8_lossy(&asked);
+    assert!(
+        asked.starts_with("CONNECT 192.0.2.1:443 HTTP/1.1\r\n"),
+        "{asked}"
+    );
+    assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
+}
+
+/// A reply whose head is about `size` bytes: padding headers of `each`.
+fn head_of(size: usize, each: usize) -> Reply {
+    let headers = (0..size / (each + 14))
+        .map(|i| (format!("x-pad-{i:03}"), "a".repeat(each)))
+        .collect();
+    Reply::Raw {
+        status: 200,
+        content_type: "application/json".into(),
+        body: P::OpenAi.text("the answer"),
+        headers,
+    }
+}
+
+#[test]
+fn a_response_head_of_up_to_5_kib_is_read_and_a_longer_one_fails_once_as_too_big() {
+    let home = Home::fast_retries();
+    home.named_agent("solo", P::OpenAi.model(), "");
+    let server = FakeServer::start(vec![head_of(4608, 100)]);
+    let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo"], HUNG);
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    assert_eq!(stdout(&b.output).trim_end(), "the answer");
+    for size in [6 * 1024, 9 * 1024] {
+        let server = FakeServer::start(vec![head_of(size, 1000); 3]);
+        let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo"], HUNG);
+        let err = stderr(&b.output);
+        assert_eq!(code(&b.output), 3, "{err}");
+        assert!(err.contains("response header is too big"), "{size}: {err}");
+        // Not taken for a server that hung up: not retried.
+        assert_eq!(server.requests().len(), 1, "{size}: {err}");
+    }
+}
