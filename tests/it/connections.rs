@@ -93,14 +93,14 @@ fn head_of(size: usize, each: usize) -> Reply {
 }
 
 #[test]
-fn a_response_head_of_up_to_5_kib_is_read_and_a_longer_one_fails_once_as_too_big() {
+fn a_response_head_of_up_to_8_kib_is_read_and_a_longer_one_fails_once_as_too_big() {
     let home = Home::fast_retries();
     home.named_agent("solo", P::OpenAi.model(), "");
-    let server = FakeServer::start(vec![head_of(4608, 100)]);
+    let server = FakeServer::start(vec![head_of(7 * 1024, 100)]);
     let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo"], HUNG);
     assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
     assert_eq!(stdout(&b.output).trim_end(), "the answer");
-    for size in [6 * 1024, 9 * 1024] {
+    for size in [9 * 1024, 12 * 1024] {
         let server = FakeServer::start(vec![head_of(size, 1000); 3]);
         let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "solo"], HUNG);
         let err = stderr(&b.output);
