@@ -161,7 +161,7 @@ fn a_stream_that_fails_before_its_text_gets_the_runs_status() {
     let server = Server::start(&home, &failing, &["--retries", "0"]);
     let body = json!({"model": "helper", "input": "hi", "stream": true});
     let r = post(&server.addr, "/v1/responses", &body.to_string(), "");
-    assert_eq!(r.status, 502, "{}", r.body);
+    assert_eq!(r.status, 424, "{}", r.body);
     let v: Value = serde_json::from_str(&r.body).unwrap();
     assert_eq!(v["error"]["code"], "upstream_error", "{v}");
     assert!(v["error"]["message"].as_str().unwrap().contains("boom"));
