@@ -1,5 +1,8 @@
-//! One MCP server, connected (design §9.2): `initialize` with the protocol
-//! version negotiated, `notifications/initialized`, its tools listed (every
+//! One MCP server, connected (design §9.2): probed with `server/discover`
+//! once (design §9.8); a server of the stateless revision is spoken to in
+//! it from then on (the envelope on every request, no handshake), any
+//! other gets `initialize` with the protocol version negotiated and
+//! `notifications/initialized`. Then its tools listed (every
 //! page, within the caps of `listing`), and `tools/call` with the result
 //! turned into the text a tool result carries (`result`). The transport
 //! (`stdio`, `http`, `sse`) only moves messages. What the server says of
@@ -12,6 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::config::{ServerConfig, Transport};
+use super::era::{self, Era};
 use super::listing::Listing;
 use super::rpc::{self, Failure, Log, shown, string};
 use super::{http, sse, stdio};
@@ -38,8 +42,11 @@ pub struct McpTool {
 pub struct Server {
     pub name: String,
     pub conn: Conn,
-    /// The protocol version agreed on.
+    /// The protocol version agreed on (2026-07-28: the stateless era).
     pub version: String,
+    /// It speaks the stateless revision: every request carries the
+    /// envelope.
+    pub stateless: bool,
     /// `serverInfo.name` and `.version`, as the server says, on one
     /// escaped line.
     pub info: String,
@@ -163,13 +170,14 @@ impl Server {
             name: config.name.clone(),
             conn,
             version: String::new(),
+            stateless: false,
             info: String::new(),
             tools: Vec::new(),
             warnings: Vec::new(),
             timeout: config.timeout,
         };
         let started = server
-            .initialize(deadline)
+            .connect(deadline)
             .and_then(|()| server.list(deadline));
         match started {
             Ok(listing) => {
@@ -182,6 +190,62 @@ impl Server {
                 Err(e)
             }
         }
+    }
+
+    /// The probe, then the era it shows: the stateless one taken as it
+    /// is, the handshake made. One round trip more than the handshake for
+    /// a server of that era, none for one of the stateless revision.
+    fn connect(&mut self, deadline: Instant) -> Result<(), String> {
+        // The older SSE transport (2024-11-05) is of the handshake era only.
+        if matches!(self.conn, Conn::Sse(_)) {
+            return self.initialize(deadline);
+        }
+        self.set_stateless(true);
+        let params = era::envelope(json!({}));
+        // The server's own `timeout` bounds the probe as it does a call.
+        let wait = self
+            .timeout
+            .map_or(era::PROBE_WAIT, |t| t.min(era::PROBE_WAIT));
+        let answer = self.conn.request(
+            "server/discover",
+            params,
+            deadline.min(Instant::now() + wait),
+            false,
+        );
+        if matches!(answer, Err(Failure::Timeout)) && Instant::now() >= deadline {
+            return Err(format!("server/discover: {}", Failure::Timeout.describe()));
+        }
+        let era = era::verdict(answer).map_err(|f| format!("server/discover: {}", f.describe()))?;
+        match era {
+            Era::Stateless(info) => {
+                let (name, version) = info.unwrap_or_else(|| ("?".into(), "?".into()));
+                self.version = era::STATELESS.to_string();
+                self.info = format!("{} {}", shown(&name, 100), shown(&version, 40));
+                Ok(())
+            }
+            Era::Handshake => {
+                self.set_stateless(false);
+                self.initialize(deadline)
+            }
+        }
+    }
+
+    fn set_stateless(&mut self, on: bool) {
+        self.stateless = on;
+        if let Conn::Http(h) = &self.conn {
+            h.set_stateless(on);
+        }
+    }
+
+    /// A request in the server's era: in the stateless one, with the
+    /// envelope.
+    fn request(&self, method: &str, params: Value, deadline: Instant, cancel: bool) -> rpc::Answer {
+        let params = if self.stateless {
+            era::envelope(params)
+        } else {
+            params
+        };
+        self.conn.request(method, params, deadline, cancel)
     }
 
     /// `initialize`, the version checked, then `notifications/initialized`.
@@ -233,7 +297,6 @@ impl Server {
                 None => json!({}),
             };
             let page = self
-                .conn
                 .request("tools/list", params, deadline, true)
                 .map_err(|f| format!("tools/list: {}", f.describe()))?;
             match listing
@@ -256,8 +319,17 @@ impl Server {
             None => deadline,
         };
         let params = json!({"name": name, "arguments": arguments});
-        match self.conn.request("tools/call", params, deadline, true) {
-            Ok(result) => super::result::outcome(&result),
+        match self.request("tools/call", params, deadline, true) {
+            Ok(result) => match era::unanswerable(&result) {
+                None => super::result::outcome(&result),
+                Some(why) => Outcome {
+                    text: format!(
+                        "Error: MCP tool \"{name}\" on server \"{}\" - {why}",
+                        self.name
+                    ),
+                    is_error: true,
+                },
+            },
             Err(Failure::Timeout) => Outcome {
                 text: format!(
                     "Error: MCP tool \"{name}\" on server \"{}\" did not answer before its deadline; the call was cancelled",

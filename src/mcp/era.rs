@@ -1,0 +1,271 @@
+//! The protocol's two eras (design §9.8): the handshake (`initialize`, up
+//! to 2025-11-25) and the stateless revision 2026-07-28, in which there is
+//! no handshake and no session, every request carries its protocol version
+//! and the client's capabilities in `_meta`, and a result says its kind in
+//! `resultType`. A server is probed once with `server/discover`; what it
+//! answers decides its era for the run ([`verdict`]). A result that asks
+//! for input (`input_required`) is an error naming what was asked
+//! ([`unanswerable`]): axe has no user to ask. Over HTTP each request
+//! names its method and what it calls in headers ([`routing`]).
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::rpc::{Answer, Failure, shown, string};
+
+/// The stateless revision, the only one of its era axe speaks.
+pub const STATELESS: &str = "2026-07-28";
+
+/// The longest the probe is waited for, as the official SDKs wait it (the
+/// Python SDK's `DISCOVER_TIMEOUT_SECONDS`): a server that never answers
+/// an unknown method still gets its `initialize` after.
+pub const PROBE_WAIT: Duration = Duration::from_secs(10);
+
+/// The `_meta` keys of the envelope (2026-07-28, "basic/versioning").
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// `params` with the envelope in its `_meta` (kept: what else is there):
+/// the version, the client's capabilities (none: axe answers no sampling,
+/// roots or elicitation) and who the client is.
+pub fn envelope(params: Value) -> Value {
+    let mut params = match params {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let Value::Object(meta) = meta {
+        meta.insert(VERSION_KEY.into(), json!(STATELESS));
+        meta.insert(CAPABILITIES_KEY.into(), json!({}));
+        meta.insert(
+            CLIENT_INFO_KEY.into(),
+            json!({"name": "axe", "version": env!("CARGO_PKG_VERSION")}),
+        );
+    }
+    Value::Object(params)
+}
+
+/// What the probe found.
+#[derive(Debug, PartialEq)]
+pub enum Era {
+    /// The server speaks 2026-07-28; its `serverInfo`, if it gave one.
+    Stateless(Option<(String, String)>),
+    /// Anything else that is an answer: the handshake it is.
+    Handshake,
+}
+
+/// `server/discover`'s answer, leniently.
+#[derive(Deserialize)]
+struct Discover<'a> {
+    #[serde(borrow, default, rename = "supportedVersions")]
+    versions: Option<Vec<&'a RawValue>>,
+    #[serde(borrow, default, rename = "_meta")]
+    meta: Option<&'a RawValue>,
+}
+
+/// The era the probe's answer shows, as the official SDKs read it: a
+/// result listing 2026-07-28 is the stateless era; a JSON-RPC error, an
+/// HTTP refusal, a probe not answered in time, or a result without that
+/// version is the handshake era (a server of that era knows no
+/// `server/discover`). A connection that failed is an error.
+pub fn verdict(answer: Answer) -> Result<Era, Failure> {
+    let raw = match answer {
+        Ok(raw) => raw,
+        Err(Failure::Rpc(..) | Failure::Refused(..) | Failure::Timeout) => {
+            return Ok(Era::Handshake);
+        }
+        Err(f) => return Err(f),
+    };
+    let Ok(d) = serde_json::from_str::<Discover>(raw.get()) else {
+        return Ok(Era::Handshake);
+    };
+    let speaks = d
+        .versions
+        .unwrap_or_default()
+        .into_iter()
+        .any(|v| string(Some(v)).as_deref() == Some(STATELESS));
+    if !speaks {
+        return Ok(Era::Handshake);
+    }
+    let info = d
+        .meta
+        .and_then(|m| serde_json::from_str::<Map<String, Value>>(m.get()).ok())
+        .and_then(|mut m| m.remove(SERVER_INFO_KEY))
+        .map(|i| {
+            let field = |k: &str| i[k].as_str().unwrap_or("?").to_string();
+            (field("name"), field("version"))
+        });
+    Ok(Era::Stateless(info))
+}
+
+/// A result's `resultType` and what an `input_required` one asks for,
+/// leniently.
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(borrow, default, rename = "resultType")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "inputRequests")]
+    requests: Option<&'a RawValue>,
+}
+
+/// `None` for a result that is complete (`resultType` "complete", or none:
+/// the handshake era's). Otherwise why axe cannot use it, one line: an
+/// `input_required` result names each request (its method, and an
+/// elicitation's message); another kind (the tasks extension's "task") is
+/// named as unknown.
+pub fn unanswerable(result: &RawValue) -> Option<String> {
+    let k = serde_json::from_str::<Kind>(result.get()).ok()?;
+    let kind = string(k.kind)?;
+    if kind == "complete" {
+        return None;
+    }
+    if kind != "input_required" {
+        return Some(format!(
+            "the server answered with a result of type \"{}\", which axe does not take",
+            shown(&kind, 40)
+        ));
+    }
+    let asked = k
+        .requests
+        .and_then(|r| serde_json::from_str::<Map<String, Value>>(r.get()).ok())
+        .unwrap_or_default();
+    let mut wanted = Vec::new();
+    for (_, request) in asked.iter().take(8) {
+        let method = request["method"].as_str().unwrap_or("?");
+        wanted.push(match request["params"]["message"].as_str() {
+            Some(m) => format!("{} {:?}", shown(method, 40), shown(m, 200)),
+            None => shown(method, 40),
+        });
+    }
+    let what = if wanted.is_empty() {
+        "input".to_string()
+    } else {
+        wanted.join(", ")
+    };
+    Some(format!(
+        "the server asked for input axe cannot give (no user to ask): {what}"
+    ))
+}
+
+/// The stateless revision's routing headers of one request.
+pub struct Routing {
+    pub method: String,
+    pub name: Option<String>,
+}
+
+/// `Mcp-Method`, and `Mcp-Name` for the methods that name something
+/// (`tools/call` and `prompts/get` their `name`, `resources/read` its
+/// `uri`), encoded as the revision says when the value is not plain
+/// printable ASCII.
+pub fn routing(method: &str, params: &Value) -> Routing {
+    let key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    let name = key.and_then(|k| params[k].as_str()).map(header_value);
+    Routing {
+        method: header_value(method),
+        name,
+    }
+}
+
+/// `value` as it can go in a header: as it is when it is printable ASCII
+/// without space at either end, else `=?base64?...?=` of its UTF-8.
+fn header_value(value: &str) -> String {
+    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        value.to_string()
+    } else {
+        format!("=?base64?{}?=", base64(value.as_bytes()))
+    }
+}
+
+/// Standard base64 with padding (RFC 4648 §4): a header value's only use.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(A[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(v: Value) -> Box<RawValue> {
+        RawValue::from_string(v.to_string()).unwrap()
+    }
+
+    #[test]
+    fn a_header_value_not_plain_ascii_is_base64() {
+        assert_eq!(header_value("get-sum"), "get-sum");
+        assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
+        assert_eq!(base64(b"ab"), "YWI=");
+    }
+
+    #[test]
+    fn the_envelope_keeps_what_meta_had() {
+        let p = envelope(json!({"name": "t", "_meta": {"progressToken": 1}}));
+        assert_eq!(p["name"], "t");
+        assert_eq!(p["_meta"]["progressToken"], 1);
+        assert_eq!(p["_meta"][VERSION_KEY], STATELESS);
+        assert_eq!(p["_meta"][CAPABILITIES_KEY], json!({}));
+    }
+
+    #[test]
+    fn the_probe_falls_back_on_anything_but_a_stateless_answer() {
+        let rpc = Err(Failure::Rpc(-32601, "Method not found".into()));
+        assert_eq!(verdict(rpc), Ok(Era::Handshake));
+        let old = Ok(raw(json!({"supportedVersions": ["2025-11-25"]})));
+        assert_eq!(verdict(old), Ok(Era::Handshake));
+        let broken = Err(Failure::Broken("gone".into()));
+        assert!(verdict(broken).is_err());
+        let new = Ok(raw(json!({"supportedVersions": [STATELESS],
+            "_meta": {SERVER_INFO_KEY: {"name": "s", "version": "1"}}})));
+        assert_eq!(
+            verdict(new),
+            Ok(Era::Stateless(Some(("s".into(), "1".into()))))
+        );
+    }
+
+    #[test]
+    fn only_a_complete_result_is_taken() {
+        assert_eq!(unanswerable(&raw(json!({"content": []}))), None);
+        let done = raw(json!({"resultType": "complete"}));
+        assert_eq!(unanswerable(&done), None);
+        let ask = raw(json!({"resultType": "input_required", "inputRequests":
+            {"a": {"method": "elicitation/create", "params": {"message": "Sure?"}}}}));
+        let why = unanswerable(&ask).unwrap();
+        assert!(why.contains("elicitation/create \"Sure?\""), "{why}");
+        let task = raw(json!({"resultType": "task"}));
+        assert!(unanswerable(&task).unwrap().contains("\"task\""));
+    }
+}
