@@ -200,34 +200,54 @@ impl Server {
         if matches!(self.conn, Conn::Sse(_)) {
             return self.initialize(deadline);
         }
-        self.set_stateless(true);
-        let params = era::envelope(json!({}));
-        // The server's own `timeout` bounds the probe as it does a call.
-        let wait = self
-            .timeout
-            .map_or(era::PROBE_WAIT, |t| t.min(era::PROBE_WAIT));
-        let answer = self.conn.request(
-            "server/discover",
-            params,
-            deadline.min(Instant::now() + wait),
-            false,
-        );
-        if matches!(answer, Err(Failure::Timeout)) && Instant::now() >= deadline {
+        let answer = self.probe(deadline);
+        let timed_out = matches!(answer, Err(Failure::Timeout));
+        if timed_out && Instant::now() >= deadline {
             return Err(format!("server/discover: {}", Failure::Timeout.describe()));
         }
         let era = era::verdict(answer).map_err(|f| format!("server/discover: {}", f.describe()))?;
-        match era {
-            Era::Stateless(info) => {
-                let (name, version) = info.unwrap_or_else(|| ("?".into(), "?".into()));
-                self.version = era::STATELESS.to_string();
-                self.info = format!("{} {}", shown(&name, 100), shown(&version, 40));
-                Ok(())
-            }
-            Era::Handshake => {
-                self.set_stateless(false);
-                self.initialize(deadline)
-            }
+        if let Era::Stateless(info) = era {
+            self.adopt(info);
+            return Ok(());
         }
+        self.set_stateless(false);
+        let refused = self.initialize(deadline);
+        // A server slow to start answers the probe after its wait, and is
+        // then of the stateless era: it refuses `initialize` with -32022
+        // (unsupported version). Probed once more, as the official SDKs
+        // do; it answers at once now.
+        if timed_out
+            && refused
+                .as_ref()
+                .is_err_and(|e| e.contains(era::UNSUPPORTED))
+        {
+            if let Ok(Era::Stateless(info)) = era::verdict(self.probe(deadline)) {
+                self.adopt(info);
+                return Ok(());
+            }
+            self.set_stateless(false);
+        }
+        refused
+    }
+
+    /// `server/discover`, in the stateless era's form, waited for
+    /// [`era::PROBE_WAIT`] at most, or the server's own `timeout` (which
+    /// bounds the probe as it does a call).
+    fn probe(&mut self, deadline: Instant) -> rpc::Answer {
+        self.set_stateless(true);
+        let wait = self
+            .timeout
+            .map_or(era::PROBE_WAIT, |t| t.min(era::PROBE_WAIT));
+        let until = deadline.min(Instant::now() + wait);
+        let params = era::envelope(json!({}));
+        self.conn.request("server/discover", params, until, false)
+    }
+
+    /// The stateless era, and what the server said of itself.
+    fn adopt(&mut self, info: Option<(String, String)>) {
+        let (name, version) = info.unwrap_or_else(|| ("?".into(), "?".into()));
+        self.version = era::STATELESS.to_string();
+        self.info = format!("{} {}", shown(&name, 100), shown(&version, 40));
     }
 
     fn set_stateless(&mut self, on: bool) {

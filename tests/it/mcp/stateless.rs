@@ -93,9 +93,22 @@ fn assert_stateless(lines: &[Value]) {
 }
 
 fn stdio_home(p: P, python: &Path, script: &Path, record: &Path) -> Home {
+    stdio_home_with(p, python, script, record, "", "")
+}
+
+/// [`stdio_home`] with `env` more pairs of its environment (each
+/// `, KEY = "value"`) and `extra` keys in the server's table.
+fn stdio_home_with(
+    p: P,
+    python: &Path,
+    script: &Path,
+    record: &Path,
+    env: &str,
+    extra: &str,
+) -> Home {
     let home = Home::new();
     home.config(&format!(
-        "[[mcp_servers]]\nname = \"st\"\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nenv = {{ AXE_TEST_RECORD = {:?} }}\n",
+        "[[mcp_servers]]\nname = \"st\"\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nenv = {{ AXE_TEST_RECORD = {:?}{env} }}\n{extra}\n",
         python.display().to_string(),
         script.display().to_string(),
         record.display().to_string()
@@ -155,6 +168,47 @@ fn an_input_required_result_is_an_error_naming_what_the_server_wanted() {
         stderr(&out).contains("[tool] st__confirm"),
         "{}",
         stderr(&out)
+    );
+}
+
+#[test]
+fn a_stateless_server_slow_to_start_is_probed_again_when_it_refuses_initialize() {
+    // Its `timeout` of 1 s bounds the probe; it starts after 3 s, answers
+    // the probe (too late: dropped), then refuses `initialize` with
+    // -32022 as a server of the stateless era does.
+    let Some((python, script)) = sdk2() else {
+        return;
+    };
+    let p = P::OpenAi;
+    let dir = TempDir::new("stateless");
+    let record = dir.path().join("record.jsonl");
+    let home = stdio_home_with(
+        p,
+        &python,
+        &script,
+        &record,
+        ", AXE_TEST_SLOW_START = \"3\"",
+        "timeout = 1",
+    );
+    let (out, results) = run(&home, p, &[("c1", "st__echo", json!({"message": "late"}))]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(results[0].starts_with("Echo: late\n"), "{results:?}");
+    // The SDK refuses `initialize` on a connection the probe made
+    // stateless before its middleware (the record) sees it.
+    let ms = methods(&recorded(&record));
+    assert_eq!(
+        ms,
+        [
+            "server/discover",
+            "server/discover",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("[mcp] \"st\" dropped: a response to no request waiting (id 1)"),
+        "{err}"
     );
 }
 

@@ -7,6 +7,9 @@ whose result is `input_required` (an elicitation axe cannot answer).
 
     stateless_server.py stdio
     stateless_server.py http PORT      (streamable HTTP at /mcp)
+
+With $AXE_TEST_SLOW_START (seconds), it sleeps that long before it reads
+its first message (a server slow to start).
 """
 
 import json
@@ -81,6 +84,9 @@ def headers_recorded(app):
 
 
 if sys.argv[1] == "stdio":
+    import time
+
+    time.sleep(float(os.environ.get("AXE_TEST_SLOW_START", "0")))
     mcp.run("stdio")
 else:
     import uvicorn
