@@ -1,5 +1,5 @@
 //! One MCP server, connected (design §9.2): probed with `server/discover`
-//! once (design §9.8); a server of the stateless revision is spoken to in
+//! once (design §9.7); a server of the stateless revision is spoken to in
 //! it from then on (the envelope on every request, no handshake), any
 //! other gets `initialize` with the protocol version negotiated and
 //! `notifications/initialized`. Then its tools listed (every

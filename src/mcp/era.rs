@@ -1,4 +1,4 @@
-//! The protocol's two eras (design §9.8): the handshake (`initialize`, up
+//! The protocol's two eras (design §9.7): the handshake (`initialize`, up
 //! to 2025-11-25) and the stateless revision 2026-07-28, in which there is
 //! no handshake and no session, every request carries its protocol version
 //! and the client's capabilities in `_meta`, and a result says its kind in

@@ -5,7 +5,7 @@
 //! the older transport's stream is ([`read_events`]). The session id the
 //! server gives at `initialize` goes on every later request; stopping ends
 //! the session with a DELETE. A server of the stateless revision (design
-//! §9.8) has no session: each POST names its method and the tool it calls
+//! §9.7) has no session: each POST names its method and the tool it calls
 //! in `Mcp-Method` and `Mcp-Name`, and a call past its deadline is
 //! cancelled by closing its POST (that wire has no notifications from
 //! the client). No thread of its own: each caller reads its

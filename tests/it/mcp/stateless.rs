@@ -1,4 +1,4 @@
-//! The client in the stateless revision 2026-07-28 (design §9.8), through
+//! The client in the stateless revision 2026-07-28 (design §9.7), through
 //! the binary: against the official Python SDK 2.x's server refusing the
 //! handshake (tests/it/mcp/stateless_server.py, installed by
 //! scripts/mcp_servers.sh into target/mcp/venv2), over stdio and streamable
