@@ -106,6 +106,11 @@ impl Http {
                     )))
                 })
             });
+        // A JSON-RPC error the refusal carried says more than its status.
+        let got = match got {
+            Err(f @ Failure::Refused(..)) => waiter.try_take().unwrap_or(Err(f)),
+            other => other,
+        };
         self.pending.close(waiter.id);
         if matches!(got, Err(Failure::Timeout)) && cancel && !self.is_stateless() {
             // A second, as the older SSE gives it (`rpc::call`): the call
@@ -204,6 +209,9 @@ impl Http {
                 format!("HTTP {status}")
             };
             let why = format!("MCP server \"{}\": {why}", self.name);
+            if routing.is_some() && (400..500).contains(&status) {
+                self.refusal(resp, deadline);
+            }
             return Err(if (400..500).contains(&status) {
                 Failure::Refused(status, why)
             } else {
@@ -214,6 +222,26 @@ impl Http {
             *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(id);
         }
         Ok(resp)
+    }
+
+    /// The body of a 4xx in the stateless era, which maps a request's
+    /// JSON-RPC error to an HTTP status (-32602 is 400, -32601 404) and
+    /// carries the error: read when it is JSON, 64 KiB at most, and the
+    /// error handed to its waiter.
+    fn refusal(&self, resp: ureq::http::Response<ureq::Body>, deadline: Instant) {
+        let kind = header(&resp, "content-type").unwrap_or_default();
+        if !kind.starts_with("application/json") {
+            return;
+        }
+        let mut body = Vec::new();
+        let read = resp
+            .into_body()
+            .into_reader()
+            .take(64 << 10)
+            .read_to_end(&mut body);
+        if read.is_ok() {
+            let _ = self.take(&body, deadline);
+        }
     }
 
     /// Reads a POST's answer, JSON or a stream of events, handing each

@@ -270,18 +270,24 @@ fn a_stateless_sdk_server_over_http_gets_the_routing_headers_and_no_session() {
         &[
             ("c1", "st__echo", json!({"message": "one"})),
             ("c2", "st__confirm", json!({"action": "two"})),
+            ("c3", "st__strict", json!({"n": 3})),
         ],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(results[0].starts_with("Echo: one\n"), "{results:?}");
     assert!(results[1].contains("elicitation/create"), "{results:?}");
+    // The 400 the server maps -32602 to, read for the error it carries.
+    assert_eq!(
+        results[2],
+        "Error: MCP tool \"strict\" on server \"st\" failed - the server answered with error -32602: strict takes no such arguments"
+    );
     let lines = recorded(&record);
     assert_stateless(&lines);
     let posts: Vec<&Value> = lines.iter().filter(|l| l["http"] == "POST").collect();
-    // One POST a request: the probe, the listing, the two calls; nothing else
-    // (no notification, no session ended with a DELETE).
-    assert_eq!(posts.len(), 4, "{lines:?}");
-    assert_eq!(lines.iter().filter(|l| l["http"].is_string()).count(), 4);
+    // One POST a request: the probe, the listing, the three calls; nothing
+    // else (no notification, no session ended with a DELETE).
+    assert_eq!(posts.len(), 5, "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l["http"].is_string()).count(), 5);
     for h in &posts {
         let h = &h["headers"];
         assert_eq!(h["mcp-protocol-version"], "2026-07-28", "{h}");
@@ -303,7 +309,8 @@ fn a_stateless_sdk_server_over_http_gets_the_routing_headers_and_no_session() {
         calls,
         [
             (json!("tools/call"), json!("confirm")),
-            (json!("tools/call"), json!("echo"))
+            (json!("tools/call"), json!("echo")),
+            (json!("tools/call"), json!("strict"))
         ]
     );
 }

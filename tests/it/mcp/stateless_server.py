@@ -3,7 +3,8 @@ that speaks only the stateless revision 2026-07-28: `initialize` is refused
 with -32022 naming that one version. It records what it receives, a JSON
 line each, to the file $AXE_TEST_RECORD: every request's method and `_meta`
 and, over HTTP, each POST's MCP headers. Its tools: `echo`, and `confirm`,
-whose result is `input_required` (an elicitation axe cannot answer).
+whose result is `input_required` (an elicitation axe cannot answer), and
+`strict`, refused with -32602 (over HTTP, a 400 carrying the error).
 
     stateless_server.py stdio
     stateless_server.py http PORT      (streamable HTTP at /mcp)
@@ -36,6 +37,8 @@ async def recorder(ctx, call_next):
             message="Unsupported protocol version: this server speaks only 2026-07-28",
             data={"supported": ["2026-07-28"], "requested": params.get("protocolVersion")},
         )
+    if ctx.method == "tools/call" and params.get("name") == "strict":
+        raise MCPError(code=-32602, message="strict takes no such arguments")
     if ctx.method == "tools/call" and params.get("name") == "confirm":
         return {
             "resultType": "input_required",
@@ -61,6 +64,12 @@ mcp = MCPServer("stateless-test", version="2.3.0-test", middleware=[recorder])
 def echo(message: str) -> str:
     """Echoes the message back."""
     return "Echo: " + message
+
+
+@mcp.tool()
+def strict(n: int) -> str:
+    """Refuses every call with invalid params (-32602, HTTP 400 over HTTP)."""
+    return "never reached"
 
 
 @mcp.tool()
