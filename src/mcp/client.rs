@@ -338,8 +338,23 @@ impl Server {
             Some(t) => deadline.min(Instant::now() + t),
             None => deadline,
         };
-        let params = json!({"name": name, "arguments": arguments});
-        match self.request("tools/call", params, deadline, true) {
+        let answer = match &self.conn {
+            Conn::Http(h) if self.stateless => {
+                let mirrored = self
+                    .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(|t| era::param_headers(&t.schema, &arguments))
+                    .unwrap_or_default();
+                let params = era::envelope(json!({"name": name, "arguments": arguments}));
+                h.request_with("tools/call", params, deadline, true, mirrored)
+            }
+            _ => {
+                let params = json!({"name": name, "arguments": arguments});
+                self.request("tools/call", params, deadline, true)
+            }
+        };
+        match answer {
             Ok(result) => match era::unanswerable(&result) {
                 None => super::result::outcome(&result),
                 Some(why) => Outcome {

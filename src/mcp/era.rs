@@ -165,6 +165,8 @@ pub fn unanswerable(result: &RawValue) -> Option<String> {
 pub struct Routing {
     pub method: String,
     pub name: Option<String>,
+    /// `Mcp-Param-*` ([`param_headers`]).
+    pub params: Vec<(String, String)>,
 }
 
 /// `Mcp-Method`, and `Mcp-Name` for the methods that name something
@@ -181,6 +183,59 @@ pub fn routing(method: &str, params: &Value) -> Routing {
     Routing {
         method: header_value(method),
         name,
+        params: Vec::new(),
+    }
+}
+
+/// The most levels of `properties` walked for `x-mcp-header`.
+const MAX_DEPTH: usize = 16;
+
+/// The `Mcp-Param-*` headers a `tools/call` mirrors from its `arguments`
+/// (2026-07-28, SEP-2243): for each property of the tool's `schema`
+/// reached from its root through `properties` alone whose `x-mcp-header`
+/// is a token, the argument at that place, when it is a string, a number
+/// or a boolean (`true`/`false`), encoded as [`routing`]'s values are. A
+/// server checks them against the arguments, and refuses a call without
+/// them.
+pub fn param_headers(schema: &Value, arguments: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    mirror(schema, Some(arguments), 0, &mut out);
+    out
+}
+
+fn mirror(schema: &Value, args: Option<&Value>, depth: usize, out: &mut Vec<(String, String)>) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    for (key, sub) in props {
+        let arg = args.and_then(|a| a.get(key));
+        if let Some(token) = sub.get("x-mcp-header").and_then(Value::as_str)
+            && is_token(token)
+            && let Some(value) = arg.and_then(rendered)
+        {
+            out.push((format!("mcp-param-{token}"), header_value(&value)));
+        }
+        mirror(sub, arg, depth + 1, out);
+    }
+}
+
+/// An RFC 9110 token: what a header's name may be made of.
+fn is_token(t: &str) -> bool {
+    !t.is_empty()
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// A scalar argument as its header carries it.
+fn rendered(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 
@@ -233,6 +288,31 @@ mod tests {
         assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
         assert_eq!(header_value(" x"), "=?base64?IHg=?=");
         assert_eq!(base64(b"ab"), "YWI=");
+    }
+
+    #[test]
+    fn arguments_are_mirrored_where_the_schema_says() {
+        let schema = json!({"properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "on": {"type": "boolean", "x-mcp-header": "bad token"},
+            "deep": {"properties": {"id": {"type": "string", "x-mcp-header": "Id"}}},
+        }});
+        let args = json!({"region": "eü", "n": 3, "on": true, "deep": {"id": "x"}});
+        let mut got = param_headers(&schema, &args);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("mcp-param-Id".to_string(), "x".to_string()),
+                ("mcp-param-N".to_string(), "3".to_string()),
+                (
+                    "mcp-param-Region".to_string(),
+                    "=?base64?ZcO8?=".to_string()
+                ),
+            ]
+        );
+        assert!(param_headers(&schema, &json!({})).is_empty());
     }
 
     #[test]

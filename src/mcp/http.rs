@@ -90,11 +90,25 @@ impl Http {
         deadline: Instant,
         cancel: bool,
     ) -> rpc::Answer {
+        self.request_with(method, params, deadline, cancel, Vec::new())
+    }
+
+    /// [`Http::request`] with a call's `Mcp-Param-*` headers (the
+    /// stateless era's).
+    pub fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+        cancel: bool,
+        param_headers: Vec<(String, String)>,
+    ) -> rpc::Answer {
         let waiter = self.pending.open()?;
         let body = rpc::request(waiter.id, method, &params);
-        let routing = self
-            .is_stateless()
-            .then(|| super::era::routing(method, &params));
+        let routing = self.is_stateless().then(|| super::era::Routing {
+            params: param_headers,
+            ..super::era::routing(method, &params)
+        });
         let got = self
             .post_routed(&body, deadline, method == "initialize", routing.as_ref())
             .and_then(|resp| {
@@ -193,6 +207,7 @@ impl Http {
             if let Some(name) = &r.name {
                 headers.push(("mcp-name", name));
             }
+            headers.extend(r.params.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
         let resp = send_json(&self.agent, &self.name, &self.url, &headers, body, deadline)?;
         let status = resp.status().as_u16();

@@ -271,6 +271,7 @@ fn a_stateless_sdk_server_over_http_gets_the_routing_headers_and_no_session() {
             ("c1", "st__echo", json!({"message": "one"})),
             ("c2", "st__confirm", json!({"action": "two"})),
             ("c3", "st__strict", json!({"n": 3})),
+            ("c4", "st__where", json!({"region": "Zürich"})),
         ],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -284,10 +285,19 @@ fn a_stateless_sdk_server_over_http_gets_the_routing_headers_and_no_session() {
     let lines = recorded(&record);
     assert_stateless(&lines);
     let posts: Vec<&Value> = lines.iter().filter(|l| l["http"] == "POST").collect();
-    // One POST a request: the probe, the listing, the three calls; nothing
+    // The argument its schema marks `x-mcp-header`, in its header: the
+    // server checks the two agree.
+    assert!(results[3].starts_with("in Zürich\n"), "{results:?}");
+    let region: Vec<&Value> = posts
+        .iter()
+        .map(|h| &h["headers"]["mcp-param-region"])
+        .filter(|v| !v.is_null())
+        .collect();
+    assert_eq!(region, [&json!("=?base64?WsO8cmljaA==?=")]);
+    // One POST a request: the probe, the listing, the four calls; nothing
     // else (no notification, no session ended with a DELETE).
-    assert_eq!(posts.len(), 5, "{lines:?}");
-    assert_eq!(lines.iter().filter(|l| l["http"].is_string()).count(), 5);
+    assert_eq!(posts.len(), 6, "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l["http"].is_string()).count(), 6);
     for h in &posts {
         let h = &h["headers"];
         assert_eq!(h["mcp-protocol-version"], "2026-07-28", "{h}");
@@ -310,7 +320,8 @@ fn a_stateless_sdk_server_over_http_gets_the_routing_headers_and_no_session() {
         [
             (json!("tools/call"), json!("confirm")),
             (json!("tools/call"), json!("echo")),
-            (json!("tools/call"), json!("strict"))
+            (json!("tools/call"), json!("strict")),
+            (json!("tools/call"), json!("where"))
         ]
     );
 }

@@ -4,7 +4,8 @@ with -32022 naming that one version. It records what it receives, a JSON
 line each, to the file $AXE_TEST_RECORD: every request's method and `_meta`
 and, over HTTP, each POST's MCP headers. Its tools: `echo`, and `confirm`,
 whose result is `input_required` (an elicitation axe cannot answer), and
-`strict`, refused with -32602 (over HTTP, a 400 carrying the error).
+`strict`, refused with -32602 (over HTTP, a 400 carrying the error), and
+`where`, whose `region` is mirrored in an `Mcp-Param-Region` header.
 
     stateless_server.py stdio
     stateless_server.py http PORT      (streamable HTTP at /mcp)
@@ -16,6 +17,9 @@ its first message (a server slow to start).
 import json
 import os
 import sys
+from typing import Annotated
+
+from pydantic import Field
 
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -64,6 +68,12 @@ mcp = MCPServer("stateless-test", version="2.3.0-test", middleware=[recorder])
 def echo(message: str) -> str:
     """Echoes the message back."""
     return "Echo: " + message
+
+
+@mcp.tool()
+def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    """Mirrors `region` in an Mcp-Param-Region header, which the server checks."""
+    return "in " + region
 
 
 @mcp.tool()
