@@ -3,6 +3,8 @@
 # pinned, from the package registries, what the tests need that a fresh
 # machine lacks, so that `make test` runs every test:
 #   the MCP reference servers   scripts/mcp_servers.sh  (npm and PyPI, target/mcp)
+#   the Python SDK 2.x's server scripts/mcp_servers.sh  (PyPI, target/mcp/venv2: mcp 2.3.0,
+#                               stateless 2026-07-28, beside the 1.26.0 pin above)
 #   the serve clients           scripts/serve_client.sh (PyPI and npm,
 #                               target/serve-client): openai for Python
 #                               and Node, llm, the Vercel AI SDK

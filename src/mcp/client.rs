@@ -1,5 +1,8 @@
-//! One MCP server, connected (design §9.2): `initialize` with the protocol
-//! version negotiated, `notifications/initialized`, its tools listed (every
+//! One MCP server, connected (design §9.2): probed with `server/discover`
+//! once (design §9.7); a server of the stateless revision is spoken to in
+//! it from then on (the envelope on every request, no handshake), any
+//! other gets `initialize` with the protocol version negotiated and
+//! `notifications/initialized`. Then its tools listed (every
 //! page, within the caps of `listing`), and `tools/call` with the result
 //! turned into the text a tool result carries (`result`). The transport
 //! (`stdio`, `http`, `sse`) only moves messages. What the server says of
@@ -12,6 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::config::{ServerConfig, Transport};
+use super::era::{self, Era};
 use super::listing::Listing;
 use super::rpc::{self, Failure, Log, shown, string};
 use super::{http, sse, stdio};
@@ -38,8 +42,11 @@ pub struct McpTool {
 pub struct Server {
     pub name: String,
     pub conn: Conn,
-    /// The protocol version agreed on.
+    /// The protocol version agreed on (2026-07-28: the stateless era).
     pub version: String,
+    /// It speaks the stateless revision: every request carries the
+    /// envelope.
+    pub stateless: bool,
     /// `serverInfo.name` and `.version`, as the server says, on one
     /// escaped line.
     pub info: String,
@@ -163,13 +170,14 @@ impl Server {
             name: config.name.clone(),
             conn,
             version: String::new(),
+            stateless: false,
             info: String::new(),
             tools: Vec::new(),
             warnings: Vec::new(),
             timeout: config.timeout,
         };
         let started = server
-            .initialize(deadline)
+            .connect(deadline)
             .and_then(|()| server.list(deadline));
         match started {
             Ok(listing) => {
@@ -182,6 +190,82 @@ impl Server {
                 Err(e)
             }
         }
+    }
+
+    /// The probe, then the era it shows: the stateless one taken as it
+    /// is, the handshake made. One round trip more than the handshake for
+    /// a server of that era, none for one of the stateless revision.
+    fn connect(&mut self, deadline: Instant) -> Result<(), String> {
+        // The older SSE transport (2024-11-05) is of the handshake era only.
+        if matches!(self.conn, Conn::Sse(_)) {
+            return self.initialize(deadline);
+        }
+        let answer = self.probe(deadline);
+        let timed_out = matches!(answer, Err(Failure::Timeout));
+        if timed_out && Instant::now() >= deadline {
+            return Err(format!("server/discover: {}", Failure::Timeout.describe()));
+        }
+        let era = era::verdict(answer).map_err(|f| format!("server/discover: {}", f.describe()))?;
+        if let Era::Stateless(info) = era {
+            self.adopt(info);
+            return Ok(());
+        }
+        self.set_stateless(false);
+        let refused = self.initialize(deadline);
+        // A server slow to start answers the probe after its wait, and is
+        // then of the stateless era: it refuses `initialize` with -32022
+        // (unsupported version). Probed once more, as the official SDKs
+        // do; it answers at once now.
+        if timed_out
+            && refused
+                .as_ref()
+                .is_err_and(|e| e.contains(era::UNSUPPORTED))
+        {
+            if let Ok(Era::Stateless(info)) = era::verdict(self.probe(deadline)) {
+                self.adopt(info);
+                return Ok(());
+            }
+            self.set_stateless(false);
+        }
+        refused
+    }
+
+    /// `server/discover`, in the stateless era's form, waited for
+    /// [`era::PROBE_WAIT`] at most, or the server's own `timeout` (which
+    /// bounds the probe as it does a call).
+    fn probe(&mut self, deadline: Instant) -> rpc::Answer {
+        self.set_stateless(true);
+        let wait = self
+            .timeout
+            .map_or(era::PROBE_WAIT, |t| t.min(era::PROBE_WAIT));
+        let until = deadline.min(Instant::now() + wait);
+        let params = era::envelope(json!({}));
+        self.conn.request("server/discover", params, until, false)
+    }
+
+    /// The stateless era, and what the server said of itself.
+    fn adopt(&mut self, info: Option<(String, String)>) {
+        let (name, version) = info.unwrap_or_else(|| ("?".into(), "?".into()));
+        self.version = era::STATELESS.to_string();
+        self.info = format!("{} {}", shown(&name, 100), shown(&version, 40));
+    }
+
+    fn set_stateless(&mut self, on: bool) {
+        self.stateless = on;
+        if let Conn::Http(h) = &self.conn {
+            h.set_stateless(on);
+        }
+    }
+
+    /// A request in the server's era: in the stateless one, with the
+    /// envelope.
+    fn request(&self, method: &str, params: Value, deadline: Instant, cancel: bool) -> rpc::Answer {
+        let params = if self.stateless {
+            era::envelope(params)
+        } else {
+            params
+        };
+        self.conn.request(method, params, deadline, cancel)
     }
 
     /// `initialize`, the version checked, then `notifications/initialized`.
@@ -233,7 +317,6 @@ impl Server {
                 None => json!({}),
             };
             let page = self
-                .conn
                 .request("tools/list", params, deadline, true)
                 .map_err(|f| format!("tools/list: {}", f.describe()))?;
             match listing
@@ -255,9 +338,33 @@ impl Server {
             Some(t) => deadline.min(Instant::now() + t),
             None => deadline,
         };
-        let params = json!({"name": name, "arguments": arguments});
-        match self.conn.request("tools/call", params, deadline, true) {
-            Ok(result) => super::result::outcome(&result),
+        let answer = match &self.conn {
+            Conn::Http(h) if self.stateless => {
+                let mirrored = self
+                    .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(|t| era::param_headers(&t.schema, &arguments))
+                    .unwrap_or_default();
+                let params = era::envelope(json!({"name": name, "arguments": arguments}));
+                h.request_with("tools/call", params, deadline, true, mirrored)
+            }
+            _ => {
+                let params = json!({"name": name, "arguments": arguments});
+                self.request("tools/call", params, deadline, true)
+            }
+        };
+        match answer {
+            Ok(result) => match era::unanswerable(&result) {
+                None => super::result::outcome(&result),
+                Some(why) => Outcome {
+                    text: format!(
+                        "Error: MCP tool \"{name}\" on server \"{}\" - {why}",
+                        self.name
+                    ),
+                    is_error: true,
+                },
+            },
             Err(Failure::Timeout) => Outcome {
                 text: format!(
                     "Error: MCP tool \"{name}\" on server \"{}\" did not answer before its deadline; the call was cancelled",

@@ -4,7 +4,11 @@
 //! logs first), read by the one SSE decoder (`provider::stream::sse`), as
 //! the older transport's stream is ([`read_events`]). The session id the
 //! server gives at `initialize` goes on every later request; stopping ends
-//! the session with a DELETE. No thread of its own: each caller reads its
+//! the session with a DELETE. A server of the stateless revision (design
+//! §9.7) has no session: each POST names its method and the tool it calls
+//! in `Mcp-Method` and `Mcp-Name`, and a call past its deadline is
+//! cancelled by closing its POST (that wire has no notifications from
+//! the client). No thread of its own: each caller reads its
 //! own answer, so calls run side by side.
 
 use std::io::Read;
@@ -33,6 +37,8 @@ pub struct Http {
     pending: Pending,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
+    /// The server speaks the stateless revision (or is being probed).
+    stateless: std::sync::atomic::AtomicBool,
     agent: ureq::Agent,
 }
 
@@ -51,6 +57,7 @@ impl Http {
             pending: Pending::default(),
             session: Mutex::new(None),
             version: Mutex::new(None),
+            stateless: std::sync::atomic::AtomicBool::new(false),
             agent: config.into(),
         }
     }
@@ -58,6 +65,20 @@ impl Http {
     /// The protocol version agreed on, sent on every later request.
     pub fn set_version(&self, version: &str) {
         *self.version.lock().unwrap_or_else(PoisonError::into_inner) = Some(version.to_string());
+    }
+
+    /// Speaks the stateless revision (`true`: its version header and the
+    /// routing headers on each request) or the handshake (`false`: the
+    /// version header once agreed).
+    pub fn set_stateless(&self, on: bool) {
+        use std::sync::atomic::Ordering;
+        self.stateless.store(on, Ordering::Relaxed);
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
+            on.then(|| super::era::STATELESS.to_string());
+    }
+
+    fn is_stateless(&self) -> bool {
+        self.stateless.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Sends a request and reads its answer until `deadline`; one still
@@ -69,10 +90,27 @@ impl Http {
         deadline: Instant,
         cancel: bool,
     ) -> rpc::Answer {
+        self.request_with(method, params, deadline, cancel, Vec::new())
+    }
+
+    /// [`Http::request`] with a call's `Mcp-Param-*` headers (the
+    /// stateless era's).
+    pub fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+        cancel: bool,
+        param_headers: Vec<(String, String)>,
+    ) -> rpc::Answer {
         let waiter = self.pending.open()?;
         let body = rpc::request(waiter.id, method, &params);
+        let routing = self.is_stateless().then(|| super::era::Routing {
+            params: param_headers,
+            ..super::era::routing(method, &params)
+        });
         let got = self
-            .post(&body, deadline, method == "initialize")
+            .post_routed(&body, deadline, method == "initialize", routing.as_ref())
             .and_then(|resp| {
                 self.read_answer(resp, deadline)?;
                 waiter.try_take().unwrap_or_else(|| {
@@ -82,8 +120,13 @@ impl Http {
                     )))
                 })
             });
+        // A JSON-RPC error the refusal carried says more than its status.
+        let got = match got {
+            Err(f @ Failure::Refused(..)) => waiter.try_take().unwrap_or(Err(f)),
+            other => other,
+        };
         self.pending.close(waiter.id);
-        if matches!(got, Err(Failure::Timeout)) && cancel {
+        if matches!(got, Err(Failure::Timeout)) && cancel && !self.is_stateless() {
             // A second, as the older SSE gives it (`rpc::call`): the call
             // is already past its deadline.
             let line = rpc::cancelled(waiter.id);
@@ -128,6 +171,18 @@ impl Http {
         deadline: Instant,
         initialize: bool,
     ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
+        self.post_routed(body, deadline, initialize, None)
+    }
+
+    /// [`Http::post`] with the stateless revision's routing headers, when
+    /// given.
+    fn post_routed(
+        &self,
+        body: &str,
+        deadline: Instant,
+        initialize: bool,
+        routing: Option<&super::era::Routing>,
+    ) -> Result<ureq::http::Response<ureq::Body>, Failure> {
         let session = self
             .session
             .lock()
@@ -147,6 +202,13 @@ impl Http {
         if let Some(v) = &version {
             headers.push(("mcp-protocol-version", v));
         }
+        if let Some(r) = routing {
+            headers.push(("mcp-method", &r.method));
+            if let Some(name) = &r.name {
+                headers.push(("mcp-name", name));
+            }
+            headers.extend(r.params.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
         let resp = send_json(&self.agent, &self.name, &self.url, &headers, body, deadline)?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
@@ -161,15 +223,40 @@ impl Http {
             } else {
                 format!("HTTP {status}")
             };
-            return Err(Failure::Broken(format!(
-                "MCP server \"{}\": {why}",
-                self.name
-            )));
+            let why = format!("MCP server \"{}\": {why}", self.name);
+            if routing.is_some() && (400..500).contains(&status) {
+                self.refusal(resp, deadline);
+            }
+            return Err(if (400..500).contains(&status) {
+                Failure::Refused(status, why)
+            } else {
+                Failure::Broken(why)
+            });
         }
         if initialize && let Some(id) = header(&resp, "mcp-session-id") {
             *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(id);
         }
         Ok(resp)
+    }
+
+    /// The body of a 4xx in the stateless era, which maps a request's
+    /// JSON-RPC error to an HTTP status (-32602 is 400, -32601 404) and
+    /// carries the error: read when it is JSON, 64 KiB at most, and the
+    /// error handed to its waiter.
+    fn refusal(&self, resp: ureq::http::Response<ureq::Body>, deadline: Instant) {
+        let kind = header(&resp, "content-type").unwrap_or_default();
+        if !kind.starts_with("application/json") {
+            return;
+        }
+        let mut body = Vec::new();
+        let read = resp
+            .into_body()
+            .into_reader()
+            .take(64 << 10)
+            .read_to_end(&mut body);
+        if read.is_ok() {
+            let _ = self.take(&body, deadline);
+        }
     }
 
     /// Reads a POST's answer, JSON or a stream of events, handing each

@@ -1,5 +1,5 @@
 //! MCP servers as tools (design §9): a blocking client of the Model
-//! Context Protocol — JSON-RPC 2.0 over a server's stdio (`stdio`, its
+//! Context Protocol, in either of its eras (`era`) — JSON-RPC 2.0 over a server's stdio (`stdio`, its
 //! input written by `pipe`), over streamable HTTP (`http`) or the older SSE
 //! (`sse`), the messages (`rpc`), the protocol's steps (`client`), a
 //! server's tools taken within caps (`listing`) and a call's result as text
@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod config;
+mod era;
 mod http;
 mod listing;
 mod pipe;

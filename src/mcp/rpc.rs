@@ -60,6 +60,10 @@ pub enum Failure {
     Timeout,
     /// The connection failed (the server exited, wrote garbage, ...).
     Broken(String),
+    /// An HTTP server refused the request with a 4xx status (which one,
+    /// and why in words): a server of the handshake era refuses so the
+    /// probe of the stateless one (`era`).
+    Refused(u16, String),
 }
 
 impl Failure {
@@ -67,7 +71,7 @@ impl Failure {
         match self {
             Failure::Rpc(code, msg) => format!("the server answered with error {code}: {msg}"),
             Failure::Timeout => "no answer before the deadline".into(),
-            Failure::Broken(why) => why.clone(),
+            Failure::Broken(why) | Failure::Refused(_, why) => why.clone(),
         }
     }
 }

@@ -250,6 +250,9 @@ for line in sys.stdin:
     if m["method"] == "initialize":
         send({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": "2025-06-18", "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "scripted", "version": "1"}}}}}})
         continue
+    if m["method"] == "server/discover":
+        send({{"jsonrpc": "2.0", "id": m["id"], "error": {{"code": -32601, "message": "Method not found"}}}})
+        continue
 {script}
 "#
     );

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-fn root() -> PathBuf {
+pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp")
 }
 
@@ -92,3 +92,4 @@ mod files;
 mod git;
 mod legacy_sse;
 mod run;
+mod stateless;

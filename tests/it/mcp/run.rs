@@ -294,6 +294,10 @@ class H(BaseHTTPRequestHandler):
             time.sleep(60)
         if "id" not in m:
             self.send_response(202); self.send_header("content-length", "0"); self.end_headers(); return
+        if method == "server/discover":
+            e = {"code": -32601, "message": "Method not found"}
+            self.answer("application/json", json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": e}).encode())
+            return
         if method == "initialize":
             r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}
         elif method == "tools/list":
