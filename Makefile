@@ -74,7 +74,9 @@ unit: deps
 ## and prompt-cache figures (the cached share of a 10-turn tool loop's input), the batch's
 ## (1,000 inputs, --jobs 32, beside xargs -P 32 of single runs), and axe serve's requests
 ## per second and added latency. The static build is
-## made first; if it cannot be, its column is left out
+## made first; if it cannot be, its column is left out. Last, the binary's
+## size by crate against the 6 MiB budget (scripts/sizes.py, from the
+## release code built with its symbols: `cargo build --profile sizes`)
 bench:
 	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
 	$(CARGO) bench --bench delegation
@@ -84,6 +86,9 @@ bench:
 	$(CARGO) bench --bench prompt_cache
 	$(CARGO) bench --bench batch
 	$(CARGO) bench --bench serve
+	AXE_KEEP_SYMBOLS=1 $(CARGO) build --profile sizes
+	python3 scripts/sizes.py target/sizes/axe target/release/axe \
+		target/x86_64-unknown-linux-musl/release/axe
 
 ## fuzz: every fuzzer in tests/fuzz/ (response bodies, streams, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a

@@ -113,7 +113,9 @@ fn main() {
         rows.push(row);
     }
 
-    let mut row = Row::new("binary size", "MiB", "<= 4");
+    // A budget, not a wall (D29): both binaries under 6 MiB with everything
+    // they do; `make bench` prints where the bytes go (scripts/sizes.py).
+    let mut row = Row::new("binary size (the budget)", "MiB", "<= 6");
     for bin in &bins {
         let size = std::fs::metadata(&bin.path).map_or(0, |m| m.len());
         row.push(
