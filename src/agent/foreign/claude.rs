@@ -1,0 +1,313 @@
+//! Claude Code's sub-agent files (`.claude/agents/<name>.md`, design
+//! §3.17): a YAML header between `---` lines, then the system prompt. The
+//! header's `name`, `description`, `tools`, `model` and `maxTurns` become
+//! axe's keys; any other key is named in one warning. axe offers only the
+//! tools a file names: without `tools`, none (Claude Code would offer all).
+
+use toml::{Table, Value};
+use yaml_rust2::parser::{Event, EventReceiver, Parser};
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::{Yaml, YamlLoader};
+
+use super::{Context, Imported};
+
+/// What `--dry-run` says of a file that names no tools.
+const NO_TOOLS: &str = "the file names no `tools`: axe offers it none \
+                        (Claude Code would offer every tool); list them in `tools` to give them";
+
+/// The file `text` of agent `id` as axe's keys, or why it cannot be read.
+pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, String> {
+    let (yaml, body) = split(text)?;
+    let header = header(yaml)?;
+    let mut out = Imported {
+        table: Table::new(),
+        warnings: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut unused = Vec::new();
+    let mut tools = None;
+    for (key, value) in &header {
+        let Some(key) = key.as_str() else {
+            return Err("the YAML header has a key that is not a string".into());
+        };
+        match key {
+            "name" => name(&mut out, id, value)?,
+            "description" => {
+                let d = scalar(value).ok_or("`description` must be a string")?;
+                out.table.insert("description".into(), Value::String(d));
+            }
+            "tools" => tools = Some(list(value).ok_or("`tools` must be a string or a list")?),
+            "model" => model(cx, &mut out, value)?,
+            "maxTurns" => {
+                let n = value.as_i64().ok_or("`maxTurns` must be an integer")?;
+                let mut budget = Table::new();
+                budget.insert("max_turns".into(), Value::Integer(n));
+                out.table.insert("budget".into(), Value::Table(budget));
+            }
+            other => unused.push(other.to_string()),
+        }
+    }
+    out.table
+        .entry("name")
+        .or_insert_with(|| Value::String(id.to_string()));
+    let body = body.trim();
+    if !body.is_empty() {
+        out.table
+            .insert("system_prompt".into(), Value::String(body.to_string()));
+    }
+    match tools {
+        Some(tools) => map_tools(cx, &mut out, &tools),
+        None => out.notes.push(NO_TOOLS.into()),
+    }
+    if !unused.is_empty() {
+        out.warnings
+            .push(format!("keys axe does not use: {}", unused.join(", ")));
+    }
+    Ok(out)
+}
+
+/// The header's text and the body: the file opens with a line `---` and the
+/// header ends at the next.
+fn split(text: &str) -> Result<(&str, &str), String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or("no YAML header: a Claude Code agent file opens with a line `---`")?;
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Ok((&rest[..at], &rest[at + line.len()..]));
+        }
+        at += line.len();
+    }
+    Err("the YAML header has no closing `---` line".into())
+}
+
+/// Whether a YAML text has an alias (`*name`).
+struct Aliases(bool);
+
+impl EventReceiver for Aliases {
+    fn on_event(&mut self, ev: Event) {
+        if matches!(ev, Event::Alias(_)) {
+            self.0 = true;
+        }
+    }
+}
+
+/// The header as a mapping; an empty header is an empty one. Aliases are
+/// refused before the tree is built: the loader copies what one names, so
+/// a few lines of them could stand for gigabytes.
+fn header(yaml: &str) -> Result<Hash, String> {
+    let bad = |e: yaml_rust2::ScanError| format!("the YAML header: {e}");
+    let mut aliases = Aliases(false);
+    Parser::new_from_str(yaml)
+        .load(&mut aliases, true)
+        .map_err(bad)?;
+    if aliases.0 {
+        return Err("the YAML header: aliases (*name) are not read".into());
+    }
+    let docs = YamlLoader::load_from_str(yaml).map_err(bad)?;
+    match docs.into_iter().next() {
+        None | Some(Yaml::Null) => Ok(Hash::new()),
+        Some(Yaml::Hash(h)) => Ok(h),
+        Some(_) => Err("the YAML header is not a mapping of keys to values".into()),
+    }
+}
+
+/// A scalar as text.
+fn scalar(v: &Yaml) -> Option<String> {
+    match v {
+        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
+        Yaml::Integer(n) => Some(n.to_string()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// `name`: the display name. The file's stem stays the agent's id, what
+/// `axe run` and `call_agent` call it by (design D9); a name that differs
+/// is warned of.
+fn name(out: &mut Imported, id: &str, value: &Yaml) -> Result<(), String> {
+    let name = scalar(value).ok_or("`name` must be a string")?;
+    if name.trim() != id {
+        out.warnings.push(format!(
+            "name {name:?} is not the file's name: axe calls the agent \"{id}\""
+        ));
+    }
+    out.table.insert("name".into(), Value::String(name));
+    Ok(())
+}
+
+/// `model`: `inherit` is axe's own inheritance (no model: the caller's);
+/// an alias (`sonnet`) as config.toml's `[aliases]` says; a Claude id as
+/// Anthropic's; `provider/model` as it is.
+fn model(cx: &Context, out: &mut Imported, value: &Yaml) -> Result<(), String> {
+    let model = scalar(value).ok_or("`model` must be a string")?;
+    let model = model.trim();
+    let resolved = if model == "inherit" || model.is_empty() {
+        return Ok(());
+    } else if let Some(m) = cx.global.alias(model) {
+        m
+    } else if model.starts_with("claude-") {
+        format!("anthropic/{model}")
+    } else {
+        model.to_string()
+    };
+    out.table.insert("model".into(), Value::String(resolved));
+    Ok(())
+}
+
+/// `tools` as names: a comma-separated string (commas inside `( )` are a
+/// tool's own: `Task(a, b)`) or a list.
+fn list(value: &Yaml) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    match value {
+        Yaml::Null => {}
+        Yaml::Array(items) => {
+            for item in items {
+                names.push(scalar(item)?);
+            }
+        }
+        other => {
+            let text = scalar(other)?;
+            let mut depth = 0usize;
+            let mut start = 0;
+            for (i, c) in text.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth = depth.saturating_sub(1),
+                    ',' if depth == 0 => {
+                        names.push(text[start..i].to_string());
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            names.push(text[start..].to_string());
+        }
+    }
+    Some(
+        names
+            .into_iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect(),
+    )
+}
+
+/// The built-in tool a Claude Code tool is, if axe has one.
+fn builtin(tool: &str) -> Option<&'static str> {
+    Some(match tool {
+        "Read" => "read_file",
+        "Write" => "write_file",
+        "Edit" | "MultiEdit" => "edit_file",
+        "Bash" => "run_command",
+        "Grep" => "search_files",
+        // Finding files by name: list_directory is what axe has; its
+        // search_files needs a pattern to look for in them.
+        "Glob" | "LS" => "list_directory",
+        "WebFetch" => "url_fetch",
+        "WebSearch" => "web_search",
+        _ => return None,
+    })
+}
+
+/// `tools` as axe's `tools`, `sub_agents` (`Task`/`Agent`: the agents it
+/// names, else every other Claude Code agent found), `mcp_servers` and
+/// `mcp_tools` (`mcp__server__tool`, a server config.toml names); what axe
+/// does not have is warned of and not offered.
+fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
+    let mut builtins: Vec<&str> = Vec::new();
+    let mut subs: Vec<String> = Vec::new();
+    let (mut servers, mut mcp_tools): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    let mut missing: Vec<String> = Vec::new();
+    for tool in tools {
+        let (head, args) = match tool.split_once('(') {
+            Some((h, a)) => (h.trim(), Some(a.trim_end_matches(')'))),
+            None => (tool.as_str(), None),
+        };
+        if matches!(head, "Task" | "Agent") {
+            match args {
+                Some(a) => subs.extend(a.split(',').map(|s| s.trim().to_string())),
+                None => subs.extend(cx.siblings.iter().cloned()),
+            }
+        } else if let (Some(b), None) = (builtin(head), args) {
+            // Glob and LS are one tool: offered once.
+            if !builtins.contains(&b) {
+                builtins.push(b);
+            }
+        } else if let Some((server, name)) = mcp(head).filter(|_| args.is_none()) {
+            if cx.global.mcp_servers.iter().any(|s| s.name == server) {
+                if !servers.iter().any(|s| s == server) {
+                    servers.push(server.to_string());
+                }
+                mcp_tools.push(format!("{server}__{name}"));
+            } else {
+                missing.push(format!(
+                    "{tool} (no MCP server \"{server}\" in config.toml)"
+                ));
+            }
+        } else {
+            missing.push(tool.clone());
+        }
+    }
+    subs.retain(|s| !s.is_empty());
+    subs.sort();
+    subs.dedup();
+    let strings = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
+    let t = &mut out.table;
+    t.insert(
+        "tools".into(),
+        strings(builtins.iter().map(|b| b.to_string()).collect()),
+    );
+    if !subs.is_empty() {
+        t.insert("sub_agents".into(), strings(subs));
+    }
+    if !servers.is_empty() {
+        t.insert("mcp_servers".into(), strings(servers));
+        t.insert("mcp_tools".into(), strings(mcp_tools));
+    }
+    if !missing.is_empty() {
+        out.warnings.push(format!(
+            "tools axe does not have, not offered: {}",
+            missing.join(", ")
+        ));
+    }
+}
+
+/// `mcp__server__tool` as its server and tool.
+fn mcp(tool: &str) -> Option<(&str, &str)> {
+    let (server, name) = tool.strip_prefix("mcp__")?.split_once("__")?;
+    (!server.is_empty() && !name.is_empty()).then_some((server, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_is_split_from_the_body() {
+        assert_eq!(
+            split("---\na: 1\n---\nbody\n").unwrap(),
+            ("a: 1\n", "body\n")
+        );
+        assert_eq!(split("---\r\n---\r\nx").unwrap(), ("", "x"));
+        assert!(split("no header").is_err());
+        assert!(split("---\na: 1\n").is_err());
+    }
+
+    #[test]
+    fn aliases_are_refused_before_they_are_copied() {
+        let bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n";
+        assert!(header(bomb).unwrap_err().contains("aliases"));
+        assert!(header("- 1\n").is_err());
+        assert!(header("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn tools_split_on_commas_outside_parentheses() {
+        let y = Yaml::String("Read, Task(a, b),Bash".into());
+        assert_eq!(list(&y).unwrap(), ["Read", "Task(a, b)", "Bash"]);
+    }
+}
