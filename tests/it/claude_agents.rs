@@ -210,6 +210,28 @@ fn an_agent_with_task_delegates_to_the_other_claude_agents() {
 }
 
 #[test]
+fn task_with_no_other_agent_is_warned_of_and_not_offered() {
+    let home = Home::new();
+    claude_agent(
+        home.dir.path(),
+        "alone",
+        "---\ntools: Read, Task\nmodel: openai/m\n---\nYou are alone.\n",
+    );
+    let out = home.run(&["run", "alone", "--dry-run", "-p", "x"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("--- Sub-Agents ---\n(none)\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("not offered: Task (no other agent to call)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn axes_own_agent_of_the_same_name_wins() {
     let home = Home::new();
     home.agent(
@@ -318,9 +340,14 @@ fn a_header_that_is_not_one_is_a_clear_error() {
         ("list", "---\n- a\n---\n", "not a mapping"),
         ("bomb", "---\na: &a [x, x]\nb: [*a, *a]\n---\n", "aliases"),
         (
-            "turns",
+            "many",
             "---\nmaxTurns: many\n---\n",
-            "`maxTurns` must be an integer",
+            "`maxTurns` must be a positive",
+        ),
+        (
+            "zero",
+            "---\nmaxTurns: 0\n---\n",
+            "`maxTurns` must be a positive",
         ),
     ] {
         claude_agent(home.dir.path(), name, text);

@@ -39,7 +39,10 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
             "tools" => tools = Some(list(value).ok_or("`tools` must be a string or a list")?),
             "model" => model(cx, &mut out, value)?,
             "maxTurns" => {
-                let n = value.as_i64().ok_or("`maxTurns` must be an integer")?;
+                let n = value
+                    .as_i64()
+                    .filter(|n| *n > 0)
+                    .ok_or("`maxTurns` must be a positive integer")?;
                 let mut budget = Table::new();
                 budget.insert("max_turns".into(), Value::Integer(n));
                 out.table.insert("budget".into(), Value::Table(budget));
@@ -228,9 +231,14 @@ fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
             None => (tool.as_str(), None),
         };
         if matches!(head, "Task" | "Agent") {
+            let before = subs.len();
             match args {
                 Some(a) => subs.extend(a.split(',').map(|s| s.trim().to_string())),
                 None => subs.extend(cx.siblings.iter().cloned()),
+            }
+            subs.retain(|s| !s.is_empty());
+            if subs.len() == before {
+                missing.push(format!("{tool} (no other agent to call)"));
             }
         } else if let (Some(b), None) = (builtin(head), args) {
             // Glob and LS are one tool: offered once.
@@ -252,7 +260,6 @@ fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
             missing.push(tool.clone());
         }
     }
-    subs.retain(|s| !s.is_empty());
     subs.sort();
     subs.dedup();
     let strings = |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
