@@ -1,7 +1,8 @@
 //! Agents: an agent file (`<config>/agents/<name>.toml`) loaded, checked and
 //! turned into an [`AgentConfig`] whose values are known to be valid, and
 //! the agents directory listed. The file's TOML shape and its validation
-//! are in `file`; the scaffold and the `agents show` view in `text`.
+//! are in `file`; other tools' files are turned into it in `foreign`; the
+//! scaffold and the `agents show` view in `text`.
 
 mod catalog;
 mod file;
