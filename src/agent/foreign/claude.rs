@@ -6,8 +6,7 @@
 
 use toml::{Table, Value};
 use yaml_rust2::parser::{Event, EventReceiver, Parser};
-use yaml_rust2::yaml::Hash;
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::scanner::TScalarStyle;
 
 use super::{Context, Imported};
 
@@ -26,10 +25,15 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
     };
     let mut unused = Vec::new();
     let mut tools = None;
+    let mut seen: Vec<&str> = Vec::new();
     for (key, value) in &header {
         let Some(key) = key.as_str() else {
             return Err("the YAML header has a key that is not a string".into());
         };
+        if seen.contains(&key) {
+            return Err(format!("the YAML header has `{key}` twice"));
+        }
+        seen.push(key);
         match key {
             "name" => name(&mut out, id, value)?,
             "description" => {
@@ -87,45 +91,113 @@ fn split(text: &str) -> Result<(&str, &str), String> {
     Err("the YAML header has no closing `---` line".into())
 }
 
-/// Whether a YAML text has an alias (`*name`).
-struct Aliases(bool);
+/// A YAML node, as much of one as the header needs: scalars stay text
+/// (a plain one may be read as a number or as null), mappings keep their
+/// order.
+#[derive(Debug, Clone, PartialEq)]
+enum Yaml {
+    Null,
+    /// Its text, and whether it was written plain (unquoted).
+    Scalar(String, bool),
+    List(Vec<Yaml>),
+    Map(Vec<(Yaml, Yaml)>),
+}
 
-impl EventReceiver for Aliases {
-    fn on_event(&mut self, ev: Event) {
-        if matches!(ev, Event::Alias(_)) {
-            self.0 = true;
+impl Yaml {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Yaml::Scalar(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A plain scalar that is an integer.
+    fn as_i64(&self) -> Option<i64> {
+        match self {
+            Yaml::Scalar(s, true) => s.parse().ok(),
+            _ => None,
         }
     }
 }
 
-/// The header as a mapping; an empty header is an empty one. Aliases are
-/// refused before the tree is built: the loader copies what one names, so
-/// a few lines of them could stand for gigabytes.
-fn header(yaml: &str) -> Result<Hash, String> {
-    let bad = |e: yaml_rust2::ScanError| format!("the YAML header: {e}");
-    let mut aliases = Aliases(false);
+/// An unfinished list or mapping (with the key waiting for its value).
+enum Open {
+    List(Vec<Yaml>),
+    Map(Vec<(Yaml, Yaml)>, Option<Yaml>),
+}
+
+/// The first document of a YAML text, built from the parser's events in
+/// one pass, without the tree of a full loader. An alias (`*name`) is
+/// refused, not copied: a few lines of them could stand for gigabytes.
+#[derive(Default)]
+struct Tree {
+    open: Vec<Open>,
+    root: Option<Yaml>,
+    alias: bool,
+}
+
+impl Tree {
+    fn add(&mut self, node: Yaml) {
+        match self.open.last_mut() {
+            None => {
+                self.root.get_or_insert(node);
+            }
+            Some(Open::List(items)) => items.push(node),
+            Some(Open::Map(pairs, key)) => match key.take() {
+                None => *key = Some(node),
+                Some(k) => pairs.push((k, node)),
+            },
+        }
+    }
+}
+
+impl EventReceiver for Tree {
+    fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Scalar(text, style, ..) => {
+                let plain = style == TScalarStyle::Plain;
+                let null = plain && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL");
+                self.add(if null {
+                    Yaml::Null
+                } else {
+                    Yaml::Scalar(text, plain)
+                });
+            }
+            Event::SequenceStart(..) => self.open.push(Open::List(Vec::new())),
+            Event::MappingStart(..) => self.open.push(Open::Map(Vec::new(), None)),
+            Event::SequenceEnd | Event::MappingEnd => {
+                let node = match self.open.pop() {
+                    Some(Open::List(items)) => Yaml::List(items),
+                    Some(Open::Map(pairs, _)) => Yaml::Map(pairs),
+                    None => return,
+                };
+                self.add(node);
+            }
+            Event::Alias(_) => self.alias = true,
+            _ => {}
+        }
+    }
+}
+
+/// The header as a mapping; an empty header is an empty one.
+fn header(yaml: &str) -> Result<Vec<(Yaml, Yaml)>, String> {
+    let mut tree = Tree::default();
     Parser::new_from_str(yaml)
-        .load(&mut aliases, true)
-        .map_err(bad)?;
-    if aliases.0 {
+        .load(&mut tree, false)
+        .map_err(|e| format!("the YAML header: {e}"))?;
+    if tree.alias {
         return Err("the YAML header: aliases (*name) are not read".into());
     }
-    let docs = YamlLoader::load_from_str(yaml).map_err(bad)?;
-    match docs.into_iter().next() {
-        None | Some(Yaml::Null) => Ok(Hash::new()),
-        Some(Yaml::Hash(h)) => Ok(h),
+    match tree.root {
+        None | Some(Yaml::Null) => Ok(Vec::new()),
+        Some(Yaml::Map(pairs)) => Ok(pairs),
         Some(_) => Err("the YAML header is not a mapping of keys to values".into()),
     }
 }
 
 /// A scalar as text.
 fn scalar(v: &Yaml) -> Option<String> {
-    match v {
-        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
-        Yaml::Integer(n) => Some(n.to_string()),
-        Yaml::Boolean(b) => Some(b.to_string()),
-        _ => None,
-    }
+    v.as_str().map(str::to_string)
 }
 
 /// `name`: the display name. The file's stem stays the agent's id, what
@@ -167,7 +239,7 @@ fn list(value: &Yaml) -> Option<Vec<String>> {
     let mut names = Vec::new();
     match value {
         Yaml::Null => {}
-        Yaml::Array(items) => {
+        Yaml::List(items) => {
             for item in items {
                 names.push(scalar(item)?);
             }
@@ -310,11 +382,30 @@ mod tests {
         assert!(header(bomb).unwrap_err().contains("aliases"));
         assert!(header("- 1\n").is_err());
         assert!(header("").unwrap().is_empty());
+        let h = header("a: 1\nb: '2'\nc:\nd: [x, {e: f}]\n").unwrap();
+        let text = |s: &str, plain| Yaml::Scalar(s.into(), plain);
+        assert_eq!(
+            h,
+            [
+                (text("a", true), text("1", true)),
+                (text("b", true), text("2", false)),
+                (text("c", true), Yaml::Null),
+                (
+                    text("d", true),
+                    Yaml::List(vec![
+                        text("x", true),
+                        Yaml::Map(vec![(text("e", true), text("f", true))])
+                    ])
+                ),
+            ]
+        );
+        assert_eq!(h[0].1.as_i64(), Some(1));
+        assert_eq!(h[1].1.as_i64(), None);
     }
 
     #[test]
     fn tools_split_on_commas_outside_parentheses() {
-        let y = Yaml::String("Read, Task(a, b),Bash".into());
+        let y = Yaml::Scalar("Read, Task(a, b),Bash".into(), true);
         assert_eq!(list(&y).unwrap(), ["Read", "Task(a, b)", "Bash"]);
     }
 }
