@@ -20,7 +20,8 @@ pub mod paths;
 // `config.toml` and the one TOML reader: keys, base URLs, retries.
 pub mod config;
 
-// An agent file loaded and validated; the agents of a run read once.
+// An agent file loaded and validated (axe's, or another tool's turned into
+// axe's); the agents of a run read once.
 pub mod agent;
 
 // From an agent and a run's overrides to what is sent: model, workdir,

@@ -20,18 +20,54 @@ pub fn data_dir() -> Result<PathBuf, Error> {
 }
 
 /// Where agent files are looked for, in order (design §3.16): the first
-/// directory that has `<name>.toml` holds the agent. The last is the
-/// config directory's `agents`, where new files are made, unless a run
-/// left it out as untrusted (`agent::Catalog`, design §8.8): it stays the
-/// home, and is not searched.
+/// directory that has the agent's file (`<name>.toml`, or another tool's,
+/// per its [`Format`]) holds the agent. axe's own directories come first;
+/// the last of them is the config directory's `agents`, where new files
+/// are made, unless a run left it out as untrusted (`agent::Catalog`,
+/// design §8.8): it stays the home, and is not searched. Other tools'
+/// directories follow (design §3.17).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentDirs {
     dirs: Vec<PathBuf>,
+    /// The format of each of `dirs`, in the same order.
+    formats: Vec<Format>,
     home: PathBuf,
+}
+
+/// The format of the agent files of a directory on the search path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// axe's own: `<name>.toml`.
+    Axe,
+    /// Claude Code's sub-agents: `<name>.md`, a YAML header and a prompt
+    /// (design §3.17).
+    Claude,
+}
+
+impl Format {
+    /// The extension of its files.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Axe => "toml",
+            Format::Claude => "md",
+        }
+    }
+
+    /// The tool whose format it is, as `agents list` says it; none for
+    /// axe's own.
+    pub fn tool(self) -> Option<&'static str> {
+        match self {
+            Format::Axe => None,
+            Format::Claude => Some("Claude Code"),
+        }
+    }
 }
 
 /// `axe/agents` beside the work: searched from the current directory.
 pub const LOCAL_AGENTS: &str = "axe/agents";
+
+/// Claude Code's agent directory, in a project and in the home directory.
+pub const CLAUDE_AGENTS: &str = ".claude/agents";
 
 impl AgentDirs {
     /// `--agents-dir` when given (it must be a directory), then
@@ -59,11 +95,22 @@ impl AgentDirs {
         if !dirs.contains(&home) {
             dirs.push(home.clone());
         }
+        let mut formats = vec![Format::Axe; dirs.len()];
+        for dir in claude_dirs(&cwd) {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+                formats.push(Format::Claude);
+            }
+        }
         SEARCHED
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(dirs.iter().cloned());
-        Ok(AgentDirs { dirs, home })
+        Ok(AgentDirs {
+            dirs,
+            formats,
+            home,
+        })
     }
 
     /// `<config_dir>/agents` alone.
@@ -71,23 +118,51 @@ impl AgentDirs {
         let home = config_dir.join("agents");
         AgentDirs {
             dirs: vec![home.clone()],
+            formats: vec![Format::Axe],
             home,
         }
     }
 
-    /// `dirs`, the last the home: for tests.
+    /// `dirs`, the last the home, all axe's own: for tests.
     #[cfg(test)]
     pub fn of(dirs: Vec<PathBuf>) -> AgentDirs {
         let home = dirs.last().cloned().unwrap_or_default();
-        AgentDirs { dirs, home }
+        let formats = vec![Format::Axe; dirs.len()];
+        AgentDirs {
+            dirs,
+            formats,
+            home,
+        }
     }
 
     /// This search path without `dir`.
     pub fn without(&self, dir: &Path) -> AgentDirs {
+        let (dirs, formats) = self
+            .entries()
+            .filter(|(d, _)| *d != dir)
+            .map(|(d, f)| (d.to_path_buf(), f))
+            .unzip();
         AgentDirs {
-            dirs: self.dirs.iter().filter(|d| *d != dir).cloned().collect(),
+            dirs,
+            formats,
             home: self.home.clone(),
         }
+    }
+
+    /// The directories in search order, each with its format.
+    pub fn entries(&self) -> impl Iterator<Item = (&Path, Format)> {
+        self.dirs
+            .iter()
+            .map(PathBuf::as_path)
+            .zip(self.formats.iter().copied())
+    }
+
+    /// The format of the files of `dir`: axe's for a directory not on the
+    /// path.
+    pub fn format_of(&self, dir: &Path) -> Format {
+        self.entries()
+            .find(|(d, _)| *d == dir)
+            .map_or(Format::Axe, |(_, f)| f)
     }
 
     /// The directories, in search order.
@@ -114,14 +189,43 @@ impl AgentDirs {
     /// falling through), none if no directory has one. The name is checked
     /// first, as for [`AgentDirs::file`].
     pub fn find(&self, name: &str) -> Result<Option<PathBuf>, Error> {
-        check_agent_name(name)?;
-        let file = format!("{name}.toml");
-        Ok(self
-            .dirs
-            .iter()
-            .map(|d| d.join(&file))
-            .find(|p| std::fs::symlink_metadata(p).is_ok()))
+        Ok(self.locate(name)?.map(|(path, _)| path))
     }
+
+    /// [`AgentDirs::find`], with the format of the file found.
+    pub fn locate(&self, name: &str) -> Result<Option<(PathBuf, Format)>, Error> {
+        check_agent_name(name)?;
+        Ok(self
+            .entries()
+            .map(|(d, f)| (d.join(format!("{name}.{}", f.extension())), f))
+            .find(|(p, _)| std::fs::symlink_metadata(p).is_ok()))
+    }
+}
+
+/// Claude Code's agent directories that exist, in search order (design
+/// §3.17): `.claude/agents` in the current directory and each parent up to
+/// the repository's root (the first holding `.git`), nearest first, or in
+/// the current directory alone outside a repository; then the home
+/// directory's.
+fn claude_dirs(cwd: &Path) -> Vec<PathBuf> {
+    let root = cwd.ancestors().find(|d| d.join(".git").exists());
+    let project: Vec<&Path> = match root {
+        Some(root) => cwd
+            .ancestors()
+            .take_while(|d| *d != root)
+            .chain([root])
+            .collect(),
+        None => vec![cwd],
+    };
+    let mut dirs: Vec<PathBuf> = project.iter().map(|d| d.join(CLAUDE_AGENTS)).collect();
+    dirs.extend(home_dir().map(|h| h.join(CLAUDE_AGENTS)));
+    let mut out: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        if d.is_dir() && !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
 }
 
 /// axe's own directories, which no tool of an agent may write (design

@@ -1,10 +1,12 @@
 //! Agents: an agent file (`<config>/agents/<name>.toml`) loaded, checked and
 //! turned into an [`AgentConfig`] whose values are known to be valid, and
 //! the agents directory listed. The file's TOML shape and its validation
-//! are in `file`; the scaffold and the `agents show` view in `text`.
+//! are in `file`; other tools' files are turned into it in `foreign`; the
+//! scaffold and the `agents show` view in `text`.
 
 mod catalog;
 mod file;
+mod foreign;
 mod output;
 mod text;
 mod tools;
@@ -22,7 +24,7 @@ use crate::config::tomlfile;
 use crate::config::{GlobalConfig, RetrySettings};
 use crate::error::Error;
 use crate::paths;
-use crate::paths::AgentDirs;
+use crate::paths::{AgentDirs, Format};
 use crate::provider::ModelRef;
 use crate::sandbox::read;
 
@@ -68,6 +70,9 @@ pub struct Agent {
     pub config: AgentConfig,
     /// Unknown keys, for the caller to print.
     pub warnings: Vec<String>,
+    /// What `--dry-run` says of how the file was read: for another tool's
+    /// file, what axe does differently from that tool (design §3.17).
+    pub notes: Vec<String>,
 }
 
 /// An agent file's settings, validated: only [`parse`] makes one, so every
@@ -229,7 +234,7 @@ pub fn load(dirs: &AgentDirs, name: &str) -> Result<Agent, Error> {
         name: name.to_string(),
         searched: Vec::new(),
     };
-    let Some(path) = dirs.find(name)? else {
+    let Some((path, format)) = dirs.locate(name)? else {
         return Err(not_found());
     };
     let text = match read::config_text(&path) {
@@ -244,7 +249,10 @@ pub fn load(dirs: &AgentDirs, name: &str) -> Result<Agent, Error> {
             });
         }
     };
-    let mut agent = parse(name, &path, &text)?;
+    let mut agent = match format {
+        Format::Axe => parse(name, &path, &text)?,
+        _ => foreign::import(format, dirs, name, &path, &text)?,
+    };
     agent.warnings = agent
         .warnings
         .into_iter()
@@ -268,6 +276,7 @@ pub fn parse(id: &str, path: &Path, text: &str) -> Result<Agent, Error> {
         path: path.to_path_buf(),
         config,
         warnings,
+        notes: Vec::new(),
     })
 }
 
@@ -280,35 +289,45 @@ pub type Found = (String, PathBuf);
 pub fn list(dirs: &AgentDirs) -> Result<(Vec<Found>, Vec<String>), Error> {
     let mut found: Vec<Found> = Vec::new();
     let mut warnings = Vec::new();
-    for dir in dirs.dirs() {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(Error::Unreadable {
-                    path: dir.clone(),
-                    why: e.to_string(),
-                });
-            }
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let p = entry.path();
-            if !(p.extension().is_some_and(|x| x == "toml") && p.is_file()) {
-                continue;
-            }
-            let Some(id) = p.file_stem().and_then(|s| s.to_str()) else {
-                continue;
-            };
-            match paths::check_agent_name(id) {
-                Ok(()) if found.iter().any(|(f, _)| f == id) => {}
-                Ok(()) => found.push((id.to_string(), p.clone())),
-                Err(e) => warnings.push(format!("skipping {}/{id}.toml: {e}", dir.display())),
+    for (dir, format) in dirs.entries() {
+        let ext = format.extension();
+        for (id, p) in files_of(dir, ext)? {
+            match paths::check_agent_name(&id) {
+                Ok(()) if found.iter().any(|(f, _)| *f == id) => {}
+                Ok(()) => found.push((id, p)),
+                Err(e) => warnings.push(format!("skipping {}/{id}.{ext}: {e}", dir.display())),
             }
         }
     }
     found.sort();
     warnings.sort();
     Ok((found, warnings))
+}
+
+/// The files of `dir` ending in `.<ext>`, each with its stem: none when
+/// the directory does not exist.
+fn files_of(dir: &Path, ext: &str) -> Result<Vec<(String, PathBuf)>, Error> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(Error::Unreadable {
+                path: dir.to_path_buf(),
+                why: e.to_string(),
+            });
+        }
+    };
+    let mut out = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let p = entry.path();
+        if !(p.extension().is_some_and(|x| x == ext) && p.is_file()) {
+            continue;
+        }
+        if let Some(id) = p.file_stem().and_then(|s| s.to_str()) {
+            out.push((id.to_string(), p.clone()));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -43,7 +43,8 @@ fn agents(dirs: &AgentDirs) -> Result<Vec<(String, PathBuf)>, Error> {
 }
 
 /// `axe agents list`: "name - description", one line each, sorted; an
-/// agent found outside the config directory says where, `(in DIR)`.
+/// agent found outside the config directory says where, `(in DIR)`, and
+/// another tool's file whose, `(Claude Code, in DIR)` (design §3.17).
 fn list(dirs: &AgentDirs) -> Result<(), Error> {
     let mut out = String::new();
     for (id, path) in agents(dirs)? {
@@ -56,9 +57,12 @@ fn list(dirs: &AgentDirs) -> Result<(), Error> {
             }
         };
         out.push_str(&line);
-        match path.parent().filter(|d| *d != dirs.home()) {
-            Some(dir) => out.push_str(&format!("  (in {})\n", shown(dir))),
-            None => out.push('\n'),
+        let dir = path.parent().filter(|d| *d != dirs.home());
+        let tool = dir.and_then(|d| dirs.format_of(d).tool());
+        match (dir, tool) {
+            (Some(dir), Some(tool)) => out.push_str(&format!("  ({tool}, in {})\n", shown(dir))),
+            (Some(dir), None) => out.push_str(&format!("  (in {})\n", shown(dir))),
+            (None, _) => out.push('\n'),
         }
     }
     print_stdout(&out)

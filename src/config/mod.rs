@@ -37,7 +37,20 @@ pub struct GlobalConfig {
     /// the run may write them with its commands unconfined (design §8.8).
     #[serde(default)]
     pub trusted_agent_dirs: Vec<String>,
+    /// `[aliases]`: a short model name and the `provider/model` it stands
+    /// for, as an imported agent file writes its model (`sonnet`; design
+    /// §3.17). [`MODEL_ALIASES`] when not set here.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
 }
+
+/// The models Claude Code's aliases stand for when config.toml's
+/// `[aliases]` does not say (design §3.17).
+pub const MODEL_ALIASES: [(&str, &str); 3] = [
+    ("sonnet", "anthropic/claude-sonnet-4-5"),
+    ("opus", "anthropic/claude-opus-4-1"),
+    ("haiku", "anthropic/claude-haiku-4-5"),
+];
 
 /// A `[retry]` table, in `config.toml` or an agent file: each key that is
 /// set overrides the one below it (defaults, then `config.toml`, then the
@@ -141,6 +154,13 @@ const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 # [run_log]
 # enabled = true
 # max_bytes = 10485760
+
+# The models a Claude Code agent file's `model: sonnet` (opus, haiku) stands
+# for; these are the defaults.
+# [aliases]
+# sonnet = "anthropic/claude-sonnet-4-5"
+# opus = "anthropic/claude-opus-4-1"
+# haiku = "anthropic/claude-haiku-4-5"
 "#;
 
 /// The sample skill written by `axe config init`.
@@ -191,6 +211,17 @@ impl GlobalConfig {
     /// names and the presets (design §4.12).
     pub fn model_ref(&self, s: &str) -> Result<ModelRef, ModelError> {
         ModelRef::parse_with(s, &|name| self.kind_of(name))
+    }
+
+    /// The `provider/model` the alias `name` stands for: `[aliases]`, else
+    /// [`MODEL_ALIASES`]; none for a name that is no alias.
+    pub fn alias(&self, name: &str) -> Option<String> {
+        self.aliases.get(name).cloned().or_else(|| {
+            MODEL_ALIASES
+                .iter()
+                .find(|(a, _)| *a == name)
+                .map(|(_, m)| (*m).to_string())
+        })
     }
 
     /// The wire a `[providers.<name>]` table says `name` speaks.

@@ -87,6 +87,10 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
     if !c.mcp.is_empty() {
         s.push_str(&tools::mcp_section(&c.mcp));
     }
+    // Another tool's agent file: what axe does differently (design §3.17).
+    if !r.agent.notes.is_empty() {
+        s.push_str(&format!("\n--- Notes ---\n{}\n", r.agent.notes.join("\n")));
+    }
     if let Some(o) = &r.output_schema {
         let schema = serde_json::to_string_pretty(&o.schema).unwrap_or_default();
         s.push_str(&format!(

@@ -1,0 +1,82 @@
+//! Agent files of other tools (design §3.17): each format in a file of its
+//! own, which turns one file into axe's own agent file — a TOML table of
+//! axe's keys — with the warnings and notes of the import. The table is
+//! then validated as any agent file is, so the rest of axe never knows
+//! where an agent came from; only `agents list` says it, from the search
+//! path (`paths::Format`).
+
+mod claude;
+
+use std::path::Path;
+
+use super::{Agent, files_of};
+use crate::config::GlobalConfig;
+use crate::error::Error;
+use crate::paths::{self, AgentDirs, Format};
+
+/// A file of another tool as axe's agent file.
+struct Imported {
+    /// axe's keys, as an agent file would have them.
+    table: toml::Table,
+    /// Keys and tools of the file that axe does not use, one line each.
+    warnings: Vec<String>,
+    /// What axe does differently from the tool, for `--dry-run`.
+    notes: Vec<String>,
+}
+
+/// What an import may need beyond the file: config.toml (its model
+/// aliases, its MCP servers) and the other agents of the same format on
+/// the search path (Claude Code's `Task`).
+struct Context {
+    global: GlobalConfig,
+    /// The other agents of the format, sorted, the one read left out.
+    siblings: Vec<String>,
+}
+
+/// Agent `id` from `text`, the file at `path` in another tool's `format`.
+/// A file that cannot be read as its format names the file (exit 2).
+pub(super) fn import(
+    format: Format,
+    dirs: &AgentDirs,
+    id: &str,
+    path: &Path,
+    text: &str,
+) -> Result<Agent, Error> {
+    let invalid = |why: String| Error::InvalidAgentFile {
+        path: path.to_path_buf(),
+        why,
+    };
+    // config.toml is read by every command that runs an agent before it
+    // gets here; one that does not load is that command's to report.
+    let global = GlobalConfig::load().map(|(g, _)| g).unwrap_or_default();
+    let cx = Context {
+        global,
+        siblings: siblings(dirs, format, id)?,
+    };
+    let imported = match format {
+        Format::Claude => claude::read(&cx, id, text),
+        Format::Axe => return super::parse(id, path, text),
+    }
+    .map_err(invalid)?;
+    // As text, through the reader of axe's own files: deserializing the
+    // table in place built a second copy of that reader (+100 KiB, measured).
+    let mut agent = super::parse(id, path, &imported.table.to_string())?;
+    agent.warnings.extend(imported.warnings);
+    agent.notes = imported.notes;
+    Ok(agent)
+}
+
+/// Every agent of `format` on the search path but `id`, sorted, once each.
+fn siblings(dirs: &AgentDirs, format: Format, id: &str) -> Result<Vec<String>, Error> {
+    let mut names = Vec::new();
+    for (dir, f) in dirs.entries().filter(|(_, f)| *f == format) {
+        for (name, _) in files_of(dir, f.extension())? {
+            if name != id && paths::check_agent_name(&name).is_ok() {
+                names.push(name);
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
