@@ -203,11 +203,17 @@ impl Http {
         }
         let msg = match message::read(&body) {
             Parsed::Message(m) => m,
-            // The protocol answers what it cannot read.
-            _ => return self.answer(rq, &body, Route::plain()),
+            // The protocol answers what it cannot read, 400 whatever the
+            // era (the transport's "HTTP error status").
+            _ => return self.answer(rq, &body, Route::refused()),
         };
         let method = message::string(msg.method);
-        let id = msg.id.and_then(message::id);
+        let id = msg.id.filter(|i| i.get() != "null").map(message::id);
+        let id = match id {
+            Some(None) => return self.answer(rq, &body, Route::refused()),
+            Some(Some(id)) => Some(id),
+            None => None,
+        };
         let route = match (method.as_deref(), id) {
             (Some(m), Some(id)) => match self.route(&rq, m, id, msg.params) {
                 Ok(r) => r,
@@ -370,6 +376,14 @@ struct Route {
 }
 
 impl Route {
+    /// A message the protocol refuses (not JSON, not a message, a bad id).
+    fn refused() -> Route {
+        Route {
+            modern: true,
+            ..Route::plain()
+        }
+    }
+
     fn plain() -> Route {
         Route {
             scope: String::new(),

@@ -278,3 +278,28 @@ fn a_call_with_a_progress_token_is_answered_as_an_event_stream() {
     );
     assert_eq!(body(&r)["result"]["content"][0]["text"], "Hello.");
 }
+
+#[test]
+fn a_body_that_is_not_a_message_or_too_big_is_400_or_413() {
+    let home = home();
+    let fake = FakeServer::json(200, &openai_text("hi", 1, 1));
+    let server = start(&home, &fake, &[]);
+    for (bad, code) in [
+        ("{\"jsonrpc\": ", -32700),
+        ("[1, 2]", -32600),
+        (
+            r#"{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}"#,
+            -32600,
+        ),
+    ] {
+        let r = post(&server.addr, "/mcp", bad, "");
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+        assert_eq!(body(&r)["error"]["code"], code, "{bad}: {}", r.body);
+    }
+    // A body announced over 16 MiB is refused before it is read.
+    let big = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 17000000\r\n\r\n{\"a\":";
+    assert_eq!(raw(&server.addr, big.as_bytes()).status, 413);
+    // The server still serves.
+    let r = post(&server.addr, "/mcp", "{\"jsonrpc\": ", "");
+    assert_eq!(r.status, 400);
+}
