@@ -176,6 +176,16 @@ fn get_is_405_and_a_session_is_required_then_ended_by_delete() {
 }
 
 #[test]
+fn sigterm_stops_the_server() {
+    let home = home();
+    let fake = FakeServer::json(200, &openai_text("hi", 1, 1));
+    let mut server = start(&home, &fake, &[]);
+    server.signal(libc::SIGTERM);
+    let status = server.wait_exit(std::time::Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{}", server.log());
+}
+
+#[test]
 fn the_routing_headers_must_match_the_body() {
     let home = home();
     let fake = FakeServer::json(200, &openai_text("Hello.", 1, 1));

@@ -5,9 +5,11 @@
 //! lines, unknown methods, the revisions negotiated, busy, stdin's end.
 //! The SDK 2.x (target/mcp/venv2), both eras over stdio and streamable
 //! HTTP (`sdk2.rs`); raw HTTP requests (`http.rs`): the token, the
-//! Host/Origin rules, GET and DELETE, the routing headers.
+//! Host/Origin rules, GET and DELETE, the routing headers; the MCP
+//! Inspector's CLI (`inspector.rs`).
 
 mod http;
+mod inspector;
 mod raw;
 mod sdk;
 mod sdk2;
