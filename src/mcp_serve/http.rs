@@ -35,8 +35,9 @@ use crate::serve::{auth, conn};
 
 /// The one path served.
 pub const PATH: &str = "/mcp";
-/// The largest body taken, bytes (the longest stdio line).
-const MAX_BODY: usize = super::stdio::MAX_LINE;
+/// The largest body taken, bytes: `axe serve`'s default `--max-body`.
+/// Up to `--max-concurrent` + [`EXTRA`] bodies are held at once.
+const MAX_BODY: usize = 4 * 1024 * 1024;
 /// Requests answered at once beyond `--max-concurrent` (lists, pings,
 /// refusals: a busy server still says it is busy).
 const EXTRA: usize = 32;
@@ -191,7 +192,7 @@ impl Http {
     /// POST: one JSON-RPC message.
     fn post(&self, mut rq: Request) {
         if rq.body_length().is_some_and(|n| n > MAX_BODY) {
-            return self.now(rq, 413, "a body over 16 MiB", &[]);
+            return self.now(rq, 413, "a body over 4 MiB", &[]);
         }
         let mut body = Vec::new();
         let limit = u64::try_from(MAX_BODY).unwrap_or(u64::MAX) + 1;
@@ -199,7 +200,7 @@ impl Http {
             return self.now(rq, 400, "Bad Request: the body could not be read", &[]);
         }
         if body.len() > MAX_BODY {
-            return self.now(rq, 413, "a body over 16 MiB", &[]);
+            return self.now(rq, 413, "a body over 4 MiB", &[]);
         }
         let msg = match message::read(&body) {
             Parsed::Message(m) => m,

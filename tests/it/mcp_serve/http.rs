@@ -290,7 +290,7 @@ fn a_call_with_a_progress_token_is_answered_as_an_event_stream() {
 }
 
 #[test]
-fn a_body_that_is_not_a_message_or_too_big_is_400_or_413() {
+fn a_body_that_is_not_a_message_or_over_4_mib_is_400_or_413() {
     let home = home();
     let fake = FakeServer::json(200, &openai_text("hi", 1, 1));
     let server = start(&home, &fake, &[]);
@@ -306,9 +306,19 @@ fn a_body_that_is_not_a_message_or_too_big_is_400_or_413() {
         assert_eq!(r.status, 400, "{bad}: {}", r.body);
         assert_eq!(body(&r)["error"]["code"], code, "{bad}: {}", r.body);
     }
-    // A body announced over 16 MiB is refused before it is read.
-    let big = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 17000000\r\n\r\n{\"a\":";
+    // A body announced over 4 MiB is refused before it is read.
+    let big = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 4194305\r\n\r\n{\"a\":";
     assert_eq!(raw(&server.addr, big.as_bytes()).status, 413);
+    // One sent without its length (chunked) is cut at 4 MiB and refused.
+    let mut chunked = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+    let piece = vec![b' '; 1024 * 1024];
+    for _ in 0..5 {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(&piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    assert_eq!(raw(&server.addr, &chunked).status, 413);
     // The server still serves.
     let r = post(&server.addr, "/mcp", "{\"jsonrpc\": ", "");
     assert_eq!(r.status, 400);
