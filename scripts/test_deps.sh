@@ -11,6 +11,7 @@
 #   the vendors' SDK types      scripts/conformance_deps.sh (PyPI, target/conformance)
 #   the static build            scripts/static.sh (rustup's musl target,
 #                               Debian's musl-tools, a release build)
+#   the MCP Inspector           scripts/mcp_inspector.sh (npm, target/mcp/inspector)
 # Each keeps what is installed at its pinned version: a second run takes
 # seconds (the static build is cargo's incremental one: a minute or two
 # after a change to src/). First it checks the commands the tests run
@@ -65,6 +66,9 @@ step "the serve clients (scripts/serve_client.sh)" \
 step "the vendors' SDKs (scripts/conformance_deps.sh)" \
     "it needs python3 -m venv and PyPI's registry" \
     bash scripts/conformance_deps.sh
+step "the MCP Inspector (scripts/mcp_inspector.sh)" \
+    "it needs npm and npm's registry" \
+    bash scripts/mcp_inspector.sh
 step "the static build (scripts/static.sh)" \
     "it needs rustup (the musl target) and apt-get or musl-gcc (musl-tools)" \
     bash scripts/static.sh

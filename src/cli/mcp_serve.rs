@@ -1,24 +1,29 @@
 //! `axe mcp serve` (design §9.6): its command line, read into the server's
 //! settings; config.toml, the search path and the agent files loaded once
 //! (as `axe serve` loads them); then the server (`crate::mcp_serve`) until
-//! stdin ends.
+//! stdin ends, or, with `--listen`, until SIGTERM or SIGINT.
+
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use argh::FromArgs;
 
+use super::args::DEFAULT_IDLE_SECS;
 use super::load_global;
 use crate::error::Error;
 use crate::io::interrupt;
 use crate::mcp_serve::{self, Settings};
 use crate::paths::{self, AgentDirs};
-use crate::serve::AgentFiles;
+use crate::serve::{self, AgentFiles};
 
 /// Default `axe mcp serve --max-concurrent`.
 const DEFAULT_MAX_CONCURRENT: usize = 16;
 
 #[derive(FromArgs, Debug)]
 /// Serve agents as MCP tools over stdio, one tool per agent: JSON-RPC on
-/// stdin and stdout, everything else on stderr; ends when stdin does. For
-/// Claude Code: claude mcp add axe -- axe mcp serve
+/// stdin and stdout, everything else on stderr; ends when stdin does. With
+/// --listen, over streamable HTTP at /mcp instead. For Claude Code: claude
+/// mcp add axe -- axe mcp serve
 #[argh(subcommand, name = "serve")]
 #[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct McpServeCmd {
@@ -43,6 +48,14 @@ pub(super) struct McpServeCmd {
     /// leave no record of the calls' runs in the run log
     #[argh(switch)]
     pub(super) no_log: bool,
+    /// serve over streamable HTTP at http://ADDR/mcp instead of stdio
+    /// (a loopback address, like 127.0.0.1:8765; any other needs a token)
+    #[argh(option)]
+    pub(super) listen: Option<String>,
+    /// with --listen: the file holding the bearer token clients must
+    /// send (default: $AXE_SERVE_TOKEN; required off loopback)
+    #[argh(option)]
+    pub(super) token_file: Option<String>,
     /// look for agent files in DIR first (then ./axe/agents, then the
     /// config directory's agents/)
     #[argh(option)]
@@ -64,6 +77,21 @@ pub(super) fn main(cmd: McpServeCmd) -> Result<(), Error> {
     for a in &cmd.agent {
         paths::check_agent_name(a)?;
     }
+    let listen = match &cmd.listen {
+        None if cmd.token_file.is_some() => {
+            return Err(Error::general("--token-file is for --listen"));
+        }
+        None => None,
+        Some(l) => Some(l.parse::<SocketAddr>().map_err(|_| {
+            Error::general(format!(
+                "--listen {l:?}: expected an address and port, like 127.0.0.1:8765"
+            ))
+        })?),
+    };
+    let token = match &listen {
+        Some(addr) => serve::token(cmd.token_file.as_deref(), addr)?,
+        None => None,
+    };
     let global = load_global()?;
     let dirs = AgentDirs::search(cmd.agents_dir.as_deref())?;
     let cwd = std::env::current_dir()
@@ -76,6 +104,9 @@ pub(super) fn main(cmd: McpServeCmd) -> Result<(), Error> {
         max_tokens: cmd.max_tokens,
         retries: cmd.retries,
         run_log: !cmd.no_log,
+        listen,
+        token,
+        idle: Duration::from_secs(DEFAULT_IDLE_SECS),
     };
     mcp_serve::serve(settings, global, files, cwd)
 }

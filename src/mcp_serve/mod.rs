@@ -2,10 +2,12 @@
 //! agent, for the hosts that call MCP servers (Claude Code, Cursor, Claude
 //! Desktop, ...). Three layers, each blind to the one above it: the
 //! transport (`stdio`: one JSON-RPC message per line, stdout carrying only
-//! the protocol), the protocol's steps (`protocol`: the handshake, `ping`,
+//! the protocol; or `http`, streamable HTTP at `/mcp` with `--listen`,
+//! each request's answer `reply`'s), the protocol's steps (`protocol`: the handshake, `ping`,
 //! `tools/list`, `tools/call`, cancellation, every JSON-RPC error) and
 //! running an agent for a call (`call`: as `axe serve` runs one, with its
-//! cancel flag, deadline, budget, progress and run-log record). The tools
+//! cancel flag, deadline, budget, progress and run-log record); what the
+//! stateless revision 2026-07-28 changes `stateless`'s. The tools
 //! themselves, their input and output schemas, are `tools`'s; a message
 //! read as text, never as a whole tree, `message`'s.
 //!
@@ -13,14 +15,19 @@
 //! calls running now (for `--max-concurrent`, cancellation, and the end).
 
 mod call;
+mod http;
 mod message;
 mod protocol;
+mod reply;
+mod stateless;
 mod stdio;
 mod tools;
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -45,6 +52,12 @@ pub struct Settings {
     pub max_tokens: Option<u64>,
     pub retries: Option<u32>,
     pub run_log: bool,
+    /// `--listen`: streamable HTTP on this address, else stdio.
+    pub listen: Option<SocketAddr>,
+    /// The bearer token HTTP clients must send; none on loopback without one.
+    pub token: Option<String>,
+    /// How long an HTTP connection may send or take nothing.
+    pub idle: Duration,
 }
 
 /// Where the protocol's messages go: one whole message at a time, in the
@@ -99,6 +112,14 @@ impl Shared {
         self.lock().get(id).map(Cancel::cancel).is_some()
     }
 
+    /// Cancels every call whose key starts with `scope` (an HTTP
+    /// session ended).
+    fn cancel_scope(&self, scope: &str) {
+        for (_, c) in self.lock().iter().filter(|(k, _)| k.starts_with(scope)) {
+            c.cancel();
+        }
+    }
+
     /// Cancels every call running (the client went away).
     fn cancel_all(&self) {
         for c in self.lock().values() {
@@ -112,7 +133,8 @@ impl Shared {
 }
 
 /// Serves over stdin and stdout until stdin ends, then cancels the calls
-/// still running and waits for them.
+/// still running and waits for them; or, with `--listen`, over HTTP until
+/// SIGTERM or SIGINT.
 pub fn serve(
     settings: Settings,
     global: GlobalConfig,
@@ -121,11 +143,16 @@ pub fn serve(
 ) -> Result<(), Error> {
     let catalog = files.current();
     let tools = tools::Tools::of(&catalog, &global, &cwd);
-    crate::io::stderr::lines(format!(
-        "axe: mcp serve: {} tool(s) over stdio ({} calls at once)\n",
-        tools.len(),
-        settings.max_concurrent
-    ));
+    let http = settings
+        .listen
+        .map(|l| (l, settings.token.clone(), settings.idle));
+    if http.is_none() {
+        crate::io::stderr::lines(format!(
+            "axe: mcp serve: {} tool(s) over stdio ({} calls at once)\n",
+            tools.len(),
+            settings.max_concurrent
+        ));
+    }
     let shared = Arc::new(Shared {
         settings,
         global,
@@ -134,5 +161,8 @@ pub fn serve(
         tools,
         running: Mutex::new(HashMap::new()),
     });
-    stdio::serve(&shared)
+    match http {
+        Some((listen, token, idle)) => http::serve(shared, listen, token, idle),
+        None => stdio::serve(&shared),
+    }
 }

@@ -10,6 +10,11 @@
 //! an unknown tool or with malformed params. A call's arguments that do
 //! not match its input schema are -32602 up to 2025-06-18 and, from
 //! 2025-11-25, an error result the model can read and correct.
+//!
+//! A request carrying the stateless revision's envelope in its `_meta` is
+//! of that era (`stateless`): `server/discover`, `tools/list` and
+//! `tools/call` answered in its shapes, whatever came before on the same
+//! connection; any other is of the handshake era. Both eras on one server.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -19,6 +24,7 @@ use serde_json::{Value, json};
 
 use super::call::{self, Progress};
 use super::message::{self, Arguments, CallParams, CancelParams, InitParams, Meta, Read};
+use super::stateless::{self, Refusal};
 use super::tools::{Arguments as CallArgs, Tool};
 use super::{Out, Shared, VERSIONS};
 use crate::deadline::Cancel;
@@ -27,10 +33,23 @@ use crate::text::clip;
 /// A call's thread's stack: a run's top-level agent runs on it.
 const CALL_STACK: usize = 8 * 1024 * 1024;
 
+/// A call checked and about to run: its request id, its key in
+/// `Shared::running`, its cancel flag, and whether it is of the stateless
+/// revision.
+struct Call {
+    id: Value,
+    key: String,
+    cancel: Cancel,
+    modern: bool,
+}
+
 /// One client's session: the revision it agreed to and its calls' threads.
 pub struct Session {
     shared: Arc<Shared>,
     out: Arc<dyn Out>,
+    /// What the calls' keys in `Shared::running` start with: requests of
+    /// different HTTP sessions or POSTs may use the same ids.
+    scope: String,
     version: Mutex<&'static str>,
     calls: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -40,18 +59,44 @@ fn error(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
+/// A JSON-RPC error object with its `data`, when there is some.
+fn refusal(id: &Value, (code, message, data): Refusal) -> Value {
+    let mut e = error(id, code, &message);
+    if let Some(d) = data {
+        e["error"]["data"] = d;
+    }
+    e
+}
+
 fn answer(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 impl Session {
     pub fn new(shared: Arc<Shared>, out: Arc<dyn Out>) -> Session {
+        Session::scoped(shared, out, String::new(), VERSIONS[0])
+    }
+
+    /// A session whose calls' keys start with `scope`, of the handshake
+    /// era's `version` (an HTTP session's, agreed before).
+    pub fn scoped(
+        shared: Arc<Shared>,
+        out: Arc<dyn Out>,
+        scope: String,
+        version: &'static str,
+    ) -> Session {
         Session {
             shared,
             out,
-            version: Mutex::new(VERSIONS[0]),
+            scope,
+            version: Mutex::new(version),
             calls: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The revision of the handshake era agreed.
+    pub fn version(&self) -> &'static str {
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Handles one message, `bytes` as the transport read it.
@@ -91,11 +136,36 @@ impl Session {
     }
 
     fn request(&self, method: &str, id: &Value, params: Option<&RawValue>) {
+        match stateless::version(params) {
+            Some(Ok(_)) => return self.stateless(method, id, params),
+            Some(Err(why)) => return self.out.send(&refusal(id, why)),
+            None => {}
+        }
         let reply = match method {
             "initialize" => answer(id, self.initialize(params)),
             "ping" => answer(id, json!({})),
             "tools/list" => answer(id, self.shared.tools.list()),
-            "tools/call" => return self.call(id, params),
+            "tools/call" => return self.call(id, params, false),
+            "server/discover" => error(
+                id,
+                -32602,
+                "Invalid params: server/discover takes the 2026-07-28 envelope in _meta",
+            ),
+            other => error(
+                id,
+                -32601,
+                &format!("Method not found: {}", clip(other, 64, "…")),
+            ),
+        };
+        self.out.send(&reply);
+    }
+
+    /// A request of the stateless revision (its envelope checked).
+    fn stateless(&self, method: &str, id: &Value, params: Option<&RawValue>) {
+        let reply = match method {
+            "server/discover" => answer(id, stateless::discover()),
+            "tools/list" => answer(id, stateless::complete(self.shared.tools.list(), true)),
+            "tools/call" => return self.call(id, params, true),
             other => error(
                 id,
                 -32601,
@@ -128,14 +198,22 @@ impl Session {
             && let Some(p) = message::params::<CancelParams>(params)
             && let Some(id) = p.request_id.and_then(message::id)
         {
-            self.shared.cancel(&id.to_string());
+            self.shared.cancel(&format!("{}{id}", self.scope));
         }
         // `notifications/initialized` and the rest need nothing.
     }
 
     /// `tools/call`: checked here, run on a thread of its own, answered
     /// from it when the run ends (unless the client cancelled it).
-    fn call(&self, id: &Value, params: Option<&RawValue>) {
+    fn call(&self, id: &Value, params: Option<&RawValue>, modern: bool) {
+        let result = |r: Value| {
+            let r = if modern {
+                stateless::complete(r, false)
+            } else {
+                r
+            };
+            answer(id, r)
+        };
         let Some(params) = message::params::<CallParams>(params) else {
             return self
                 .out
@@ -155,28 +233,30 @@ impl Session {
         };
         let args = match tool.arguments(given.as_ref()) {
             Ok(a) => a,
-            Err(why) if self.validation_is_a_result() => {
+            Err(why) if modern || self.validation_is_a_result() => {
                 let r = call::error_result(&format!("invalid arguments: {why}"), json!({}));
-                return self.out.send(&answer(id, r));
+                return self.out.send(&result(r));
             }
             Err(why) => {
                 let why = format!("Invalid params: {why}");
                 return self.out.send(&error(id, -32602, &why));
             }
         };
-        let key = id.to_string();
+        let key = format!("{}{id}", self.scope);
         let cancel = match self.shared.begin(&key) {
             Ok(c) => c,
-            Err(why) => {
-                return self
-                    .out
-                    .send(&answer(id, call::error_result(&why, json!({}))));
-            }
+            Err(why) => return self.out.send(&result(call::error_result(&why, json!({})))),
         };
         let progress = message::params::<Meta>(params.meta)
             .and_then(|m| m.progress_token.and_then(message::id))
             .map(|t| Progress::new(t, self.out.clone()));
-        self.spawn(tool.clone(), args, id, key, cancel, progress);
+        let call = Call {
+            id: id.clone(),
+            key,
+            cancel,
+            modern,
+        };
+        self.spawn(tool.clone(), args, call, progress);
     }
 
     /// Whether arguments that do not match are an error result (from
@@ -185,17 +265,15 @@ impl Session {
         *self.version.lock().unwrap_or_else(PoisonError::into_inner) == VERSIONS[0]
     }
 
-    /// Runs the call `id` (`key`) on a thread of its own.
-    fn spawn(
-        &self,
-        tool: Tool,
-        args: CallArgs,
-        id: &Value,
-        key: String,
-        cancel: Cancel,
-        progress: Option<Arc<Progress>>,
-    ) {
+    /// Runs `call` on a thread of its own.
+    fn spawn(&self, tool: Tool, args: CallArgs, call: Call, progress: Option<Arc<Progress>>) {
         let (shared, out) = (self.shared.clone(), self.out.clone());
+        let Call {
+            id,
+            key,
+            cancel,
+            modern,
+        } = call;
         let (answered_id, running_key) = (id.clone(), key.clone());
         let spawned = std::thread::Builder::new()
             .name("axe-mcp-call".into())
@@ -211,6 +289,11 @@ impl Session {
                 // A call the client cancelled is not answered (the spec's
                 // SHOULD NOT); one cancelled because the client left cannot be.
                 if !cancel.is_set() {
+                    let result = if modern {
+                        stateless::complete(result, false)
+                    } else {
+                        result
+                    };
                     out.send(&answer(&answered_id, result));
                 }
             });
@@ -221,7 +304,7 @@ impl Session {
             Err(e) => {
                 self.shared.end(&running_key);
                 let r = call::error_result(&format!("axe: cannot start the call: {e}"), json!({}));
-                self.out.send(&answer(id, r));
+                self.out.send(&answer(&id, r));
             }
         }
     }

@@ -18,10 +18,10 @@
 
 mod admit;
 mod agents;
-mod auth;
+pub(crate) mod auth;
 mod chat;
 mod complete;
-mod conn;
+pub(crate) mod conn;
 mod handle;
 mod pipeline;
 mod reply;
@@ -223,7 +223,10 @@ pub fn serve(
             .spawn(move || worker(&rx, &shared))
             .map_err(|e| Error::general(format!("cannot start a worker: {e}")))?;
     }
-    tick(addr, shared.clone());
+    {
+        let shared = shared.clone();
+        tick(addr, shared.settings.idle / 4, move || shared.stopping());
+    }
     crate::io::stderr::lines(format!("axe: serving on http://{addr} ({max} at once)\n"));
     let failed = dispatch(&server, &shared, &tx, max);
     stop(&server, &shared);
@@ -236,8 +239,13 @@ pub fn serve(
 /// Keeps the listener's `accept` from waiting as long as its read timeout
 /// (which Linux applies to `accept` too, and tiny_http takes a failed
 /// `accept` as the end of the listener): a connection to itself, closed at
-/// once, every quarter of the idle limit.
-fn tick(addr: SocketAddr, shared: Arc<Shared>) {
+/// once, every `every` (a quarter of the idle limit) until `stopping`.
+/// `axe mcp serve --listen` listens the same way.
+pub(crate) fn tick(
+    addr: SocketAddr,
+    every: Duration,
+    stopping: impl Fn() -> bool + Send + 'static,
+) {
     let mut to = addr;
     if to.ip().is_unspecified() {
         to.set_ip(match to {
@@ -245,11 +253,10 @@ fn tick(addr: SocketAddr, shared: Arc<Shared>) {
             SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
         });
     }
-    let every = shared.settings.idle / 4;
     let _ = std::thread::Builder::new()
         .name("axe-serve-tick".into())
         .spawn(move || {
-            while !shared.stopping() {
+            while !stopping() {
                 std::thread::sleep(every);
                 let _ = std::net::TcpStream::connect_timeout(&to, every);
             }
@@ -259,7 +266,7 @@ fn tick(addr: SocketAddr, shared: Arc<Shared>) {
 /// A socket listening on `addr`, its read and write timeouts set to
 /// `idle`: Linux gives them to every connection it accepts, so a client
 /// that stalls its request or its answer is let go.
-fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
+pub(crate) fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
     let l = TcpListener::bind(addr)
         .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
     let tv = libc::timeval {

@@ -3,9 +3,16 @@
 //! target/mcp/venv by scripts/mcp_servers.sh, as the MCP client tests'
 //! servers are), and by raw JSON lines from here (`raw.rs`): malformed
 //! lines, unknown methods, the revisions negotiated, busy, stdin's end.
+//! The SDK 2.x (target/mcp/venv2), both eras over stdio and streamable
+//! HTTP (`sdk2.rs`); raw HTTP requests (`http.rs`): the token, the
+//! Host/Origin rules, GET and DELETE, the routing headers; the MCP
+//! Inspector's CLI (`inspector.rs`).
 
+mod http;
+mod inspector;
 mod raw;
 mod sdk;
+mod sdk2;
 
 use std::path::PathBuf;
 use std::time::Duration;
