@@ -34,7 +34,12 @@ pub(crate) trait Format: Sync {
 
     /// The headers that sign a request of `body` to `url` with AWS's keys
     /// (Bedrock's SigV4); none by default.
-    fn signed(&self, _aws: Option<&AwsKeys>, _url: &str, _body: &[u8]) -> Vec<(&'static str, String)> {
+    fn signed(
+        &self,
+        _aws: Option<&AwsKeys>,
+        _url: &str,
+        _body: &[u8],
+    ) -> Vec<(&'static str, String)> {
         Vec::new()
     }
 

@@ -33,8 +33,8 @@
 
 pub mod adjust;
 pub mod anthropic;
-pub mod bedrock;
 mod attempt;
+pub mod bedrock;
 mod client;
 mod error;
 mod format;

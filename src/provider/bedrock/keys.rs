@@ -37,12 +37,16 @@ pub fn from_env(file_region: Option<&str>) -> Result<AwsKeys, String> {
 /// none when it could not be part of a host name.
 pub fn region(file_region: Option<&str>) -> Option<String> {
     let var = |name: &str| std::env::var(name).ok();
-    [var("AWS_REGION"), var("AWS_DEFAULT_REGION"), file_region.map(str::to_string)]
-        .into_iter()
-        .flatten()
-        .map(|r| r.trim().to_string())
-        .find(|r| !r.is_empty())
-        .filter(|r| r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+    [
+        var("AWS_REGION"),
+        var("AWS_DEFAULT_REGION"),
+        file_region.map(str::to_string),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|r| r.trim().to_string())
+    .find(|r| !r.is_empty())
+    .filter(|r| r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
 }
 
 /// The Bedrock runtime endpoint of `region`.

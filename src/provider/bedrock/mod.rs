@@ -204,8 +204,13 @@ pub fn parse(body: &str) -> Result<Response, String> {
         },
         ..Response::default()
     };
-    if matches!(stop_reason.as_str(), "guardrail_intervened" | "content_filtered") {
-        resp.declined = Some(format!("the model's answer was withheld (stopReason \"{stop_reason}\")"));
+    if matches!(
+        stop_reason.as_str(),
+        "guardrail_intervened" | "content_filtered"
+    ) {
+        resp.declined = Some(format!(
+            "the model's answer was withheld (stopReason \"{stop_reason}\")"
+        ));
     }
     for (i, block) in blocks.iter().enumerate() {
         if let Some(text) = block["text"].as_str() {

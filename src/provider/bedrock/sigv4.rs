@@ -38,7 +38,10 @@ impl fmt::Debug for AwsKeys {
         f.debug_struct("AwsKeys")
             .field("access_key_id", &redact::MARK)
             .field("secret_access_key", &redact::MARK)
-            .field("session_token", &self.session_token.as_ref().map(|_| redact::MARK))
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| redact::MARK),
+            )
             .field("region", &self.region)
             .finish()
     }
@@ -173,7 +176,10 @@ fn canonical_uri(path: &str) -> String {
     if path.is_empty() {
         return "/".into();
     }
-    path.split('/').map(uri_encode).collect::<Vec<_>>().join("/")
+    path.split('/')
+        .map(uri_encode)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// The query's pairs sorted by name, then value, as they were sent.

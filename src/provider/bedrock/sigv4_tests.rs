@@ -47,7 +47,11 @@ fn check(name: &str) {
         assert_eq!(signed.string_to_sign, sts, "{name}: string to sign");
     }
     let authz = fixture(name, "authz").unwrap();
-    assert_eq!(signed.authorization, authz.trim_end(), "{name}: authorization");
+    assert_eq!(
+        signed.authorization,
+        authz.trim_end(),
+        "{name}: authorization"
+    );
 }
 
 #[test]
@@ -75,7 +79,10 @@ fn a_bedrock_request_signs_its_host_date_token_and_double_encoded_model() {
     let url = "https://bedrock-runtime.us-west-2.amazonaws.com/model/a.b-v1%3A0/converse";
     let headers = post_headers(&keys, "bedrock", url, b"{}", t);
     let names: Vec<&str> = headers.iter().map(|(k, _)| *k).collect();
-    assert_eq!(names, ["x-amz-date", "x-amz-security-token", "authorization"]);
+    assert_eq!(
+        names,
+        ["x-amz-date", "x-amz-security-token", "authorization"]
+    );
     let authz = &headers[2].1;
     assert!(
         authz.starts_with(
