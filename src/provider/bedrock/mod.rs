@@ -64,6 +64,12 @@ impl Format for Converse {
         body(req)
     }
 
+    /// Converse's own structured output is not written yet: axe alone
+    /// checks the answer (design D22).
+    fn unsent_schema(&self, _schema: &Value) -> Option<String> {
+        Some("Bedrock's Converse API is not sent an output schema by axe".into())
+    }
+
     fn parse(&self, body: &str) -> Result<Response, String> {
         parse(body)
     }

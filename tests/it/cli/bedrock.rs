@@ -281,3 +281,26 @@ fn missing_keys_or_region_are_a_clear_error_and_exit_3() {
     assert!(stderr(&out).contains("set AWS_REGION"), "{}", stderr(&out));
     assert!(!stderr(&out).contains(SECRET));
 }
+
+#[test]
+fn an_output_schema_is_checked_by_axe_and_not_sent() {
+    let server = FakeServer::start(vec![
+        Reply::Json(200, bedrock_text("not json", 1, 1)),
+        Reply::Json(200, bedrock_text("{\"n\":3}", 1, 1)),
+    ]);
+    let home = Home::new();
+    agent(
+        &home,
+        "a",
+        "[output]\nschema = { type = \"object\", properties = { n = { type = \"integer\" } }, required = [\"n\"] }\n",
+    );
+    let out = run(&home, &server, &["run", "a", "-p", "hi", "--verbose"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "{\"n\":3}\n");
+    assert_eq!(server.requests().len(), 2, "one repair");
+    assert!(
+        stderr(&out).contains("[output] The output schema is not sent to bedrock"),
+        "{}",
+        stderr(&out)
+    );
+}
