@@ -304,3 +304,17 @@ fn an_output_schema_is_checked_by_axe_and_not_sent() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_streamed_run_asks_converse_for_the_whole_answer_and_prints_it() {
+    let server = FakeServer::json(200, &bedrock_text("all at once", 2, 3));
+    let home = Home::new();
+    agent(&home, "a", "");
+    let out = run(&home, &server, &["run", "a", "-p", "hi", "--stream"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "all at once\n");
+    let req = server.only_request();
+    assert!(req.path.ends_with("/converse"), "{}", req.path);
+    assert_eq!(req.header("accept"), Some("application/json"));
+    assert!(req.json().get("stream").is_none());
+}
