@@ -365,7 +365,7 @@ impl GlobalConfig {
             .map(|k| k.name())
             .chain(presets::PRESETS.iter().map(|p| p.name))
             .chain(self.providers.keys().map(String::as_str));
-        let _ = bedrock::from_env(None);
+        bedrock::register_env_secrets();
         for name in names {
             let _ = self.api_key(name);
             let kind = self

@@ -174,6 +174,7 @@ impl Home {
             "AWS_REGION",
             "AWS_DEFAULT_REGION",
             "AWS_PROFILE",
+            "AWS_SHARED_CREDENTIALS_FILE",
             "AXE_BEDROCK_BASE_URL",
             // web_search's (the Go original's Tavily tool).
             "TAVILY_API_KEY",

@@ -18,7 +18,7 @@ use crate::provider::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json, count,
     input_schema, invalid_json_detail, number,
 };
-pub use keys::{base_url, from_env, region};
+pub use keys::{base_url, from_env, region, register_env_secrets};
 pub use sigv4::AwsKeys;
 
 /// The name Bedrock's requests are signed for.

@@ -318,3 +318,37 @@ fn a_streamed_run_asks_converse_for_the_whole_answer_and_prints_it() {
     assert_eq!(req.header("accept"), Some("application/json"));
     assert!(req.json().get("stream").is_none());
 }
+
+#[test]
+fn a_profile_in_the_shared_credentials_file_signs_when_the_variables_are_unset() {
+    let server = FakeServer::json(200, &bedrock_text("from the profile", 1, 1));
+    let home = Home::new();
+    agent(&home, "a", "");
+    let aws = home.dir.path().join(".aws");
+    fs::create_dir_all(&aws).unwrap();
+    fs::write(
+        aws.join("credentials"),
+        "[default]\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = default-secret-0123456789\n\n\
+         # the team's\n[work]\naws_access_key_id = AKIDWORKPROFILE\naws_secret_access_key = work-secret-0123456789\n\
+         aws_session_token = work-token-0123456789\n",
+    )
+    .unwrap();
+    let out = home
+        .axe()
+        .env("AWS_PROFILE", "work")
+        .env("AWS_REGION", "us-east-1")
+        .env("AXE_BEDROCK_BASE_URL", &server.url)
+        .args(["run", "a", "-p", "hi", "-v"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from the profile\n");
+    let req = server.only_request();
+    let authz = req.header("authorization").unwrap();
+    assert!(authz.contains("Credential=AKIDWORKPROFILE/"), "{authz}");
+    assert_eq!(
+        req.header("x-amz-security-token"),
+        Some("work-token-0123456789")
+    );
+    assert!(!stderr(&out).contains("work-secret"));
+}
