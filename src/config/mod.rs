@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::error::Error;
 use crate::paths;
-use crate::provider::{ModelError, ModelRef, Provider, RetryPolicy, Wire, presets};
+use crate::provider::{ModelError, ModelRef, Provider, RetryPolicy, Wire, bedrock, presets};
 use crate::sandbox::read;
 use crate::sandbox::write::{Created, create_new};
 use crate::text::redact;
@@ -99,6 +99,8 @@ pub struct ProviderSettings {
     pub categories: Option<String>,
     /// Seconds a streamed answer may send nothing (design §4.11).
     pub idle_timeout: Option<u64>,
+    /// Bedrock's AWS region when no `AWS_REGION` names one (design §4.13).
+    pub region: Option<String>,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -230,6 +232,7 @@ impl GlobalConfig {
             .get(name)
             .and_then(|s| s.kind.as_deref())
             .and_then(Wire::parse)
+            .filter(|w| Wire::ALL.contains(w))
     }
 
     /// The API key for the provider `name`: its key variable
@@ -262,6 +265,7 @@ impl GlobalConfig {
             })
             .or_else(|| match kind {
                 Wire::Ollama if own => env_nonempty("OLLAMA_HOST").map(|h| ollama_host_url(&h)),
+                Wire::Bedrock => bedrock::region(self.region(name)).map(|r| bedrock::base_url(&r)),
                 _ => None,
             })
             .or_else(|| presets::preset(name).map(|p| p.base_url.to_string()))
@@ -300,6 +304,13 @@ impl GlobalConfig {
         let mut provider = Provider::new(kind, base_url, key)
             .named(name)
             .with_headers(headers);
+        if kind == Wire::Bedrock {
+            let keys = bedrock::from_env(self.region(name)).map_err(|var| Error::MissingKey {
+                provider: name.to_string(),
+                var,
+            })?;
+            provider = provider.with_aws(keys);
+        }
         match self.providers.get(name).and_then(|s| s.idle_timeout) {
             Some(0) => {
                 return Err(Error::config(format!(
@@ -310,6 +321,11 @@ impl GlobalConfig {
             None => {}
         }
         Ok(provider)
+    }
+
+    /// config.toml's `region` for the provider `name`.
+    fn region(&self, name: &str) -> Option<&str> {
+        self.providers.get(name).and_then(|s| s.region.as_deref())
     }
 
     /// The extra headers of the provider `name`: its `headers` table
@@ -362,7 +378,7 @@ impl GlobalConfig {
         }
         for (name, s) in &self.providers {
             if let Some(k) = &s.kind
-                && Wire::parse(k).is_none()
+                && !Wire::ALL.iter().any(|w| w.name() == k)
             {
                 return Err(format!(
                     "providers.{name}.kind must be \"openai\", \"anthropic\" or \"ollama\", not {k:?}"
@@ -380,6 +396,7 @@ impl GlobalConfig {
             .map(|k| k.name())
             .chain(presets::PRESETS.iter().map(|p| p.name))
             .chain(self.providers.keys().map(String::as_str));
+        bedrock::register_env_secrets();
         for name in names {
             let _ = self.api_key(name);
             let kind = self

@@ -289,6 +289,11 @@ impl fmt::Display for Error {
                 f,
                 "invalid base URL for provider \"{provider}\": {url:?} (expected http:// or https://)"
             ),
+            // AWS's keys are read from the environment only.
+            Error::MissingKey { provider, var } if var.starts_with("AWS_") => write!(
+                f,
+                "AWS keys for provider \"{provider}\" are not configured (set {var})"
+            ),
             Error::MissingKey { provider, var } => write!(
                 f,
                 "API key for provider \"{provider}\" is not configured (set {var} or add it to \

@@ -22,6 +22,7 @@ impl Provider {
     /// text goes to `on_text` as it comes.
     pub(super) fn attempt(
         &self,
+        url: &str,
         body: &[u8],
         deadline: Instant,
         stream: bool,
@@ -38,20 +39,21 @@ impl Provider {
                 "no time left before the deadline",
             )));
         }
-        let url = self.endpoint();
         let sent = Instant::now();
-        let mut resp = self.send_request(&url, body, remaining, stream)?;
+        // A wire that never streams is asked for its answer whole.
+        let streams = stream && self.wire.format().streams();
+        let mut resp = self.send_request(url, body, remaining, streams)?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(self.failed_status(status, &mut resp));
         }
         // A server may answer a request for a stream whole, as JSON.
-        if stream && !is_json(&resp) {
-            return self.read_stream(resp.body_mut(), sent, on_text, &url);
+        if streams && !is_json(&resp) {
+            return self.read_stream(resp.body_mut(), sent, on_text, url);
         }
         // A 2xx whose body cannot be read is the body's failure.
         let bytes = read_body(resp.body_mut())
-            .map_err(|e| Attempt::failed(transport_error(self.wire, &self.base_url, e, &url)))?;
+            .map_err(|e| Attempt::failed(transport_error(self.wire, &self.base_url, e, url)))?;
         let answer = self.wire.format().parse(&String::from_utf8_lossy(&bytes));
         let answer = answer.map_err(|detail| {
             Attempt::failed(self.error(
@@ -87,6 +89,9 @@ impl Provider {
             .header("content-type", "application/json")
             .header("accept", accept);
         for (name, value) in format.auth(self.api_key.as_deref()) {
+            call = call.header(name, value);
+        }
+        for (name, value) in format.signed(self.aws.as_deref(), url, body) {
             call = call.header(name, value);
         }
         for (name, value) in &self.headers {

@@ -20,8 +20,7 @@ const HEAD_LIMIT: usize = 8 * 1024;
 /// One HTTP client per wire format, shared by every call in the process so
 /// that keep-alive connections are reused across turns and sub-agents.
 pub(super) fn client(wire: Wire) -> &'static ureq::Agent {
-    static CLIENTS: [OnceLock<ureq::Agent>; Wire::ALL.len()] =
-        [const { OnceLock::new() }; Wire::ALL.len()];
+    static CLIENTS: [OnceLock<ureq::Agent>; Wire::COUNT] = [const { OnceLock::new() }; Wire::COUNT];
     CLIENTS[wire as usize].get_or_init(|| {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)

@@ -1,6 +1,6 @@
 //! What a wire format is to the rest of the provider layer: [`Format`],
 //! implemented once by each wire's folder (`anthropic/`, `openai/`,
-//! `ollama/`) and reached through [`Wire::format`](super::Wire). A wire
+//! `ollama/`, `bedrock/`) and reached through [`Wire::format`](super::Wire). A wire
 //! owns all it says: where its requests go and the headers that carry the
 //! key, the body, the parsing of an answer, how its stream is framed and
 //! what its events mean, and what its models refuse. The common code (the
@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use super::adjust::{Change, Quirks};
+use super::bedrock::AwsKeys;
 use super::stream::{Assembly, Frames};
 use super::{ErrorDetail, Request, Response};
 
@@ -23,12 +24,30 @@ pub(crate) trait Format: Sync {
     /// one (a provider named by a `[providers.<name>]` table never does).
     fn needs_key(&self) -> bool;
 
-    /// The URL requests are sent to, from the provider's base URL.
-    fn endpoint(&self, base_url: &str) -> String;
+    /// The URL requests for `model` are sent to, from the provider's base
+    /// URL.
+    fn endpoint(&self, base_url: &str, model: &str) -> String;
 
     /// The headers that carry the API key, with any the API requires of
     /// every request, in the order they are sent.
     fn auth(&self, key: Option<&str>) -> Vec<(&'static str, String)>;
+
+    /// The headers that sign a request of `body` to `url` with AWS's keys
+    /// (Bedrock's SigV4); none by default.
+    fn signed(
+        &self,
+        _aws: Option<&AwsKeys>,
+        _url: &str,
+        _body: &[u8],
+    ) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// Whether the wire's answers are ever streamed: a request for a
+    /// stream to one that is not gets its answer whole.
+    fn streams(&self) -> bool {
+        true
+    }
 
     /// How a streamed answer is cut into events.
     fn frames(&self) -> Frames;

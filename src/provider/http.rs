@@ -40,6 +40,8 @@ pub struct Provider {
     /// Headers sent with every request beside the wire's own (config.toml's
     /// `headers`, OpenRouter's attribution).
     pub(super) headers: Vec<(String, String)>,
+    /// AWS's keys, which sign each request (Bedrock, design §4.13).
+    pub(super) aws: Option<std::sync::Arc<super::bedrock::AwsKeys>>,
     /// How failed requests are retried; none unless set.
     pub retry: RetryPolicy,
     /// The longest a streamed answer may send nothing.
@@ -106,6 +108,7 @@ impl Provider {
             base_url,
             api_key,
             headers: Vec::new(),
+            aws: None,
             retry: RetryPolicy::NONE,
             idle: DEFAULT_IDLE,
             cancel: None,
@@ -129,9 +132,15 @@ impl Provider {
         self
     }
 
-    /// The URL requests are sent to.
-    pub fn endpoint(&self) -> String {
-        self.wire.format().endpoint(&self.base_url)
+    /// The same provider signing its requests with AWS's `keys`.
+    pub fn with_aws(mut self, keys: super::bedrock::AwsKeys) -> Provider {
+        self.aws = Some(std::sync::Arc::new(keys.registered()));
+        self
+    }
+
+    /// The URL requests for `model` are sent to.
+    pub fn endpoint(&self, model: &str) -> String {
+        self.wire.format().endpoint(&self.base_url, model)
     }
 
     /// The JSON body for `req` in this provider's wire format, written as
@@ -189,6 +198,7 @@ impl Provider {
     ) -> Result<Response, ProviderError> {
         let mut quirks = adjust::known(self.wire, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
+        let url = self.endpoint(&req.model);
         let mut retries = 0;
         let handed_out = Cell::new(false);
         let hand_out = |text: &str| {
@@ -198,7 +208,7 @@ impl Provider {
             }
         };
         loop {
-            let failed = match self.attempt(&body, deadline, req.stream, &hand_out) {
+            let failed = match self.attempt(&url, &body, deadline, req.stream, &hand_out) {
                 Ok(mut resp) => {
                     resp.retries = retries;
                     return Ok(resp);

@@ -16,7 +16,10 @@
 //!   and the 400s that name `max_tokens` or `temperature`; its stream's
 //!   events in `stream.rs`;
 //! - `ollama/` (`/api/chat`): in `mod.rs` the same, its refused connection
-//!   said as Ollama not running; its stream's lines in `stream.rs`.
+//!   said as Ollama not running; its stream's lines in `stream.rs`;
+//! - `bedrock/` (Amazon Bedrock's Converse API): in `mod.rs` the same,
+//!   answers whole; its SigV4 signing in `sigv4.rs`, its keys and region
+//!   from the AWS variables in `keys.rs`.
 //!
 //! The rest is common, here, and branches on no wire: the shared types
 //! (`types`), the HTTP path with its retry loop (`http`), one try of it
@@ -31,6 +34,7 @@
 pub mod adjust;
 pub mod anthropic;
 mod attempt;
+pub mod bedrock;
 mod client;
 mod error;
 mod format;
@@ -64,13 +68,23 @@ pub enum Wire {
     Anthropic,
     OpenAi,
     Ollama,
+    /// Amazon Bedrock's Converse API, signed with AWS's keys: a wire of
+    /// its own provider only (no `kind` names it), so not in [`Wire::ALL`].
+    Bedrock,
 }
 
 impl Wire {
+    /// The wires a `[providers.<name>]` table's `kind` may name.
     pub const ALL: [Wire; 3] = [Wire::Anthropic, Wire::OpenAi, Wire::Ollama];
 
+    /// The number of wires, Bedrock's included.
+    pub const COUNT: usize = 4;
+
     pub fn parse(name: &str) -> Option<Wire> {
-        Wire::ALL.into_iter().find(|w| w.name() == name)
+        Wire::ALL
+            .into_iter()
+            .chain([Wire::Bedrock])
+            .find(|w| w.name() == name)
     }
 
     /// The name used in model strings, config tables and env variables.
@@ -79,6 +93,7 @@ impl Wire {
             Wire::Anthropic => "anthropic",
             Wire::OpenAi => "openai",
             Wire::Ollama => "ollama",
+            Wire::Bedrock => "bedrock",
         }
     }
 
@@ -89,6 +104,7 @@ impl Wire {
             Wire::Anthropic => &anthropic::Messages,
             Wire::OpenAi => &openai::ChatCompletions,
             Wire::Ollama => &ollama::Chat,
+            Wire::Bedrock => &bedrock::Converse,
         }
     }
 }
@@ -163,7 +179,7 @@ impl fmt::Display for ModelError {
                 write!(
                     f,
                     "unsupported provider \"{p}\": supported providers are anthropic, openai, \
-                     ollama, {}, or a [providers.{p}] table with kind in config.toml",
+                     ollama, bedrock, {}, or a [providers.{p}] table with kind in config.toml",
                     presets.join(", ")
                 )
             }
@@ -196,7 +212,7 @@ mod tests {
             Err(ModelError::Malformed("/m".into()))
         );
         assert!(ModelRef::parse("x/m").unwrap_err().to_string().starts_with(
-            "unsupported provider \"x\": supported providers are anthropic, openai, ollama, google,"
+            "unsupported provider \"x\": supported providers are anthropic, openai, ollama, bedrock, google,"
         ),);
     }
 }

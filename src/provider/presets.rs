@@ -70,6 +70,34 @@ pub const PRESETS: &[Preset] = &[
         base_url: "https://api.x.ai/v1",
         key_var: "XAI_API_KEY",
     },
+    // The Go original's other OpenAI-compatible providers, with its base
+    // URLs and key variables. OpenCode's Zen gateway: its Chat Completions
+    // endpoint (the Go original sends `claude-*` models to the gateway's
+    // Messages endpoint and `gpt-*` to its Responses endpoint instead).
+    Preset {
+        name: "opencode",
+        wire: Wire::OpenAi,
+        base_url: "https://opencode.ai/zen",
+        key_var: "OPENCODE_API_KEY",
+    },
+    Preset {
+        name: "atlascloud",
+        wire: Wire::OpenAi,
+        base_url: "https://api.atlascloud.ai/v1",
+        key_var: "ATLASCLOUD_API_KEY",
+    },
+    Preset {
+        name: "requesty",
+        wire: Wire::OpenAi,
+        base_url: "https://router.requesty.ai/v1",
+        key_var: "REQUESTY_API_KEY",
+    },
+    Preset {
+        name: "edenai",
+        wire: Wire::OpenAi,
+        base_url: "https://api.edenai.run/v3",
+        key_var: "EDENAI_API_KEY",
+    },
     Preset {
         name: "minimax",
         wire: Wire::Anthropic,

@@ -1,7 +1,8 @@
 //! `web_search`: the Go original's search tool, through Tavily's search API
 //! (`POST /search`), so that its agent files carry over. The key is
 //! `TAVILY_API_KEY` (registered as a secret, never sent to the model or
-//! printed); `AXE_TAVILY_BASE_URL` points it elsewhere. The URL is the
+//! printed); `AXE_TAVILY_BASE_URL` (or the Go original's
+//! `AXE_WEB_SEARCH_BASE_URL`) points it elsewhere. The URL is the
 //! user's, not the model's: only the query comes from the call. The answer
 //! is bounded in size and time like `url_fetch`'s.
 
@@ -29,6 +30,24 @@ pub fn define() -> Tool {
     )
 }
 
+/// Tavily's search URL: `AXE_TAVILY_BASE_URL`, else the Go original's
+/// `AXE_WEB_SEARCH_BASE_URL`, else Tavily's own, with `/search` after it
+/// (unless it already ends so: the Go original's variable is documented as
+/// the search endpoint).
+fn search_url(var: &dyn Fn(&str) -> Option<String>) -> String {
+    let base = ["AXE_TAVILY_BASE_URL", "AXE_WEB_SEARCH_BASE_URL"]
+        .iter()
+        .filter_map(|name| var(name))
+        .map(|u| u.trim().trim_end_matches('/').to_string())
+        .find(|u| !u.is_empty())
+        .unwrap_or_else(|| "https://api.tavily.com".into());
+    if base.ends_with("/search") {
+        base
+    } else {
+        format!("{base}/search")
+    }
+}
+
 pub fn run(args: &Args, env: &Env) -> Done {
     match search(args, env) {
         Ok(done) | Err(done) => done,
@@ -42,11 +61,7 @@ fn search(args: &Args, env: &Env) -> Result<Done, Done> {
         .filter(|k| !k.trim().is_empty())
         .ok_or_else(|| Done::error("TAVILY_API_KEY is not set: web_search needs a Tavily key"))?;
     crate::text::redact::register(&key);
-    let base = std::env::var("AXE_TAVILY_BASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "https://api.tavily.com".into());
-    let url = format!("{}/search", base.trim().trim_end_matches('/'));
+    let url = search_url(&|name| std::env::var(name).ok());
     let left = env
         .deadline
         .saturating_duration_since(Instant::now())

@@ -329,3 +329,29 @@ impl Recorded {
         })
     }
 }
+
+/// A Converse API answer (Amazon Bedrock) of `text`, as its reference
+/// documents one.
+pub fn bedrock_text(text: &str, input: u64, output: u64) -> String {
+    serde_json::json!({
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": input, "outputTokens": output, "totalTokens": input + output},
+        "metrics": {"latencyMs": 412}
+    })
+    .to_string()
+}
+
+/// A Converse API answer calling `name` with `input` (id `tooluse_1`).
+pub fn bedrock_tool_use(name: &str, input: serde_json::Value) -> String {
+    serde_json::json!({
+        "output": {"message": {"role": "assistant", "content": [
+            {"text": "Let me check."},
+            {"toolUse": {"toolUseId": "tooluse_1", "name": name, "input": input}}
+        ]}},
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 20, "outputTokens": 9, "totalTokens": 29},
+        "metrics": {"latencyMs": 380}
+    })
+    .to_string()
+}

@@ -8,8 +8,8 @@ use crate::common::*;
 use std::path::PathBuf;
 
 const UNSUPPORTED_MISTREL: &str = "unsupported provider \"mistrel\": supported providers are \
-    anthropic, openai, ollama, google, gemini, openrouter, groq, deepseek, mistral, together, xai, \
-    minimax, or a [providers.mistrel] table with kind in config.toml";
+    anthropic, openai, ollama, bedrock, google, gemini, openrouter, groq, deepseek, mistral, \
+    together, xai, opencode, atlascloud, requesty, edenai, minimax, or a [providers.mistrel] table with kind in config.toml";
 
 /// Writes the agent `name` with `model` and `sub_agents`, then `extra`.
 fn agent(home: &Home, name: &str, model: &str, subs: &[&str], extra: &str) -> PathBuf {

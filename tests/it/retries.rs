@@ -39,6 +39,7 @@ fn ok_body(kind: Wire) -> String {
         Wire::Anthropic => anthropic_text("fine", 1, 1),
         Wire::OpenAi => openai_text("fine", 1, 1),
         Wire::Ollama => ollama_text("fine", 1, 1),
+        Wire::Bedrock => bedrock_text("fine", 1, 1),
     }
 }
 

@@ -90,3 +90,27 @@ fn a_missing_key_or_an_api_error_is_an_error_result_and_the_run_goes_on() {
         "{result}"
     );
 }
+
+#[test]
+fn the_go_originals_base_url_variable_points_it_elsewhere_too() {
+    // As a base (`/search` added) and as the search endpoint itself, which
+    // is how the Go original documents it.
+    for suffix in ["", "/search"] {
+        let tavily = FakeServer::json(200, r#"{"query":"x","results":[]}"#);
+        let home = Home::new();
+        home.named_agent("finder", P::OpenAi.model(), "tools = [\"web_search\"]\n");
+        let first = P::OpenAi.tool_calls(&[("c1", "web_search", json!({"query": "x"}))]);
+        let model = FakeServer::tool_loop(first, P::OpenAi.text("done"));
+        let out = home
+            .axe_on(&[(P::OpenAi, &model)])
+            .args(["run", "finder", "-p", "go"])
+            .env("AXE_WEB_SEARCH_BASE_URL", format!("{}{suffix}", tavily.url))
+            .env("TAVILY_API_KEY", KEY)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let req = &tavily.requests()[0];
+        assert_eq!(req.path, "/search", "{suffix:?}");
+        assert_eq!(req.json()["query"], "x");
+    }
+}

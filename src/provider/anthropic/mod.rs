@@ -39,7 +39,7 @@ impl Format for Messages {
         true
     }
 
-    fn endpoint(&self, base_url: &str) -> String {
+    fn endpoint(&self, base_url: &str, _model: &str) -> String {
         join_v1(base_url, "messages")
     }
 

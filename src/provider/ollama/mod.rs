@@ -29,7 +29,7 @@ impl Format for Chat {
         false
     }
 
-    fn endpoint(&self, base_url: &str) -> String {
+    fn endpoint(&self, base_url: &str, _model: &str) -> String {
         format!("{base_url}/api/chat")
     }
 

@@ -29,7 +29,7 @@ impl Format for ChatCompletions {
         true
     }
 
-    fn endpoint(&self, base_url: &str) -> String {
+    fn endpoint(&self, base_url: &str, _model: &str) -> String {
         join_v1(base_url, "chat/completions")
     }
 

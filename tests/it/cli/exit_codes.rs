@@ -43,8 +43,8 @@ fn run_with_an_unsupported_provider_exits_1() {
         1,
         &format!(
             "unsupported provider \"x\": supported providers are anthropic, openai, ollama, \
-             google, gemini, openrouter, groq, deepseek, mistral, together, xai, minimax, or a \
-             [providers.x] table with kind in config.toml (in {})",
+             bedrock, google, gemini, openrouter, groq, deepseek, mistral, together, xai, \
+             opencode, atlascloud, requesty, edenai, minimax, or a [providers.x] table with kind in config.toml (in {})",
             path.display()
         ),
     );

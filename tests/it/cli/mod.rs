@@ -7,6 +7,7 @@
 //! helpers here serve them all.
 
 mod agent_dirs;
+mod bedrock;
 mod commands;
 mod dry_run;
 mod exit_codes;

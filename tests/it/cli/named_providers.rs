@@ -211,3 +211,51 @@ fn the_agent_files_timeout_bounds_the_run_and_the_flag_wins_over_it() {
     let show = home.run(&["agents", "show", "slow"]);
     assert!(stdout(&show).contains("Timeout:"), "{}", stdout(&show));
 }
+
+#[test]
+fn the_go_originals_other_openai_compatible_presets_are_reached_by_name() {
+    // Each with its key variable, and its base URL's own path (as the
+    // preset's default has it) under the override.
+    for (name, key_var, base_path, path) in [
+        (
+            "opencode",
+            "OPENCODE_API_KEY",
+            "/zen",
+            "/zen/v1/chat/completions",
+        ),
+        (
+            "atlascloud",
+            "ATLASCLOUD_API_KEY",
+            "/v1",
+            "/v1/chat/completions",
+        ),
+        (
+            "requesty",
+            "REQUESTY_API_KEY",
+            "/v1",
+            "/v1/chat/completions",
+        ),
+        ("edenai", "EDENAI_API_KEY", "/v3", "/v3/chat/completions"),
+    ] {
+        let server = FakeServer::json(200, &openai_text(&format!("from {name}"), 3, 2));
+        let home = Home::new();
+        let key = format!("{name}-test-key-0123456789");
+        let base = format!("{}{base_path}", server.url);
+        let base_var = format!("AXE_{}_BASE_URL", name.to_uppercase());
+        let out = run_model(
+            &home,
+            &format!("{name}/some-model"),
+            &[(key_var, &key), (&base_var, &base)],
+            &[],
+        );
+        assert_eq!(code(&out), 0, "{name}: {}", stderr(&out));
+        assert_eq!(stdout(&out), format!("from {name}\n"));
+        let req = &server.requests()[0];
+        assert_eq!(req.path, path, "{name}");
+        assert_eq!(
+            req.header("authorization"),
+            Some(format!("Bearer {key}").as_str())
+        );
+        assert_eq!(req.json()["model"], "some-model", "{name}");
+    }
+}

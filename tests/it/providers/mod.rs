@@ -47,6 +47,7 @@ fn ok_body(kind: Wire) -> String {
         Wire::Anthropic => anthropic_text("ok", 3, 1),
         Wire::OpenAi => openai_text("ok", 3, 1),
         Wire::Ollama => ollama_text("ok", 3, 1),
+        Wire::Bedrock => bedrock_text("ok", 3, 1),
     }
 }
 

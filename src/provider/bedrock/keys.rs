@@ -1,0 +1,117 @@
+//! Where Bedrock's keys and region come from: the AWS variables
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), else
+//! the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, else
+//! `~/.aws/credentials`; the profile `AWS_PROFILE`, else `default`);
+//! `AWS_REGION`, then `AWS_DEFAULT_REGION`, then config.toml's
+//! `[providers.bedrock] region`; as the AWS tools and the Go original read
+//! them (design §4.13).
+
+use super::AwsKeys;
+
+/// The keys from the environment, with `file_region` when no variable
+/// names one; else the variables that are missing, as the missing-key
+/// error names them. The secrets are registered for redaction.
+pub fn from_env(file_region: Option<&str>) -> Result<AwsKeys, String> {
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let keys = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+        (Some(id), Some(secret)) => Some((id, secret, var("AWS_SESSION_TOKEN"))),
+        _ => from_file(&var),
+    };
+    let Some((access_key_id, secret_access_key, session_token)) = keys else {
+        return Err(
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials"
+                .into(),
+        );
+    };
+    let Some(region) = region(file_region) else {
+        return Err("AWS_REGION (or AWS_DEFAULT_REGION, or [providers.bedrock] region)".into());
+    };
+    Ok(AwsKeys {
+        access_key_id,
+        secret_access_key,
+        session_token,
+        region,
+    }
+    .registered())
+}
+
+/// Registers AWS's secrets in the environment for redaction, whatever
+/// provider the run uses (the file is read only for a Bedrock run).
+pub fn register_env_secrets() {
+    for name in ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"] {
+        if let Some(v) = std::env::var(name).ok().filter(|v| !v.trim().is_empty()) {
+            crate::text::redact::register(v.trim());
+        }
+    }
+}
+
+/// A file larger than this is not a credentials file.
+const MAX_FILE: u64 = 1 << 20;
+
+/// The profile's keys in the shared credentials file, when it has both.
+fn from_file(var: &dyn Fn(&str) -> Option<String>) -> Option<(String, String, Option<String>)> {
+    let path = match var("AWS_SHARED_CREDENTIALS_FILE") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::path::PathBuf::from(var("HOME")?).join(".aws/credentials"),
+    };
+    let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".into());
+    let mut text = String::new();
+    let file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE), &mut text).ok()?;
+    let keys = profile_keys(&text, &profile);
+    let get = |k: &str| {
+        keys.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    };
+    Some((
+        get("aws_access_key_id")?,
+        get("aws_secret_access_key")?,
+        get("aws_session_token"),
+    ))
+}
+
+/// The `key = value` lines of `[profile]` in an INI text, non-empty values
+/// only; `#` and `;` lines are comments.
+fn profile_keys<'a>(text: &'a str, profile: &str) -> Vec<(&'a str, &'a str)> {
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = name.trim() == profile;
+        } else if inside
+            && !line.starts_with(['#', ';'])
+            && let Some((k, v)) = line.split_once('=')
+            && !v.trim().is_empty()
+        {
+            out.push((k.trim(), v.trim()));
+        }
+    }
+    out
+}
+
+/// The region: `AWS_REGION`, `AWS_DEFAULT_REGION`, then `file_region`;
+/// none when it could not be part of a host name.
+pub fn region(file_region: Option<&str>) -> Option<String> {
+    let var = |name: &str| std::env::var(name).ok();
+    [
+        var("AWS_REGION"),
+        var("AWS_DEFAULT_REGION"),
+        file_region.map(str::to_string),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|r| r.trim().to_string())
+    .find(|r| !r.is_empty())
+    .filter(|r| r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+}
+
+/// The Bedrock runtime endpoint of `region`.
+pub fn base_url(region: &str) -> String {
+    format!("https://bedrock-runtime.{region}.amazonaws.com")
+}

@@ -1,0 +1,266 @@
+//! Amazon Bedrock's Converse API (`POST /model/<modelId>/converse`): its
+//! endpoint, the body (`system`, `messages` of `text`, `toolUse` and
+//! `toolResult` blocks, `inferenceConfig`, `toolConfig`), the parsing of an
+//! answer, and its requests signed with SigV4 in `sigv4.rs` from the keys
+//! of `keys.rs` (design §4.13). Answers come whole: a request for a stream
+//! goes to `converse` too, and its text is handed out at once
+//! (`converse-stream`'s binary event-stream framing is not read).
+
+mod keys;
+pub mod sigv4;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::provider::format::Format;
+use crate::provider::stream::{Assembly, Frames, Piece, StreamError};
+use crate::provider::{
+    Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json, count,
+    input_schema, invalid_json_detail, number,
+};
+pub use keys::{base_url, from_env, region, register_env_secrets};
+pub use sigv4::AwsKeys;
+
+/// The name Bedrock's requests are signed for.
+const SERVICE: &str = "bedrock";
+
+/// The Converse API, as the common code calls it.
+pub(crate) struct Converse;
+
+impl Format for Converse {
+    /// A placeholder: Bedrock's URL is the region's, which the config
+    /// writes (`keys::base_url`).
+    fn default_base_url(&self) -> &'static str {
+        "https://bedrock-runtime.us-east-1.amazonaws.com"
+    }
+
+    /// Its keys are AWS's, checked where they are read.
+    fn needs_key(&self) -> bool {
+        false
+    }
+
+    fn endpoint(&self, base_url: &str, model: &str) -> String {
+        format!("{base_url}/model/{}/converse", path_segment(model))
+    }
+
+    fn auth(&self, _key: Option<&str>) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    fn signed(&self, aws: Option<&AwsKeys>, url: &str, body: &[u8]) -> Vec<(&'static str, String)> {
+        aws.map(|keys| sigv4::post_headers(keys, SERVICE, url, body, std::time::SystemTime::now()))
+            .unwrap_or_default()
+    }
+
+    fn streams(&self) -> bool {
+        false
+    }
+
+    fn frames(&self) -> Frames {
+        Frames::Sse
+    }
+
+    fn body(&self, req: &Request, _quirks: Quirks) -> Value {
+        body(req)
+    }
+
+    /// Converse's own structured output is not written yet: axe alone
+    /// checks the answer (design D22).
+    fn unsent_schema(&self, _schema: &Value) -> Option<String> {
+        Some("Bedrock's Converse API is not sent an output schema by axe".into())
+    }
+
+    fn parse(&self, body: &str) -> Result<Response, String> {
+        parse(body)
+    }
+
+    fn assembly(&self) -> Box<dyn Assembly> {
+        Box::new(Unstreamed)
+    }
+}
+
+/// A model ID as one path segment: every byte but the unreserved ones
+/// percent-encoded (`anthropic.claude-sonnet-4-5-20250929-v1:0`'s `:` as
+/// `%3A`, as AWS's SDKs send it).
+fn path_segment(model: &str) -> String {
+    let mut out = String::with_capacity(model.len());
+    for b in model.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The Converse request body for `req`.
+pub fn body(req: &Request) -> Value {
+    let mut body = json!({
+        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
+    });
+    if !req.system.is_empty() {
+        body["system"] = json!([{"text": req.system}]);
+    }
+    let mut inference = serde_json::Map::new();
+    if let Some(n) = req.max_tokens {
+        inference.insert("maxTokens".into(), json!(n));
+    }
+    if let Some(t) = req.temperature {
+        inference.insert("temperature".into(), number(t));
+    }
+    if !inference.is_empty() {
+        body["inferenceConfig"] = Value::Object(inference);
+    }
+    // Converse cannot forbid tools: with `tool_choice` none they are not
+    // offered at all.
+    if req.sends_tools(false) {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"toolSpec": {
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": {"json": input_schema(t)},
+                }})
+            })
+            .collect();
+        body["toolConfig"] = json!({"tools": tools});
+        if req.tool_choice == ToolChoice::Auto {
+            body["toolConfig"]["toolChoice"] = json!({"auto": {}});
+        }
+    }
+    body
+}
+
+fn message(m: &Message) -> Value {
+    match m {
+        Message::User(text) => json!({"role": "user", "content": [{"text": text}]}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut blocks = Vec::new();
+            // Blank text blocks are refused beside a tool call.
+            if !content.trim().is_empty() || tool_calls.is_empty() {
+                blocks.push(json!({"text": content}));
+            }
+            for c in tool_calls {
+                blocks.push(json!({"toolUse": {
+                    "toolUseId": c.id,
+                    "name": c.name,
+                    "input": c.arguments_object(),
+                }}));
+            }
+            json!({"role": "assistant", "content": blocks})
+        }
+        Message::Paused(blocks) => json!({"role": "assistant", "content": blocks}),
+        Message::ToolResults(results) => {
+            let blocks: Vec<Value> = results
+                .iter()
+                .map(|r| {
+                    json!({"toolResult": {
+                        "toolUseId": r.call_id,
+                        "content": [{"text": r.content}],
+                        "status": if r.is_error { "error" } else { "success" },
+                    }})
+                })
+                .collect();
+            json!({"role": "user", "content": blocks})
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(default)]
+    output: Value,
+    #[serde(default, rename = "stopReason")]
+    stop_reason: Option<String>,
+    /// Read leniently: see [`count`].
+    #[serde(default)]
+    usage: Value,
+}
+
+/// Parses a Converse response: text blocks concatenated, each `toolUse` a
+/// [`ToolCall`], other blocks (reasoning, images) left out.
+pub fn parse(body: &str) -> Result<Response, String> {
+    let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
+    let content = &wire.output["message"]["content"];
+    let Some(blocks) = content.as_array() else {
+        return Err(format!("no output.message.content in {}", clip(body)));
+    };
+    let stop_reason = wire.stop_reason.unwrap_or_default();
+    // `inputTokens` leaves out what was read from or written to the cache,
+    // as Anthropic's own API does: all of it is input.
+    let cache_read = count(&wire.usage["cacheReadInputTokens"]);
+    let cache_write = count(&wire.usage["cacheWriteInputTokens"]);
+    let mut resp = Response {
+        input_tokens: count(&wire.usage["inputTokens"])
+            .saturating_add(cache_read)
+            .saturating_add(cache_write),
+        output_tokens: count(&wire.usage["outputTokens"]),
+        cache_read_tokens: cache_read,
+        cache_write_tokens: cache_write,
+        cut: match stop_reason.as_str() {
+            "max_tokens" => Some(Cut::OutputLimit),
+            "model_context_window_exceeded" => Some(Cut::ContextWindow),
+            _ => None,
+        },
+        ..Response::default()
+    };
+    if matches!(
+        stop_reason.as_str(),
+        "guardrail_intervened" | "content_filtered"
+    ) {
+        resp.declined = Some(format!(
+            "the model's answer was withheld (stopReason \"{stop_reason}\")"
+        ));
+    }
+    for (i, block) in blocks.iter().enumerate() {
+        if let Some(text) = block["text"].as_str() {
+            resp.content.push_str(text);
+        } else if let Some(call) = block.get("toolUse") {
+            let input = call["input"].clone();
+            resp.tool_calls.push(ToolCall {
+                id: call["toolUseId"]
+                    .as_str()
+                    .filter(|id| !id.is_empty())
+                    .map_or_else(|| format!("call_{i}"), str::to_string),
+                name: call["name"].as_str().unwrap_or_default().to_string(),
+                arguments: arguments_from_json(&input),
+                wire_arguments: input,
+                foreign: None,
+            });
+        }
+    }
+    resp.stop_reason = stop_reason;
+    Ok(resp)
+}
+
+fn clip(body: &str) -> String {
+    crate::text::clip(&crate::text::one_line(body), 200, "…")
+}
+
+/// What a Bedrock stream would be read by: never, as its requests are not
+/// sent for one (`Format::streams`); a stream that came anyway is not of
+/// the shape axe reads.
+#[derive(Debug)]
+struct Unstreamed;
+
+impl Assembly for Unstreamed {
+    fn event<'a>(&mut self, _name: &str, _data: &'a str) -> Result<Piece<'a>, StreamError> {
+        Err(StreamError::Invalid(
+            "Bedrock answered with a stream, which axe does not read".into(),
+        ))
+    }
+
+    fn ended(&self) -> bool {
+        false
+    }
+
+    fn finish(self: Box<Self>) -> Result<Response, StreamError> {
+        Err(StreamError::Invalid("Bedrock's stream is not read".into()))
+    }
+}
