@@ -14,7 +14,8 @@
 //! OpenAI's shapes `reply.rs`'s; the event stream `sse.rs`'s; the
 //! Responses API (`POST /v1/responses`) `responses/`'s; what a
 //! request meets before a worker `admit.rs`'s; the token and the
-//! cross-site checks `auth.rs`'s; the socket below tiny_http `conn.rs`'s.
+//! cross-site checks `auth.rs`'s; the socket below tiny_http `conn.rs`'s;
+//! the listening socket and its tick `listen.rs`'s.
 
 mod admit;
 mod agents;
@@ -23,13 +24,13 @@ mod chat;
 mod complete;
 pub(crate) mod conn;
 mod handle;
+mod listen;
 mod pipeline;
 mod reply;
 mod responses;
 mod sse;
 
-use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -45,6 +46,7 @@ use crate::error::Error;
 
 pub use agents::AgentFiles;
 pub use auth::token;
+pub(crate) use listen::{listen, tick};
 pub use reply::ApiError;
 
 /// A worker's stack: a run's top-level agent runs on it.
@@ -234,64 +236,6 @@ pub fn serve(
         Some(e) => Err(Error::general(format!("the listener failed: {e}"))),
         None => Ok(()),
     }
-}
-
-/// Keeps the listener's `accept` from waiting as long as its read timeout
-/// (which Linux applies to `accept` too, and tiny_http takes a failed
-/// `accept` as the end of the listener): a connection to itself, closed at
-/// once, every `every` (a quarter of the idle limit) until `stopping`.
-/// `axe mcp serve --listen` listens the same way.
-pub(crate) fn tick(
-    addr: SocketAddr,
-    every: Duration,
-    stopping: impl Fn() -> bool + Send + 'static,
-) {
-    let mut to = addr;
-    if to.ip().is_unspecified() {
-        to.set_ip(match to {
-            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-        });
-    }
-    let _ = std::thread::Builder::new()
-        .name("axe-serve-tick".into())
-        .spawn(move || {
-            while !stopping() {
-                std::thread::sleep(every);
-                let _ = std::net::TcpStream::connect_timeout(&to, every);
-            }
-        });
-}
-
-/// A socket listening on `addr`, its read and write timeouts set to
-/// `idle`: Linux gives them to every connection it accepts, so a client
-/// that stalls its request or its answer is let go.
-pub(crate) fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
-    let l = TcpListener::bind(addr)
-        .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
-    let tv = libc::timeval {
-        tv_sec: idle.as_secs().try_into().unwrap_or(10),
-        tv_usec: 0,
-    };
-    for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
-        // SAFETY: setsockopt on our own socket with a timeval of its size.
-        let r = unsafe {
-            libc::setsockopt(
-                l.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&raw const tv).cast(),
-                libc::socklen_t::try_from(std::mem::size_of::<libc::timeval>()).unwrap_or(16),
-            )
-        };
-        if r != 0 {
-            return Err(Error::general(format!(
-                "cannot set the socket's timeouts: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-    }
-    Ok(l)
 }
 
 /// Takes requests until the stop: `/healthz` answered at once, a request
