@@ -20,8 +20,8 @@ use crate::deadline::Deadline;
 use crate::error::Error;
 use crate::io::stderr::Verbose;
 use crate::resolve::{self, Overrides, Resolved};
-use crate::run::{self, TextSink, top};
-use crate::trace::ledger::{self, Budget};
+use crate::run::{self, Outcome, TextSink, top};
+use crate::trace::ledger::{self, Budget, Ledger};
 use crate::trace::run_log::RunLog;
 
 /// Status logged for a client that left before its answer (nginx's).
@@ -73,33 +73,15 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     let created = reply::now_secs();
     let request_id = [("x-request-id", ledger.run_id.clone())];
     let (answer, text) = answer(rq, chat, &id, created, cancel, &request_id);
-    let setup = top::Setup {
-        global: &shared.global,
-        catalog: &catalog,
-        cwd: &shared.cwd,
-        verbose: Verbose::new(false),
-        retries: shared.settings.retries,
-        // The tree's whole budget is the agent file's; the request bounds
-        // only what the tree generates (below).
-        max_tokens: None,
-        max_turns: None,
-        // Always streamed from the provider, whatever the client asked:
-        // a stream is read piece by piece, so a cancel is seen at the next
-        // piece instead of when a whole answer arrives (design §12.3).
-        stream: true,
-        whole: !chat.stream,
-        text,
-        cancel: cancel.clone(),
-    };
     let mut printed = false;
-    let outcome =
-        top::ctx(setup, &chat.agent, &resolved, deadline, ledger.clone()).and_then(|mut ctx| {
-            printed = ctx.stream.print;
-            if let Some(n) = chat.max_tokens {
-                ctx.budgets.push(Arc::new(Budget::output(n)));
-            }
-            run::run_agent(&resolved, &chat.message, &chat.task, &ctx)
-        });
+    let outcome = run_tree(
+        chat,
+        shared,
+        (&catalog, &resolved, deadline, &ledger),
+        text,
+        cancel,
+        |print| printed = print,
+    );
     let usage = ledger::totals(&ledger.usage());
     served.tokens = usage.input_tokens.saturating_add(usage.output_tokens);
     let result = match outcome {
@@ -176,6 +158,45 @@ fn answer(
         let text = TextSink::To(Arc::new(|_: &str, _: bool| {}));
         (Answer::Whole(rq), text)
     }
+}
+
+/// The tree of a request (a chat completion's or a response's) run as
+/// `axe run` runs it, with the request's cancel flag and text sink: the
+/// whole budget the agent file's, the request's bound on what the tree
+/// generates an output budget over it. `printed` learns whether the text
+/// went to the sink as it came.
+pub(super) fn run_tree(
+    chat: &Chat,
+    shared: &Shared,
+    (catalog, resolved, deadline, ledger): (&Arc<Catalog>, &Resolved, Deadline, &Arc<Ledger>),
+    text: TextSink,
+    cancel: &Cancel,
+    printed: impl FnOnce(bool),
+) -> Result<Outcome, Error> {
+    let setup = top::Setup {
+        global: &shared.global,
+        catalog,
+        cwd: &shared.cwd,
+        verbose: Verbose::new(false),
+        retries: shared.settings.retries,
+        // The tree's whole budget is the agent file's; the request bounds
+        // only what the tree generates (below).
+        max_tokens: None,
+        max_turns: None,
+        // Always streamed from the provider, whatever the client asked:
+        // a stream is read piece by piece, so a cancel is seen at the next
+        // piece instead of when a whole answer arrives (design §12.3).
+        stream: true,
+        whole: !chat.stream,
+        text,
+        cancel: cancel.clone(),
+    };
+    let mut ctx = top::ctx(setup, &chat.agent, resolved, deadline, ledger.clone())?;
+    printed(ctx.stream.print);
+    if let Some(n) = chat.max_tokens {
+        ctx.budgets.push(Arc::new(Budget::output(n)));
+    }
+    run::run_agent(resolved, &chat.message, &chat.task, &ctx)
 }
 
 /// The agent of `chat` from `catalog`, resolved, with its deadline (from the

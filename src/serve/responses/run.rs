@@ -14,12 +14,11 @@ use super::request::Ask;
 use super::stream::Events;
 use crate::deadline::Cancel;
 use crate::error::Error;
-use crate::io::stderr::Verbose;
-use crate::run::{self, TextSink, top};
+use crate::run::{TextSink, top};
 use crate::serve::complete::{self, CLIENT_GONE};
 use crate::serve::reply;
 use crate::serve::{Served, Shared};
-use crate::trace::ledger::{self, Budget};
+use crate::trace::ledger;
 use crate::trace::run_log::RunLog;
 
 /// Runs `ask` and answers `rq`; `cancel` is the request's flag (set by a
@@ -55,30 +54,14 @@ pub fn run(rq: Request, ask: &Ask, shared: &Shared, started: Instant, cancel: &C
     let meta = Meta::new(ask, &ledger.run_id, reply::now_secs());
     let request_id = [("x-request-id", ledger.run_id.clone())];
     let (answer, text) = answer(rq, chat.stream, meta, cancel, &request_id);
-    let setup = top::Setup {
-        global: &shared.global,
-        catalog: &catalog,
-        cwd: &shared.cwd,
-        verbose: Verbose::new(false),
-        retries: shared.settings.retries,
-        // The tree's whole budget is the agent file's; `max_output_tokens`
-        // bounds only what the tree generates, as chat's bound (below).
-        max_tokens: None,
-        max_turns: None,
-        // Streamed from the provider whatever the client asked, as chat's
-        // (design §12.3): a cancel is seen at the next piece.
-        stream: true,
-        whole: !chat.stream,
+    let outcome = complete::run_tree(
+        chat,
+        shared,
+        (&catalog, &resolved, deadline, &ledger),
         text,
-        cancel: cancel.clone(),
-    };
-    let outcome =
-        top::ctx(setup, &chat.agent, &resolved, deadline, ledger.clone()).and_then(|mut ctx| {
-            if let Some(n) = chat.max_tokens {
-                ctx.budgets.push(Arc::new(Budget::output(n)));
-            }
-            run::run_agent(&resolved, &chat.message, &chat.task, &ctx)
-        });
+        cancel,
+        |_| {},
+    );
     let usage = ledger::totals(&ledger.usage());
     served.tokens = usage.input_tokens.saturating_add(usage.output_tokens);
     let result = match outcome {
