@@ -131,3 +131,32 @@ fn an_imported_claude_code_agent_reads_them() {
         "{sp}"
     );
 }
+
+#[test]
+fn a_linked_agents_md_is_skipped_not_followed() {
+    let home = Home::new();
+    let (outer, wd) = tree();
+    let root_md = outer.path().join("repo/AGENTS.md");
+    fs::remove_file(&root_md).unwrap();
+    std::os::unix::fs::symlink(outer.path().join("AGENTS.md"), &root_md).unwrap();
+    home.named_agent("helper", "openai/gpt-test", "agents_md = true\n");
+    let server = FakeServer::start(vec![Reply::Json(200, openai_text("ok", 3, 1))]);
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .args(["run", "helper", "-p", "go", "--verbose", "--workdir"])
+        .arg(&wd)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sp = server.only_request().system_prompt();
+    assert!(!sp.contains("OUTSIDE"), "{sp}");
+    assert!(
+        sp.ends_with("### AGENTS.md\n```md\nSub rules.\n```"),
+        "{sp}"
+    );
+    assert!(
+        stderr(&out).contains("Skipped:  ../../AGENTS.md (its path goes through a symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+}
