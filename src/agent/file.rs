@@ -55,6 +55,8 @@ pub(super) struct AgentFile {
     #[serde(default)]
     stream: bool,
     memory: Option<MemoryFile>,
+    #[serde(default)]
+    agents_md: bool,
 }
 
 /// One entry of an agent's `mcp_servers`: the name of one of config.toml's
@@ -231,6 +233,7 @@ impl AgentFile {
             system_prompt: self.system_prompt,
             skill: self.skill,
             files: self.files,
+            agents_md: self.agents_md,
             workdir: self.workdir,
             sub_agents: self.sub_agents,
             sub_agents_config: SubAgentsConfig {

@@ -87,6 +87,9 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     pub skill: Option<String>,
     pub files: Vec<String>,
+    /// `agents_md`: the `AGENTS.md` files from the repository's root down
+    /// to the workdir are context files too (design §2.7; absent: false).
+    pub agents_md: bool,
     pub workdir: Option<String>,
     pub sub_agents: Vec<String>,
     pub sub_agents_config: SubAgentsConfig,

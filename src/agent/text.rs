@@ -40,6 +40,9 @@ model = "provider/model-name"
 # Their contents are appended to the system prompt; ** matches any number of
 # directories.
 # files = ["src/**/*.rs", "README.md"]
+# The AGENTS.md files from the repository's root down to the workdir, as
+# context files before these (default false).
+# agents_md = true
 
 # Working directory (optional)
 # workdir = ""

@@ -2,8 +2,10 @@
 //! the model, the workdir, the context files, the skill, the memory and
 //! the system prompt, assembled byte for byte as design §2.6–§2.8 and
 //! §10.2 say. The context
-//! files' globs are walked and read in `files`.
+//! files' globs are walked and read in `files`, the `AGENTS.md` files
+//! (`agents_md = true`) in `agents_md`.
 
+mod agents_md;
 mod files;
 pub mod template;
 
@@ -148,8 +150,18 @@ pub fn resolve(
     let workdir = resolve_workdir(&agent, overrides, cwd)?;
     let max_file_bytes = agent.config.file_limit();
     let (skill_path, skill) = resolve_skill(&agent, overrides, cwd, max_file_bytes)?;
-    let (files, mut skipped) =
+    let (mut files, mut skipped) =
         collect_files(&workdir, &agent.config.files, max_file_bytes, deadline)?;
+    if agent.config.agents_md {
+        // Ahead of the globbed files, so that the prompt's limit keeps
+        // them first; a glob that matched the workdir's is not read twice.
+        let (mut md, md_skipped) = agents_md::collect(&workdir, max_file_bytes);
+        files.retain(|f| f.path != agents_md::NAME);
+        skipped.retain(|f| f.path != agents_md::NAME);
+        md.append(&mut files);
+        files = md;
+        skipped.extend(md_skipped);
+    }
     let base = agent.config.system_prompt.as_deref().unwrap_or("");
     let head = system_prompt(base, skill.as_deref(), &[]).len();
     let limit = agent.config.prompt_limit();

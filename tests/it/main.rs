@@ -92,6 +92,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agents_md;
 mod answers_not_whole;
 mod batch;
 mod budgets;

@@ -54,6 +54,9 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
             other => unused.push(other.to_string()),
         }
     }
+    // On by default for an imported agent, as the tools it comes from
+    // read the project's instructions (design §3.17).
+    out.table.insert("agents_md".into(), Value::Boolean(true));
     out.table
         .entry("name")
         .or_insert_with(|| Value::String(id.to_string()));
