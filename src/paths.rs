@@ -42,6 +42,8 @@ pub enum Format {
     /// Claude Code's sub-agents: `<name>.md`, a YAML header and a prompt
     /// (design §3.17).
     Claude,
+    /// Codex's custom agents: `<name>.toml`, Codex's keys (design §3.17).
+    Codex,
 }
 
 impl Format {
@@ -50,6 +52,7 @@ impl Format {
         match self {
             Format::Axe => "toml",
             Format::Claude => "md",
+            Format::Codex => "toml",
         }
     }
 
@@ -59,6 +62,7 @@ impl Format {
         match self {
             Format::Axe => None,
             Format::Claude => Some("Claude Code"),
+            Format::Codex => Some("Codex"),
         }
     }
 }
@@ -68,6 +72,9 @@ pub const LOCAL_AGENTS: &str = "axe/agents";
 
 /// Claude Code's agent directory, in a project and in the home directory.
 pub const CLAUDE_AGENTS: &str = ".claude/agents";
+
+/// Codex's agent directory, in a project and in the home directory.
+pub const CODEX_AGENTS: &str = ".codex/agents";
 
 impl AgentDirs {
     /// `--agents-dir` when given (it must be a directory), then
@@ -96,10 +103,16 @@ impl AgentDirs {
             dirs.push(home.clone());
         }
         let mut formats = vec![Format::Axe; dirs.len()];
-        for dir in claude_dirs(&cwd) {
-            if !dirs.contains(&dir) {
-                dirs.push(dir);
-                formats.push(Format::Claude);
+        // Claude Code's, then Codex's (design §3.17).
+        for (sub, format) in [
+            (CLAUDE_AGENTS, Format::Claude),
+            (CODEX_AGENTS, Format::Codex),
+        ] {
+            for dir in project_dirs(&cwd, sub) {
+                if !dirs.contains(&dir) {
+                    dirs.push(dir);
+                    formats.push(format);
+                }
             }
         }
         SEARCHED
@@ -202,12 +215,12 @@ impl AgentDirs {
     }
 }
 
-/// Claude Code's agent directories that exist, in search order (design
-/// §3.17): `.claude/agents` in the current directory and each parent up to
-/// the repository's root (the first holding `.git`), nearest first, or in
-/// the current directory alone outside a repository; then the home
-/// directory's.
-fn claude_dirs(cwd: &Path) -> Vec<PathBuf> {
+/// Another tool's agent directories that exist, in search order (design
+/// §3.17): `sub` (`.claude/agents`) in the current directory and each
+/// parent up to the repository's root (the first holding `.git`), nearest
+/// first, or in the current directory alone outside a repository; then the
+/// home directory's.
+fn project_dirs(cwd: &Path, sub: &str) -> Vec<PathBuf> {
     let root = cwd.ancestors().find(|d| d.join(".git").exists());
     let project: Vec<&Path> = match root {
         Some(root) => cwd
@@ -217,8 +230,8 @@ fn claude_dirs(cwd: &Path) -> Vec<PathBuf> {
             .collect(),
         None => vec![cwd],
     };
-    let mut dirs: Vec<PathBuf> = project.iter().map(|d| d.join(CLAUDE_AGENTS)).collect();
-    dirs.extend(home_dir().map(|h| h.join(CLAUDE_AGENTS)));
+    let mut dirs: Vec<PathBuf> = project.iter().map(|d| d.join(sub)).collect();
+    dirs.extend(home_dir().map(|h| h.join(sub)));
     let mut out: Vec<PathBuf> = Vec::new();
     for d in dirs {
         if d.is_dir() && !out.contains(&d) {

@@ -43,6 +43,18 @@ pub struct GlobalConfig {
     /// §3.17). [`MODEL_ALIASES`] when not set here.
     #[serde(default)]
     pub aliases: BTreeMap<String, String>,
+    /// `[import]`: what an imported agent file may ask for (design §3.17).
+    #[serde(default)]
+    pub import: ImportSettings,
+}
+
+/// `[import]` in config.toml.
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+pub struct ImportSettings {
+    /// A Codex file's `sandbox_mode = "danger-full-access"` is run (as
+    /// `workspace-write`, inside axe's sandbox) rather than refused.
+    #[serde(default)]
+    pub allow_full_access: bool,
 }
 
 /// The models Claude Code's aliases stand for when config.toml's
@@ -369,6 +381,7 @@ fn known_keys(table: &str) -> &'static [&'static str] {
         "" => tomlfile::fields::<GlobalConfig>(),
         "retry" => tomlfile::fields::<RetrySettings>(),
         "run_log" => tomlfile::fields::<crate::trace::run_log::Settings>(),
+        "import" => tomlfile::fields::<ImportSettings>(),
         t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
             tomlfile::fields::<crate::mcp::config::SandboxFile>()
         }

@@ -58,6 +58,7 @@
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
 //! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
 //! | §3.17 | Claude Code's agent files: the search path, each key, `agents list`, `--dry-run`, files from a public collection | `claude_agents.rs` |
+//! | §3.17 | Codex's agent files: the search path, each key, each `sandbox_mode`, `mcp_servers` | `codex_agents.rs` |
 //! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
 //! | ch. 8 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §8.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
@@ -100,6 +101,7 @@ mod builtin_tools;
 mod call_agent;
 mod claude_agents;
 mod cli;
+mod codex_agents;
 mod connections;
 mod delegation;
 mod full_disk;

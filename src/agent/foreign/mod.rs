@@ -6,6 +6,7 @@
 //! path (`paths::Format`).
 
 mod claude;
+mod codex;
 
 use std::path::Path;
 
@@ -55,6 +56,7 @@ pub(super) fn import(
     };
     let imported = match format {
         Format::Claude => claude::read(&cx, id, text),
+        Format::Codex => codex::read(&cx, id, text),
         Format::Axe => return super::parse(id, path, text),
     }
     .map_err(invalid)?;

@@ -1,0 +1,217 @@
+//! Codex's custom agent files (`.codex/agents/<name>.toml`, design §3.17):
+//! `name`, `description`, `developer_instructions` (the prompt), `model`,
+//! `model_reasoning_effort`, `sandbox_mode` and `mcp_servers` become axe's
+//! keys; any other key is named in one warning. `sandbox_mode` chooses the
+//! tools; every command still runs in axe's sandbox, whatever the file
+//! says.
+
+use toml::{Table, Value};
+
+use super::{Context, Imported};
+use crate::config::tomlfile;
+
+/// The reading tools: what `read-only` (and a file without `sandbox_mode`)
+/// is offered.
+const READING: [&str; 3] = ["read_file", "list_directory", "search_files"];
+
+/// What `workspace-write` adds to [`READING`].
+const WRITING: [&str; 3] = ["write_file", "edit_file", "run_command"];
+
+/// The file `text` of agent `id` as axe's keys, or why it cannot be read.
+pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, String> {
+    let (file, _): (Table, _) = tomlfile::parse(text, &|_| &[])?;
+    let mut out = Imported {
+        table: Table::new(),
+        warnings: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut unused = Vec::new();
+    let mut sandbox = None;
+    for (key, value) in &file {
+        let text = || {
+            value
+                .as_str()
+                .map(str::to_string)
+                .ok_or(format!("`{key}` must be a string"))
+        };
+        match key.as_str() {
+            "name" => {
+                let name = text()?;
+                if name.trim() != id {
+                    out.warnings.push(format!(
+                        "name {name:?} is not the file's name: axe calls the agent \"{id}\""
+                    ));
+                }
+                out.table.insert("name".into(), Value::String(name));
+            }
+            "description" => {
+                out.table
+                    .insert("description".into(), Value::String(text()?));
+            }
+            "developer_instructions" => {
+                let prompt = text()?.trim().to_string();
+                out.table
+                    .insert("system_prompt".into(), Value::String(prompt));
+            }
+            "model" => model(&mut out, &text()?),
+            "model_reasoning_effort" => {
+                out.notes.push(format!(
+                    "model_reasoning_effort = {:?} is not used: axe sets no reasoning effort yet",
+                    text()?
+                ));
+                unused.push(key.clone());
+            }
+            "sandbox_mode" => sandbox = Some(text()?),
+            "mcp_servers" => {
+                let servers = value.as_table().ok_or("`mcp_servers` must be a table")?;
+                mcp_servers(&mut out, &mut unused, servers)?;
+            }
+            _ => unused.push(key.clone()),
+        }
+    }
+    out.table
+        .entry("name")
+        .or_insert_with(|| Value::String(id.to_string()));
+    sandbox_mode(cx, &mut out, sandbox.as_deref())?;
+    if !unused.is_empty() {
+        out.warnings
+            .push(format!("keys axe does not use: {}", unused.join(", ")));
+    }
+    Ok(out)
+}
+
+/// `model`: a bare model is OpenAI's (Codex's own provider); a
+/// `provider/model` as it is.
+fn model(out: &mut Imported, model: &str) {
+    let model = model.trim();
+    if model.is_empty() {
+        return;
+    }
+    let model = if model.contains('/') {
+        model.to_string()
+    } else {
+        format!("openai/{model}")
+    };
+    out.table.insert("model".into(), Value::String(model));
+}
+
+/// `sandbox_mode` as the tools offered. `danger-full-access` is refused
+/// unless config.toml's `[import] allow_full_access` says otherwise, and then
+/// runs as `workspace-write`: axe never runs a command outside its sandbox.
+fn sandbox_mode(cx: &Context, out: &mut Imported, mode: Option<&str>) -> Result<(), String> {
+    let write = match mode {
+        None => {
+            out.notes.push(
+                "the file has no `sandbox_mode`: axe offers it the reading tools \
+                 (read-only); set `sandbox_mode = \"workspace-write\"` to let it write"
+                    .into(),
+            );
+            false
+        }
+        Some("read-only") => false,
+        Some("workspace-write") => true,
+        Some("danger-full-access") if cx.global.import.allow_full_access => {
+            out.warnings.push(
+                "sandbox_mode \"danger-full-access\" runs as \"workspace-write\": \
+                 axe never runs a command outside its sandbox"
+                    .into(),
+            );
+            true
+        }
+        Some("danger-full-access") => {
+            return Err(
+                "sandbox_mode \"danger-full-access\" is refused: axe never runs \
+                        outside its sandbox; config.toml's `[import] allow_full_access = true` \
+                        runs it as \"workspace-write\""
+                    .into(),
+            );
+        }
+        Some(other) => {
+            return Err(format!(
+                "sandbox_mode {other:?}: expected \"read-only\", \"workspace-write\" \
+                 or \"danger-full-access\""
+            ));
+        }
+    };
+    let mut tools: Vec<Value> = READING.iter().map(|t| Value::from(*t)).collect();
+    if write {
+        tools.extend(WRITING.iter().map(|t| Value::from(*t)));
+    }
+    out.table.insert("tools".into(), Value::Array(tools));
+    Ok(())
+}
+
+/// `[mcp_servers.<name>]` as axe's `[[mcp_servers]]` tables (their shapes
+/// are alike: `command`, `args`, `env`, `cwd`, or `url`); `enabled_tools` as
+/// `mcp_tools`; a server with `enabled = false` is left out. Keys axe does
+/// not read are added to `unused` as `mcp_servers.<name>.<key>`.
+fn mcp_servers(
+    out: &mut Imported,
+    unused: &mut Vec<String>,
+    servers: &Table,
+) -> Result<(), String> {
+    let mut tables = Vec::new();
+    let mut tools = Vec::new();
+    // Servers without `enabled_tools`: axe's `mcp_tools` is one list over
+    // all of an agent's servers, so once another server names its tools,
+    // these offer none (narrowing is safe, widening is not): warned of.
+    let mut unlisted = Vec::new();
+    for (name, server) in servers {
+        let server = server
+            .as_table()
+            .ok_or(format!("`mcp_servers.{name}` must be a table"))?;
+        if server.get("enabled").and_then(Value::as_bool) == Some(false) {
+            continue;
+        }
+        if !server.contains_key("enabled_tools") {
+            unlisted.push(name.as_str());
+        }
+        let mut t = Table::new();
+        t.insert("name".into(), Value::String(name.clone()));
+        for (key, value) in server {
+            match key.as_str() {
+                "command" | "args" | "env" | "cwd" | "url" => {
+                    t.insert(key.clone(), value.clone());
+                }
+                "http_headers" => {
+                    t.insert("headers".into(), value.clone());
+                }
+                "tool_timeout_sec" => {
+                    let secs = value
+                        .as_integer()
+                        .or_else(|| value.as_float().map(|f| f.ceil() as i64))
+                        .ok_or(format!("`mcp_servers.{name}.{key}` must be a number"))?;
+                    t.insert("timeout".into(), Value::Integer(secs));
+                }
+                "enabled" => {}
+                "enabled_tools" => {
+                    let names = value
+                        .as_array()
+                        .ok_or(format!("`mcp_servers.{name}.{key}` must be a list"))?;
+                    for tool in names {
+                        let tool = tool
+                            .as_str()
+                            .ok_or(format!("`mcp_servers.{name}.{key}` must list names"))?;
+                        tools.push(Value::String(format!("{name}__{tool}")));
+                    }
+                }
+                _ => unused.push(format!("mcp_servers.{name}.{key}")),
+            }
+        }
+        tables.push(Value::Table(t));
+    }
+    if !tables.is_empty() {
+        out.table.insert("mcp_servers".into(), Value::Array(tables));
+    }
+    if !tools.is_empty() {
+        out.table.insert("mcp_tools".into(), Value::Array(tools));
+        if !unlisted.is_empty() {
+            out.warnings.push(format!(
+                "MCP servers without `enabled_tools` offer no tools, since another names its \
+                 own (axe's mcp_tools is one list): {}",
+                unlisted.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
