@@ -1,7 +1,7 @@
 //! `agents_md = true` (design §2.7): the `AGENTS.md` files from the
 //! repository's root down to the workdir in the system prompt, root's
 //! first, none from above the repository, listed by `--dry-run`; off
-//! unless the file asks, on for an imported Claude Code agent.
+//! unless the file asks, on for an imported Claude Code or Codex agent.
 
 use std::fs;
 use std::path::Path;
@@ -158,5 +158,33 @@ fn a_linked_agents_md_is_skipped_not_followed() {
         stderr(&out).contains("Skipped:  ../../AGENTS.md (its path goes through a symbolic link"),
         "{}",
         stderr(&out)
+    );
+}
+
+#[test]
+fn an_imported_codex_agent_reads_them() {
+    let home = Home::new();
+    let (_outer, wd) = tree();
+    put(
+        &wd.join(".codex/agents/tidy.toml"),
+        "name = \"tidy\"\nmodel = \"openai/gpt-test\"\ndeveloper_instructions = \"You tidy.\"\n",
+    );
+    let server = FakeServer::start(vec![Reply::Json(200, openai_text("ok", 3, 1))]);
+    let out = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .current_dir(&wd)
+        .args(["run", "tidy", "-p", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let sp = server.only_request().system_prompt();
+    assert!(
+        sp.starts_with("You tidy.\n\n---\n\n## Context Files\n\n"),
+        "{sp}"
+    );
+    assert!(sp.contains("Root rules."), "{sp}");
+    assert!(
+        sp.ends_with("### AGENTS.md\n```md\nSub rules.\n```"),
+        "{sp}"
     );
 }

@@ -69,6 +69,9 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
             _ => unused.push(key.clone()),
         }
     }
+    // On by default for an imported agent, as Codex reads the project's
+    // AGENTS.md (design §3.17).
+    out.table.insert("agents_md".into(), Value::Boolean(true));
     out.table
         .entry("name")
         .or_insert_with(|| Value::String(id.to_string()));
