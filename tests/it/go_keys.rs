@@ -1,6 +1,7 @@
 //! The Go original's 1.8 keys, written as its docs show them: `[params]
 //! response_format` (a string, or a `json_schema` table) asked of each
-//! provider and checked as axe's output schema (design D22).
+//! provider and checked as axe's output schema (design D22), and `--json`'s
+//! `refused` (its heuristic over the answer's words).
 
 use serde_json::{Value, json};
 
@@ -97,4 +98,23 @@ fn text_sends_nothing_and_a_bad_format_is_exit_2() {
         assert!(stderr(&out).contains(says), "{extra}: {}", stderr(&out));
     }
     assert_eq!(server.requests().len(), 1, "a bad file sends nothing");
+}
+
+#[test]
+fn refused_is_true_for_an_answer_that_declines_and_false_otherwise() {
+    let home = Home::new();
+    home.named_agent("a", "anthropic/claude-sonnet-4-5", "");
+    for (answer, refused) in [
+        ("I’m unable to help with that request.", true),
+        ("As an AI, I cannot give legal advice.", true),
+        ("Here is the summary.", false),
+    ] {
+        let server = FakeServer::json(200, &anthropic_text(answer, 10, 5));
+        let out = home.run_on(
+            &[(P::Anthropic, &server)],
+            &["run", "a", "--json", "-p", "x"],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_eq!(json_of(&out)["refused"], json!(refused), "{answer}");
+    }
 }
