@@ -116,6 +116,8 @@ pub(super) struct SubAgentsFile {
 pub(super) struct ParamsFile {
     temperature: Option<f64>,
     max_tokens: Option<i64>,
+    /// The Go original's key, read into an output schema.
+    response_format: Option<toml::Value>,
 }
 
 /// `[memory]` as written (the Go original's keys).
@@ -220,6 +222,7 @@ impl AgentFile {
             },
         };
         let output = self.output.map(OutputFile::validate).transpose()?;
+        let output = super::response_format::with(output, self.params.response_format)?;
         let memory = self.memory.map(MemoryFile::validate).transpose()?;
         let tools = super::tools::validate(self.tools, self.allowed_hosts, self.sandbox)?;
         let mcp = super::tools::validate_mcp(self.mcp_servers, self.mcp_tools)?;

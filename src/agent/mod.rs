@@ -8,6 +8,7 @@ mod catalog;
 mod file;
 mod foreign;
 mod output;
+mod response_format;
 mod text;
 mod tools;
 

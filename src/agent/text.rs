@@ -147,6 +147,8 @@ model = "provider/model-name"
 # [params]
 # temperature = 0.3
 # max_tokens = 4096
+# response_format = "json_object"  # the Go original's: text, json_object, or
+#                                  # a json_schema table; read as [output]
 
 # The shape of the answer: a JSON Schema (inline, or schema_file relative to
 # the config directory). The answer must be JSON matching it; when it is

@@ -8,6 +8,7 @@
 //! progress line) print them.
 
 pub(crate) mod progress;
+mod refusal;
 mod tools;
 
 use serde::Serialize;
@@ -288,6 +289,9 @@ pub struct JsonOutput<'a> {
     pub tool_calls: u64,
     /// The top-level run's built-in tool calls (the Go original's key).
     pub tool_call_details: Vec<ToolDetail>,
+    /// The answer reads as the model declining (the Go original's key and
+    /// heuristic); false for an answer that met an output schema.
+    pub refused: bool,
     pub retry_attempts: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
@@ -337,6 +341,7 @@ pub fn json(
         duration_ms: millis(o.duration),
         tool_calls: o.tool_calls,
         tool_call_details: ledger.tool_details(root),
+        refused: o.output.is_none() && refusal::refused(&o.content),
         retry_attempts: o.retry_attempts,
         cache_read_input_tokens: o.cache_read_input_tokens,
         cache_creation_input_tokens: o.cache_creation_input_tokens,

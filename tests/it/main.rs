@@ -60,6 +60,7 @@
 //! | §3.17 | Claude Code's agent files: the search path, each key, `agents list`, `--dry-run`, files from a public collection | `claude_agents.rs` |
 //! | §3.17 | Codex's agent files: the search path, each key, each `sandbox_mode`, `mcp_servers` | `codex_agents.rs` |
 //! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
+//! | D22, D26 | the Go original's 1.8 keys: `[params] response_format` on each wire, `--json`'s `refused` | `go_keys.rs` |
 //! | ch. 8 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §8.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
 //! | §2.9, §7.4, ch. 8 | what a run reports about its built-in tool calls | `tool_reports.rs` |
@@ -107,6 +108,7 @@ mod delegation;
 mod full_disk;
 mod gc;
 mod go_agents;
+mod go_keys;
 mod graph;
 mod machine;
 mod mcp;

@@ -135,10 +135,14 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             body["parallel_tool_calls"] = json!(req.parallel_tool_calls);
         }
     }
-    // Structured Outputs. Not strict: strict mode makes every property
+    // "Any JSON object" (the Go original's `response_format =
+    // "json_object"`, design D22) goes as OpenAI's JSON mode, as there.
+    // Else Structured Outputs. Not strict: strict mode makes every property
     // required, which would change what the schema means; axe validates the
     // answer itself either way (design D22).
-    if let Some(schema) = &req.output_schema {
+    if req.output_schema == Some(json!({"type": "object"})) {
+        body["response_format"] = json!({"type": "json_object"});
+    } else if let Some(schema) = &req.output_schema {
         body["response_format"] = json!({
             "type": "json_schema",
             "json_schema": {"name": "answer", "schema": schema},

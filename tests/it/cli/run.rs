@@ -374,6 +374,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "input_tokens",
             "model",
             "output_tokens",
+            "refused",
             "retry_attempts",
             "run_id",
             "stop_reason",
