@@ -73,7 +73,7 @@ unit: deps
 ## target/bench/results.json; not part of `make test`); then the tools, MCP
 ## and prompt-cache figures (the cached share of a 10-turn tool loop's input), the batch's
 ## (1,000 inputs, --jobs 32, beside xargs -P 32 of single runs), and axe serve's requests
-## per second and added latency. The static build is
+## per second and added latency, and `axe mcp serve`'s cost per tools/call in both eras. The static build is
 ## made first; if it cannot be, its column is left out. Last, the binary's
 ## size by crate against the 6 MiB budget (scripts/sizes.py, from the
 ## release code built with its symbols: `cargo build --profile sizes`)
@@ -82,6 +82,7 @@ bench:
 	$(CARGO) bench --bench delegation
 	$(CARGO) bench --bench tools
 	$(CARGO) bench --bench mcp
+	$(CARGO) bench --bench mcp_serve
 	$(CARGO) bench --bench stream
 	$(CARGO) bench --bench prompt_cache
 	$(CARGO) bench --bench batch
