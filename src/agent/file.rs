@@ -157,6 +157,26 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
     }
 }
 
+impl ParamsFile {
+    /// Checks `temperature` and gives `max_tokens` as sent: 0 is not sent,
+    /// as in the Go original.
+    fn max_tokens(&self) -> Result<Option<u32>, Error> {
+        if let Some(t) = self.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(Error::config(
+                "params.temperature must be a non-negative number",
+            ));
+        }
+        match self.max_tokens {
+            None | Some(0) => Ok(None),
+            Some(n) => u32::try_from(n)
+                .map(Some)
+                .map_err(|_| Error::config("params.max_tokens must be a positive integer")),
+        }
+    }
+}
+
 impl AgentFile {
     /// Checks the rules in their order: `name`, then
     /// `[sub_agents_config]` (whenever present, design D17), the positive
@@ -202,25 +222,7 @@ impl AgentFile {
         for name in &self.sub_agents {
             paths::check_agent_name(name).map_err(|e| Error::config(format!("sub_agents: {e}")))?;
         }
-        if let Some(t) = self.params.temperature
-            && !(t.is_finite() && t >= 0.0)
-        {
-            return Err(Error::config(
-                "params.temperature must be a non-negative number",
-            ));
-        }
-        // 0 is not sent, as in the Go original.
-        let max_tokens = match self.params.max_tokens {
-            None | Some(0) => None,
-            Some(n) => match u32::try_from(n) {
-                Ok(n) => Some(n),
-                Err(_) => {
-                    return Err(Error::config(
-                        "params.max_tokens must be a positive integer",
-                    ));
-                }
-            },
-        };
+        let max_tokens = self.params.max_tokens()?;
         let output = self.output.map(OutputFile::validate).transpose()?;
         let output = super::response_format::with(output, self.params.response_format)?;
         let memory = self.memory.map(MemoryFile::validate).transpose()?;
