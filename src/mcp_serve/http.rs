@@ -26,11 +26,12 @@ use tiny_http::{Method, Request};
 
 use super::message::{self, Read as Parsed};
 use super::protocol::Session;
-use super::reply::{Answer, Channel, error, json_response};
+use super::reply::{Answer, Channel, error};
 use super::stateless::{self, HEADER_MISMATCH};
 use super::{Out, Shared, VERSIONS};
 use crate::deadline::Cancel;
 use crate::error::Error;
+use crate::serve::json_response;
 use crate::serve::{auth, conn};
 
 /// The one path served.

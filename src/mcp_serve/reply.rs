@@ -13,11 +13,12 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tiny_http::{Header, Request, Response};
+use tiny_http::Request;
 
 use super::Out;
 use super::stateless::{HEADER_MISMATCH, UNSUPPORTED_VERSION};
 use crate::deadline::Cancel;
+use crate::serve::json_response;
 
 /// How often a waiting answer looks at whether its client left.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
@@ -48,25 +49,6 @@ pub fn status_of(message: &Value, modern: bool) -> u16 {
         -32700 | -32600 | -32602 | HEADER_MISMATCH | -32021 | UNSUPPORTED_VERSION if modern => 400,
         _ => 200,
     }
-}
-
-/// An answer of `status` with the JSON `body` and `extra` headers.
-pub fn json_response(
-    status: u16,
-    body: &Value,
-    extra: &[(&str, String)],
-) -> Response<std::io::Cursor<Vec<u8>>> {
-    let mut resp = Response::from_string(body.to_string()).with_status_code(status);
-    let headers = [("content-type", "application/json")]
-        .into_iter()
-        .chain(extra.iter().map(|(n, v)| (*n, v.as_str())));
-    for (name, value) in headers {
-        // Every name and value here is axe's own ASCII.
-        if let Ok(h) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
-            resp = resp.with_header(h);
-        }
-    }
-    resp
 }
 
 /// A JSON-RPC error object.

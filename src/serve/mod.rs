@@ -423,8 +423,9 @@ fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]
     status
 }
 
-/// An answer of `status` with the JSON `body` and the `extra` headers.
-fn json_response(
+/// An answer of `status` with the JSON `body` and the `extra` headers
+/// (`axe mcp serve --listen` answers with it too).
+pub(crate) fn json_response(
     status: u16,
     body: &Value,
     extra: &[(&str, String)],
