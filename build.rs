@@ -20,6 +20,7 @@ fn main() {
     println!("cargo:rerun-if-changed={order}");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=AXE_KEEP_SYMBOLS");
+    println!("cargo:rerun-if-env-changed=AXE_NO_LINK_ORDER");
     let env = |name: &str| std::env::var(name).unwrap_or_default();
     if env("PROFILE") != "release" {
         return;
@@ -28,8 +29,14 @@ fn main() {
         println!("cargo:rustc-link-arg-bin=axe=-Wl,--strip-all");
     }
     let dir = env("CARGO_MANIFEST_DIR");
-    let lld = env("TARGET") == "x86_64-unknown-linux-gnu";
-    if lld && std::path::Path::new(&dir).join(order).is_file() {
+    // A linker the builder chose (`-C linker=`, `-fuse-ld=`) may not take
+    // the order (GNU ld before 2.43): then, as with AXE_NO_LINK_ORDER=1, the
+    // link is cargo's plain one and only a run's memory is larger.
+    let flags = env("CARGO_ENCODED_RUSTFLAGS");
+    let chosen = flags.contains("linker") || flags.contains("fuse-ld");
+    let lld = env("TARGET") == "x86_64-unknown-linux-gnu" && !chosen;
+    let wanted = env("AXE_NO_LINK_ORDER").is_empty();
+    if lld && wanted && std::path::Path::new(&dir).join(order).is_file() {
         println!("cargo:rustc-link-arg-bin=axe=-Wl,--symbol-ordering-file={dir}/{order}");
         println!("cargo:rustc-link-arg-bin=axe=-Wl,--no-warn-symbol-ordering");
     }
