@@ -255,9 +255,28 @@ pub fn looks_secret(name: &str) -> bool {
     .any(|w| upper.contains(w))
 }
 
-/// A private directory (0700) removed with everything in it on drop.
+/// A private directory (0700) removed with everything in it on drop, or
+/// at the process's end if it is still alive then ([`remove_temp_dirs`]).
 #[derive(Debug)]
 struct TempDir(PathBuf);
+
+/// The private directories alive now. A signal or the deadline ends the
+/// process without dropping what its threads hold, and a directory of a
+/// command still running would be left in `/tmp` (design §8.3).
+static LIVE_TEMP_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every private directory still alive: for the end of the
+/// process, after its commands are killed (`orphans::sweep_all`).
+pub(crate) fn remove_temp_dirs() {
+    let dirs = std::mem::take(
+        &mut *LIVE_TEMP_DIRS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for dir in dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
 
 impl TempDir {
     fn new() -> std::io::Result<TempDir> {
@@ -270,7 +289,15 @@ impl TempDir {
                 fastrand::u32(..)
             ));
             match std::fs::DirBuilder::new().mode(0o700).create(&p) {
-                Ok(()) => return Ok(TempDir(p)),
+                Ok(()) => {
+                    // A signal ending the process removes it too.
+                    crate::io::interrupt::sweep_on_end(orphans::sweep_all);
+                    LIVE_TEMP_DIRS
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(p.clone());
+                    return Ok(TempDir(p));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -281,6 +308,10 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        LIVE_TEMP_DIRS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|p| *p != self.0);
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -111,13 +111,15 @@ pub fn sweep() {
 /// Kills every child of axe now, kept or not, commands running or not, and
 /// whatever comes to axe as they die: for the end of the process (its
 /// last line, and every signal that ends it, `crate::io::interrupt`). The MCP
-/// servers' own stop comes first, where there is one.
+/// servers' own stop comes first, where there is one. Then the commands'
+/// private directories still alive are removed.
 pub fn sweep_all() {
-    if !REAPER.load(Ordering::Relaxed) {
-        return;
+    if REAPER.load(Ordering::Relaxed) {
+        let _held = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+        sweep_locked(&[]);
     }
-    let _held = STATE.lock().unwrap_or_else(PoisonError::into_inner);
-    sweep_locked(&[]);
+    // Nothing writes to a command's private directory any more.
+    super::remove_temp_dirs();
 }
 
 /// Kills and reaps axe's children that are not kept; their own children

@@ -87,11 +87,27 @@ fn model(script: &str) -> FakeServer {
 /// `axe run hands` on `server`, with `args`.
 fn axe(s: &ToolsSetup, server: &FakeServer, args: &[&str]) -> Command {
     let mut cmd = s.home.axe_on(&[(P::OpenAi, server)]);
-    cmd.args(["run", "hands", "-p", "go"])
+    std::fs::create_dir_all(temp_dir(s)).unwrap();
+    cmd.env("TMPDIR", temp_dir(s))
+        .args(["run", "hands", "-p", "go"])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd
+}
+
+/// The `TMPDIR` axe runs with: where a command's private directory is made.
+fn temp_dir(s: &ToolsSetup) -> std::path::PathBuf {
+    s.home.dir.path().join("tmp")
+}
+
+/// What axe left in its `TMPDIR` after it exited: nothing, however it ended.
+fn temp_left(s: &ToolsSetup) -> Vec<String> {
+    std::fs::read_dir(temp_dir(s))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Writes `chain.sh` into `work`: each process starts the next in a new
@@ -236,6 +252,10 @@ fn ctrl_c_sigterm_or_sighup_mid_command_leave_nothing_running() {
         if !left.is_empty() {
             outlived.push(format!("{why}: {left:?}"));
         }
+        let temp = temp_left(&s);
+        if !temp.is_empty() {
+            outlived.push(format!("{why}: in TMPDIR {temp:?}"));
+        }
     }
     assert!(outlived.is_empty(), "outlived axe: {outlived:?}");
 }
@@ -272,6 +292,7 @@ fn the_deadline_mid_command_leaves_nothing_running() {
     assert_ne!(code(&out), 0, "{}", stderr(&out));
     let left = left(&mark);
     assert!(left.is_empty(), "outlived axe: {left:?}");
+    assert_eq!(temp_left(&s), Vec::<String>::new(), "left in TMPDIR");
 }
 
 /// A chat request for `agent` to `addr`, as a well-behaved local client
@@ -310,7 +331,10 @@ fn axe_serves_first_and_second_signal_leave_nothing_running() {
         chain_script(&s.work);
         let script = format!("{}; touch started; sleep 300", chain_command(&mark, 41));
         let model = model(&script);
-        let mut server = crate::serve::Server::start(&s.home, &model, &["--grace", "1"]);
+        let mut cmd = s.home.axe_on(&[(P::OpenAi, &model)]);
+        std::fs::create_dir_all(temp_dir(&s)).unwrap();
+        cmd.env("TMPDIR", temp_dir(&s));
+        let mut server = crate::serve::Server::start_with(cmd, &["--grace", "1"]);
         let addr = server.addr.clone();
         let request = std::thread::spawn(move || chat(&addr, "hands"));
         let until = Instant::now() + Duration::from_secs(30);
@@ -339,6 +363,10 @@ fn axe_serves_first_and_second_signal_leave_nothing_running() {
         let left = left(&mark);
         if !left.is_empty() {
             outlived.push(format!("second signal {second}: {left:?}"));
+        }
+        let temp = temp_left(&s);
+        if !temp.is_empty() {
+            outlived.push(format!("second signal {second}: in TMPDIR {temp:?}"));
         }
         let _ = request.join();
     }
