@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::shard::Shard;
 use crate::error::Error;
 use crate::resolve::template::{Template, Vars};
 use crate::sandbox::beneath::{Anchored, Base, Root};
@@ -24,7 +25,7 @@ pub const MAX_INPUT_BYTES: u64 = crate::io::stdin::MAX_BYTES;
 /// One input, in the order read.
 #[derive(Debug, Clone)]
 pub struct Input {
-    /// Its place in the batch, from 0.
+    /// Its place in the batch (in its share, with `--shard`), from 0.
     pub seq: u64,
     /// Its line in the file, from 1; for `--each-file`, its place in the
     /// sorted list of files, from 1.
@@ -64,10 +65,13 @@ pub struct Lines {
     line: u64,
 }
 
-/// The inputs of a source, numbered.
+/// The inputs of a source in a share (`--shard`), numbered.
 pub struct Inputs {
     source: Source,
+    shard: Option<Shard>,
     seq: u64,
+    /// The files taken from `Source::Files`, in or out of the share.
+    files: u64,
 }
 
 impl Lines {
@@ -76,7 +80,11 @@ impl Lines {
     /// are not blank, for the progress line). A file is opened once, as a
     /// regular file, by name with no link followed (design §8.7): it may
     /// lie where an agent writes.
-    pub fn open(path: &str, cwd: &Path) -> Result<(Lines, Option<u64>), Error> {
+    pub fn open(
+        path: &str,
+        cwd: &Path,
+        shard: Option<Shard>,
+    ) -> Result<(Lines, Option<u64>), Error> {
         #[allow(clippy::disallowed_methods, reason = "`--each -` (design §11.1)")]
         let (reader, total): (Box<dyn BufRead + Send>, _) = if path == "-" {
             (Box::new(BufReader::new(std::io::stdin())), None)
@@ -88,7 +96,10 @@ impl Lines {
             let (root, rest) = at.parts();
             let (mut file, _) =
                 crate::sandbox::read::open_in(root, rest).map_err(|e| cannot(&e))?;
-            let total = count(&mut file);
+            let total = match shard {
+                None => count(&mut file),
+                Some(shard) => count_kept(&file, shard),
+            };
             file.seek(SeekFrom::Start(0)).map_err(|e| cannot(&e))?;
             (Box::new(BufReader::with_capacity(64 * 1024, file)), total)
         };
@@ -142,8 +153,14 @@ impl Lines {
 }
 
 impl Inputs {
-    pub fn new(source: Source) -> Inputs {
-        Inputs { source, seq: 0 }
+    /// The inputs of `source`, only those of `shard` when there is one.
+    pub fn new(source: Source, shard: Option<Shard>) -> Inputs {
+        Inputs {
+            source,
+            shard,
+            seq: 0,
+            files: 0,
+        }
     }
 }
 
@@ -151,21 +168,27 @@ impl Iterator for Inputs {
     type Item = Input;
 
     fn next(&mut self) -> Option<Input> {
-        let (line, body) = match &mut self.source {
-            Source::Lines(lines) => lines.next_input()?,
-            Source::Files { root, names } => {
-                let shown = names.next()?;
-                let root = root.clone();
-                (self.seq + 1, Body::File { shown, root })
+        loop {
+            let (line, body) = match &mut self.source {
+                Source::Lines(lines) => lines.next_input()?,
+                Source::Files { root, names } => {
+                    let shown = names.next()?;
+                    self.files += 1;
+                    let root = root.clone();
+                    (self.files, Body::File { shown, root })
+                }
+            };
+            let input = Input {
+                seq: self.seq,
+                line,
+                body,
+            };
+            if self.shard.is_some_and(|s| !s.keeps(&input)) {
+                continue;
             }
-        };
-        let input = Input {
-            seq: self.seq,
-            line,
-            body,
-        };
-        self.seq += 1;
-        Some(input)
+            self.seq += 1;
+            return Some(input);
+        }
     }
 }
 
@@ -322,6 +345,17 @@ pub fn read_file(root: &Root, shown: &str) -> Result<String, Error> {
     }
 }
 
+/// How many inputs of an open file are in `shard`: its lines read as
+/// inputs through a second handle (the caller goes back to the start).
+fn count_kept(file: &std::fs::File, shard: Shard) -> Option<u64> {
+    let lines = Lines {
+        reader: Box::new(BufReader::with_capacity(64 * 1024, file.try_clone().ok()?)),
+        json: None,
+        line: 0,
+    };
+    Some(Inputs::new(Source::Lines(lines), Some(shard)).count() as u64)
+}
+
 /// How many inputs an open file holds (its lines that are not blank), for
 /// the progress line; None when it cannot be read. Reads it to its end.
 fn count(file: &mut std::fs::File) -> Option<u64> {
@@ -359,7 +393,7 @@ mod tests {
             json: None,
             line: 0,
         };
-        Inputs::new(Source::Lines(src)).collect()
+        Inputs::new(Source::Lines(src), None).collect()
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod lines;
 pub mod progress;
 pub mod resume;
 pub mod schedule;
+pub mod shard;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};

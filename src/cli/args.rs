@@ -408,6 +408,10 @@ pub(super) struct RunCmd {
     /// prompt)
     #[argh(option)]
     pub(super) prompt_field: Option<String>,
+    /// with --each or --each-file: only share K of N of the inputs (K/N,
+    /// K from 0), so that N workers given the same inputs run each once
+    #[argh(option)]
+    pub(super) shard: Option<String>,
 }
 
 /// Default `axe serve --listen`.

@@ -16,6 +16,7 @@ use crate::batch::inputs::{Body, Inputs, Lines, Source};
 use crate::batch::lines::Out;
 use crate::batch::progress::View;
 use crate::batch::schedule::{Gate, Order};
+use crate::batch::shard::Shard;
 use crate::batch::{self, Batch, resume};
 use crate::deadline::Cancel;
 use crate::deadline::Deadline;
@@ -42,15 +43,16 @@ pub(super) fn wanted(cmd: &RunCmd) -> bool {
         || cmd.unordered
         || cmd.resume.is_some()
         || cmd.prompt_field.is_some()
+        || cmd.shard.is_some()
 }
 
 /// Runs the batch `cmd` asks for, telling `log` what it learns.
 pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
-    let jobs = check(&cmd)?;
+    let (jobs, shard) = check(&cmd)?;
     let base = base(&cmd, log)?;
     let prompt = cmd.prompt.as_deref().map(Template::parse);
-    let (source, total) = source(&cmd, &base.cwd, base.timeout)?;
-    let mut inputs = Inputs::new(source).peekable();
+    let (source, total) = source(&cmd, &base.cwd, base.timeout, shard)?;
+    let mut inputs = Inputs::new(source, shard).peekable();
     // The names every input gives, known from the first: a key that is in
     // none of them fails before anything runs.
     let given: Option<&[&str]> = match inputs.peek().map(|i| &i.body) {
@@ -140,8 +142,9 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     end(&batch, log)
 }
 
-/// The flags a batch needs, checked before anything is read: `--jobs`.
-fn check(cmd: &RunCmd) -> Result<usize, Error> {
+/// The flags a batch needs, checked before anything is read: `--jobs`
+/// and `--shard`.
+fn check(cmd: &RunCmd) -> Result<(usize, Option<Shard>), Error> {
     match (&cmd.each, &cmd.each_file) {
         (Some(_), Some(_)) => {
             return Err(Error::general(
@@ -150,13 +153,17 @@ fn check(cmd: &RunCmd) -> Result<usize, Error> {
         }
         (None, None) => {
             return Err(Error::general(
-                "--jobs, --unordered, --resume and --prompt-field need --each or --each-file",
+                "--jobs, --unordered, --resume, --prompt-field and --shard need --each or --each-file",
             ));
         }
         _ => {}
     }
+    let shard = match &cmd.shard {
+        Some(text) => Some(Shard::parse(text).map_err(Error::general)?),
+        None => None,
+    };
     match cmd.jobs.unwrap_or(DEFAULT_JOBS) {
-        n @ 1..=MAX_JOBS => Ok(n),
+        n @ 1..=MAX_JOBS => Ok((n, shard)),
         n => Err(Error::general(format!("--jobs {n}: give 1 to {MAX_JOBS}"))),
     }
 }
@@ -167,9 +174,10 @@ fn source(
     cmd: &RunCmd,
     cwd: &std::path::Path,
     timeout: u64,
+    shard: Option<Shard>,
 ) -> Result<(Source, Option<u64>), Error> {
     if let Some(path) = &cmd.each {
-        let (lines, total) = Lines::open(path, cwd)?;
+        let (lines, total) = Lines::open(path, cwd, shard)?;
         return Ok((Source::Lines(lines), total));
     }
     let glob = cmd.each_file.clone().unwrap_or_default();
@@ -185,7 +193,8 @@ fn source(
         .filter(|(_, found)| matches!(found, Found::File | Found::Link))
         .map(|(name, _)| name)
         .collect();
-    let total = Some(names.len() as u64);
+    let kept = |name: &&String| shard.is_none_or(|s| s.keeps_file(name));
+    let total = Some(names.iter().filter(kept).count() as u64);
     let root = Arc::new(root);
     let names = names.into_iter();
     Ok((Source::Files { root, names }, total))

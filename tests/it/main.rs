@@ -69,6 +69,7 @@
 //! | §10.1–§10.4 | memory: entries appended and loaded, the Go original's files, concurrent runs, bounds, sub-agents | `memory/entries.rs`, `memory/files.rs` |
 //! | §10.5 | `axe gc`: what is sent, kept and backed up, `--dry-run`, `--all` | `gc.rs` |
 //! | ch. 11 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
+//! | §11.7 | `--shard K/N`: N workers cover the inputs once, resume per share | `batch_shards.rs` |
 //! | §9.6 | `axe mcp serve`: the official MCP Python SDK over stdio, raw JSON lines | `mcp_serve/` |
 //! | ch. 12 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
 //! | §4.2, §8.2 | the wire details the vendors' types expect: every body against the `openai`, `anthropic` and `ollama` SDKs' types, MCP schemas on Ollama, axe's temporary files never listed | `wires/` |
@@ -97,6 +98,7 @@ mod common;
 mod agents_md;
 mod answers_not_whole;
 mod batch;
+mod batch_shards;
 mod budgets;
 mod builtin_tools;
 mod call_agent;
