@@ -47,7 +47,7 @@ Batch (one JSON line per input):
   --unordered            print each line as its input ends, not in input order
   --resume FILE          skip the inputs that succeeded in FILE (a batch's output), append the rest
   --prompt-field NAME    with --each on JSON Lines: the field that is the prompt (default: prompt)
-  --shard K/N            only share K (from 0) of N of the inputs: N workers, each its K, run each once
+  --shard K/N            only share K (from 0) of N of the inputs, for N workers
 
   -h, --help, help       display usage information
 "#;
