@@ -115,6 +115,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         stream: Default::default(),
         text: Default::default(),
         cancel: Default::default(),
+        seed: None,
         retries: None,
     };
     let allowed = vec!["w".to_string()];

@@ -9,6 +9,7 @@
 //! shows. The command line's side (flags, the run log, the exit code) is
 //! `cli/batch.rs`.
 
+pub mod engine;
 pub mod inputs;
 pub mod lines;
 pub mod progress;
@@ -25,7 +26,7 @@ use crate::error::Error;
 use crate::io::stderr::Verbose;
 use crate::resolve::template::{Prompts, Template};
 use crate::resolve::{Resolved, UserInput};
-use crate::run::{self, Ctx};
+use crate::run::{self, Ctx, Seed};
 use crate::trace::ledger::{self, Budget, Ledger};
 use inputs::{Body, Input};
 use progress::Counts;
@@ -108,7 +109,7 @@ impl Batch<'_> {
                 error: Some(why),
             },
             Admit::Go => {
-                let (ended, turns) = self.attempt(&input);
+                let (ended, turns) = self.attempt(&input, None);
                 self.gate.ended(ended.tokens, turns);
                 ended
             }
@@ -135,8 +136,34 @@ impl Batch<'_> {
         ));
     }
 
-    /// Runs one admitted input; its line, and the turns it took.
-    fn attempt(&self, input: &Input) -> (Ended, u64) {
+    /// An input of a provider's batch (`engine.rs`), its first answer
+    /// `seed` from batch `id`'s results (an error: why it has none, or
+    /// none: the results lack it), written in input order on this thread.
+    fn one_seeded(&self, input: Input, seed: Option<Result<Arc<Seed>, String>>, id: &str) {
+        if self.done.contains(&input.key()) {
+            self.counts
+                .resumed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
+        let started = Instant::now();
+        let no_answer = |why: String| {
+            let e = Error::general(format!("batch {id}: {why}"));
+            self.failure(&input, &e, None)
+        };
+        let ended = match seed {
+            None => no_answer("no answer for this input".into()),
+            Some(Err(why)) => no_answer(why),
+            Some(Ok(seed)) => self.attempt(&input, Some(seed)).0,
+        };
+        self.counts.ended(ended.code, ended.skipped, ended.tokens);
+        self.tell(&input, &ended, started);
+        self.out.write(&ended.line);
+    }
+
+    /// Runs one admitted input (its first answer `seed`, when a provider's
+    /// batch gave it); its line, and the turns it took.
+    fn attempt(&self, input: &Input, seed: Option<Arc<Seed>>) -> (Ended, u64) {
         let started = Instant::now();
         let prepared = self.prepare(input);
         let (filled, message) = match prepared {
@@ -155,6 +182,7 @@ impl Batch<'_> {
             ledger: ledger.clone(),
             deadline: Deadline::after(self.timeout),
             budgets,
+            seed,
             ..self.proto.clone()
         };
         self.live(&ledger, true);

@@ -412,6 +412,14 @@ pub(super) struct RunCmd {
     /// K from 0), so that N workers given the same inputs run each once
     #[argh(option)]
     pub(super) shard: Option<String>,
+    /// with --each: send the inputs as one of the provider's own batches
+    /// (OpenAI's, Anthropic's), at its batch price, and wait for it
+    #[argh(switch)]
+    pub(super) provider_batch: bool,
+    /// with --provider-batch: the longest wait for the batch (e.g. 90m,
+    /// 24h; default: 24h)
+    #[argh(option)]
+    pub(super) batch_wait: Option<String>,
 }
 
 /// Default `axe serve --listen`.

@@ -44,11 +44,14 @@ pub(super) fn wanted(cmd: &RunCmd) -> bool {
         || cmd.resume.is_some()
         || cmd.prompt_field.is_some()
         || cmd.shard.is_some()
+        || cmd.provider_batch
+        || cmd.batch_wait.is_some()
 }
 
 /// Runs the batch `cmd` asks for, telling `log` what it learns.
 pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     let (jobs, shard) = check(&cmd)?;
+    let wait = batch_wait(&cmd)?;
     let base = base(&cmd, log)?;
     let prompt = cmd.prompt.as_deref().map(Template::parse);
     let (source, total) = source(&cmd, &base.cwd, base.timeout, shard)?;
@@ -135,7 +138,11 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     let view = (crate::report::progress::wanted(false, cmd.quiet, &ledger)
         && (cmd.resume.is_some() || !std::io::stdout().is_terminal()))
     .then(|| View::start(batch.counts.clone(), total));
-    batch.run(jobs, inputs);
+    if cmd.provider_batch {
+        provider_batch(&cmd, &base, &batch, inputs, shard, wait)?;
+    } else {
+        batch.run(jobs, inputs);
+    }
     drop(view);
     ledger.flush_trace();
     crate::io::interrupt::wait_if_ending();
@@ -165,6 +172,77 @@ fn check(cmd: &RunCmd) -> Result<(usize, Option<Shard>), Error> {
     match cmd.jobs.unwrap_or(DEFAULT_JOBS) {
         n @ 1..=MAX_JOBS => Ok((n, shard)),
         n => Err(Error::general(format!("--jobs {n}: give 1 to {MAX_JOBS}"))),
+    }
+}
+
+/// `--provider-batch`: the inputs through the provider's own batch engine
+/// (`batch::engine`), read a second time from the same source.
+fn provider_batch(
+    cmd: &RunCmd,
+    base: &super::run::Base,
+    batch: &Batch,
+    inputs: impl Iterator<Item = crate::batch::inputs::Input>,
+    shard: Option<Shard>,
+    wait: std::time::Duration,
+) -> Result<(), Error> {
+    if let Some(why) = batch::engine::refused(batch) {
+        return Err(Error::config(why));
+    }
+    let again = || -> Result<Box<dyn Iterator<Item = _>>, Error> {
+        let (again, _) = self::source(cmd, &base.cwd, base.timeout, shard)?;
+        Ok(Box::new(Inputs::new(again, shard)))
+    };
+    let kept = match &cmd.resume {
+        Some(path) => Some(kept_beside(path, &base.cwd)?),
+        None => None,
+    };
+    batch::engine::run(batch, inputs, &again, wait, kept.as_ref())
+}
+
+/// Where `--provider-batch` keeps its batch's id: `OUT.batch` beside
+/// `--resume OUT`.
+fn kept_beside(path: &str, cwd: &std::path::Path) -> Result<batch::engine::Kept, Error> {
+    use crate::sandbox::beneath::{Anchored, Base};
+    let (dir, name) = Anchored::new(Base::Cwd(cwd), path)
+        .and_then(|at| Ok(at.parent(false)?))
+        .map_err(|e| Error::general(format!("cannot keep a batch beside {path}: {e}")))?;
+    Ok(batch::engine::Kept {
+        dir,
+        name: format!("{name}.batch"),
+    })
+}
+
+/// `--provider-batch`'s checks, before anything is read, and
+/// `--batch-wait`: a number of seconds, or of minutes, hours or days
+/// (`90m`, `24h`, `2d`).
+fn batch_wait(cmd: &RunCmd) -> Result<std::time::Duration, Error> {
+    if cmd.batch_wait.is_some() && !cmd.provider_batch {
+        return Err(Error::general("--batch-wait needs --provider-batch"));
+    }
+    if cmd.provider_batch && cmd.each.as_deref().is_none_or(|e| e == "-") {
+        return Err(Error::general(
+            "--provider-batch needs --each FILE (a file: its inputs are read twice)",
+        ));
+    }
+    let Some(text) = &cmd.batch_wait else {
+        return Ok(std::time::Duration::from_secs(24 * 3600));
+    };
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text.as_str(), "s"),
+    };
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => 0,
+    };
+    match number.parse::<u64>() {
+        Ok(n) if n > 0 && scale > 0 => Ok(std::time::Duration::from_secs(n.saturating_mul(scale))),
+        _ => Err(Error::general(format!(
+            "--batch-wait {text}: give a number of seconds, or with m, h or d (e.g. 90m, 24h)"
+        ))),
     }
 }
 

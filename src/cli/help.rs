@@ -48,6 +48,7 @@ Batch (one JSON line per input):
   --resume FILE          skip the inputs that succeeded in FILE (a batch's output), append the rest
   --prompt-field NAME    with --each on JSON Lines: the field that is the prompt (default: prompt)
   --shard K/N            only share K (from 0) of N of the inputs, for N workers
+  --provider-batch       one provider batch at its price; waits up to --batch-wait D (default 24h)
 
   -h, --help, help       display usage information
 "#;

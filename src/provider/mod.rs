@@ -34,6 +34,7 @@
 pub mod adjust;
 pub mod anthropic;
 mod attempt;
+mod batches;
 pub mod bedrock;
 mod client;
 mod error;
@@ -51,6 +52,7 @@ pub(crate) mod wire;
 use std::fmt;
 
 pub use adjust::{Change, Quirks};
+pub use batches::{Counts as BatchCounts, Item as BatchItem, Polled};
 pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,
 };

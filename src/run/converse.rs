@@ -183,19 +183,23 @@ impl Conversation<'_> {
         let new_line = Cell::new(!matches!(req.messages.last(), Some(Message::Paused(_))));
         let print = |text: &str| ctx.text.text(text, new_line.replace(false));
         let on_text: Option<&dyn Fn(&str)> = if ctx.stream.print { Some(&print) } else { None };
-        let response = self
-            .provider
-            .send_with(req, ctx.deadline.at, &on_notice, on_text)
-            .map_err(|mut e| {
-                // An idle stream's own message says what happened.
-                if e.kind == ErrorKind::Timeout && !e.idle {
-                    e.message = format!("timeout after {}s", ctx.deadline.secs);
-                }
-                Failure {
-                    error: Error::Provider(e),
-                    request: Some(sent.elapsed()),
-                }
-            })?;
+        let seeded = ctx.seed.as_ref().and_then(|s| s.take());
+        let response = match seeded {
+            Some(r) => Ok(r),
+            None => self
+                .provider
+                .send_with(req, ctx.deadline.at, &on_notice, on_text),
+        }
+        .map_err(|mut e| {
+            // An idle stream's own message says what happened.
+            if e.kind == ErrorKind::Timeout && !e.idle {
+                e.message = format!("timeout after {}s", ctx.deadline.secs);
+            }
+            Failure {
+                error: Error::Provider(e),
+                request: Some(sent.elapsed()),
+            }
+        })?;
         let event = TraceEvent::Response {
             provider: &self.provider.name,
             model: &req.model,

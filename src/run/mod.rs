@@ -80,6 +80,43 @@ pub struct Ctx<'a> {
     pub text: TextSink,
     /// Set when the run must stop before its deadline (design §12.3).
     pub cancel: Cancel,
+    /// The answer to this run's first request, already had from a
+    /// provider's batch engine (design §11.8): the first turn takes it
+    /// instead of sending; any later one (a repair) is sent as usual.
+    pub seed: Option<Arc<Seed>>,
+}
+
+/// A first answer had another way (`Ctx::seed`), taken once.
+#[derive(Debug, Default)]
+pub struct Seed(std::sync::Mutex<Option<crate::provider::Response>>);
+
+impl Seed {
+    pub fn new(response: crate::provider::Response) -> Seed {
+        Seed(std::sync::Mutex::new(Some(response)))
+    }
+
+    /// The answer, the first time it is asked for.
+    fn take(&self) -> Option<crate::provider::Response> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// The provider `resolved` runs on and the first request its run would
+/// send for `message`, exactly as [`run_agent`] sends it: for a provider's
+/// batch engine (design §11.8), which sends it another way. Only for an
+/// agent whose run is that one request (no tools, sub-agents or MCP
+/// servers: the caller checks).
+pub fn first_request(
+    resolved: &Resolved,
+    message: &str,
+    ctx: &Ctx,
+) -> Result<(Provider, Request), Error> {
+    let provider = request::provider(resolved, ctx)?;
+    let (req, _) = request::first(resolved, message, &[], ctx);
+    Ok((provider, req))
 }
 
 /// How a tree's answers are streamed (design §4.11).

@@ -93,6 +93,7 @@ pub fn ctx<'a>(
         stream: streaming(resolved, setup.stream, setup.whole),
         text: setup.text,
         cancel: setup.cancel,
+        seed: None,
     })
 }
 

@@ -123,6 +123,7 @@ impl Setup {
             stream: Default::default(),
             text: Default::default(),
             cancel: Default::default(),
+            seed: None,
         }
     }
 }
