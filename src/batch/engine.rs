@@ -295,15 +295,33 @@ fn read_answer(
     item.answer.map(|r| Arc::new(Seed::new(r)))
 }
 
-/// An unnamed file in the temporary directory, gone when closed.
+/// An unnamed file in the temporary directory, gone when closed; where
+/// the file system has no `O_TMPFILE`, a new private file, unlinked at once.
 fn tempfile() -> Result<std::fs::File, Error> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = std::env::temp_dir();
-    std::fs::OpenOptions::new()
+    let cannot =
+        |e: std::io::Error| Error::general(format!("cannot make a file in {}: {e}", dir.display()));
+    let unnamed = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_TMPFILE)
         .mode(0o600)
-        .open(&dir)
-        .map_err(|e| Error::general(format!("cannot make a file in {}: {e}", dir.display())))
+        .open(&dir);
+    match unnamed {
+        Ok(f) => Ok(f),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => {
+            let path = dir.join(format!("axe-batch-{:016x}", fastrand::u64(..)));
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(cannot)?;
+            let _ = std::fs::remove_file(&path);
+            Ok(file)
+        }
+        Err(e) => Err(cannot(e)),
+    }
 }
