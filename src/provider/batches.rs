@@ -65,6 +65,24 @@ impl Provider {
         matches!(self.wire, Wire::OpenAi | Wire::Anthropic)
     }
 
+    /// The most requests and bytes one batch of this provider takes
+    /// (OpenAI: 50,000 or 200 MB a file; Anthropic: 100,000 or 256 MB),
+    /// with room to spare on the bytes.
+    pub fn batch_limits(&self) -> (u64, u64) {
+        #[cfg(debug_assertions)]
+        if let Some(n) = std::env::var("AXE_DEBUG_BATCH_PART")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            // A test hook, in debug builds only: parts of `n` requests.
+            return (n, u64::MAX);
+        }
+        match self.wire {
+            Wire::Anthropic => (100_000, 250_000_000),
+            _ => (50_000, 195_000_000),
+        }
+    }
+
     /// One request of a batch, as the engine's input takes it: `body` is
     /// what `axe run` sends (`Provider::body`), never streamed.
     pub fn batch_request(&self, custom_id: &str, mut body: Value) -> Value {

@@ -342,3 +342,106 @@ fn a_batch_not_ended_in_time_is_picked_up_again_by_resume_not_paid_twice() {
         "the id is forgotten once the lines are written"
     );
 }
+
+#[test]
+fn inputs_over_a_batchs_limit_go_in_parts_each_a_batch_of_its_own() {
+    let p = P::OpenAi;
+    // Uploaded files, each a batch; every batch ends at its first poll.
+    let files: Arc<Mutex<Vec<Vec<Value>>>> = Arc::default();
+    let seen = files.clone();
+    let server = FakeServer::route(move |r| {
+        let mut files = seen.lock().unwrap();
+        let n = |path: &str, prefix: &str| -> usize {
+            path.trim_start_matches(prefix)
+                .split('/')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        match (r.method.as_str(), r.path.as_str()) {
+            ("POST", "/v1/files") => {
+                files.push(uploaded_lines(&r.body));
+                Reply::Json(
+                    200,
+                    json!({"id": format!("file-{}", files.len())}).to_string(),
+                )
+            }
+            ("POST", "/v1/batches") => {
+                let file = r.json()["input_file_id"].as_str().unwrap().to_string();
+                let k = file.trim_start_matches("file-").to_string();
+                Reply::Json(
+                    200,
+                    json!({"id": format!("batch-{k}"), "status": "validating"}).to_string(),
+                )
+            }
+            ("GET", path) if path.starts_with("/v1/batches/batch-") => {
+                let k = n(path, "/v1/batches/batch-");
+                Reply::Json(
+                    200,
+                    json!({"id": format!("batch-{k}"), "status": "completed",
+                        "output_file_id": format!("out-{k}")})
+                    .to_string(),
+                )
+            }
+            ("GET", path) if path.starts_with("/v1/files/out-") => {
+                let k = n(path, "/v1/files/out-");
+                let lines: Vec<String> = files[k - 1]
+                    .iter()
+                    .map(|q| {
+                        let said = user_text(&q["body"]);
+                        let body: Value =
+                            serde_json::from_str(&p.text(&format!("echo: {said} in {k}"))).unwrap();
+                        json!({"custom_id": q["custom_id"],
+                            "response": {"status_code": 200, "body": body}})
+                        .to_string()
+                    })
+                    .collect();
+                Reply::Json(200, lines.join("\n") + "\n")
+            }
+            other => Reply::Json(404, format!("{{\"error\":{{\"message\":\"{other:?}\"}}}}")),
+        }
+    });
+    let home = Home::new();
+    home.named_agent("bot", p.model(), "");
+    std::fs::write(home.dir.path().join("in.txt"), "a\nb\nc\nd\ne\n").unwrap();
+    let args = ["run", "bot", "--each", "in.txt", "--provider-batch"];
+    let one = home.run_bounded(&[(p, &server)], &args, HUNG);
+    assert_eq!(code(&one.output), 0, "{}", stderr(&one.output));
+    let mut cmd = home.axe_on(&[(p, &server)]);
+    cmd.env("AXE_DEBUG_BATCH_PART", "2")
+        .args(args)
+        .args(["--resume", "out2.jsonl"]);
+    let b = run_bounded(&mut cmd, HUNG);
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    let text = std::fs::read_to_string(home.dir.path().join("out2.jsonl")).unwrap();
+    let contents: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    // The first run sent one part of 5; the second, three of at most 2.
+    assert_eq!(
+        contents,
+        [
+            "echo: a in 2",
+            "echo: b in 2",
+            "echo: c in 3",
+            "echo: d in 3",
+            "echo: e in 4"
+        ]
+    );
+    assert_eq!(
+        files
+            .lock()
+            .unwrap()
+            .iter()
+            .map(Vec::len)
+            .collect::<Vec<_>>(),
+        [5, 2, 2, 1]
+    );
+}
