@@ -144,6 +144,33 @@ fn a_fast_stream_is_printed_at_most_once_a_pace_not_once_a_token() {
     );
 }
 
+#[test]
+fn a_stream_faster_than_a_read_a_pace_is_not_read_a_pace_behind() {
+    // 1.5 MB of events sent at once: a read takes about 8 KiB of it, so a
+    // pace between every two reads would take some 190 paces, over 6 s
+    // (9 s seen).
+    let token = "0123456789".repeat(10);
+    let tokens = vec![token.as_str(); 6_000];
+    let body = openai_stream(&tokens, &[], "stop", 5, 6_000);
+    let server = FakeServer::start(vec![
+        P::OpenAi.stream_steps(vec![Step::bytes(&body, 64 << 10)]),
+    ]);
+    let home = solo(P::OpenAi, "");
+    let b = home.run_bounded(
+        &[(P::OpenAi, &server)],
+        &["run", "solo", "--stream", "-p", "hi"],
+        HUNG,
+    );
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    assert_eq!(stdout(&b.output), format!("{}\n", token.repeat(6_000)));
+    // Reads that each brought all they could follow each other at once.
+    assert!(
+        b.took < Duration::from_secs(5),
+        "{:?} for a stream that came at once",
+        b.took
+    );
+}
+
 /// A lead on `p` that streams "Let me ask.", calls helpers `a` and `b`
 /// (interleaved on OpenAI), then streams its answer; the helpers answer
 /// streamed too.
