@@ -92,6 +92,54 @@ fn the_first_words_reach_stdout_before_the_stream_ends() {
     }
 }
 
+#[test]
+fn a_stream_stdout_takes_at_once_starts_no_writer_thread() {
+    let dir = TempDir::new("stream-threads");
+    let go = dir.path().join("go");
+    let body = P::OpenAi.stream_text(&["First words.", " The rest."], 5, 2);
+    let at = body.find("First words.").unwrap();
+    let split = at + body[at..].find("\n\n").unwrap() + 2;
+    let server = FakeServer::start(vec![P::OpenAi.stream_steps(vec![
+        Step::bytes(&body[..split], 7),
+        Step::WaitFor(go.clone()),
+        Step::bytes(&body[split..], 7),
+    ])]);
+    let home = solo(P::OpenAi, "stream = true\n");
+    let mut child = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .args(["run", "solo", "-p", "hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("First words.") {
+        let n = out.read(&mut buf).unwrap();
+        assert!(n > 0, "stdout closed with {seen:?}");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // Text printed, the stream held: the process's threads by name, once a
+    // thread started with the text has had the time to name itself.
+    std::thread::sleep(Duration::from_millis(200));
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap();
+    let names: Vec<String> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    std::fs::write(&go, "").unwrap();
+    out.read_to_end(&mut seen).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(String::from_utf8_lossy(&seen), "First words. The rest.\n");
+    // A pipe with room took the text on the reading thread (design §4.11).
+    assert!(!names.is_empty());
+    assert!(
+        !names.iter().any(|n| n == "axe-stdout"),
+        "threads: {names:?}"
+    );
+}
+
 /// The pace a stream's text is printed at (design §4.11): the most writes
 /// to stdout over a stretch of time.
 const PACE: Duration = Duration::from_millis(33);
