@@ -10,7 +10,11 @@
 //! - axe's CPU (user + system, from `wait4`) for the streamed run, beside
 //!   the same answer sent whole without `--stream`: the difference is what
 //!   decoding and printing the stream costs;
-//! - peak RSS of the streamed run beside the whole one.
+//! - peak RSS of the streamed run beside the whole one;
+//! - beside them, the machine's floor: what a reader paced as axe's is
+//!   costs with nothing decoded (a read of the same stream every 33 ms,
+//!   a write of what it brought to a pipe another thread drains), this
+//!   thread's CPU only.
 //!
 //! `AXE_BENCH_BIN=PATH` (or `label=PATH,label=PATH`, taking turns in each
 //! repetition) measures other builds of the same CLI;
@@ -28,8 +32,10 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
@@ -43,6 +49,9 @@ const TOKENS: usize = 2000;
 const GAP: Duration = Duration::from_millis(1);
 /// Runs of each kind; medians are reported.
 const RUNS: usize = 5;
+/// The wait of axe's stream reader after a read that brought text
+/// (`provider/streamed.rs`), for the floor.
+const PACE: Duration = Duration::from_millis(33);
 
 /// What the drip server noticed about one request.
 #[derive(Default)]
@@ -61,6 +70,7 @@ fn main() {
     let home = Home::new();
     home.named_agent("solo", "openai/m", "");
     let mut seen: Vec<Figures> = bins.iter().map(|_| Figures::default()).collect();
+    let mut floors = Vec::new();
     // Each repetition runs every binary in turn: a loaded machine's drift
     // falls on all of them alike.
     for _ in 0..runs {
@@ -73,6 +83,7 @@ fn main() {
             fig.cpu_whole.push(cpu);
             fig.rss_whole.push(rss);
         }
+        floors.push(floor());
     }
     for ((label, _), fig) in bins.iter().zip(seen) {
         if bins.len() > 1 {
@@ -80,6 +91,61 @@ fn main() {
         }
         fig.report();
     }
+    println!(
+        "floor: a reader paced at {PACE:?} that decodes nothing, CPU {:.2} ms (runs: {})",
+        ms(median(floors.clone())),
+        floors
+            .iter()
+            .map(|d| format!("{:.2}", ms(*d)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+}
+
+/// The machine's floor for a paced reader: one read of the dripped stream
+/// every [`PACE`] while it brings text, what it brought written to a pipe
+/// that another thread drains, nothing decoded; the CPU of this thread
+/// only (a loopback connection's ACKs included, as for axe).
+fn floor() -> Duration {
+    let url = serve(true, Arc::default());
+    let mut conn = TcpStream::connect(url.trim_start_matches("http://")).expect("connect");
+    conn.write_all(b"POST / HTTP/1.1\r\ncontent-length: 0\r\n\r\n")
+        .expect("request");
+    let mut fds = [0; 2];
+    // SAFETY: a new pipe into two ints of ours.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: each end is ours alone, owned by one File.
+    let (mut from, mut to) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+    let drain = std::thread::spawn(move || std::io::copy(&mut from, &mut std::io::sink()));
+    let mut buf = vec![0u8; 8 << 10];
+    let start = thread_cpu();
+    loop {
+        let n = conn.read(&mut buf).expect("read");
+        if n == 0 {
+            break;
+        }
+        to.write_all(&buf[..n.min(64)]).expect("write");
+        std::thread::sleep(PACE);
+    }
+    let cpu = thread_cpu().saturating_sub(start);
+    drop(to);
+    drain.join().expect("drain").expect("drain");
+    cpu
+}
+
+/// The CPU (user + system) this thread has used.
+fn thread_cpu() -> Duration {
+    // SAFETY: getrusage of this thread into a zeroed rusage of the right size.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
+        usage
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn tv(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
 /// What the runs of one binary measured.
@@ -211,9 +277,6 @@ fn reap(child: Child) -> (Duration, u64) {
         libc::wait4(pid, &mut status, 0, &mut usage);
         usage
     };
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
     (
         tv(usage.ru_utime) + tv(usage.ru_stime),
         (usage.ru_maxrss as u64) * 1024,
@@ -276,9 +339,12 @@ fn drip(conn: &mut TcpStream, sent: &Mutex<Sent>) {
         conn,
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
     );
+    // One write, so one TCP segment, per event, as a provider flushing
+    // each event writes it: `write!` on the socket would send its size
+    // line, data and line end as segments of their own, four times the
+    // segments axe's reads take in (design §4.11).
     let chunk = |conn: &mut TcpStream, data: &str| {
-        let _ = write!(conn, "{:x}\r\n{data}\r\n", data.len());
-        let _ = conn.flush();
+        let _ = conn.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes());
     };
     let event = |delta: serde_json::Value, finish: serde_json::Value| {
         let c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",

@@ -112,13 +112,30 @@ impl Queue {
     }
 
     /// Queues `piece`; a `droppable` one is dropped (and counted) when the
-    /// queue is full. The writer thread is started by the first piece.
+    /// queue is full. The writer thread is started by the first piece
+    /// queued.
     pub fn push(&'static self, piece: Piece, droppable: bool) {
         let mut state = self.lock();
         if state.failed {
             return;
         }
+        if !state.threadless {
+            if state.view_ended && matches!(piece, Piece::Frame(_)) {
+                return;
+            }
+            if let Some(text) = self.writable_now(&state, &piece) {
+                // Nothing waits and stdout takes a small piece at once:
+                // written here, without waking the writer thread for each
+                // token of a stream (design §4.11).
+                let result = self.write_out(text.as_bytes());
+                drop(self.after_write(state, result));
+                return;
+            }
+        }
         if !state.started {
+            // Started by the first piece that must wait: a stream whose
+            // every piece stdout took at once never starts it (design
+            // §4.11).
             state.started = true;
             let spawned = std::thread::Builder::new()
                 .name(self.thread.into())
@@ -129,17 +146,6 @@ impl Queue {
             // No thread: write here, as plain programs do.
             let bytes = render(&mut state, piece);
             let result = self.write_out(&bytes);
-            drop(self.after_write(state, result));
-            return;
-        }
-        if state.view_ended && matches!(piece, Piece::Frame(_)) {
-            return;
-        }
-        if let Some(text) = self.writable_now(&state, &piece) {
-            // Nothing waits and stdout takes a small piece at once: written
-            // here, without waking the writer thread for each token of a
-            // stream (design §4.11).
-            let result = self.write_out(text.as_bytes());
             drop(self.after_write(state, result));
             return;
         }

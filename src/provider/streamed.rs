@@ -20,6 +20,11 @@ use super::{MAX_BODY_BYTES, Provider, Response};
 /// (`make bench`'s stream figures, design §4.11).
 const PACE: Duration = Duration::from_millis(33);
 
+/// A read that brought this many bytes of body or more took about all the
+/// connection's input buffer holds (8 KiB less the chunks' framing,
+/// `client.rs`): more is waiting, so the next read does not wait a pace.
+const FULL_READ: usize = 7 * 1024;
+
 impl Provider {
     /// A streamed answer read as it comes, each piece of its text handed to
     /// `on_text`; `sent` is when the request went, for the time to the
@@ -61,8 +66,11 @@ impl Provider {
             // Tokens come a millisecond or so apart: waking for each costs
             // a thread switch (the most of a stream's CPU). After a delta
             // the next read waits a little, and takes what came meanwhile
-            // in one read, unless the stream is over.
-            if delta && !decoder.ended() {
+            // in one read, unless the stream is over, or unless this read
+            // took about all one read can: more is waiting, and a wait
+            // would let the text fall behind a stream faster than a read
+            // a pace.
+            if delta && !decoder.ended() && n < FULL_READ {
                 std::thread::sleep(PACE);
             }
         }

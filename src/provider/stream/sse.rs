@@ -146,7 +146,12 @@ impl Sse {
         on_event: &mut dyn FnMut(Event<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let result = if self.has_data {
-            let data = String::from_utf8_lossy(&self.data);
+            // `from_utf8` first: it takes ASCII a word at a time, where the
+            // lossy reading goes a byte at a time, and events are valid.
+            let data = match std::str::from_utf8(&self.data) {
+                Ok(text) => std::borrow::Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(&self.data),
+            };
             let name = if self.name.is_empty() {
                 "message"
             } else {

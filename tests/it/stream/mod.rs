@@ -92,6 +92,54 @@ fn the_first_words_reach_stdout_before_the_stream_ends() {
     }
 }
 
+#[test]
+fn a_stream_stdout_takes_at_once_starts_no_writer_thread() {
+    let dir = TempDir::new("stream-threads");
+    let go = dir.path().join("go");
+    let body = P::OpenAi.stream_text(&["First words.", " The rest."], 5, 2);
+    let at = body.find("First words.").unwrap();
+    let split = at + body[at..].find("\n\n").unwrap() + 2;
+    let server = FakeServer::start(vec![P::OpenAi.stream_steps(vec![
+        Step::bytes(&body[..split], 7),
+        Step::WaitFor(go.clone()),
+        Step::bytes(&body[split..], 7),
+    ])]);
+    let home = solo(P::OpenAi, "stream = true\n");
+    let mut child = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .args(["run", "solo", "-p", "hi"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("First words.") {
+        let n = out.read(&mut buf).unwrap();
+        assert!(n > 0, "stdout closed with {seen:?}");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // Text printed, the stream held: the process's threads by name, once a
+    // thread started with the text has had the time to name itself.
+    std::thread::sleep(Duration::from_millis(200));
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap();
+    let names: Vec<String> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    std::fs::write(&go, "").unwrap();
+    out.read_to_end(&mut seen).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(String::from_utf8_lossy(&seen), "First words. The rest.\n");
+    // A pipe with room took the text on the reading thread (design §4.11).
+    assert!(!names.is_empty());
+    assert!(
+        !names.iter().any(|n| n == "axe-stdout"),
+        "threads: {names:?}"
+    );
+}
+
 /// The pace a stream's text is printed at (design §4.11): the most writes
 /// to stdout over a stretch of time.
 const PACE: Duration = Duration::from_millis(33);
@@ -141,6 +189,33 @@ fn a_fast_stream_is_printed_at_most_once_a_pace_not_once_a_token() {
     assert!(
         u128::from(pieces) <= most,
         "{pieces} pieces in {took:?}: more than one a {PACE:?} ({most})"
+    );
+}
+
+#[test]
+fn a_stream_faster_than_a_read_a_pace_is_not_read_a_pace_behind() {
+    // 1.5 MB of events sent at once: a read takes about 8 KiB of it, so a
+    // pace between every two reads would take some 190 paces, over 6 s
+    // (9 s seen).
+    let token = "0123456789".repeat(10);
+    let tokens = vec![token.as_str(); 6_000];
+    let body = openai_stream(&tokens, &[], "stop", 5, 6_000);
+    let server = FakeServer::start(vec![
+        P::OpenAi.stream_steps(vec![Step::bytes(&body, 64 << 10)]),
+    ]);
+    let home = solo(P::OpenAi, "");
+    let b = home.run_bounded(
+        &[(P::OpenAi, &server)],
+        &["run", "solo", "--stream", "-p", "hi"],
+        HUNG,
+    );
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    assert_eq!(stdout(&b.output), format!("{}\n", token.repeat(6_000)));
+    // Reads that each brought all they could follow each other at once.
+    assert!(
+        b.took < Duration::from_secs(5),
+        "{:?} for a stream that came at once",
+        b.took
     );
 }
 
