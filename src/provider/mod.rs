@@ -18,7 +18,8 @@
 //! - `ollama/` (`/api/chat`): in `mod.rs` the same, its refused connection
 //!   said as Ollama not running; its stream's lines in `stream.rs`;
 //! - `bedrock/` (Amazon Bedrock's Converse API): in `mod.rs` the same,
-//!   answers whole; its SigV4 signing in `sigv4.rs`, its keys and region
+//!   with `converse-stream` for a stream; its stream's events in
+//!   `stream.rs`, its SigV4 signing in `sigv4.rs`, its keys and region
 //!   from the AWS variables in `keys.rs`.
 //!
 //! The rest is common, here, and branches on no wire: the shared types
@@ -26,7 +27,8 @@
 //! (`attempt`, its streamed side in `streamed`), the clients (`client`),
 //! retries (`retry`), error classification (`error`), refused parameters
 //! remembered per model (`adjust`), the stream's framing and bounds
-//! (`stream`: server-sent events in `sse.rs`, JSON lines in `mod.rs`),
+//! (`stream`: server-sent events in `sse.rs`, JSON lines in `mod.rs`,
+//! AWS's binary event-stream in `eventstream.rs`),
 //! helpers the wires' bodies share (`wire`) and the providers known by
 //! name (`presets`). The provider knows nothing of where its settings came
 //! from.

@@ -306,7 +306,10 @@ fn an_output_schema_is_checked_by_axe_and_not_sent() {
 }
 
 #[test]
-fn a_streamed_run_asks_converse_for_the_whole_answer_and_prints_it() {
+fn a_streamed_run_answered_whole_by_converse_stream_prints_it() {
+    // Asked for a stream (`bedrock_stream.rs`), a server that answers as
+    // `converse` does is read as `converse` (before, streamed runs went to
+    // `converse`, asking for JSON).
     let server = FakeServer::json(200, &bedrock_text("all at once", 2, 3));
     let home = Home::new();
     agent(&home, "a", "");
@@ -314,8 +317,11 @@ fn a_streamed_run_asks_converse_for_the_whole_answer_and_prints_it() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "all at once\n");
     let req = server.only_request();
-    assert!(req.path.ends_with("/converse"), "{}", req.path);
-    assert_eq!(req.header("accept"), Some("application/json"));
+    assert!(req.path.ends_with("/converse-stream"), "{}", req.path);
+    assert_eq!(
+        req.header("accept"),
+        Some("application/vnd.amazon.eventstream")
+    );
     assert!(req.json().get("stream").is_none());
 }
 

@@ -8,6 +8,7 @@
 
 mod agent_dirs;
 mod bedrock;
+mod bedrock_stream;
 mod commands;
 mod dry_run;
 mod exit_codes;
