@@ -15,6 +15,7 @@ mod exit_codes;
 mod first_agent;
 mod help;
 mod named_providers;
+mod opencode;
 mod run;
 
 use crate::common::*;
