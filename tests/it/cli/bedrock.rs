@@ -358,3 +358,39 @@ fn a_profile_in_the_shared_credentials_file_signs_when_the_variables_are_unset()
     );
     assert!(!stderr(&out).contains("work-secret"));
 }
+
+#[test]
+fn missing_keys_name_the_variables_unset_and_the_file_and_profile_read() {
+    let home = Home::new();
+    agent(&home, "a", "");
+    let out = home
+        .axe()
+        .env("AWS_ACCESS_KEY_ID", ACCESS)
+        .env("AWS_REGION", "us-east-1")
+        .args(["run", "a", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let want = format!(
+        "AWS_SECRET_ACCESS_KEY unset; {} (profile \"default\") could not be read",
+        home.dir.path().join(".aws/credentials").display()
+    );
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    let file = home.dir.path().join("creds");
+    fs::write(&file, "[work]\naws_access_key_id = AKIDWORKPROFILE\n").unwrap();
+    let out = home
+        .axe()
+        .env("AWS_SHARED_CREDENTIALS_FILE", &file)
+        .env("AWS_PROFILE", "work")
+        .env("AWS_REGION", "us-east-1")
+        .args(["run", "a", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let want = format!(
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY unset; {} (profile \"work\") has no \
+         aws_secret_access_key",
+        file.display()
+    );
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+}
