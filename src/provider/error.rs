@@ -201,14 +201,20 @@ pub(super) fn status_error(
 /// A type axe does not know is a server error.
 pub(super) fn stream_error(wire: Wire, detail: &ErrorDetail) -> (ProviderError, bool) {
     let (kind, what, retryable) = match detail.error_type.as_deref().unwrap_or("") {
-        "overloaded_error" => (ErrorKind::Overloaded, "overloaded", true),
-        "rate_limit_error" | "rate_limit_exceeded" => (ErrorKind::RateLimit, "rate limited", true),
-        "authentication_error" | "permission_error" => {
+        // Anthropic's and OpenAI's types, and Bedrock's exceptions.
+        "overloaded_error" | "serviceUnavailableException" => {
+            (ErrorKind::Overloaded, "overloaded", true)
+        }
+        "rate_limit_error" | "rate_limit_exceeded" | "throttlingException" => {
+            (ErrorKind::RateLimit, "rate limited", true)
+        }
+        "authentication_error" | "permission_error" | "accessDeniedException" => {
             (ErrorKind::Auth, "authentication failed", false)
         }
-        "invalid_request_error" | "not_found_error" | "request_too_large" => {
-            (ErrorKind::BadRequest, "bad request", false)
-        }
+        "invalid_request_error"
+        | "not_found_error"
+        | "request_too_large"
+        | "validationException" => (ErrorKind::BadRequest, "bad request", false),
         _ => (ErrorKind::Server, "server error", true),
     };
     let mut msg = format!("{what} (an error event in the stream)");

@@ -28,6 +28,13 @@ pub(crate) trait Format: Sync {
     /// URL.
     fn endpoint(&self, base_url: &str, model: &str) -> String;
 
+    /// Where a request for a stream goes: the same URL, but for a wire
+    /// whose streams have an endpoint of their own (Bedrock's
+    /// `converse-stream`).
+    fn stream_endpoint(&self, base_url: &str, model: &str) -> String {
+        self.endpoint(base_url, model)
+    }
+
     /// The headers that carry the API key, with any the API requires of
     /// every request, in the order they are sent.
     fn auth(&self, key: Option<&str>) -> Vec<(&'static str, String)>;

@@ -198,7 +198,12 @@ impl Provider {
     ) -> Result<Response, ProviderError> {
         let mut quirks = adjust::known(self.wire, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
-        let url = self.endpoint(&req.model);
+        let format = self.wire.format();
+        let url = if req.stream && format.streams() {
+            format.stream_endpoint(&self.base_url, &req.model)
+        } else {
+            self.endpoint(&req.model)
+        };
         let mut retries = 0;
         let handed_out = Cell::new(false);
         let hand_out = |text: &str| {

@@ -17,8 +17,11 @@
 //!   events in `stream.rs`;
 //! - `ollama/` (`/api/chat`): in `mod.rs` the same, its refused connection
 //!   said as Ollama not running; its stream's lines in `stream.rs`;
+//! - `responses/` (OpenAI's Responses API, for a preset's route): in
+//!   `mod.rs` the same; its stream's events in `stream.rs`;
 //! - `bedrock/` (Amazon Bedrock's Converse API): in `mod.rs` the same,
-//!   answers whole; its SigV4 signing in `sigv4.rs`, its keys and region
+//!   with `converse-stream` for a stream; its stream's events in
+//!   `stream.rs`, its SigV4 signing in `sigv4.rs`, its keys and region
 //!   from the AWS variables in `keys.rs`.
 //!
 //! The rest is common, here, and branches on no wire: the shared types
@@ -26,7 +29,8 @@
 //! (`attempt`, its streamed side in `streamed`), the clients (`client`),
 //! retries (`retry`), error classification (`error`), refused parameters
 //! remembered per model (`adjust`), the stream's framing and bounds
-//! (`stream`: server-sent events in `sse.rs`, JSON lines in `mod.rs`),
+//! (`stream`: server-sent events in `sse.rs`, JSON lines in `mod.rs`,
+//! AWS's binary event-stream in `eventstream.rs`),
 //! helpers the wires' bodies share (`wire`) and the providers known by
 //! name (`presets`). The provider knows nothing of where its settings came
 //! from.
@@ -43,6 +47,7 @@ mod http;
 pub mod ollama;
 pub mod openai;
 pub mod presets;
+pub mod responses;
 mod retry;
 pub mod stream;
 mod streamed;
@@ -73,14 +78,17 @@ pub enum Wire {
     /// Amazon Bedrock's Converse API, signed with AWS's keys: a wire of
     /// its own provider only (no `kind` names it), so not in [`Wire::ALL`].
     Bedrock,
+    /// OpenAI's Responses API: the wire of a preset's route only (OpenCode
+    /// Zen's `gpt-*` models, `presets.rs`), not in [`Wire::ALL`].
+    Responses,
 }
 
 impl Wire {
     /// The wires a `[providers.<name>]` table's `kind` may name.
     pub const ALL: [Wire; 3] = [Wire::Anthropic, Wire::OpenAi, Wire::Ollama];
 
-    /// The number of wires, Bedrock's included.
-    pub const COUNT: usize = 4;
+    /// The number of wires, Bedrock's and Responses' included.
+    pub const COUNT: usize = 5;
 
     pub fn parse(name: &str) -> Option<Wire> {
         Wire::ALL
@@ -96,6 +104,7 @@ impl Wire {
             Wire::OpenAi => "openai",
             Wire::Ollama => "ollama",
             Wire::Bedrock => "bedrock",
+            Wire::Responses => "responses",
         }
     }
 
@@ -107,6 +116,7 @@ impl Wire {
             Wire::OpenAi => &openai::ChatCompletions,
             Wire::Ollama => &ollama::Chat,
             Wire::Bedrock => &bedrock::Converse,
+            Wire::Responses => &responses::Responses,
         }
     }
 }
@@ -144,7 +154,7 @@ impl ModelRef {
         };
         let wire = configured(provider)
             .or_else(|| Wire::parse(provider))
-            .or_else(|| presets::preset(provider).map(|p| p.wire))
+            .or_else(|| presets::preset(provider).map(|p| p.wire_for(model)))
             .ok_or_else(|| ModelError::Unsupported(provider.to_string()))?;
         Ok(ModelRef {
             wire,

@@ -72,8 +72,7 @@ pub const PRESETS: &[Preset] = &[
     },
     // The Go original's other OpenAI-compatible providers, with its base
     // URLs and key variables. OpenCode's Zen gateway: its Chat Completions
-    // endpoint (the Go original sends `claude-*` models to the gateway's
-    // Messages endpoint and `gpt-*` to its Responses endpoint instead).
+    // endpoint, but for the models of its [`ROUTES`].
     Preset {
         name: "opencode",
         wire: Wire::OpenAi,
@@ -105,6 +104,26 @@ pub const PRESETS: &[Preset] = &[
         key_var: "MINIMAX_API_KEY",
     },
 ];
+
+/// Models a preset serves on another wire than its own, by the start of
+/// their names: OpenCode's Zen gateway serves `claude-*` on Anthropic's
+/// Messages API (`{base}/v1/messages`) and `gpt-*` on OpenAI's Responses
+/// API (`{base}/v1/responses`), as the Go original routes them; its
+/// Chat Completions endpoint serves neither.
+const ROUTES: &[(&str, &str, Wire)] = &[
+    ("opencode", "claude-", Wire::Anthropic),
+    ("opencode", "gpt-", Wire::Responses),
+];
+
+impl Preset {
+    /// The wire `model` is reached on through this preset.
+    pub fn wire_for(&self, model: &str) -> Wire {
+        ROUTES
+            .iter()
+            .find(|(name, prefix, _)| *name == self.name && model.starts_with(prefix))
+            .map_or(self.wire, |(_, _, wire)| *wire)
+    }
+}
 
 /// The preset named `name`.
 pub fn preset(name: &str) -> Option<&'static Preset> {

@@ -355,3 +355,19 @@ pub fn bedrock_tool_use(name: &str, input: serde_json::Value) -> String {
     })
     .to_string()
 }
+
+/// A Responses API answer (OpenAI's, OpenCode Zen's `gpt-*` route) of
+/// `text`, after a reasoning item, as its reference documents one.
+pub fn responses_text(text: &str, input: u64, output: u64) -> String {
+    serde_json::json!({
+        "id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        ],
+        "usage": {"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": output, "total_tokens": input + output}
+    })
+    .to_string()
+}

@@ -40,6 +40,7 @@ fn ok_body(kind: Wire) -> String {
         Wire::OpenAi => openai_text("fine", 1, 1),
         Wire::Ollama => ollama_text("fine", 1, 1),
         Wire::Bedrock => bedrock_text("fine", 1, 1),
+        Wire::Responses => responses_text("fine", 1, 1),
     }
 }
 

@@ -9,8 +9,9 @@
 use super::AwsKeys;
 
 /// The keys from the environment, with `file_region` when no variable
-/// names one; else the variables that are missing, as the missing-key
-/// error names them. The secrets are registered for redaction.
+/// names one; else what to set, as the missing-key error says it: the
+/// variables and the file axe read, and what it found missing in each.
+/// The secrets are registered for redaction.
 pub fn from_env(file_region: Option<&str>) -> Result<AwsKeys, String> {
     let var = |name: &str| {
         std::env::var(name)
@@ -19,15 +20,24 @@ pub fn from_env(file_region: Option<&str>) -> Result<AwsKeys, String> {
             .filter(|v| !v.is_empty())
     };
     let keys = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-        (Some(id), Some(secret)) => Some((id, secret, var("AWS_SESSION_TOKEN"))),
-        _ => from_file(&var),
+        (Some(id), Some(secret)) => Ok((id, secret, var("AWS_SESSION_TOKEN"))),
+        (id, secret) => from_file(&var).map_err(|file| {
+            let unset: Vec<&str> = [
+                ("AWS_ACCESS_KEY_ID", &id),
+                ("AWS_SECRET_ACCESS_KEY", &secret),
+            ]
+            .into_iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(n, _)| n)
+            .collect();
+            format!(
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile's keys in the shared \
+                 credentials file: {} unset; {file}",
+                unset.join(" and ")
+            )
+        }),
     };
-    let Some((access_key_id, secret_access_key, session_token)) = keys else {
-        return Err(
-            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials"
-                .into(),
-        );
-    };
+    let (access_key_id, secret_access_key, session_token) = keys?;
     let Some(region) = region(file_region) else {
         return Err("AWS_REGION (or AWS_DEFAULT_REGION, or [providers.bedrock] region)".into());
     };
@@ -53,27 +63,45 @@ pub fn register_env_secrets() {
 /// A file larger than this is not a credentials file.
 const MAX_FILE: u64 = 1 << 20;
 
-/// The profile's keys in the shared credentials file, when it has both.
-fn from_file(var: &dyn Fn(&str) -> Option<String>) -> Option<(String, String, Option<String>)> {
+/// The profile's keys in the shared credentials file, when it has both;
+/// else what the file (which one, which profile) lacked.
+fn from_file(
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(String, String, Option<String>), String> {
     let path = match var("AWS_SHARED_CREDENTIALS_FILE") {
         Some(p) => std::path::PathBuf::from(p),
-        None => std::path::PathBuf::from(var("HOME")?).join(".aws/credentials"),
+        None => match var("HOME") {
+            Some(home) => std::path::PathBuf::from(home).join(".aws/credentials"),
+            None => {
+                return Err("no credentials file (neither \
+                    AWS_SHARED_CREDENTIALS_FILE nor HOME is set)"
+                    .into());
+            }
+        },
     };
     let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".into());
     let mut text = String::new();
-    let file = std::fs::File::open(path).ok()?;
-    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE), &mut text).ok()?;
+    let read = std::fs::File::open(&path).and_then(|file| {
+        std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE), &mut text)
+    });
+    let at = format!("{} (profile \"{profile}\")", path.display());
+    if let Err(e) = read {
+        return Err(format!("{at} could not be read: {e}"));
+    }
     let keys = profile_keys(&text, &profile);
     let get = |k: &str| {
         keys.iter()
             .find(|(n, _)| *n == k)
             .map(|(_, v)| v.to_string())
     };
-    Some((
-        get("aws_access_key_id")?,
-        get("aws_secret_access_key")?,
-        get("aws_session_token"),
-    ))
+    match (get("aws_access_key_id"), get("aws_secret_access_key")) {
+        (Some(id), Some(secret)) => Ok((id, secret, get("aws_session_token"))),
+        (None, None) => Err(format!(
+            "{at} has no aws_access_key_id and aws_secret_access_key"
+        )),
+        (None, _) => Err(format!("{at} has no aws_access_key_id")),
+        (_, None) => Err(format!("{at} has no aws_secret_access_key")),
+    }
 }
 
 /// The `key = value` lines of `[profile]` in an INI text, non-empty values

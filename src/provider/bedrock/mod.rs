@@ -2,18 +2,19 @@
 //! endpoint, the body (`system`, `messages` of `text`, `toolUse` and
 //! `toolResult` blocks, `inferenceConfig`, `toolConfig`), the parsing of an
 //! answer, and its requests signed with SigV4 in `sigv4.rs` from the keys
-//! of `keys.rs` (design §4.13). Answers come whole: a request for a stream
-//! goes to `converse` too, and its text is handed out at once
-//! (`converse-stream`'s binary event-stream framing is not read).
+//! of `keys.rs` (design §4.13). A request for a stream goes to
+//! `converse-stream`, whose binary event-stream messages are framed by
+//! `stream/eventstream.rs` and assembled in `stream.rs`.
 
 mod keys;
 pub mod sigv4;
+mod stream;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::provider::format::Format;
-use crate::provider::stream::{Assembly, Frames, Piece, StreamError};
+use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json, count,
     input_schema, invalid_json_detail, number,
@@ -43,6 +44,10 @@ impl Format for Converse {
         format!("{base_url}/model/{}/converse", path_segment(model))
     }
 
+    fn stream_endpoint(&self, base_url: &str, model: &str) -> String {
+        format!("{base_url}/model/{}/converse-stream", path_segment(model))
+    }
+
     fn auth(&self, _key: Option<&str>) -> Vec<(&'static str, String)> {
         Vec::new()
     }
@@ -52,12 +57,8 @@ impl Format for Converse {
             .unwrap_or_default()
     }
 
-    fn streams(&self) -> bool {
-        false
-    }
-
     fn frames(&self) -> Frames {
-        Frames::Sse
+        Frames::EventStream
     }
 
     fn body(&self, req: &Request, _quirks: Quirks) -> Value {
@@ -75,7 +76,7 @@ impl Format for Converse {
     }
 
     fn assembly(&self) -> Box<dyn Assembly> {
-        Box::new(Unstreamed)
+        Box::new(stream::Stream::default())
     }
 }
 
@@ -241,26 +242,4 @@ pub fn parse(body: &str) -> Result<Response, String> {
 
 fn clip(body: &str) -> String {
     crate::text::clip(&crate::text::one_line(body), 200, "…")
-}
-
-/// What a Bedrock stream would be read by: never, as its requests are not
-/// sent for one (`Format::streams`); a stream that came anyway is not of
-/// the shape axe reads.
-#[derive(Debug)]
-struct Unstreamed;
-
-impl Assembly for Unstreamed {
-    fn event<'a>(&mut self, _name: &str, _data: &'a str) -> Result<Piece<'a>, StreamError> {
-        Err(StreamError::Invalid(
-            "Bedrock answered with a stream, which axe does not read".into(),
-        ))
-    }
-
-    fn ended(&self) -> bool {
-        false
-    }
-
-    fn finish(self: Box<Self>) -> Result<Response, StreamError> {
-        Err(StreamError::Invalid("Bedrock's stream is not read".into()))
-    }
 }

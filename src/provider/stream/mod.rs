@@ -1,7 +1,8 @@
 //! Streamed answers (design §4.11): a [`Decoder`] is fed the body of a
 //! streamed response in whatever chunks the network gives, frames it as
-//! its wire says (`Frames`: server-sent events, `sse.rs`; or one JSON
-//! object per line, here), and hands each event to the wire's `Assembly`
+//! its wire says (`Frames`: server-sent events, `sse.rs`; one JSON
+//! object per line, here; or AWS's binary event-stream messages,
+//! `eventstream.rs`), and hands each event to the wire's `Assembly`
 //! (its folder's `stream.rs`), which gives back the piece of
 //! answer text to print as it comes, and assembles the rest — tool calls
 //! from their deltas, the stop reason, the usage that comes last — into
@@ -12,8 +13,10 @@
 //!
 //! The stream is untrusted: one line or event over [`MAX_EVENT_BYTES`], or
 //! a stream over [`MAX_BODY_BYTES`], is an error; so is a stream that ends
-//! before its wire's last event. An error event is the provider's failure.
+//! before its wire's last event, or in the middle of a binary message. An
+//! error event (or an event-stream exception) is the provider's failure.
 
+pub mod eventstream;
 pub mod sse;
 
 use std::borrow::Cow;
@@ -46,6 +49,10 @@ pub(crate) enum Frames {
     /// One JSON object per line (`application/x-ndjson`), each an event
     /// named `line`.
     Lines,
+    /// AWS's binary event-stream messages
+    /// (`application/vnd.amazon.eventstream`), each an event named by its
+    /// `:event-type`, its payload the data.
+    EventStream,
 }
 
 /// One wire's streamed answer being put together from its events (each
@@ -77,6 +84,7 @@ enum Framing {
     Sse(sse::Sse),
     /// Newline-delimited JSON: the line being read.
     Lines(Vec<u8>),
+    EventStream(eventstream::EventStream),
 }
 
 /// A `T` read from a JSON object only. The text-only events' structs
@@ -100,6 +108,7 @@ impl Frames {
         match self {
             Frames::Sse => "text/event-stream",
             Frames::Lines => "application/x-ndjson",
+            Frames::EventStream => "application/vnd.amazon.eventstream",
         }
     }
 }
@@ -111,6 +120,9 @@ impl Decoder {
         let framing = match format.frames() {
             Frames::Sse => Framing::Sse(sse::Sse::new(MAX_EVENT_BYTES)),
             Frames::Lines => Framing::Lines(Vec::new()),
+            Frames::EventStream => {
+                Framing::EventStream(eventstream::EventStream::new(MAX_EVENT_BYTES))
+            }
         };
         Decoder {
             framing,
@@ -167,6 +179,14 @@ impl Decoder {
                     }
                 }
             }
+            Framing::EventStream(es) => es.feed(
+                bytes,
+                &mut |m| match m.message_type {
+                    "exception" | "error" => Err(exception(&m)),
+                    _ => take(m.kind, &String::from_utf8_lossy(m.payload)),
+                },
+                StreamError::Invalid,
+            )?,
         }
         Ok(delta)
     }
@@ -185,6 +205,13 @@ impl Decoder {
         {
             let text = String::from_utf8_lossy(line).into_owned();
             self.assembly.event("line", text.trim())?;
+        }
+        if let Framing::EventStream(es) = &self.framing
+            && es.cut()
+        {
+            return Err(StreamError::Invalid(
+                "the stream ended in the middle of an event-stream message".into(),
+            ));
         }
         self.assembly.finish()
     }
@@ -214,6 +241,22 @@ pub(crate) fn json(data: &str) -> Result<Value, StreamError> {
             crate::text::clip(data, 80, "…")
         ))
     })
+}
+
+/// An event-stream exception (its `:exception-type`, its payload's
+/// message) or error message (`:error-code`, `:error-message`) as the
+/// provider's failure.
+fn exception(m: &eventstream::Message<'_>) -> StreamError {
+    let mut detail = if m.message_type == "error" {
+        ErrorDetail {
+            message: crate::text::clip(m.error_message, 300, "…"),
+            ..ErrorDetail::default()
+        }
+    } else {
+        error_detail(&String::from_utf8_lossy(m.payload))
+    };
+    detail.error_type = Some(m.kind.to_string()).filter(|k| !k.is_empty());
+    StreamError::Failed(detail)
 }
 
 /// An error event (or line) as the provider's failure.

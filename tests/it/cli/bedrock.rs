@@ -306,7 +306,10 @@ fn an_output_schema_is_checked_by_axe_and_not_sent() {
 }
 
 #[test]
-fn a_streamed_run_asks_converse_for_the_whole_answer_and_prints_it() {
+fn a_streamed_run_answered_whole_by_converse_stream_prints_it() {
+    // Asked for a stream (`bedrock_stream.rs`), a server that answers as
+    // `converse` does is read as `converse` (before, streamed runs went to
+    // `converse`, asking for JSON).
     let server = FakeServer::json(200, &bedrock_text("all at once", 2, 3));
     let home = Home::new();
     agent(&home, "a", "");
@@ -314,8 +317,11 @@ fn a_streamed_run_asks_converse_for_the_whole_answer_and_prints_it() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stdout(&out), "all at once\n");
     let req = server.only_request();
-    assert!(req.path.ends_with("/converse"), "{}", req.path);
-    assert_eq!(req.header("accept"), Some("application/json"));
+    assert!(req.path.ends_with("/converse-stream"), "{}", req.path);
+    assert_eq!(
+        req.header("accept"),
+        Some("application/vnd.amazon.eventstream")
+    );
     assert!(req.json().get("stream").is_none());
 }
 
@@ -351,4 +357,40 @@ fn a_profile_in_the_shared_credentials_file_signs_when_the_variables_are_unset()
         Some("work-token-0123456789")
     );
     assert!(!stderr(&out).contains("work-secret"));
+}
+
+#[test]
+fn missing_keys_name_the_variables_unset_and_the_file_and_profile_read() {
+    let home = Home::new();
+    agent(&home, "a", "");
+    let out = home
+        .axe()
+        .env("AWS_ACCESS_KEY_ID", ACCESS)
+        .env("AWS_REGION", "us-east-1")
+        .args(["run", "a", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let want = format!(
+        "AWS_SECRET_ACCESS_KEY unset; {} (profile \"default\") could not be read",
+        home.dir.path().join(".aws/credentials").display()
+    );
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    let file = home.dir.path().join("creds");
+    fs::write(&file, "[work]\naws_access_key_id = AKIDWORKPROFILE\n").unwrap();
+    let out = home
+        .axe()
+        .env("AWS_SHARED_CREDENTIALS_FILE", &file)
+        .env("AWS_PROFILE", "work")
+        .env("AWS_REGION", "us-east-1")
+        .args(["run", "a", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let want = format!(
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY unset; {} (profile \"work\") has no \
+         aws_secret_access_key",
+        file.display()
+    );
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
 }

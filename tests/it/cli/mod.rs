@@ -8,12 +8,14 @@
 
 mod agent_dirs;
 mod bedrock;
+mod bedrock_stream;
 mod commands;
 mod dry_run;
 mod exit_codes;
 mod first_agent;
 mod help;
 mod named_providers;
+mod opencode;
 mod run;
 
 use crate::common::*;

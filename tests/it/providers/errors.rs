@@ -69,7 +69,7 @@ fn api_error(kind: Wire, status: u16) -> (&'static str, &'static str) {
         (Wire::Ollama, 400) => (OLLAMA_400, "cannot unmarshal number"),
         (Wire::Ollama, 404) => (OLLAMA_404, "model \"llama9\" not found"),
         (Wire::Ollama, _) => (OLLAMA_500, "llama runner process has terminated"),
-        (Wire::Bedrock, _) => unreachable!("Bedrock is not in Wire::ALL"),
+        (Wire::Bedrock | Wire::Responses, _) => unreachable!("not in Wire::ALL"),
     }
 }
 
@@ -80,6 +80,7 @@ fn truncated(kind: Wire) -> String {
         Wire::OpenAi => openai_text("a complete answer", 10, 4),
         Wire::Ollama => ollama_text("a complete answer", 10, 4),
         Wire::Bedrock => bedrock_text("a complete answer", 10, 4),
+        Wire::Responses => responses_text("a complete answer", 10, 4),
     };
     full[..full.len() / 2].to_string()
 }
@@ -276,7 +277,7 @@ fn a_200_without_the_answer_is_an_invalid_response_naming_the_missing_field() {
                 include_str!("../../../fixtures/responses/ollama_missing_message.json"),
                 "message",
             ),
-            Wire::Bedrock => unreachable!("Bedrock is not in Wire::ALL"),
+            Wire::Bedrock | Wire::Responses => unreachable!("not in Wire::ALL"),
         };
         invalid_response(kind, Reply::Json(200, body.into()), field);
     });
@@ -333,7 +334,7 @@ fn a_redirect_is_not_followed() {
             Wire::Anthropic => "/v1/messages",
             Wire::OpenAi => "/v1/chat/completions",
             Wire::Ollama => "/api/chat",
-            Wire::Bedrock => unreachable!("Bedrock is not in Wire::ALL"),
+            Wire::Bedrock | Wire::Responses => unreachable!("not in Wire::ALL"),
         };
         assert_redirect_not_followed(kind, path);
     });
@@ -361,7 +362,7 @@ fn an_error_body_echoing_the_key_is_redacted() {
                 let body = format!(r#"{{"error":"invalid bearer token {key}"}}"#);
                 (key, body, "invalid bearer token")
             }
-            Wire::Bedrock => unreachable!("Bedrock is not in Wire::ALL"),
+            Wire::Bedrock | Wire::Responses => unreachable!("not in Wire::ALL"),
         };
         let server = FakeServer::json(401, &body);
         let err = Provider::new(kind, server.url.clone(), Some(key.into()))

@@ -48,6 +48,7 @@ fn ok_body(kind: Wire) -> String {
         Wire::OpenAi => openai_text("ok", 3, 1),
         Wire::Ollama => ollama_text("ok", 3, 1),
         Wire::Bedrock => bedrock_text("ok", 3, 1),
+        Wire::Responses => responses_text("ok", 3, 1),
     }
 }
 
