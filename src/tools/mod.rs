@@ -186,12 +186,20 @@ pub fn did_you_mean(name: &str) -> Option<&'static str> {
         .map(|(n, _)| n)
 }
 
-/// The definition the model is sent for tool `name`.
-pub fn definition(name: &str) -> Option<Tool> {
-    BUILTINS
+/// The definition the model is sent for tool `name`, for an agent with an
+/// artifact directory or without one: without, the file tools' `artifact`
+/// is not offered (the Go original offers it always; here it costs every
+/// request its bytes for nothing, design §8.9). Passed anyway, it still
+/// gets the Go original's error result.
+pub fn definition(name: &str, artifacts: bool) -> Option<Tool> {
+    let mut tool = BUILTINS
         .iter()
         .find(|b| b.name == name)
-        .map(|b| (b.define)())
+        .map(|b| (b.define)())?;
+    if !artifacts {
+        tool.parameters.remove(ARTIFACT_PARAM.0);
+    }
+    Some(tool)
 }
 
 /// Runs built-in tool `name`; its result is capped at [`MAX_RESULT_BYTES`].

@@ -414,3 +414,27 @@ fn a_dry_run_makes_nothing_and_a_run_makes_the_named_directory() {
     assert!(s.work.join("out").is_dir());
     assert_eq!(json_of(&out)["artifacts"], json!([]));
 }
+
+#[test]
+fn the_artifact_parameter_is_offered_only_with_a_directory() {
+    for (extra, offered) in [("", false), ("[artifacts]\nenabled = true\n", true)] {
+        let s = setup(extra);
+        let calls = [("r1", "read_file", json!({"path": "notes.txt"}))];
+        let (out, _, server) = s.run(P1, &calls);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let body = server.requests()[0].json();
+        for tool in ["read_file", "write_file", "list_directory"] {
+            let def = body["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["function"]["name"] == tool)
+                .unwrap()
+                .clone();
+            let has = def["function"]["parameters"]["properties"]
+                .get("artifact")
+                .is_some();
+            assert_eq!(has, offered, "{extra:?} {tool}: {def}");
+        }
+    }
+}
