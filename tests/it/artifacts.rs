@@ -438,3 +438,36 @@ fn the_artifact_parameter_is_offered_only_with_a_directory() {
         }
     }
 }
+
+#[test]
+fn an_agent_dir_an_unconfined_agents_artifact_dir_holds_is_not_read() {
+    // Its commands may write its artifact directory as surely as its
+    // workdir (design §8.8): agents beneath it are not trusted.
+    let home = Home::new();
+    let project = home.dir.path().join("project");
+    std::fs::create_dir_all(project.join("axe/agents")).unwrap();
+    std::fs::create_dir_all(home.dir.path().join("work")).unwrap();
+    home.named_agent(
+        "lead",
+        P1.model(),
+        &format!(
+            "workdir = \"{}\"\ntools = [\"run_command\"]\n[sandbox]\nmode = \"off\"\n\
+             [artifacts]\nenabled = true\ndir = \"{}\"\n",
+            home.dir.path().join("work").display(),
+            project.display()
+        ),
+    );
+    let server = FakeServer::json(200, &P1.text("ok"));
+    let out = home
+        .axe_on(&[(P1, &server)])
+        .current_dir(&project)
+        .args(["run", "lead", "-p", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not reading agents from") && stderr(&out).contains("agent \"lead\""),
+        "{}",
+        stderr(&out)
+    );
+}
