@@ -273,7 +273,7 @@ fn writable_by(agent: &Agent, workdir: Option<&str>, cwd: &Path) -> Vec<PathBuf>
         .map(|p| real(&paths::resolve_against(&dir, p)))
         .collect();
     let named = crate::tools::artifacts::place(&agent.config.artifacts, &Default::default(), &dir);
-    if let Ok(Some((artifacts, false))) = named {
+    if let Ok(Some((artifacts, Some(_)))) = named {
         out.push(real(&artifacts));
     }
     out.push(real(&dir));

@@ -116,17 +116,18 @@ impl Drop for Artifacts {
 }
 
 /// Where `config` and `run` put the directory of an agent whose workdir is
-/// `workdir`, and whether axe makes it for the run; none when neither the
-/// flag nor `enabled` asks for one. A relative path is the workdir's.
+/// `workdir`, and, for one the user named, the name as written with its
+/// variables expanded (none: axe makes it for the run); none when neither
+/// the flag nor `enabled` asks for one. A relative path is the workdir's.
 pub fn place(
     config: &ArtifactsConfig,
     run: &ArtifactRun,
     workdir: &Path,
-) -> Result<Option<(PathBuf, bool)>, Error> {
+) -> Result<Option<(PathBuf, Option<String>)>, Error> {
     let written = match (&run.dir, &config.dir) {
         (Some(d), _) if !d.trim().is_empty() => d,
         (_, Some(d)) if config.enabled => d,
-        _ if config.enabled => return Ok(Some((auto_path()?, true))),
+        _ if config.enabled => return Ok(Some((auto_path()?, None))),
         _ => return Ok(None),
     };
     let expanded = expand(written, run.caller.as_deref());
@@ -135,7 +136,8 @@ pub fn place(
             "the artifact directory {written:?} expands to nothing (is {VAR} set?)"
         )));
     }
-    Ok(Some((paths::resolve_against(workdir, &expanded), false)))
+    let path = paths::resolve_against(workdir, &expanded);
+    Ok(Some((path, Some(expanded))))
 }
 
 /// The directory of an agent named `agent`, made and opened, when `run`
@@ -149,9 +151,10 @@ pub fn open(
     if !run.make {
         return Ok(None);
     }
-    let Some((mut path, made)) = place(config, run, workdir)? else {
+    let Some((mut path, named)) = place(config, run, workdir)? else {
         return Ok(None);
     };
+    let made = named.is_none();
     let cannot = |p: &Path, e: &dyn std::fmt::Display| {
         Error::config(format!(
             "cannot make the artifact directory {}: {e}",
@@ -180,11 +183,12 @@ pub fn open(
     // Opened once, with no link followed on the way (design §8.7): from
     // then on the tools, the Landlock rule and the command's variable all
     // name this directory, whatever its path comes to lead to.
-    // One axe made is opened by its name, as the private `TMPDIR` is.
-    let written = path.to_string_lossy().into_owned();
-    let dir = match made {
-        true => Opened::own(&path).map_err(|e| cannot(&path, &e))?,
-        false => Opened::open(Base::Dir(workdir), &written, true)
+    // A named one against what it is written against, as a workdir is
+    // (`~/` the home, a relative path the workdir); one axe made by its
+    // name, as the private `TMPDIR` is.
+    let dir = match &named {
+        None => Opened::own(&path).map_err(|e| cannot(&path, &e))?,
+        Some(written) => Opened::open(Base::Dir(workdir), written, true)
             .map_err(|e| Error::config(opened::refusal("the artifact directory", &path, &e)))?,
     };
     let root = dir
@@ -282,12 +286,12 @@ mod tests {
         };
         assert_eq!(
             place(&file, &flag, wd).unwrap(),
-            Some((PathBuf::from("/flag"), false))
+            Some((PathBuf::from("/flag"), Some("/flag".into())))
         );
         let none = ArtifactRun::default();
         assert_eq!(
             place(&file, &none, wd).unwrap(),
-            Some((PathBuf::from("/w/out"), false))
+            Some((PathBuf::from("/w/out"), Some("out".into())))
         );
         let off = ArtifactsConfig::default();
         assert_eq!(place(&off, &none, wd).unwrap(), None);
@@ -295,6 +299,6 @@ mod tests {
             enabled: true,
             ..ArtifactsConfig::default()
         };
-        assert!(place(&auto, &none, wd).unwrap().unwrap().1);
+        assert_eq!(place(&auto, &none, wd).unwrap().unwrap().1, None);
     }
 }

@@ -471,3 +471,39 @@ fn an_agent_dir_an_unconfined_agents_artifact_dir_holds_is_not_read() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_dir_under_home_is_written_against_home_which_may_be_a_link() {
+    // `~/...` is written against $HOME, which is followed as named (a home
+    // behind a link is common), as a workdir's is (design §8.7).
+    let s = setup("[artifacts]\nenabled = true\ndir = \"~/arts\"\n");
+    let real = s.home.dir.path().join("real-home");
+    std::fs::create_dir_all(&real).unwrap();
+    let link = s.home.dir.path().join("home-link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let turns = [vec![(
+        "w1",
+        "write_file",
+        json!({"path": "h.txt", "content": "h", "artifact": "true"}),
+    )]];
+    let mut replies: Vec<Reply> = turns
+        .iter()
+        .map(|calls| Reply::Json(200, P1.tool_calls(calls)))
+        .collect();
+    replies.push(Reply::Json(200, P1.text("done")));
+    let server = FakeServer::start(replies);
+    let out = s
+        .home
+        .axe()
+        .env("HOME", &link)
+        .env("OPENAI_API_KEY", "sk-test-key-0123456789")
+        .env(P1.base_url_var(), &server.url)
+        .args(["run", "hands", "-p", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(real.join("arts/h.txt")).unwrap(),
+        "h"
+    );
+}
