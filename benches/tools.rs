@@ -137,6 +137,7 @@ fn read_file_times(dir: &Path, file: &str) -> (Duration, Duration) {
         private_networks: false,
         deadline: Instant::now() + Duration::from_secs(60),
         cancel: &axe::deadline::Cancel::default(),
+        artifacts: None,
     };
     let mut one = Vec::new();
     for _ in 0..RUNS {
@@ -175,6 +176,7 @@ fn policy(dir: &Path, mode: Mode) -> Policy {
         write: Vec::new(),
         network: false,
         env: Vec::new(),
+        vars: Vec::new(),
         mode,
         protect: true,
     }

@@ -268,6 +268,12 @@ pub fn state_dir() -> Result<PathBuf, Error> {
     xdg_dir("XDG_STATE_HOME", ".local/state", "state")
 }
 
+/// `$XDG_CACHE_HOME/axe`, else `~/.cache/axe`: auto-made artifact
+/// directories' (design §8.9).
+pub fn cache_dir() -> Result<PathBuf, Error> {
+    xdg_dir("XDG_CACHE_HOME", ".cache", "cache")
+}
+
 /// `<config>/config.toml`.
 pub fn config_file() -> Result<PathBuf, Error> {
     Ok(config_dir()?.join("config.toml"))

@@ -126,6 +126,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         parallel: true,
         timeout_secs: 0,
         tools: None,
+        artifacts: None,
         mcp: &[],
         offered: &[],
         ctx: &ctx,

@@ -257,8 +257,8 @@ fn unconfined(tools: &[String], sandbox: &SandboxConfig) -> Option<&'static str>
 }
 
 /// What an agent's commands may write: its workdir (`workdir`, else its
-/// file's, else the current directory) and its `[sandbox] write` paths,
-/// each with its symlinks resolved.
+/// file's, else the current directory), its `[sandbox] write` paths and
+/// its `[artifacts] dir` (design §8.9), each with its symlinks resolved.
 fn writable_by(agent: &Agent, workdir: Option<&str>, cwd: &Path) -> Vec<PathBuf> {
     let dir = match workdir.or(agent.config.workdir.as_deref()) {
         Some(d) if !d.trim().is_empty() => paths::resolve_against(cwd, d),
@@ -272,6 +272,10 @@ fn writable_by(agent: &Agent, workdir: Option<&str>, cwd: &Path) -> Vec<PathBuf>
         .iter()
         .map(|p| real(&paths::resolve_against(&dir, p)))
         .collect();
+    let named = crate::tools::artifacts::place(&agent.config.artifacts, &Default::default(), &dir);
+    if let Ok(Some((artifacts, Some(_)))) = named {
+        out.push(real(&artifacts));
+    }
     out.push(real(&dir));
     out
 }

@@ -12,6 +12,7 @@ use super::{
 use crate::config::RetrySettings;
 use crate::error::Error;
 use crate::paths;
+use crate::tools::artifacts::ArtifactsConfig;
 
 /// The keys of an agent file, as written.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -57,6 +58,40 @@ pub(super) struct AgentFile {
     memory: Option<MemoryFile>,
     #[serde(default)]
     agents_md: bool,
+    #[serde(default)]
+    artifacts: ArtifactsFile,
+}
+
+/// `[artifacts]` as written (the Go original's keys).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(super) struct ArtifactsFile {
+    #[serde(default)]
+    enabled: bool,
+    dir: Option<String>,
+    #[serde(default)]
+    default_write: bool,
+}
+
+impl ArtifactsFile {
+    /// The Go original's two rules, with its messages.
+    fn validate(self) -> Result<ArtifactsConfig, Error> {
+        let dir = self.dir.filter(|d| !d.trim().is_empty());
+        if dir.is_some() && !self.enabled {
+            return Err(Error::config(
+                "artifacts.dir is set but artifacts.enabled is false",
+            ));
+        }
+        if dir.as_deref().is_some_and(|d| d.contains("..")) {
+            return Err(Error::config(
+                "artifacts.dir must not contain path traversal sequences",
+            ));
+        }
+        Ok(ArtifactsConfig {
+            enabled: self.enabled,
+            dir,
+            default_write: self.default_write,
+        })
+    }
 }
 
 /// One entry of an agent's `mcp_servers`: the name of one of config.toml's
@@ -147,6 +182,7 @@ pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
         "retry" => fields::<RetrySettings>(),
         "budget" => fields::<BudgetFile>(),
         "memory" => fields::<MemoryFile>(),
+        "artifacts" => fields::<ArtifactsFile>(),
         "output" => fields::<OutputFile>(),
         "sandbox" => fields::<super::tools::SandboxFile>(),
         t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
@@ -226,6 +262,7 @@ impl AgentFile {
         let output = self.output.map(OutputFile::validate).transpose()?;
         let output = super::response_format::with(output, self.params.response_format)?;
         let memory = self.memory.map(MemoryFile::validate).transpose()?;
+        let artifacts = self.artifacts.validate()?;
         let tools = super::tools::validate(self.tools, self.allowed_hosts, self.sandbox)?;
         let mcp = super::tools::validate_mcp(self.mcp_servers, self.mcp_tools)?;
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
@@ -269,6 +306,7 @@ impl AgentFile {
             prompt_cache: self.prompt_cache.unwrap_or(true),
             stream: self.stream,
             memory,
+            artifacts,
         })
     }
 }

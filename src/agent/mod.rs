@@ -121,6 +121,8 @@ pub struct AgentConfig {
     pub stream: bool,
     /// `[memory]` (design §10.1); None when the file has no such table.
     pub memory: Option<MemoryConfig>,
+    /// `[artifacts]` (the Go original's, design §8.9).
+    pub artifacts: crate::tools::artifacts::ArtifactsConfig,
 }
 
 /// `[output]`, validated: where the schema is, and how many repair turns.

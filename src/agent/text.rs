@@ -166,6 +166,14 @@ model = "provider/model-name"
 # initial_delay_ms = 500
 # max_delay_ms = 30000
 # backoff = "exponential"   # or "linear", "fixed"
+
+# A directory for the files this agent makes for a later step (the Go
+# original's): dir (relative: the workdir's), else one made for the run and
+# removed after it. The file tools' `artifact` argument works there.
+# [artifacts]
+# enabled = false
+# dir = ""
+# default_write = false   # write_file without `artifact` writes there
 "#;
 
 /// The file `axe agents init <name>` writes: required keys set, every

@@ -381,6 +381,13 @@ pub(super) struct RunCmd {
     /// config directory's agents/)
     #[argh(option)]
     pub(super) agents_dir: Option<String>,
+    /// artifact directory (relative: the workdir's), over the file's
+    /// [artifacts]; kept after the run
+    #[argh(option)]
+    pub(super) artifact_dir: Option<String>,
+    /// keep the artifact directory axe made for the run
+    #[argh(switch)]
+    pub(super) keep_artifacts: bool,
     /// fill {{KEY}} in the system prompt, the skill and --prompt with
     /// VALUE (KEY=VALUE; repeatable)
     #[argh(option)]

@@ -25,6 +25,7 @@ What to run:
   --var KEY=VALUE        fill {{KEY}} in the system prompt, the skill and --prompt (repeatable)
   --output-schema FILE   a JSON Schema file the answer must match, over the agent's [output]
   --agents-dir DIR       look for agent files in DIR first, then ./axe/agents, then the config's
+  --artifact-dir DIR     the run's artifact directory, over [artifacts]; --keep-artifacts keeps it
 What to print:
   --dry-run              print what would be sent, send nothing (no API key needed)
   --json                 print one JSON object to stdout instead of the answer

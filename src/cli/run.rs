@@ -24,6 +24,7 @@ use crate::report::progress::{self, Progress};
 use crate::resolve::template::{self, Prompts, Template, Vars};
 use crate::resolve::{self, Overrides, UserInput};
 use crate::run::{self, Ctx, TextSink, top};
+use crate::tools::artifacts::ArtifactRun;
 use crate::trace::run_log::RunLog;
 
 /// Runs the agent and prints its answer, or runs it over a batch of inputs
@@ -98,6 +99,12 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
         workdir: cmd.workdir.clone(),
         caller_model: None,
         output_schema: cmd.output_schema.clone(),
+        artifacts: ArtifactRun {
+            dir: cmd.artifact_dir.clone(),
+            keep: cmd.keep_artifacts,
+            make: !cmd.dry_run,
+            caller: None,
+        },
     };
     let resolved = resolve::resolve(agent, &overrides, &global, &cwd, &deadline)?;
     log.model(&resolved.model.to_string());

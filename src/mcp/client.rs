@@ -450,6 +450,7 @@ fn confine(
         workdir: dir.clone(),
         network: sb.network,
         env: Vec::new(),
+        vars: Vec::new(),
         mode: Mode::Landlock(abi),
         protect: sb.protect,
     };

@@ -303,6 +303,10 @@ pub struct JsonOutput<'a> {
     pub total_cache_read_input_tokens: u64,
     pub total_cache_creation_input_tokens: u64,
     pub agents: Vec<AgentReport<'a>>,
+    /// The files the top-level agent wrote to its artifact directory (the
+    /// Go original's key); absent when it has none (design §8.9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Vec<crate::tools::artifacts::Entry>>,
 }
 
 /// One entry of `--json`'s `agents`: an agent's usage and the built-in
@@ -351,6 +355,7 @@ pub fn json(
         total_cache_read_input_tokens: totals.cache_read_input_tokens,
         total_cache_creation_input_tokens: totals.cache_creation_input_tokens,
         agents,
+        artifacts: r.artifacts.as_ref().map(|a| a.entries()),
     };
     // Serializing plain strings, numbers and JSON values cannot fail.
     serde_json::to_string(&out).unwrap_or_default()

@@ -23,6 +23,7 @@ use crate::sandbox::beneath::{Anchored, Base, Denied};
 use crate::sandbox::opened::{self, Opened};
 use crate::sandbox::read::{self, Unreadable};
 use crate::schema::OutputSchema;
+use crate::tools::artifacts::{self, ArtifactRun, Artifacts};
 use files::collect_files;
 pub use files::{Found, matches as glob_matches};
 
@@ -72,6 +73,9 @@ pub struct Overrides {
     pub output_schema: Option<String>,
     pub skill: Option<String>,
     pub workdir: Option<String>,
+    /// `--artifact-dir`, `--keep-artifacts`, the caller's directory, and
+    /// whether the directory is made (design §8.9).
+    pub artifacts: ArtifactRun,
 }
 
 /// A context file, read.
@@ -109,6 +113,9 @@ pub struct Resolved {
     /// the system prompt, and the file a successful run appends to (design
     /// ch. 10).
     pub memory: Option<Memory>,
+    /// Its artifact directory, made for a run (design §8.9); removed
+    /// when the last holder drops it, if axe made it.
+    pub artifacts: Option<Arc<Artifacts>>,
 }
 
 /// Resolves `agent` with `overrides`, its provider named as `global` says
@@ -174,7 +181,13 @@ pub fn resolve(
     if let Some(m) = &memory {
         system_prompt.push_str(&m.section());
     }
-    let tools = crate::tools::kit(&agent.config.tools, &workdir)?.map(Arc::new);
+    let artifacts = artifacts::open(
+        &agent.config.name,
+        &agent.config.artifacts,
+        &overrides.artifacts,
+        workdir.path(),
+    )?;
+    let tools = crate::tools::kit(&agent.config.tools, &workdir, artifacts.clone())?.map(Arc::new);
     Ok(Resolved {
         agent,
         model,
@@ -187,6 +200,7 @@ pub fn resolve(
         output_schema,
         tools,
         memory,
+        artifacts,
     })
 }
 

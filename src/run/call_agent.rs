@@ -18,6 +18,7 @@ use crate::error::Error;
 use crate::provider::{ErrorKind, ModelRef, Tool, ToolCall, ToolParameter, ToolResult};
 use crate::resolve::{self, Overrides, Resolved};
 use crate::run::{self, Ctx};
+use crate::tools::artifacts::ArtifactRun;
 
 /// How many characters of a task the `--verbose` line shows (design §3.14).
 const TASK_PREVIEW_CHARS: usize = 80;
@@ -269,8 +270,15 @@ fn load_sub_agent(name: &str, caller: &Caller, deadline: &Deadline) -> Result<Re
     }
     // Its own workdir, skill and files; never the parent's overrides
     // (design D7). Only a file without `model` takes the caller's (D21).
+    // Its own `[artifacts]` too, never the caller's directory unless its
+    // `dir` names `${AXE_ARTIFACT_DIR}` (design §8.9).
     let overrides = Overrides {
         caller_model: Some(caller.model.clone()),
+        artifacts: ArtifactRun {
+            make: true,
+            caller: caller.artifacts.map(|a| a.path().to_path_buf()),
+            ..ArtifactRun::default()
+        },
         ..Overrides::default()
     };
     resolve::resolve(

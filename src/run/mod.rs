@@ -169,6 +169,7 @@ pub fn run_agent(
         max_result_chars: sac.result_limit(),
         timeout_secs: sac.timeout,
         tools: resolved.tools.as_deref(),
+        artifacts: resolved.artifacts.as_deref(),
         mcp: &mcp,
         offered: &offered,
         ctx,

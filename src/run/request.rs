@@ -41,7 +41,8 @@ pub(super) fn first(
 ) -> (Request, Vec<String>) {
     let config = &resolved.agent.config;
     let builtins = resolved.tools.as_ref().map_or(&[][..], |k| &k.names[..]);
-    let (tools, tool_choice) = tools(&config.sub_agents, builtins, mcp, ctx);
+    let artifacts = resolved.artifacts.is_some();
+    let (tools, tool_choice) = tools(&config.sub_agents, (builtins, artifacts), mcp, ctx);
     let offered = if tool_choice == ToolChoice::Auto {
         tools.iter().map(|t| t.name.clone()).collect()
     } else {
@@ -74,13 +75,13 @@ pub(super) fn first(
 /// it is left out, and such a call gets the depth error.
 fn tools(
     sub_agents: &[String],
-    builtins: &[String],
+    (builtins, artifacts): (&[String], bool),
     mcp: &[Bound],
     ctx: &Ctx,
 ) -> (Vec<Tool>, ToolChoice) {
     let mut offered: Vec<Tool> = builtins
         .iter()
-        .filter_map(|n| crate::tools::definition(n))
+        .filter_map(|n| crate::tools::definition(n, artifacts))
         .collect();
     offered.extend(mcp.iter().map(|b| Tool {
         name: b.wire.clone(),

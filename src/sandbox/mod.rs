@@ -71,6 +71,8 @@ pub struct Policy {
     /// Variables passed through beyond [`PASSED_ENV`] (never a key: the
     /// agent file's check refuses names that look like one).
     pub env: Vec<String>,
+    /// Variables axe sets itself (`AXE_ARTIFACT_DIR`, design §8.9).
+    pub vars: Vec<(String, String)>,
     pub mode: Mode,
     /// `.git`, `axe/`, `.claude/` and `.codex/` under a writable directory
     /// are read-only to commands (design §8.6), and commands are refused
@@ -197,7 +199,7 @@ pub fn run(req: &Request) -> Result<Finished, String> {
     let confinement = Confinement::new(policy)?;
     let spec = process::Spec {
         script: req.script,
-        env: environment(&policy.env, confinement.tmp()),
+        env: environment(policy, confinement.tmp()),
         confinement: &confinement,
         deadline: req.deadline,
         cancel: req.cancel,
@@ -226,14 +228,15 @@ pub fn run(req: &Request) -> Result<Finished, String> {
 
 /// The command's environment: [`PASSED_ENV`] and the agent's names as axe
 /// has them, `TMPDIR` its own, `SHELL` plain.
-fn environment(extra: &[String], tmp: &Path) -> Vec<(OsString, OsString)> {
+fn environment(policy: &Policy, tmp: &Path) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = PASSED_ENV
         .iter()
         .copied()
-        .chain(extra.iter().map(String::as_str))
+        .chain(policy.env.iter().map(String::as_str))
         .filter(|name| *name != "TMPDIR")
         .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v)))
         .collect();
+    env.extend(policy.vars.iter().map(|(k, v)| (k.into(), v.into())));
     env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
     env.push(("SHELL".into(), "/bin/sh".into()));
     env

@@ -63,6 +63,7 @@ impl Place {
             write: Vec::new(),
             network,
             env: Vec::new(),
+            vars: Vec::new(),
             mode: Mode::Landlock(abi),
             protect: true,
         })

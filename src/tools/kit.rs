@@ -3,7 +3,10 @@
 //! path is resolved beneath (its writes held to what protects the user,
 //! §8.2), and the sandbox policy its commands run under.
 
+use std::sync::Arc;
+
 use super::ToolsConfig;
+use super::artifacts::{self, Artifacts};
 use crate::error::Error;
 use crate::paths;
 use crate::sandbox::beneath::Follow;
@@ -20,6 +23,8 @@ pub struct Kit {
     pub policy: Policy,
     pub allowed_hosts: Vec<String>,
     pub private_networks: bool,
+    /// The artifact directory, when the agent has one (design §8.9).
+    pub artifacts: Option<Arc<Artifacts>>,
 }
 
 impl Kit {
@@ -34,8 +39,13 @@ impl Kit {
 /// has no Landlock is refused here, before anything is sent, unless the
 /// file turned the sandbox off. Its `[sandbox]` paths are opened here,
 /// relative ones beneath the workdir's descriptor, none through a link
-/// (design §8.7).
-pub fn kit(config: &ToolsConfig, workdir: &Opened) -> Result<Option<Kit>, Error> {
+/// (design §8.7). An artifact directory is writable to its commands too,
+/// and named to them in `AXE_ARTIFACT_DIR` (design §8.9).
+pub fn kit(
+    config: &ToolsConfig,
+    workdir: &Opened,
+    artifacts: Option<Arc<Artifacts>>,
+) -> Result<Option<Kit>, Error> {
     if config.names.is_empty() {
         return Ok(None);
     }
@@ -69,12 +79,22 @@ pub fn kit(config: &ToolsConfig, workdir: &Opened) -> Result<Option<Kit>, Error>
             ))
         })?
         .guarded(Guard::new(workdir.path(), &paths::own_dirs()));
+    let mut write = opened::granted(workdir, &sb.write, "write").map_err(Error::config)?;
+    let mut vars = Vec::new();
+    if let Some(a) = &artifacts {
+        write.push(a.dir.clone());
+        vars.push((
+            artifacts::VAR.to_string(),
+            a.path().to_string_lossy().into_owned(),
+        ));
+    }
     let policy = Policy {
         workdir: workdir.clone(),
         read: opened::granted(workdir, &sb.read, "read").map_err(Error::config)?,
-        write: opened::granted(workdir, &sb.write, "write").map_err(Error::config)?,
+        write,
         network: sb.network,
         env: sb.env.clone(),
+        vars,
         mode,
         protect: sb.protect,
     };
@@ -87,5 +107,6 @@ pub fn kit(config: &ToolsConfig, workdir: &Opened) -> Result<Option<Kit>, Error>
         policy,
         allowed_hosts: config.allowed_hosts.clone(),
         private_networks: sb.private_networks,
+        artifacts,
     }))
 }

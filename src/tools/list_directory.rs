@@ -1,8 +1,9 @@
 //! `list_directory`: the entries of a directory beneath the workdir, one
 //! per line, sorted: directories end in `/`, symbolic links in `@`; axe's
-//! own temporary files left out.
+//! own temporary files left out. With `artifact` true, beneath the
+//! artifact directory (design §8.9).
 
-use super::{Args, Done, Env, tool};
+use super::{ARTIFACT_PARAM, Args, Done, Env, tool};
 use crate::provider::Tool;
 use crate::sandbox::beneath::Kind;
 use crate::sandbox::write::is_temp_name;
@@ -14,12 +15,15 @@ pub fn define() -> Tool {
     tool(
         "list_directory",
         "List the entries of a directory in the working directory, one per line; directories end in '/', symbolic links in '@'.",
-        &[(
-            "path",
-            "string",
-            false,
-            "Path of the directory, relative to the working directory (default: the working directory itself).",
-        )],
+        &[
+            (
+                "path",
+                "string",
+                false,
+                "Path of the directory, relative to the working directory (default: the working directory itself).",
+            ),
+            ARTIFACT_PARAM,
+        ],
     )
 }
 
@@ -29,7 +33,11 @@ pub fn run(args: &Args, env: &Env) -> Done {
         .map(String::as_str)
         .filter(|p| !p.trim().is_empty())
         .unwrap_or(".");
-    let mut entries = match env.root.list(path) {
+    let root = match env.place(args, false) {
+        Ok((root, _)) => root,
+        Err(e) => return e,
+    };
+    let mut entries = match root.list(path) {
         Ok(e) => e,
         Err(e) => return Done::error(format!("{path}: {e}")),
     };

@@ -6,6 +6,7 @@
 //! addresses. Every result is capped, with a marker saying what was cut.
 //! A tool never fails its caller: every outcome is a [`Done`].
 
+pub mod artifacts;
 mod config;
 mod edit_file;
 mod kit;
@@ -46,7 +47,43 @@ pub struct Env<'a> {
     pub deadline: Instant,
     /// The run's cancel flag: a running command is stopped when it is set.
     pub cancel: &'a crate::deadline::Cancel,
+    /// The agent's artifact directory, when it has one (design §8.9).
+    pub artifacts: Option<&'a artifacts::Artifacts>,
 }
+
+impl Env<'_> {
+    /// The root a file tool's `path` is resolved beneath: the artifact
+    /// directory when the call's `artifact` is true (any case, as in the
+    /// Go original), or when it is absent and `default` (`write_file` under
+    /// `default_write`); else the workdir. `artifact` true without a
+    /// directory is the Go original's error result.
+    fn place(
+        &self,
+        args: &Args,
+        default: bool,
+    ) -> Result<(&Root, Option<&artifacts::Artifacts>), Done> {
+        let asked = match args.get("artifact").map(|v| v.trim()) {
+            None | Some("") => default && self.artifacts.is_some_and(|a| a.default_write),
+            Some(v) => v.eq_ignore_ascii_case("true"),
+        };
+        match (asked, self.artifacts) {
+            (false, _) => Ok((self.root, None)),
+            (true, Some(a)) => Ok((&a.root, Some(a))),
+            (true, None) => Err(Done::error(
+                "artifact directory not configured for this agent",
+            )),
+        }
+    }
+}
+
+/// The `artifact` parameter of the file tools (the Go original's: a
+/// string, "true" or not).
+const ARTIFACT_PARAM: (&str, &str, bool, &str) = (
+    "artifact",
+    "string",
+    false,
+    "When \"true\", the path is in the artifact directory instead of the working directory.",
+);
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,12 +186,20 @@ pub fn did_you_mean(name: &str) -> Option<&'static str> {
         .map(|(n, _)| n)
 }
 
-/// The definition the model is sent for tool `name`.
-pub fn definition(name: &str) -> Option<Tool> {
-    BUILTINS
+/// The definition the model is sent for tool `name`, for an agent with an
+/// artifact directory or without one: without, the file tools' `artifact`
+/// is not offered (the Go original offers it always; here it costs every
+/// request its bytes for nothing, design §8.9). Passed anyway, it still
+/// gets the Go original's error result.
+pub fn definition(name: &str, artifacts: bool) -> Option<Tool> {
+    let mut tool = BUILTINS
         .iter()
         .find(|b| b.name == name)
-        .map(|b| (b.define)())
+        .map(|b| (b.define)())?;
+    if !artifacts {
+        tool.parameters.remove(ARTIFACT_PARAM.0);
+    }
+    Some(tool)
 }
 
 /// Runs built-in tool `name`; its result is capped at [`MAX_RESULT_BYTES`].

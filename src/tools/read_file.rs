@@ -1,11 +1,12 @@
 //! `read_file`: a text file beneath the workdir, as numbered lines
 //! (`N: text`), from line `offset` (1-based) for at most `limit` lines. A
 //! binary file (a NUL in its first 8 KiB) is said to be binary; reading
-//! stops at the deadline and at the result cap.
+//! stops at the deadline and at the result cap. With `artifact` true, a
+//! file beneath the artifact directory (design §8.9).
 
 use std::io::{BufRead, BufReader, Read};
 
-use super::{Args, Done, Env, MAX_RESULT_BYTES, number, required, tool};
+use super::{ARTIFACT_PARAM, Args, Done, Env, MAX_RESULT_BYTES, number, required, tool};
 use crate::provider::Tool;
 
 /// Lines returned when the model gives no `limit`.
@@ -37,6 +38,7 @@ pub fn define() -> Tool {
                 false,
                 "Most lines to return (default 2000).",
             ),
+            ARTIFACT_PARAM,
         ],
     )
 }
@@ -54,8 +56,8 @@ fn read(args: &Args, env: &Env) -> Result<Done, Done> {
     if limit == 0 {
         return Err(Done::error("\"limit\" must be at least 1"));
     }
-    let file = env
-        .root
+    let (root, _) = env.place(args, false)?;
+    let file = root
         .open_file(path)
         .map_err(|e| Done::error(format!("{path}: {e}")))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);

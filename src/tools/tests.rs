@@ -40,6 +40,7 @@ impl Work {
             write: Vec::new(),
             network: false,
             env: Vec::new(),
+            vars: Vec::new(),
             mode: Mode::Off,
             protect: true,
         };
@@ -58,6 +59,7 @@ impl Work {
             private_networks: false,
             deadline: Instant::now() + Duration::from_secs(10),
             cancel: &crate::deadline::Cancel::default(),
+            artifacts: None,
         };
         run(name, &args, &env)
     }

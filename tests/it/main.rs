@@ -61,6 +61,8 @@
 //! | §3.17 | Codex's agent files: the search path, each key, each `sandbox_mode`, `mcp_servers` | `codex_agents.rs` |
 //! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
 //! | D22, D26 | the Go original's 1.8 keys: `[params] response_format` on each wire, `--json`'s `refused` | `go_keys.rs` |
+//! | D26 | every key, flag and variable of the Go original's 1.8 docs (fixtures/go18/keys.txt) read | `go18_keys.rs` |
+//! | §8.9, D26 | the Go original's artifact directory: `[artifacts]`, its flags, the tools' `artifact`, commands, sub-agents, `--json`, no way out | `artifacts.rs` |
 //! | ch. 8 | the built-in tools on all three wires, and every way out of the workdir and the sandbox refused | `builtin_tools.rs` |
 //! | §8.1 | `web_search` (the Go original's Tavily tool) against a fake Tavily | `web_search.rs` |
 //! | §2.9, §7.4, ch. 8 | what a run reports about its built-in tool calls | `tool_reports.rs` |
@@ -98,6 +100,7 @@ mod common;
 
 mod agents_md;
 mod answers_not_whole;
+mod artifacts;
 mod batch;
 mod batch_shards;
 mod budgets;
@@ -110,6 +113,7 @@ mod connections;
 mod delegation;
 mod full_disk;
 mod gc;
+mod go18_keys;
 mod go_agents;
 mod go_keys;
 mod graph;

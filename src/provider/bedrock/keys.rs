@@ -2,7 +2,8 @@
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), else
 //! the shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, else
 //! `~/.aws/credentials`; the profile `AWS_PROFILE`, else `default`);
-//! `AWS_REGION`, then `AWS_DEFAULT_REGION`, then config.toml's
+//! `AWS_REGION`, then `AWS_DEFAULT_REGION`, then `AXE_BEDROCK_REGION` (the
+//! Go original's 1.8 docs), then config.toml's
 //! `[providers.bedrock] region`; as the AWS tools and the Go original read
 //! them (design §4.13).
 
@@ -39,7 +40,10 @@ pub fn from_env(file_region: Option<&str>) -> Result<AwsKeys, String> {
     };
     let (access_key_id, secret_access_key, session_token) = keys?;
     let Some(region) = region(file_region) else {
-        return Err("AWS_REGION (or AWS_DEFAULT_REGION, or [providers.bedrock] region)".into());
+        return Err(
+            "AWS_REGION (or AWS_DEFAULT_REGION, AXE_BEDROCK_REGION, or [providers.bedrock] region)"
+                .into(),
+        );
     };
     Ok(AwsKeys {
         access_key_id,
@@ -123,13 +127,15 @@ fn profile_keys<'a>(text: &'a str, profile: &str) -> Vec<(&'a str, &'a str)> {
     out
 }
 
-/// The region: `AWS_REGION`, `AWS_DEFAULT_REGION`, then `file_region`;
+/// The region: `AWS_REGION`, `AWS_DEFAULT_REGION`, `AXE_BEDROCK_REGION`,
+/// then `file_region`;
 /// none when it could not be part of a host name.
 pub fn region(file_region: Option<&str>) -> Option<String> {
     let var = |name: &str| std::env::var(name).ok();
     [
         var("AWS_REGION"),
         var("AWS_DEFAULT_REGION"),
+        var("AXE_BEDROCK_REGION"),
         file_region.map(str::to_string),
     ]
     .into_iter()

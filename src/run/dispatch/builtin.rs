@@ -20,6 +20,7 @@ pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult 
             private_networks: kit.private_networks,
             deadline: ctx.deadline.at,
             cancel: &ctx.cancel,
+            artifacts: kit.artifacts.as_deref(),
         };
         tools::run(&call.name, &call.arguments, &env)
     })

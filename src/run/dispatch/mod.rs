@@ -50,6 +50,8 @@ pub struct Caller<'a> {
     pub timeout_secs: u64,
     /// Its built-in tools (design §8), if it lists any.
     pub tools: Option<&'a crate::tools::Kit>,
+    /// Its artifact directory, if it has one (design §8.9).
+    pub artifacts: Option<&'a crate::tools::artifacts::Artifacts>,
     /// Its MCP servers' tools (design §9.3).
     pub mcp: &'a [crate::mcp::Bound],
     /// The names of the tools its model was offered, in order: what an

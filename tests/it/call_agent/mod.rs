@@ -169,6 +169,7 @@ fn call_one_timed(ctx: &Ctx, allowed: &[&str], timeout_secs: u64, call: &ToolCal
         parallel: true,
         timeout_secs,
         tools: None,
+        artifacts: None,
         mcp: &[],
         offered: &[],
         ctx,
