@@ -26,11 +26,12 @@ struct Imported {
 }
 
 /// What an import may need beyond the file: config.toml (its model
-/// aliases, its MCP servers) and the other agents of the same format on
-/// the search path (Claude Code's `Task`).
+/// aliases, its MCP servers) and the other agents of other tools on the
+/// search path (Claude Code's `Task`).
 struct Context {
     global: GlobalConfig,
-    /// The other agents of the format, sorted, the one read left out.
+    /// The other agents of Claude Code's and Codex's formats, sorted, the
+    /// one read left out; empty for a Codex file, which has no sub-agents.
     siblings: Vec<String>,
 }
 
@@ -52,7 +53,10 @@ pub(super) fn import(
     let global = GlobalConfig::load().map(|(g, _)| g).unwrap_or_default();
     let cx = Context {
         global,
-        siblings: siblings(dirs, format, id)?,
+        siblings: match format {
+            Format::Claude => siblings(dirs, id)?,
+            _ => Vec::new(),
+        },
     };
     let imported = match format {
         Format::Claude => claude::read(&cx, id, text),
@@ -68,10 +72,12 @@ pub(super) fn import(
     Ok(agent)
 }
 
-/// Every agent of `format` on the search path but `id`, sorted, once each.
-fn siblings(dirs: &AgentDirs, format: Format, id: &str) -> Result<Vec<String>, Error> {
+/// Every agent of another tool (Claude Code's, Codex's) on the search path
+/// but `id`, sorted, once each: what a Claude Code `Task` reaches, as Claude
+/// Code reaches every agent it finds (design §3.17).
+fn siblings(dirs: &AgentDirs, id: &str) -> Result<Vec<String>, Error> {
     let mut names = Vec::new();
-    for (dir, f) in dirs.entries().filter(|(_, f)| *f == format) {
+    for (dir, f) in dirs.entries().filter(|(_, f)| *f != Format::Axe) {
         for (name, _) in files_of(dir, f.extension())? {
             if name != id && paths::check_agent_name(&name).is_ok() {
                 names.push(name);
