@@ -1,7 +1,8 @@
 //! Agents of the three formats together (design §3.17): an axe agent
 //! calling a Claude Code one and a Codex one, a Claude Code agent's `Task`
 //! reaching a Codex one; Codex files from a public collection
-//! (`fixtures/codex-agents/`) dry-run.
+//! (`fixtures/codex-agents/`) dry-run; `config init`'s config.toml with the
+//! import's settings (`[aliases]`, `[import]`) to uncomment.
 
 use std::fs;
 use std::path::Path;
@@ -163,4 +164,45 @@ fn codex_files_from_a_public_collection_dry_run() {
         "{}",
         stdout(&list)
     );
+}
+
+#[test]
+fn config_inits_template_has_the_imports_settings_to_uncomment() {
+    let home = Home::new();
+    let out = home.run(&["config", "init"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let path = home.config_dir().join("config.toml");
+    let template = fs::read_to_string(&path).unwrap();
+    // Uncommented, the two tables are read, and do what they say.
+    let mut on = String::new();
+    let mut inside = false;
+    for line in template.lines() {
+        if line.starts_with("# [") {
+            inside = line == "# [aliases]" || line == "# [import]";
+        } else if !line.starts_with("# ") || line.starts_with("#  ") {
+            inside = false;
+        }
+        let uncommented = line.strip_prefix("# ").filter(|_| inside);
+        on.push_str(uncommented.unwrap_or(line));
+        on.push('\n');
+    }
+    assert!(
+        on.contains("\n[import]\nallow_full_access = true\n"),
+        "{on}"
+    );
+    assert!(on.contains("\n[aliases]\nsonnet = "), "{on}");
+    fs::write(&path, &on).unwrap();
+    write(
+        &home,
+        ".codex/agents/yolo.toml",
+        "model = \"openai/m\"\nsandbox_mode = \"danger-full-access\"\n",
+    );
+    let out = home.run(&["run", "yolo", "--dry-run", "-p", "x"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("runs as \"workspace-write\""),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("unknown"), "{}", stderr(&out));
 }
