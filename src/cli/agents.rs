@@ -84,7 +84,8 @@ fn shown(dir: &Path) -> String {
 fn show(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
     register_global_secrets();
     let a = load_agent(dirs, name)?;
-    print_stdout(&redact(&agent::show(&a)))
+    let tool = a.path.parent().and_then(|d| dirs.format_of(d).tool());
+    print_stdout(&redact(&agent::show(&a, tool)))
 }
 
 /// `axe agents init <agent>`: the scaffold, never over an existing file,

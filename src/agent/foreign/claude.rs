@@ -226,6 +226,9 @@ fn model(cx: &Context, out: &mut Imported, value: &Yaml) -> Result<(), String> {
     let resolved = if model == "inherit" || model.is_empty() {
         return Ok(());
     } else if let Some(m) = cx.global.alias(model) {
+        out.notes.push(format!(
+            "model {model:?} is {m}, as config.toml's [aliases] (or its default) says"
+        ));
         m
     } else if model.starts_with("claude-") {
         format!("anthropic/{model}")
