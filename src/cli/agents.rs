@@ -118,9 +118,12 @@ fn export(e: super::args::AgentsExport) -> Result<(), Error> {
     for line in &out.lines {
         stderr::warn(line);
     }
+    // No key of config.toml's leaves in the file, even one a server of it
+    // holds that the file writes out (design §6.7).
+    let text = redact(&out.text);
     match e.output {
-        None => print_stdout(&out.text),
-        Some(file) => write_file(Path::new(&file), &out.text, e.force),
+        None => print_stdout(&text),
+        Some(file) => write_file(Path::new(&file), &text, e.force),
     }
 }
 

@@ -438,3 +438,25 @@ fn agents_show_says_where_an_imported_agent_came_from() {
     let out = home.run(&["agents", "show", "own"]);
     assert!(!stdout(&out).contains("Format:"), "{}", stdout(&out));
 }
+
+#[test]
+fn no_key_of_config_toml_is_written_out() {
+    let home = Home::new();
+    let key = "sk-export-secret-1234567890";
+    home.config(&format!(
+        "[providers.openai]\napi_key = \"{key}\"\n\n[[mcp_servers]]\nname = \"web\"\n\
+         url = \"https://mcp.example.com/mcp\"\nheaders = {{ Authorization = \"Bearer {key}\" }}\n"
+    ));
+    home.agent(
+        "k",
+        "name = \"k\"\nmodel = \"openai/m\"\nmcp_servers = [\"web\"]\n",
+    );
+    let out = home.run(&["agents", "export", "k", "--to", "codex", "-o", "k.toml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let written = fs::read_to_string(home.dir.path().join("k.toml")).unwrap();
+    assert!(!written.contains(key), "{written}");
+    assert!(
+        written.contains("http_headers = { Authorization = \"Bearer [redacted]\" }"),
+        "{written}"
+    );
+}
