@@ -206,3 +206,24 @@ fn config_inits_template_has_the_imports_settings_to_uncomment() {
     );
     assert!(!stderr(&out).contains("unknown"), "{}", stderr(&out));
 }
+
+#[test]
+fn disallowed_tools_take_tools_away_never_add_them() {
+    let home = Home::new();
+    write(
+        &home,
+        ".claude/agents/narrow.md",
+        "---\nname: narrow\nmodel: openai/m\ntools: Read, Bash, Glob, Grep, Task(helper)\n\
+         disallowedTools: [Bash, LS, Agent]\n---\nYou are narrow.\n",
+    );
+    let out = home.run(&["run", "narrow", "--dry-run", "-p", "x"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("--- Tools ---\nread_file, search_files\n"),
+        "{text}"
+    );
+    assert!(text.contains("--- Sub-Agents ---\n(none)\n"), "{text}");
+    // Read, and not named as a key axe does not use.
+    assert_eq!(stderr(&out), "");
+}
