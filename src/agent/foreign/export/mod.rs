@@ -203,10 +203,12 @@ mod tests {
         t.insert("name".into(), "n".into());
         t.insert("odd key".into(), true.into());
         let text = document(&t, &AXE_ORDER);
+        // The tables in the same order: mcp_servers is one of AXE_ORDER's.
         assert!(
-            text.starts_with("name = \"n\"\nsystem_prompt = \"\"\"\na\nb\"\"\"\n\"odd key\" = true\nz = 1\n\n[budget]\nmax_turns = 2\n"),
+            text.starts_with("name = \"n\"\nsystem_prompt = \"\"\"\na\nb\"\"\"\n\"odd key\" = true\nz = 1\n\n[[mcp_servers]]\n"),
             "{text}"
         );
+        assert!(text.ends_with("\n[budget]\nmax_turns = 2\n"), "{text}");
         assert_eq!(text.parse::<Table>().unwrap(), t);
     }
 }
