@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 pub use crate::memory::MemoryConfig;
 pub use crate::tools::{SandboxConfig, ToolsConfig};
 pub use catalog::{Catalog, LeftOut, Place, Roots};
+pub use foreign::{Exported, export};
 pub use output::output_schema;
 pub use text::{scaffold, scaffold_for, show, yes_no};
 
@@ -234,27 +235,7 @@ impl Agent {
 /// file. The name is checked (design D9) before any file is touched.
 /// Warnings name the file.
 pub fn load(dirs: &AgentDirs, name: &str) -> Result<Agent, Error> {
-    // The directories are the command's to say (`Error::looked_in`), not a
-    // model's `call_agent` result.
-    let not_found = || Error::AgentNotFound {
-        name: name.to_string(),
-        searched: Vec::new(),
-    };
-    let Some((path, format)) = dirs.locate(name)? else {
-        return Err(not_found());
-    };
-    let text = match read::config_text(&path) {
-        Ok(t) => t,
-        Err(read::Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(not_found());
-        }
-        Err(e) => {
-            return Err(Error::Unreadable {
-                path,
-                why: e.to_string(),
-            });
-        }
-    };
+    let (path, format, text) = source(dirs, name)?;
     let mut agent = match format {
         Format::Axe => parse(name, &path, &text)?,
         _ => foreign::import(format, dirs, name, &path, &text)?,
@@ -265,6 +246,29 @@ pub fn load(dirs: &AgentDirs, name: &str) -> Result<Agent, Error> {
         .map(|w| format!("{}: {w}", path.display()))
         .collect();
     Ok(agent)
+}
+
+/// The file of agent `name` on the search path, its format and its text.
+fn source(dirs: &AgentDirs, name: &str) -> Result<(PathBuf, Format, String), Error> {
+    // The directories are the command's to say (`Error::looked_in`), not a
+    // model's `call_agent` result.
+    let not_found = || Error::AgentNotFound {
+        name: name.to_string(),
+        searched: Vec::new(),
+    };
+    let Some((path, format)) = dirs.locate(name)? else {
+        return Err(not_found());
+    };
+    match read::config_text(&path) {
+        Ok(text) => Ok((path, format, text)),
+        Err(read::Unreadable::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(not_found())
+        }
+        Err(e) => Err(Error::Unreadable {
+            path,
+            why: e.to_string(),
+        }),
+    }
 }
 
 /// Parses and validates agent TOML. Keys serde does not know become

@@ -194,8 +194,9 @@ pub fn scaffold_for(name: &str, model: &str) -> String {
     scaffold(name).replacen(&placeholder, &written, 1)
 }
 
-/// The `axe agents show` text: one aligned `Label:` line per field.
-pub fn show(agent: &Agent) -> String {
+/// The `axe agents show` text: one aligned `Label:` line per field; `tool`
+/// names the tool whose file it was imported from (design §3.17).
+pub fn show(agent: &Agent, tool: Option<&str>) -> String {
     let c = &agent.config;
     let or_none = |s: Option<&str>| match s {
         Some(s) if !s.trim().is_empty() => s.to_string(),
@@ -235,6 +236,12 @@ pub fn show(agent: &Agent) -> String {
     ];
     if !c.sub_agents.is_empty() {
         rows.extend(sub_agent_rows(&c.sub_agents_config));
+    }
+    if c.agents_md {
+        rows.push((
+            "AGENTS.md",
+            "yes (the repository's root down to the workdir)".into(),
+        ));
     }
     if c.stream {
         rows.push(("Stream", "yes".into()));
@@ -279,7 +286,7 @@ pub fn show(agent: &Agent) -> String {
             .max_tokens
             .map_or("default".into(), |t| t.to_string()),
     ));
-    rows.push(("File", agent.path.display().to_string()));
+    rows.extend(source_rows(agent, tool));
 
     let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
     let mut out = String::new();
@@ -289,6 +296,19 @@ pub fn show(agent: &Agent) -> String {
         out.push_str(&format!("{:<width$}{value}\n", format!("{label}:")));
     }
     out
+}
+
+/// The rows of `show` on where the agent came from: its file, whose
+/// format it is when another tool's, and what the import noted.
+fn source_rows(agent: &Agent, tool: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut rows = vec![("File", agent.path.display().to_string())];
+    if let Some(tool) = tool {
+        rows.push(("Format", format!("{tool}'s, read as axe's")));
+    }
+    if !agent.notes.is_empty() {
+        rows.push(("Notes", agent.notes.join("\n")));
+    }
+    rows
 }
 
 /// The `[sub_agents_config]` rows of `show`, for an agent with sub-agents.

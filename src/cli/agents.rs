@@ -1,4 +1,5 @@
-//! `axe agents list`, `show`, `init`, `edit`, `check` and `tree`.
+//! `axe agents list`, `show`, `init`, `edit`, `check`, `tree` and
+//! `export`.
 
 use super::args::AgentsSub;
 use super::{load_agent, load_global, print_stdout, register_global_secrets};
@@ -7,8 +8,9 @@ use crate::error::Error;
 use crate::graph;
 use crate::io::interrupt;
 use crate::io::stderr;
-use crate::paths::{self, AgentDirs};
-use crate::sandbox::write::{Created, create_new};
+use crate::paths::{self, AgentDirs, Format};
+use crate::sandbox::Root;
+use crate::sandbox::write::{Created, create_new, replace};
 use crate::text::one_line;
 use crate::text::redact::redact;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ pub(super) fn main(sub: AgentsSub) -> Result<(), Error> {
         AgentsSub::Edit(e) => edit(&dirs(e.agents_dir)?, &e.agent),
         AgentsSub::Check(c) => check(&dirs(c.agents_dir)?, c.agent.as_deref()),
         AgentsSub::Tree(t) => tree(&dirs(t.agents_dir)?, &t.agent),
+        AgentsSub::Export(e) => export(e),
     }
 }
 
@@ -84,7 +87,77 @@ fn shown(dir: &Path) -> String {
 fn show(dirs: &AgentDirs, name: &str) -> Result<(), Error> {
     register_global_secrets();
     let a = load_agent(dirs, name)?;
-    print_stdout(&redact(&agent::show(&a)))
+    let tool = a.path.parent().and_then(|d| dirs.format_of(d).tool());
+    print_stdout(&redact(&agent::show(&a, tool)))
+}
+
+/// `axe agents export <agent> --to claude|codex|axe [-o FILE] [--force]`:
+/// the file on stdout, or written to FILE whole or not at all (never over
+/// one without `--force`); each key the format cannot hold named on stderr
+/// (design §3.17).
+fn export(e: super::args::AgentsExport) -> Result<(), Error> {
+    // It may write a file: a signal must not leave a temporary one behind
+    // (design §6.5).
+    interrupt::install();
+    let to = match e.to.as_str() {
+        "claude" => Format::Claude,
+        "codex" => Format::Codex,
+        "axe" => Format::Axe,
+        other => {
+            return Err(Error::general(format!(
+                "--to {other:?}: expected claude, codex or axe (see axe agents export --help)"
+            )));
+        }
+    };
+    let dirs = dirs(e.agents_dir)?;
+    register_global_secrets();
+    // Loaded first, as a run would: an agent that does not load is not
+    // exported, and its warnings are said.
+    load_agent(&dirs, &e.agent)?;
+    let out = agent::export(&dirs, &e.agent, to).map_err(|err| err.looked_in(dirs.dirs()))?;
+    for line in &out.lines {
+        stderr::warn(line);
+    }
+    // No key of config.toml's leaves in the file, even one a server of it
+    // holds that the file writes out (design §6.7).
+    let text = redact(&out.text);
+    match e.output {
+        None => print_stdout(&text),
+        Some(file) => write_file(Path::new(&file), &text, e.force),
+    }
+}
+
+/// `text` to `path`, whole or not at all: a new file is linked in place
+/// (never over one that appeared meanwhile); `force` renames it over the
+/// old one. Its directory is made when missing.
+fn write_file(path: &Path, text: &str, force: bool) -> Result<(), Error> {
+    let cannot = |e: std::io::Error| Error::config(format!("cannot write {}: {e}", path.display()));
+    // `-o .claude/agents/x.md` in a project that has none yet.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(cannot)?;
+    }
+    if !force {
+        return match create_new(path, text.as_bytes(), 0o644).map_err(cannot)? {
+            Created::Written => Ok(()),
+            Created::AlreadyExists => Err(Error::config(format!(
+                "{} exists: --force replaces it",
+                path.display()
+            ))),
+        };
+    }
+    let (dir, name) = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(d), Some(n)) => (
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            },
+            n,
+        ),
+        _ => return Err(cannot(std::io::ErrorKind::InvalidInput.into())),
+    };
+    let root = Root::open(dir).map_err(cannot)?;
+    replace(&root, name, text.as_bytes(), 0o644).map_err(cannot)
 }
 
 /// `axe agents init <agent>`: the scaffold, never over an existing file,

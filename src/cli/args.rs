@@ -201,7 +201,7 @@ pub(super) struct ConfigPath {}
 pub(super) struct ConfigInit {}
 
 #[derive(FromArgs, Debug)]
-/// List, show, create, edit and check agents.
+/// List, show, create, edit, check and export agents.
 #[argh(subcommand, name = "agents")]
 #[argh(help_triggers("-h", "--help", "help"))]
 pub(super) struct AgentsCmd {
@@ -219,6 +219,7 @@ pub(super) enum AgentsSub {
     Edit(AgentsEdit),
     Check(AgentsCheck),
     Tree(AgentsTree),
+    Export(AgentsExport),
 }
 
 #[derive(FromArgs, Debug)]
@@ -240,6 +241,33 @@ pub(super) struct AgentsShow {
     /// agent name
     #[argh(positional)]
     pub(super) agent: String,
+    /// look for agent files in DIR first (then ./axe/agents, then the
+    /// config directory's agents/)
+    #[argh(option)]
+    pub(super) agents_dir: Option<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Write an agent (axe's own, Claude Code's or Codex's) as another tool's
+/// agent file, on stdout or to a file; what the format cannot hold is named
+/// on stderr.
+#[argh(subcommand, name = "export")]
+#[argh(help_triggers("-h", "--help", "help"))]
+pub(super) struct AgentsExport {
+    /// agent name
+    #[argh(positional)]
+    pub(super) agent: String,
+    /// the format: claude (Claude Code's sub-agent file), codex (Codex's
+    /// custom agent file) or axe
+    #[argh(option)]
+    pub(super) to: String,
+    /// write to FILE (atomically) instead of stdout; never over an existing
+    /// file without --force
+    #[argh(option, short = 'o')]
+    pub(super) output: Option<String>,
+    /// replace FILE when it exists
+    #[argh(switch)]
+    pub(super) force: bool,
     /// look for agent files in DIR first (then ./axe/agents, then the
     /// config directory's agents/)
     #[argh(option)]

@@ -57,6 +57,12 @@ pub(super) const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 # sonnet = "anthropic/claude-sonnet-4-5"
 # opus = "anthropic/claude-opus-4-1"
 # haiku = "anthropic/claude-haiku-4-5"
+
+# What an imported agent file may ask for. A Codex file's sandbox_mode =
+# "danger-full-access" is refused (exit 2) unless allow_full_access is true
+# (default false); it then runs as "workspace-write", inside axe's sandbox.
+# [import]
+# allow_full_access = true
 "#;
 
 /// The sample skill written by `axe config init`.

@@ -146,7 +146,7 @@ fn fuzz_agent_toml_loader_never_panics() {
     seeds.push(std::fs::read_to_string(dir.join("examples/axe/agents/lead.toml")).unwrap());
     fuzz("agent::parse + validate", &seeds, |s| {
         if let Ok(a) = axe::agent::parse("fuzzed", Path::new("fuzzed.toml"), s) {
-            let _ = axe::agent::show(&a);
+            let _ = axe::agent::show(&a, None);
         }
     });
 }

@@ -59,6 +59,8 @@
 //! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
 //! | §3.17 | Claude Code's agent files: the search path, each key, `agents list`, `--dry-run`, files from a public collection | `claude_agents.rs` |
 //! | §3.17 | Codex's agent files: the search path, each key, each `sandbox_mode`, `mcp_servers` | `codex_agents.rs` |
+//! | §3.17 | `agents show` of an imported agent; `agents export` to each format, what it drops, the round trips | `agents_export.rs` |
+//! | §3.17 | agents of different formats calling each other; Codex files from a public collection; `config init`'s `[import]` | `cross_format.rs` |
 //! | D26 | an agent directory written for the Go original, listed, checked and dry-run with no warning | `go_agents.rs` |
 //! | D22, D26 | the Go original's 1.8 keys: `[params] response_format` on each wire, `--json`'s `refused` | `go_keys.rs` |
 //! | D26 | every key, flag and variable of the Go original's 1.8 docs (fixtures/go18/keys.txt) read | `go18_keys.rs` |
@@ -98,6 +100,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agents_export;
 mod agents_md;
 mod answers_not_whole;
 mod artifacts;
@@ -110,6 +113,7 @@ mod claude_agents;
 mod cli;
 mod codex_agents;
 mod connections;
+mod cross_format;
 mod delegation;
 mod full_disk;
 mod gc;

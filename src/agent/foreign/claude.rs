@@ -25,6 +25,7 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
     };
     let mut unused = Vec::new();
     let mut tools = None;
+    let mut disallowed = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     for (key, value) in &header {
         let Some(key) = key.as_str() else {
@@ -41,6 +42,9 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
                 out.table.insert("description".into(), Value::String(d));
             }
             "tools" => tools = Some(list(value).ok_or("`tools` must be a string or a list")?),
+            "disallowedTools" => {
+                disallowed = list(value).ok_or("`disallowedTools` must be a string or a list")?;
+            }
             "model" => model(cx, &mut out, value)?,
             "maxTurns" => {
                 let n = value
@@ -66,7 +70,13 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
             .insert("system_prompt".into(), Value::String(body.to_string()));
     }
     match tools {
-        Some(tools) => map_tools(cx, &mut out, &tools),
+        Some(tools) => {
+            let tools: Vec<String> = tools
+                .into_iter()
+                .filter(|t| !denied(t, &disallowed))
+                .collect();
+            map_tools(cx, &mut out, &tools);
+        }
         None => out.notes.push(NO_TOOLS.into()),
     }
     if !unused.is_empty() {
@@ -226,6 +236,9 @@ fn model(cx: &Context, out: &mut Imported, value: &Yaml) -> Result<(), String> {
     let resolved = if model == "inherit" || model.is_empty() {
         return Ok(());
     } else if let Some(m) = cx.global.alias(model) {
+        out.notes.push(format!(
+            "model {model:?} is {m}, as config.toml's [aliases] (or its default) says"
+        ));
         m
     } else if model.starts_with("claude-") {
         format!("anthropic/{model}")
@@ -288,6 +301,21 @@ fn builtin(tool: &str) -> Option<&'static str> {
         "WebFetch" => "url_fetch",
         "WebSearch" => "web_search",
         _ => return None,
+    })
+}
+
+/// Whether `disallowedTools` takes `tool` away: named by its name (`Task`
+/// with its agents or without), or by another name of the same tool of
+/// axe's (`LS` takes `Glob` too: both are `list_directory`). Narrowing
+/// more than Claude Code would is safe; offering what it denies is not.
+fn denied(tool: &str, disallowed: &[String]) -> bool {
+    let head = |t: &str| t.split_once('(').map_or(t, |(h, _)| h).trim().to_string();
+    let (name, mapped) = (head(tool), builtin(&head(tool)));
+    disallowed.iter().any(|d| {
+        let d = head(d);
+        d == name
+            || (mapped.is_some() && builtin(&d) == mapped)
+            || (matches!(d.as_str(), "Task" | "Agent") && matches!(name.as_str(), "Task" | "Agent"))
     })
 }
 

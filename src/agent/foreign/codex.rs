@@ -12,10 +12,10 @@ use crate::config::tomlfile;
 
 /// The reading tools: what `read-only` (and a file without `sandbox_mode`)
 /// is offered.
-const READING: [&str; 3] = ["read_file", "list_directory", "search_files"];
+pub(super) const READING: [&str; 3] = ["read_file", "list_directory", "search_files"];
 
 /// What `workspace-write` adds to [`READING`].
-const WRITING: [&str; 3] = ["write_file", "edit_file", "run_command"];
+pub(super) const WRITING: [&str; 3] = ["write_file", "edit_file", "run_command"];
 
 /// The file `text` of agent `id` as axe's keys, or why it cannot be read.
 pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, String> {

@@ -3,10 +3,14 @@
 //! axe's keys — with the warnings and notes of the import. The table is
 //! then validated as any agent file is, so the rest of axe never knows
 //! where an agent came from; only `agents list` says it, from the search
-//! path (`paths::Format`).
+//! path (`paths::Format`). `export` goes the other way: any agent, axe's
+//! own or imported, written in any of the three formats.
 
 mod claude;
 mod codex;
+mod export;
+
+pub use export::{Exported, export};
 
 use std::path::Path;
 
@@ -26,11 +30,12 @@ struct Imported {
 }
 
 /// What an import may need beyond the file: config.toml (its model
-/// aliases, its MCP servers) and the other agents of the same format on
-/// the search path (Claude Code's `Task`).
+/// aliases, its MCP servers) and the other agents of other tools on the
+/// search path (Claude Code's `Task`).
 struct Context {
     global: GlobalConfig,
-    /// The other agents of the format, sorted, the one read left out.
+    /// The other agents of Claude Code's and Codex's formats, sorted, the
+    /// one read left out; empty for a Codex file, which has no sub-agents.
     siblings: Vec<String>,
 }
 
@@ -43,23 +48,10 @@ pub(super) fn import(
     path: &Path,
     text: &str,
 ) -> Result<Agent, Error> {
-    let invalid = |why: String| Error::InvalidAgentFile {
-        path: path.to_path_buf(),
-        why,
-    };
-    // config.toml is read by every command that runs an agent before it
-    // gets here; one that does not load is that command's to report.
-    let global = GlobalConfig::load().map(|(g, _)| g).unwrap_or_default();
-    let cx = Context {
-        global,
-        siblings: siblings(dirs, format, id)?,
-    };
-    let imported = match format {
-        Format::Claude => claude::read(&cx, id, text),
-        Format::Codex => codex::read(&cx, id, text),
-        Format::Axe => return super::parse(id, path, text),
+    if format == Format::Axe {
+        return super::parse(id, path, text);
     }
-    .map_err(invalid)?;
+    let imported = read(format, dirs, id, path, text)?;
     // As text, through the reader of axe's own files: deserializing the
     // table in place built a second copy of that reader (+100 KiB, measured).
     let mut agent = super::parse(id, path, &imported.table.to_string())?;
@@ -68,10 +60,46 @@ pub(super) fn import(
     Ok(agent)
 }
 
-/// Every agent of `format` on the search path but `id`, sorted, once each.
-fn siblings(dirs: &AgentDirs, format: Format, id: &str) -> Result<Vec<String>, Error> {
+/// Another tool's file as axe's keys, not yet validated.
+fn read(
+    format: Format,
+    dirs: &AgentDirs,
+    id: &str,
+    path: &Path,
+    text: &str,
+) -> Result<Imported, Error> {
+    let invalid = |why: String| Error::InvalidAgentFile {
+        path: path.to_path_buf(),
+        why,
+    };
+    let cx = Context {
+        global: global(),
+        siblings: match format {
+            Format::Claude => siblings(dirs, id)?,
+            _ => Vec::new(),
+        },
+    };
+    match format {
+        Format::Claude => claude::read(&cx, id, text),
+        Format::Codex => codex::read(&cx, id, text),
+        Format::Axe => Err("axe's own file is not imported".into()),
+    }
+    .map_err(invalid)
+}
+
+/// config.toml, or its defaults: it is read by every command that runs an
+/// agent before it gets here; one that does not load is that command's to
+/// report.
+fn global() -> GlobalConfig {
+    GlobalConfig::load().map(|(g, _)| g).unwrap_or_default()
+}
+
+/// Every agent of another tool (Claude Code's, Codex's) on the search path
+/// but `id`, sorted, once each: what a Claude Code `Task` reaches, as Claude
+/// Code reaches every agent it finds (design §3.17).
+fn siblings(dirs: &AgentDirs, id: &str) -> Result<Vec<String>, Error> {
     let mut names = Vec::new();
-    for (dir, f) in dirs.entries().filter(|(_, f)| *f == format) {
+    for (dir, f) in dirs.entries().filter(|(_, f)| *f != Format::Axe) {
         for (name, _) in files_of(dir, f.extension())? {
             if name != id && paths::check_agent_name(&name).is_ok() {
                 names.push(name);

@@ -17,6 +17,7 @@ const COMMANDS: &[&[&str]] = &[
     &["agents", "edit"],
     &["agents", "check"],
     &["agents", "tree"],
+    &["agents", "export"],
     &["config"],
     &["config", "path"],
     &["config", "init"],
@@ -163,7 +164,7 @@ fn a_command_without_its_subcommand_prints_its_own_help() {
     for (command, subcommands) in [
         (
             "agents",
-            &["list", "show", "init", "edit", "check", "tree"][..],
+            &["list", "show", "init", "edit", "check", "tree", "export"][..],
         ),
         ("mcp", &["list", "tools", "serve"][..]),
         ("config", &["path", "init"][..]),
