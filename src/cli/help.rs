@@ -37,15 +37,14 @@ What to print:
   --no-log               leave no record of this run in the run log (see axe runs)
 Limits:
   --timeout SECS         seconds for the whole run (default: 120, or the agent file's timeout)
-  --max-tokens N         token budget (input plus output) for the whole tree; exit 4 when spent
-  --max-turns N          request budget for the whole tree; exit 4 when spent
+  --max-tokens N         token budget (input plus output) for the tree; exit 4 when spent
+  --max-turns N          request budget for the tree, as --max-tokens
   --retries N            retries of one failed HTTP request (429, 5xx, refused; default: 2)
   --no-prompt-cache      mark nothing for the provider's prompt cache
 Batch (one JSON line per input):
   --each FILE            run once per line of FILE ("-": stdin), plain text or JSON Lines
   --each-file GLOB       run once per file matching GLOB, the file's text as the prompt
-  --jobs N               inputs run at once (default: 4)
-  --unordered            print each line as its input ends, not in input order
+  --jobs N               inputs run at once (default: 4); --unordered writes lines as inputs end
   --resume FILE          skip the inputs that succeeded in FILE (a batch's output), append the rest
   --prompt-field NAME    with --each on JSON Lines: the field that is the prompt (default: prompt)
   --shard K/N            only share K (from 0) of N of the inputs, for N workers
