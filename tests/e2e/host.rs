@@ -93,7 +93,10 @@ fn llm_host_delegates_to_an_axe_agent() {
     cmd.env("LLM_USER_PATH", host.path())
         .env("LLM_TOOLS_MCP_CONFIG_DIR", host.path())
         .env("LLM_TOOLS_MCP_FULL_ERRORS", "1")
+        // At temperature 0 the model's choice to call the tool is the same
+        // every run: the word it cannot know comes only in the result.
         .args(["-m", "axe-e2e-host", "-T", "MCP", "--no-stream", "--td"])
+        .args(["-o", "temperature", "0"])
         .arg("What is today's secret code word? Ask the oracle tool, then tell me the code word.");
     let run = run_within(&mut cmd, Duration::from_secs(600));
     let (out, err) = (stdout(&run.output), stderr(&run.output));
@@ -121,7 +124,7 @@ fn llm_host_delegates_to_an_axe_agent() {
     let (calls, results) = oracle_traffic(&log);
     assert!(
         calls > 0,
-        "the host's model never called oracle\nstderr:\n{err}"
+        "the host's model never called oracle\nstdout:\n{out}\nstderr:\n{err}"
     );
     let asked = fake.requests();
     assert_eq!(asked.len(), calls, "one run of the agent per call");
