@@ -35,8 +35,8 @@ LLM_TOOLS_MCP_VERSION=0.4
 HOST_MCP_SDK_VERSION=1.26.0
 HOST=$DEMO/host
 ensure_host() {
-    if "$HOST/bin/pip" show llm-tools-mcp 2>/dev/null | grep -q "^Version: $LLM_TOOLS_MCP_VERSION$" &&
-        "$HOST/bin/pip" show llm 2>/dev/null | grep -q "^Version: $LLM_VERSION$"; then
+    if "$HOST/bin/pip" show llm-tools-mcp 2>/dev/null | grep "^Version: $LLM_TOOLS_MCP_VERSION$" >/dev/null &&
+        "$HOST/bin/pip" show llm 2>/dev/null | grep "^Version: $LLM_VERSION$" >/dev/null; then
         say "the MCP host: llm $LLM_VERSION and llm-tools-mcp already installed in .demo/host"
         return
     fi
