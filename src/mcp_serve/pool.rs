@@ -102,10 +102,11 @@ mod tests {
         let job = |tx: mpsc::Sender<std::thread::ThreadId>| -> Job {
             Box::new(move || tx.send(std::thread::current().id()).unwrap())
         };
+        pool.run(job(tx.clone())).unwrap();
+        let first = rx.recv().unwrap();
         for _ in 0..3 {
-            pool.run(job(tx.clone())).unwrap();
-            let first = rx.recv().unwrap();
-            // Idle once its job is done: the next call finds it waiting.
+            // Idle once its job is done: the next call finds it waiting,
+            // and no second thread is made.
             while pool.inner.lock().idle == 0 {
                 std::thread::yield_now();
             }
