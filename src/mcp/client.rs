@@ -211,23 +211,20 @@ impl Server {
             return Ok(());
         }
         self.set_stateless(false);
-        let refused = self.initialize(deadline);
+        let answer = self.ask_initialize(deadline);
         // A server slow to start answers the probe after its wait, and is
         // then of the stateless era: it refuses `initialize` with -32022
-        // (unsupported version). Probed once more, as the official SDKs
-        // do; it answers at once now.
-        if timed_out
-            && refused
-                .as_ref()
-                .is_err_and(|e| e.contains(era::UNSUPPORTED))
-        {
+        // (unsupported version), known by its code, never by its text.
+        // Probed once more, as the official SDKs do; it answers at once now.
+        if timed_out && matches!(answer, Err(Failure::Rpc(era::UNSUPPORTED, _))) {
             if let Ok(Era::Stateless(info)) = era::verdict(self.probe(deadline)) {
                 self.adopt(info);
                 return Ok(());
             }
             self.set_stateless(false);
         }
-        refused
+        let result = answer.map_err(|f| format!("initialize: {}", f.describe()))?;
+        self.initialized(&result, deadline)
     }
 
     /// `server/discover`, in the stateless era's form, waited for
@@ -270,15 +267,25 @@ impl Server {
 
     /// `initialize`, the version checked, then `notifications/initialized`.
     fn initialize(&mut self, deadline: Instant) -> Result<(), String> {
+        let result = self
+            .ask_initialize(deadline)
+            .map_err(|f| format!("initialize: {}", f.describe()))?;
+        self.initialized(&result, deadline)
+    }
+
+    /// `initialize` sent, its answer as it came.
+    fn ask_initialize(&mut self, deadline: Instant) -> rpc::Answer {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSIONS[0],
             "capabilities": {},
             "clientInfo": {"name": "axe", "version": env!("CARGO_PKG_VERSION")},
         });
-        let result = self
-            .conn
-            .request("initialize", params, deadline, false)
-            .map_err(|f| format!("initialize: {}", f.describe()))?;
+        self.conn.request("initialize", params, deadline, false)
+    }
+
+    /// The handshake finished from `initialize`'s `result`: the version
+    /// checked and kept, who the server is, `notifications/initialized`.
+    fn initialized(&mut self, result: &RawValue, deadline: Instant) -> Result<(), String> {
         let init = serde_json::from_str::<Init>(result.get())
             .map_err(|_| "initialize: the answer is not an object".to_string())?;
         let version = string(init.version).unwrap_or_default();

@@ -24,9 +24,9 @@ pub const STATELESS: &str = "2026-07-28";
 /// an unknown method still gets its `initialize` after.
 pub const PROBE_WAIT: Duration = Duration::from_secs(10);
 
-/// How `Failure::describe` shows the error a server of the stateless
-/// era gives `initialize`: -32022, unsupported protocol version.
-pub const UNSUPPORTED: &str = "error -32022:";
+/// The error a server of the stateless era gives `initialize`: -32022,
+/// unsupported protocol version.
+pub const UNSUPPORTED: i64 = -32022;
 
 /// The `_meta` keys of the envelope (2026-07-28, "basic/versioning").
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";

@@ -17,6 +17,7 @@
 mod call;
 mod http;
 mod message;
+mod pool;
 mod protocol;
 mod reply;
 mod stateless;
@@ -77,6 +78,8 @@ pub struct Shared {
     tools: tools::Tools,
     /// The calls running now, by their request id's JSON text.
     running: Mutex<HashMap<String, Cancel>>,
+    /// The threads the calls run on, kept for the next call.
+    pool: pool::Pool,
 }
 
 impl Shared {
@@ -160,6 +163,7 @@ pub fn serve(
         cwd,
         tools,
         running: Mutex::new(HashMap::new()),
+        pool: pool::Pool::default(),
     });
     match http {
         Some((listen, token, idle)) => http::serve(shared, listen, token, idle),

@@ -16,8 +16,7 @@
 //! `tools/call` answered in its shapes, whatever came before on the same
 //! connection; any other is of the handshake era. Both eras on one server.
 
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -29,9 +28,6 @@ use super::tools::{Arguments as CallArgs, Tool};
 use super::{Out, Shared, VERSIONS};
 use crate::deadline::Cancel;
 use crate::text::clip;
-
-/// A call's thread's stack: a run's top-level agent runs on it.
-const CALL_STACK: usize = 8 * 1024 * 1024;
 
 /// A call checked and about to run: its request id, its key in
 /// `Shared::running`, its cancel flag, and whether it is of the stateless
@@ -51,7 +47,8 @@ pub struct Session {
     /// different HTTP sessions or POSTs may use the same ids.
     scope: String,
     version: Mutex<&'static str>,
-    calls: Mutex<Vec<JoinHandle<()>>>,
+    /// How many of its calls are running, for [`Session::wait`].
+    calls: Arc<(Mutex<usize>, Condvar)>,
 }
 
 /// A JSON-RPC error object.
@@ -90,7 +87,7 @@ impl Session {
             out,
             scope,
             version: Mutex::new(version),
-            calls: Mutex::new(Vec::new()),
+            calls: Arc::default(),
         }
     }
 
@@ -265,9 +262,9 @@ impl Session {
         *self.version.lock().unwrap_or_else(PoisonError::into_inner) == VERSIONS[0]
     }
 
-    /// Runs `call` on a thread of its own.
+    /// Runs `call` on a thread of the pool's.
     fn spawn(&self, tool: Tool, args: CallArgs, call: Call, progress: Option<Arc<Progress>>) {
-        let (shared, out) = (self.shared.clone(), self.out.clone());
+        let (shared, out, calls) = (self.shared.clone(), self.out.clone(), self.calls.clone());
         let Call {
             id,
             key,
@@ -275,45 +272,49 @@ impl Session {
             modern,
         } = call;
         let (answered_id, running_key) = (id.clone(), key.clone());
-        let spawned = std::thread::Builder::new()
-            .name("axe-mcp-call".into())
-            .stack_size(CALL_STACK)
-            .spawn(move || {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    call::run(&shared, &tool, &args, &cancel, progress)
-                }))
-                .unwrap_or_else(|_| {
-                    call::error_result("axe: internal error: the run panicked", json!({}))
-                });
-                shared.end(&key);
-                // A call the client cancelled is not answered (the spec's
-                // SHOULD NOT); one cancelled because the client left cannot be.
-                if !cancel.is_set() {
-                    let result = if modern {
-                        stateless::complete(result, false)
-                    } else {
-                        result
-                    };
-                    out.send(&answer(&answered_id, result));
-                }
+        *calls.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        let job = move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                call::run(&shared, &tool, &args, &cancel, progress)
+            }))
+            .unwrap_or_else(|_| {
+                call::error_result("axe: internal error: the run panicked", json!({}))
             });
-        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        calls.retain(|h| !h.is_finished());
-        match spawned {
-            Ok(h) => calls.push(h),
-            Err(e) => {
-                self.shared.end(&running_key);
-                let r = call::error_result(&format!("axe: cannot start the call: {e}"), json!({}));
-                self.out.send(&answer(&id, r));
+            shared.end(&key);
+            // A call the client cancelled is not answered (the spec's
+            // SHOULD NOT); one cancelled because the client left cannot be.
+            if !cancel.is_set() {
+                let result = if modern {
+                    stateless::complete(result, false)
+                } else {
+                    result
+                };
+                out.send(&answer(&answered_id, result));
             }
+            ended(&calls);
+        };
+        if let Err(e) = self.shared.pool.run(Box::new(job)) {
+            ended(&self.calls);
+            self.shared.end(&running_key);
+            let r = call::error_result(&format!("axe: cannot start the call: {e}"), json!({}));
+            self.out.send(&answer(&id, r));
         }
     }
 
-    /// Waits for every call's thread to end (the transport cancelled them).
+    /// Waits for every call of the session to end (the transport
+    /// cancelled them).
     pub fn wait(&self) {
-        let calls = std::mem::take(&mut *self.calls.lock().unwrap_or_else(PoisonError::into_inner));
-        for h in calls {
-            let _ = h.join();
+        let (running, done) = &*self.calls;
+        let mut n = running.lock().unwrap_or_else(PoisonError::into_inner);
+        while *n > 0 {
+            n = done.wait(n).unwrap_or_else(PoisonError::into_inner);
         }
     }
+}
+
+/// One call of a session ended.
+fn ended(calls: &(Mutex<usize>, Condvar)) {
+    let mut n = calls.0.lock().unwrap_or_else(PoisonError::into_inner);
+    *n = n.saturating_sub(1);
+    calls.1.notify_all();
 }

@@ -346,3 +346,45 @@ fn streamable_http_lists_calls_in_parallel_and_ends_its_session() {
     let out = server.call("echo", json!({"message": "x"}), soon());
     assert!(out.is_error && out.text.contains("stopped"), "{out:?}");
 }
+
+#[test]
+fn only_the_code_minus_32022_has_initialize_probed_again_not_its_text() {
+    // A server that lets the first probe wait out its `timeout` (a slow
+    // start), refuses `initialize` with -32603 whose message quotes
+    // -32022, and answers a second probe as a server of the stateless era
+    // would: the refusal is not the stateless era's (design §9.2), so axe
+    // gives up with it rather than probing again.
+    let program = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+probes = 0
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    if m["method"] == "server/discover":
+        probes += 1
+        if probes > 1:
+            send({"jsonrpc": "2.0", "id": m["id"], "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}})
+    elif m["method"] == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32603, "message": "internal: error -32022: quoted"}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": []}})
+"#;
+    let config = ServerFile {
+        name: "q".into(),
+        command: Some("python3".into()),
+        args: vec!["-c".into(), program.into()],
+        timeout: Some(1),
+        ..ServerFile::default()
+    }
+    .validate("test")
+    .expect("valid server");
+    let log: axe::mcp::rpc::Log = Arc::new(|_: &axe::mcp::rpc::Note| {});
+    let started = Server::start(&config, Path::new("."), log, soon());
+    let err = started.err().expect("initialize was refused");
+    assert!(
+        err.contains("error -32603: internal: error -32022: quoted"),
+        "{err}"
+    );
+}
