@@ -96,6 +96,14 @@ pub(crate) fn count(v: &Value) -> u64 {
     }
 }
 
+/// The `authorization: Bearer` header of an OpenAI-style wire, when there
+/// is a key.
+pub(crate) fn bearer(key: Option<&str>) -> Vec<(&'static str, String)> {
+    key.map(|key| ("authorization", format!("Bearer {key}")))
+        .into_iter()
+        .collect()
+}
+
 /// `{base}/v1/{path}`; a base whose path already has a version segment
 /// (`/v1`, as many OpenAI-compatible servers are documented, or Gemini's
 /// `/v1beta/openai`) is not given a second one.

@@ -34,9 +34,7 @@ impl Format for ChatCompletions {
     }
 
     fn auth(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
-        key.map(|key| ("authorization", format!("Bearer {key}")))
-            .into_iter()
-            .collect()
+        crate::provider::wire::bearer(key)
     }
 
     fn frames(&self) -> Frames {

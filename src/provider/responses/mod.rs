@@ -36,9 +36,7 @@ impl Format for Responses {
     }
 
     fn auth(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
-        key.map(|key| ("authorization", format!("Bearer {key}")))
-            .into_iter()
-            .collect()
+        crate::provider::wire::bearer(key)
     }
 
     fn frames(&self) -> Frames {
