@@ -140,12 +140,18 @@ impl Batch<'_> {
     /// `seed` from batch `id`'s results (an error: why it has none, or
     /// none: the results lack it), written in input order on this thread.
     fn one_seeded(&self, input: Input, seed: Option<Result<Arc<Seed>, String>>, id: &str) {
+        let seq = input.seq;
+        let mut write = |l: &str| self.out.write(l);
+        if self.out.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return self.order.done(seq, None, &mut write);
+        }
         if self.done.contains(&input.key()) {
             self.counts
                 .resumed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return;
+            return self.order.done(seq, None, &mut write);
         }
+        self.order.wait_turn(seq);
         let started = Instant::now();
         let no_answer = |why: String| {
             let e = Error::general(format!("batch {id}: {why}"));
@@ -158,7 +164,7 @@ impl Batch<'_> {
         };
         self.counts.ended(ended.code, ended.skipped, ended.tokens);
         self.tell(&input, &ended, started);
-        self.out.write(&ended.line);
+        self.order.done(seq, Some(ended.line), &mut write);
     }
 
     /// Runs one admitted input (its first answer `seed`, when a provider's

@@ -139,7 +139,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         && (cmd.resume.is_some() || !std::io::stdout().is_terminal()))
     .then(|| View::start(batch.counts.clone(), total));
     if cmd.provider_batch {
-        provider_batch(&cmd, &base, &batch, inputs, shard, wait)?;
+        provider_batch(&cmd, &base, &batch, (inputs, jobs), shard, wait)?;
     } else {
         batch.run(jobs, inputs);
     }
@@ -181,14 +181,14 @@ fn provider_batch(
     cmd: &RunCmd,
     base: &super::run::Base,
     batch: &Batch,
-    inputs: impl Iterator<Item = crate::batch::inputs::Input>,
+    (inputs, jobs): (impl Iterator<Item = crate::batch::inputs::Input>, usize),
     shard: Option<Shard>,
     wait: std::time::Duration,
 ) -> Result<(), Error> {
     if let Some(why) = batch::engine::refused(batch) {
         return Err(Error::config(why));
     }
-    let again = || -> Result<Box<dyn Iterator<Item = _>>, Error> {
+    let again = || -> Result<Box<dyn Iterator<Item = _> + Send>, Error> {
         let (again, _) = self::source(cmd, &base.cwd, base.timeout, shard)?;
         Ok(Box::new(Inputs::new(again, shard)))
     };
@@ -196,7 +196,7 @@ fn provider_batch(
         Some(path) => Some(kept_beside(path, &base.cwd)?),
         None => None,
     };
-    batch::engine::run(batch, inputs, &again, wait, kept.as_ref())
+    batch::engine::run(batch, inputs, &again, wait, kept.as_ref(), jobs)
 }
 
 /// Where `--provider-batch` keeps its batch's id: `OUT.batch` beside

@@ -141,16 +141,33 @@ pub fn index(results: &mut File) -> Result<Answers, Error> {
     }
 }
 
-/// The answer whose line starts at `at`.
-pub fn read_answer(provider: &Provider, results: &mut File, at: u64) -> Result<Arc<Seed>, String> {
-    results
-        .seek(SeekFrom::Start(at))
-        .map_err(|e| e.to_string())?;
-    let mut line = String::new();
-    BufReader::new(&*results)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    let item = provider.batch_item(line.trim_end())?;
+/// The longest results line read: an answer of the largest a provider
+/// gives, with room.
+const MAX_LINE: usize = 64 << 20;
+
+/// The answer whose line starts at `at`, read at that offset (threads
+/// share the file).
+pub fn read_answer(provider: &Provider, results: &File, at: u64) -> Result<Arc<Seed>, String> {
+    use std::os::unix::fs::FileExt;
+    let mut line = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = results
+            .read_at(&mut chunk, at + line.len() as u64)
+            .map_err(|e| e.to_string())?;
+        let piece = &chunk[..n];
+        match piece.iter().position(|&b| b == b'\n') {
+            Some(end) => {
+                line.extend_from_slice(&piece[..end]);
+                break;
+            }
+            None => line.extend_from_slice(piece),
+        }
+        if n == 0 || line.len() > MAX_LINE {
+            break;
+        }
+    }
+    let item = provider.batch_item(&String::from_utf8_lossy(&line))?;
     item.answer.map(|r| Arc::new(Seed::new(r)))
 }
 

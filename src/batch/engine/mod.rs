@@ -62,9 +62,10 @@ pub fn refused(batch: &Batch) -> Option<String> {
 pub fn run(
     batch: &Batch,
     inputs: impl Iterator<Item = Input>,
-    again: &dyn Fn() -> Result<Box<dyn Iterator<Item = Input>>, Error>,
+    again: &dyn Fn() -> Result<Box<dyn Iterator<Item = Input> + Send>, Error>,
     wait: Duration,
     kept: Option<&Kept>,
+    jobs: usize,
 ) -> Result<(), Error> {
     let earlier = kept.and_then(read_kept);
     let (provider, parts) = write_requests(batch, inputs, earlier.is_none())?;
@@ -94,10 +95,12 @@ pub fn run(
     }
     let answers = files::index(&mut results)?;
     let part_of = |seq: u64| firsts.partition_point(|f| *f <= seq).checked_sub(1);
-    for input in again()? {
+    // Each input then runs as in an ordinary batch, `jobs` at once (a
+    // repair is a request), its line written in input order.
+    let each = |input: Input| {
         let key = format!("axe-{}", input.seq);
         let seed = match answers.get(&key) {
-            Some(at) => Some(files::read_answer(&provider, &mut results, *at)),
+            Some(at) => Some(files::read_answer(&provider, &results, *at)),
             None => part_of(input.seq)
                 .and_then(|i| ended.get(i))
                 .and_then(Ended::why),
@@ -106,7 +109,8 @@ pub fn run(
             .and_then(|i| ids.get(i))
             .map_or("", String::as_str);
         batch.one_seeded(input, seed, id);
-    }
+    };
+    super::schedule::run(jobs, again()?, &batch.out.closed, &each);
     if !ended.iter().any(|e| matches!(e, Ended::Waiting)) {
         forget(kept);
     }
