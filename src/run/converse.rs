@@ -136,6 +136,10 @@ impl Conversation<'_> {
     }
 
     /// Step 1: a turn taken from every budget over the agent (design §7.5).
+    /// Out of line, as the reports around a request are: inlined, their
+    /// locals sit in the frame every sub-agent's thread holds while it
+    /// waits on its answer (design §3.15).
+    #[inline(never)]
     fn take_turn(&mut self) -> Result<u32, Failure> {
         self.out.turns += 1;
         let turn = self.out.turns;
@@ -160,21 +164,7 @@ impl Conversation<'_> {
     /// after, with every retry (design §6.1).
     fn send(&self, turn: u32) -> Result<Response, Failure> {
         let (ctx, req) = (self.ctx, &self.req);
-        if self.shows_turns() {
-            let pending = match req.messages.last() {
-                Some(Message::ToolResults(results)) => results.len(),
-                _ => 0,
-            };
-            ctx.verbose.line(&format!(
-                "[turn {turn}] Sending request ({} messages, {pending} tool calls pending)",
-                req.messages.len()
-            ));
-        }
-        let request = TraceEvent::Request {
-            provider: self.provider,
-            request: req,
-        };
-        ctx.ledger.event(&ctx.place, turn, request);
+        self.sending(turn);
         let sent = Instant::now();
         let on_notice = |notice: &Notice| self.notice(turn, notice);
         // The top-level answer's text goes to its sink (stdout, or axe
@@ -196,11 +186,41 @@ impl Conversation<'_> {
                     request: Some(sent.elapsed()),
                 }
             })?;
+        self.received(turn, sent, &response);
+        Ok(response)
+    }
+
+    /// Step 2's reports before the request: `--verbose`'s line, the trace's
+    /// event.
+    #[inline(never)]
+    fn sending(&self, turn: u32) {
+        let (ctx, req) = (self.ctx, &self.req);
+        if self.shows_turns() {
+            let pending = match req.messages.last() {
+                Some(Message::ToolResults(results)) => results.len(),
+                _ => 0,
+            };
+            ctx.verbose.line(&format!(
+                "[turn {turn}] Sending request ({} messages, {pending} tool calls pending)",
+                req.messages.len()
+            ));
+        }
+        let request = TraceEvent::Request {
+            provider: self.provider,
+            request: req,
+        };
+        ctx.ledger.event(&ctx.place, turn, request);
+    }
+
+    /// Step 2's reports of the response.
+    #[inline(never)]
+    fn received(&self, turn: u32, sent: Instant, response: &Response) {
+        let (ctx, req) = (self.ctx, &self.req);
         let event = TraceEvent::Response {
             provider: &self.provider.name,
             model: &req.model,
             took: sent.elapsed(),
-            response: &response,
+            response,
         };
         ctx.ledger.event(&ctx.place, turn, event);
         if let Some(first) = response.first_token {
@@ -214,10 +234,9 @@ impl Conversation<'_> {
                 "[turn {turn}] Received response: {} ({} tool calls{})",
                 response.stop_reason,
                 response.tool_calls.len(),
-                cache_note(&response)
+                cache_note(response)
             ));
         }
-        Ok(response)
     }
 
     /// A request is sent again: a retry, or a parameter the model refused
