@@ -247,9 +247,10 @@ fn helper(first: Job, jobs: &Receiver<Job>, me: Sender<Job>) {
 
 /// A helper's own stack, for giving back what a call left touched.
 ///
-/// A call goes 32 KiB deep into its helper's stack (ureq's request, design
+/// A call goes 28 KiB deep into its helper's stack (ureq's request, design
 /// §3.15) and a parked helper needs a few KiB of it; the pages in between
-/// stay resident, 6 MiB after a 256-way fan-out, until the process ends.
+/// would stay resident, 4 MiB after a 256-way fan-out, until the process
+/// ends.
 /// Given back when the helper parks, they are the kernel's again, and
 /// the next call that goes as deep faults in zeroed pages.
 struct Stack {
