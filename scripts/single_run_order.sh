@@ -6,9 +6,11 @@
 #
 # It builds the release code with its symbols (`cargo build --profile
 # sizes`), runs it under valgrind's callgrind against a fake OpenAI
-# provider on loopback (python3), twice: a single run, and a parent that
-# delegates once to a sub-agent (the code of a fan-out's sub-agents), and
-# lists every function of axe's binary either run entered.
+# provider on loopback (python3), three times: a single run, a parent that
+# delegates once to a sub-agent (the code of a fan-out's sub-agents), and a
+# parent whose answer calls four at once (the fan-out's own: its helper
+# threads, the answers gathered), and lists every function of axe's binary
+# a run entered, in that order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,11 +37,11 @@ class Provider(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         req = json.loads(self.rfile.read(int(self.headers["content-length"])))
         msgs = req["messages"]
-        lead = "You are lead." in json.dumps(msgs[0])
-        if lead and not any(m["role"] == "tool" for m in msgs):
-            call = {"id": "c1", "type": "function", "function": {
+        calls = {"lead": 1, "fan": 4}.get(json.dumps(msgs[0]).split("You are ")[-1].split(".")[0], 0)
+        if calls and not any(m["role"] == "tool" for m in msgs):
+            body = answer(calls=[{"id": f"c{i}", "type": "function", "function": {
                 "name": "call_agent", "arguments": json.dumps({"agent": "solo", "task": "hi"})}}
-            body = answer(calls=[call])
+                for i in range(calls)])
         else:
             body = answer("hello")
         data = json.dumps(body).encode()
@@ -60,13 +62,13 @@ for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 port=$(cat "$tmp/port")
 
 mkdir -p "$tmp/home/axe/agents"
-for name in solo lead; do
+for name in solo lead fan; do
     extra=""
-    [ "$name" = lead ] && extra='sub_agents = ["solo"]'
+    [ "$name" != solo ] && extra='sub_agents = ["solo"]'
     printf 'name = "%s"\nmodel = "openai/m"\nsystem_prompt = "You are %s."\n%s\n' \
         "$name" "$name" "$extra" >"$tmp/home/axe/agents/$name.toml"
 done
-for agent in solo lead; do
+for agent in solo lead fan; do
     echo hi | env -i PATH="$PATH" HOME="$tmp/home" XDG_CONFIG_HOME="$tmp/home" \
         XDG_STATE_HOME="$tmp/home/state" OPENAI_API_KEY=sk-order \
         AXE_OPENAI_BASE_URL="http://127.0.0.1:$port" \
@@ -75,9 +77,9 @@ for agent in solo lead; do
 done
 
 # callgrind names a function once, `fn=(id) name` (or cfn=, a callee), and
-# by its id after; the order is the first run's, then what the second adds.
+# by its id after; the order is the first run's, then what each next adds.
 nm --defined-only "$bin" | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u >"$tmp/symbols"
-cat "$tmp/solo.cg" "$tmp/lead.cg" |
+cat "$tmp/solo.cg" "$tmp/lead.cg" "$tmp/fan.cg" |
     sed -n 's/^c\{0,1\}fn=([0-9]*) \(.*\)$/\1/p' |
     awk '!seen[$0]++' |
     grep -Fxf "$tmp/symbols" >scripts/single_run.order

@@ -78,6 +78,22 @@ impl Provider {
         remaining: Duration,
         stream: bool,
     ) -> Result<HttpResponse<Body>, Attempt> {
+        self.request(url, body, remaining, stream)
+            .send(body)
+            .map_err(|e| self.no_answer(e, url))
+    }
+
+    /// The request to `url`, built: out of line, so that the builders it
+    /// goes through are off the stack of the thread while it waits on its
+    /// answer (design §3.15).
+    #[inline(never)]
+    fn request(
+        &self,
+        url: &str,
+        body: &[u8],
+        remaining: Duration,
+        stream: bool,
+    ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         let format = self.wire.format();
         let accept = if stream {
             format.frames().accept()
@@ -104,8 +120,6 @@ impl Provider {
             .timeout_global(Some(remaining))
             .timeout_per_read(idle)
             .build()
-            .send(body)
-            .map_err(|e| self.no_answer(e, url))
     }
 
     /// A request that got no answer, or not all of one: silent past the

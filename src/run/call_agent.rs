@@ -173,24 +173,7 @@ pub(super) fn run(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
         format!("Task: {task}\n\nContext:\n{context}")
     };
     match run_sub_agent(name, &message, caller, seq) {
-        Ok(outcome) => {
-            let mut content = truncate_result(outcome.content.clone(), caller.max_result_chars);
-            // The parent's model must know an answer is not whole.
-            if let Some(what) = outcome.incomplete() {
-                content.push_str(&format!("\n[incomplete: {what}]"));
-            }
-            ctx.verbose.line(&format!(
-                "[sub-agent] \"{name}\" completed in {}ms ({} chars returned)",
-                millis(started.elapsed()),
-                content.chars().count()
-            ));
-            ToolResult {
-                call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                content,
-                is_error: false,
-            }
-        }
+        Ok(outcome) => answered(call, caller, name, &outcome, started),
         Err(SubAgentError::Rejected(message)) => rejected(message),
         Err(SubAgentError::Failed(description)) => {
             let description = description.trim_end_matches('.');
@@ -198,6 +181,35 @@ pub(super) fn run(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
                 .line(&format!("[sub-agent] \"{name}\" failed: {description}"));
             error_result(call, sub_agent_failed(name, description))
         }
+    }
+}
+
+/// The result of a call whose sub-agent answered, cut to the caller's
+/// limit. Out of line, as [`load_sub_agent`] is: inlined, its locals would
+/// sit in the frame of every sub-agent's thread while it waits.
+#[inline(never)]
+fn answered(
+    call: &ToolCall,
+    caller: &Caller,
+    name: &str,
+    outcome: &run::Outcome,
+    started: Instant,
+) -> ToolResult {
+    let mut content = truncate_result(outcome.content.clone(), caller.max_result_chars);
+    // The parent's model must know an answer is not whole.
+    if let Some(what) = outcome.incomplete() {
+        content.push_str(&format!("\n[incomplete: {what}]"));
+    }
+    caller.ctx.verbose.line(&format!(
+        "[sub-agent] \"{name}\" completed in {}ms ({} chars returned)",
+        millis(started.elapsed()),
+        content.chars().count()
+    ));
+    ToolResult {
+        call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content,
+        is_error: false,
     }
 }
 

@@ -136,6 +136,10 @@ impl Conversation<'_> {
     }
 
     /// Step 1: a turn taken from every budget over the agent (design §7.5).
+    /// Out of line, as the reports around a request are: inlined, their
+    /// locals sit in the frame every sub-agent's thread holds while it
+    /// waits on its answer (design §3.15).
+    #[inline(never)]
     fn take_turn(&mut self) -> Result<u32, Failure> {
         self.out.turns += 1;
         let turn = self.out.turns;
@@ -160,6 +164,42 @@ impl Conversation<'_> {
     /// after, with every retry (design §6.1).
     fn send(&self, turn: u32) -> Result<Response, Failure> {
         let (ctx, req) = (self.ctx, &self.req);
+        self.sending(turn);
+        let sent = Instant::now();
+        let on_notice = |notice: &Notice| self.notice(turn, notice);
+        // The top-level answer's text goes to its sink (stdout, or axe
+        // serve's client) as it comes; a new turn's text starts on a line of
+        // its own, a paused turn's goes on where it was (design §4.11).
+        let new_line = Cell::new(!matches!(req.messages.last(), Some(Message::Paused(_))));
+        let print = |text: &str| ctx.text.text(text, new_line.replace(false));
+        let on_text: Option<&dyn Fn(&str)> = if ctx.stream.print { Some(&print) } else { None };
+        // A provider's batch gave the first answer already (design §11.8).
+        if let Some(response) = ctx.seed.as_ref().and_then(|s| s.take()) {
+            self.received(turn, sent, &response);
+            return Ok(response);
+        }
+        let response = self
+            .provider
+            .send_with(req, ctx.deadline.at, &on_notice, on_text)
+            .map_err(|mut e| {
+                // An idle stream's own message says what happened.
+                if e.kind == ErrorKind::Timeout && !e.idle {
+                    e.message = format!("timeout after {}s", ctx.deadline.secs);
+                }
+                Failure {
+                    error: Error::Provider(e),
+                    request: Some(sent.elapsed()),
+                }
+            })?;
+        self.received(turn, sent, &response);
+        Ok(response)
+    }
+
+    /// Step 2's reports before the request: `--verbose`'s line, the trace's
+    /// event.
+    #[inline(never)]
+    fn sending(&self, turn: u32) {
+        let (ctx, req) = (self.ctx, &self.req);
         if self.shows_turns() {
             let pending = match req.messages.last() {
                 Some(Message::ToolResults(results)) => results.len(),
@@ -175,36 +215,17 @@ impl Conversation<'_> {
             request: req,
         };
         ctx.ledger.event(&ctx.place, turn, request);
-        let sent = Instant::now();
-        let on_notice = |notice: &Notice| self.notice(turn, notice);
-        // The top-level answer's text goes to its sink (stdout, or axe
-        // serve's client) as it comes; a new turn's text starts on a line of
-        // its own, a paused turn's goes on where it was (design §4.11).
-        let new_line = Cell::new(!matches!(req.messages.last(), Some(Message::Paused(_))));
-        let print = |text: &str| ctx.text.text(text, new_line.replace(false));
-        let on_text: Option<&dyn Fn(&str)> = if ctx.stream.print { Some(&print) } else { None };
-        let seeded = ctx.seed.as_ref().and_then(|s| s.take());
-        let response = match seeded {
-            Some(r) => Ok(r),
-            None => self
-                .provider
-                .send_with(req, ctx.deadline.at, &on_notice, on_text),
-        }
-        .map_err(|mut e| {
-            // An idle stream's own message says what happened.
-            if e.kind == ErrorKind::Timeout && !e.idle {
-                e.message = format!("timeout after {}s", ctx.deadline.secs);
-            }
-            Failure {
-                error: Error::Provider(e),
-                request: Some(sent.elapsed()),
-            }
-        })?;
+    }
+
+    /// Step 2's reports of the response.
+    #[inline(never)]
+    fn received(&self, turn: u32, sent: Instant, response: &Response) {
+        let (ctx, req) = (self.ctx, &self.req);
         let event = TraceEvent::Response {
             provider: &self.provider.name,
             model: &req.model,
             took: sent.elapsed(),
-            response: &response,
+            response,
         };
         ctx.ledger.event(&ctx.place, turn, event);
         if let Some(first) = response.first_token {
@@ -218,10 +239,9 @@ impl Conversation<'_> {
                 "[turn {turn}] Received response: {} ({} tool calls{})",
                 response.stop_reason,
                 response.tool_calls.len(),
-                cache_note(&response)
+                cache_note(response)
             ));
         }
-        Ok(response)
     }
 
     /// A request is sent again: a retry, or a parameter the model refused

@@ -15,6 +15,9 @@ use crate::trace::ledger::Budget;
 
 /// The provider `resolved` runs on, retrying as `--retries`, then the
 /// agent's `[retry]`, then config.toml's say. A missing key is the error.
+/// Out of line, as [`first`] is: what building it takes would otherwise
+/// sit in `run_agent`'s frame while it waits on its answer (design §3.15).
+#[inline(never)]
 pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error> {
     let mut provider = ctx.global.provider(&resolved.model)?;
     let mut retry = resolved
@@ -33,6 +36,7 @@ pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error
 
 /// The first request of `resolved` on the user message `message`, and the
 /// names of the tools it offers, in order.
+#[inline(never)]
 pub(super) fn first(
     resolved: &Resolved,
     message: &str,

@@ -160,7 +160,9 @@ const NAMES_SHOWN: usize = 20;
 
 /// The result text of a call of a type axe has no tool of (an OpenAI
 /// `custom` call), whatever its name: it is never run (design §3.8). It
-/// names the tools the model was `offered`.
+/// names the tools the model was `offered`. Out of line: rare, and its
+/// locals would otherwise sit in every sub-agent thread's frame.
+#[inline(never)]
 fn foreign_call(name: &str, raw: &serde_json::Value, offered: &[String]) -> String {
     let kind = raw["type"].as_str().unwrap_or("unknown");
     let quoted: Vec<String> = offered

@@ -253,3 +253,90 @@ fn an_agent_whose_calls_run_in_parallel_says_so_and_one_whose_calls_do_not_says_
         }
     }
 }
+
+/// A helper whose call was answered gives back the stack pages the call
+/// touched (design §3.15): when the parent's next request arrives, no
+/// thread's stack holds more than a few pages resident, where each helper
+/// kept the whole depth of its request (96 KiB in a debug build) before.
+#[test]
+fn run_helpers_give_back_their_stack_once_their_calls_are_answered() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const N: usize = 16;
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"w\"]\n");
+    home.named_agent("w", "openai/gpt-4o", "");
+    let pid = Arc::new(AtomicU32::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let (p, s) = (pid.clone(), seen.clone());
+    let server = FakeServer::route(
+        move |req| match (req.who().as_str(), req.has_tool_results()) {
+            ("lead", false) => {
+                let calls: Vec<(String, Value)> = (0..N)
+                    .map(|i| (format!("call_{i}"), delegate("w", "work")))
+                    .collect();
+                let calls: Vec<Call> = calls
+                    .iter()
+                    .map(|(id, a)| (id.as_str(), "call_agent", a.clone()))
+                    .collect();
+                Reply::Json(200, openai_tool_calls(&calls, 1, 1))
+            }
+            ("lead", true) => {
+                *s.lock().unwrap() = Some(settled_stack_kib(&p));
+                Reply::Json(200, openai_text("done", 1, 1))
+            }
+            _ => Reply::Json(200, openai_text("ok", 1, 1)),
+        },
+    );
+    let child = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .args(["run", "lead"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    pid.store(child.id(), Ordering::SeqCst);
+    let out = child.wait_with_output().unwrap();
+    assert_ok(&out);
+    let (stacks, most) = seen
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the lead's next request");
+    assert!(stacks >= N - 1, "{stacks} thread stacks found, {N} calls");
+    assert!(
+        most <= PARKED_STACK_KIB,
+        "a parked helper holds {most} KiB of its stack"
+    );
+}
+
+/// The most a parked helper's stack may hold resident: its top pages.
+const PARKED_STACK_KIB: u64 = 24;
+
+/// The thread stacks of process `pid` (anonymous mappings of about 2 MiB,
+/// std's size) and the most KiB any holds resident, once that is at most
+/// [`PARKED_STACK_KIB`] or 10 s have passed (a helper gives its stack back
+/// after its fan-out has its answer).
+fn settled_stack_kib(pid: &std::sync::atomic::AtomicU32) -> (usize, u64) {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pid = pid.load(std::sync::atomic::Ordering::SeqCst);
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+        let (mut stacks, mut most, mut in_stack) = (0, 0, false);
+        for line in smaps.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if let Some((a, b)) = fields[0].split_once('-')
+                && let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16))
+            {
+                in_stack = fields.len() == 5 && (2040..=2100).contains(&((b - a) / 1024));
+                stacks += usize::from(in_stack);
+            } else if in_stack && fields[0] == "Rss:" {
+                most = most.max(fields[1].parse().unwrap_or(u64::MAX));
+            }
+        }
+        if (stacks > 0 && most <= PARKED_STACK_KIB) || Instant::now() > until {
+            return (stacks, most);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
