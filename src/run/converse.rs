@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::dispatch;
 use super::repair::{self, Shaped};
 use super::{Ctx, MAX_TURNS, Outcome};
+use crate::cost::{Billed, Cost};
 use crate::error::Error;
 use crate::io::stderr;
 use crate::provider::{
@@ -76,6 +77,16 @@ impl From<Error> for Failure {
     }
 }
 
+/// The tokens a response billed, as its cost is reckoned from.
+fn billed(r: &Response) -> Billed {
+    Billed {
+        input: r.input_tokens,
+        output: r.output_tokens,
+        cache_read: r.cache_read_tokens,
+        cache_write: r.cache_write_tokens,
+    }
+}
+
 /// What a response says of the prompt cache, for its `--verbose` line:
 /// `, cache: 1200 read, 300 written`, or nothing when it used none.
 fn cache_note(r: &Response) -> String {
@@ -126,8 +137,8 @@ impl Conversation<'_> {
     fn run(&mut self) -> Result<(), Failure> {
         loop {
             let turn = self.take_turn()?; // step 1
-            let response = self.send(turn)?; // step 2
-            self.count(&response); // step 3
+            let (response, cost) = self.send(turn)?; // step 2
+            self.count(&response, cost); // step 3
             match self.next(turn, response)? {
                 Next::Send => continue,
                 Next::Answer => return Ok(()),
@@ -158,7 +169,7 @@ impl Conversation<'_> {
 
     /// Step 2: the request sent, with the time left; reported before and
     /// after, with every retry (design §6.1).
-    fn send(&self, turn: u32) -> Result<Response, Failure> {
+    fn send(&self, turn: u32) -> Result<(Response, Cost), Failure> {
         let (ctx, req) = (self.ctx, &self.req);
         if self.shows_turns() {
             let pending = match req.messages.last() {
@@ -196,11 +207,13 @@ impl Conversation<'_> {
                     request: Some(sent.elapsed()),
                 }
             })?;
+        let cost = Cost::of(self.provider.price.as_ref(), &billed(&response));
         let event = TraceEvent::Response {
             provider: &self.provider.name,
             model: &req.model,
             took: sent.elapsed(),
             response: &response,
+            cost,
         };
         ctx.ledger.event(&ctx.place, turn, event);
         if let Some(first) = response.first_token {
@@ -217,7 +230,7 @@ impl Conversation<'_> {
                 cache_note(&response)
             ));
         }
-        Ok(response)
+        Ok((response, cost))
     }
 
     /// A request is sent again: a retry, or a parameter the model refused
@@ -258,7 +271,7 @@ impl Conversation<'_> {
     /// Step 3: the response's tokens added to the agent's totals, its
     /// tree's usage and every budget over it. Counts come from the server:
     /// sums saturate, never wrap.
-    fn count(&mut self, r: &Response) {
+    fn count(&mut self, r: &Response, cost: Cost) {
         let out = &mut self.out;
         out.input_tokens = out.input_tokens.saturating_add(r.input_tokens);
         out.output_tokens = out.output_tokens.saturating_add(r.output_tokens);
@@ -269,15 +282,17 @@ impl Conversation<'_> {
             .cache_creation_input_tokens
             .saturating_add(r.cache_write_tokens);
         out.retry_attempts = out.retry_attempts.saturating_add(u64::from(r.retries));
+        out.cost = out.cost.plus(cost);
         let (ctx, place) = (self.ctx, &self.ctx.place);
         let billed = Totals {
             input_tokens: r.input_tokens,
             output_tokens: r.output_tokens,
             cache_read_input_tokens: r.cache_read_tokens,
             cache_creation_input_tokens: r.cache_write_tokens,
+            cost,
         };
         ctx.ledger.record_tokens(place, billed);
-        ledger::spend_tokens(&ctx.budgets, r.input_tokens, r.output_tokens);
+        ledger::spend_tokens(&ctx.budgets, r.input_tokens, r.output_tokens, cost.pico);
     }
 
     /// Steps 4 to 7: what the response of turn `turn` leads to.

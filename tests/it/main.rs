@@ -104,6 +104,8 @@ mod claude_agents;
 mod cli;
 mod codex_agents;
 mod connections;
+mod cost;
+mod cost_serve;
 mod delegation;
 mod full_disk;
 mod gc;

@@ -1,0 +1,245 @@
+//! What a run costs (design §7.8): a model's [`Price`] (config.toml's
+//! `[prices."provider/model"]`, else the table built into the binary,
+//! `table/`, made by `scripts/prices.py` from genai-prices), and the
+//! [`Cost`] of a response's tokens at that price, summed in whole
+//! picodollars so that sums are exact and a budget can hold them in an
+//! atomic. A model with no price has no cost: `null`, never a guess.
+
+#[rustfmt::skip]
+mod table;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+pub use table::SOURCE;
+
+/// A price the table's data does not give.
+const NONE: u32 = u32::MAX;
+
+/// How a table row matches a model name (lower-cased), as genai-prices'
+/// clauses do; `Dated`: the prefix then a date (digits and `-` only).
+#[derive(Debug)]
+enum M {
+    Eq(&'static str),
+    Pre(&'static str),
+    Suf(&'static str),
+    Has(&'static str),
+    Dated(&'static str),
+    Not(&'static M),
+    Or(&'static [M]),
+    And(&'static [M]),
+}
+
+/// One model of the built-in table: prices in millionths of a USD per
+/// million tokens (input, output, cache read, cache write).
+#[derive(Debug)]
+struct Row {
+    id: &'static str,
+    m: M,
+    p: [u32; 4],
+    tier: Option<(u32, [u32; 4])>,
+    batch: u8,
+}
+
+impl M {
+    fn matches(&self, model: &str) -> bool {
+        match self {
+            M::Eq(s) => model == *s,
+            M::Pre(s) => model.starts_with(s),
+            M::Suf(s) => model.ends_with(s),
+            M::Has(s) => model.contains(s),
+            M::Dated(s) => model.strip_prefix(s).is_some_and(|rest| {
+                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+            }),
+            M::Not(m) => !m.matches(model),
+            M::Or(ms) => ms.iter().any(|m| m.matches(model)),
+            M::And(ms) => ms.iter().all(|m| m.matches(model)),
+        }
+    }
+}
+
+/// A model's price: USD per million tokens, held as millionths of a USD
+/// (so a token's cost is a whole number of picodollars).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Price {
+    /// Input, output, cache read, cache write. A cache rate the source does
+    /// not give is the input's: never less than billed.
+    pub rates: [u64; 4],
+    /// From so many input tokens in one request, these rates instead (a
+    /// long-context tier).
+    pub tier: Option<(u64, [u64; 4])>,
+    /// The batch engines' discount, in percent (0: none known).
+    pub batch_discount: u8,
+    /// Where it comes from: the table's model id, or `config.toml`.
+    pub source: &'static str,
+}
+
+/// `[prices."provider/model"]` in config.toml: USD per million tokens.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct PriceSettings {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: Option<f64>,
+    pub cache_write: Option<f64>,
+    /// The batch price's discount, a fraction (0.5: half price).
+    pub batch_discount: Option<f64>,
+}
+
+impl PriceSettings {
+    /// This table as a price; `key` names it in the error.
+    pub fn price(&self, key: &str) -> Result<Price, String> {
+        let micro = |name: &str, v: f64| {
+            if v.is_finite() && (0.0..1e6).contains(&v) {
+                // Exact to a millionth of a USD per million tokens.
+                Ok((v * 1e6).round() as u64)
+            } else {
+                Err(format!(
+                    "prices.\"{key}\".{name} must be a number of USD per million tokens from 0 to 999999"
+                ))
+            }
+        };
+        let input = micro("input", self.input)?;
+        let rates = [
+            input,
+            micro("output", self.output)?,
+            self.cache_read
+                .map_or(Ok(input), |v| micro("cache_read", v))?,
+            self.cache_write
+                .map_or(Ok(input), |v| micro("cache_write", v))?,
+        ];
+        let batch = match self.batch_discount {
+            None => 0,
+            Some(d) if (0.0..=1.0).contains(&d) => (d * 100.0).round() as u8,
+            Some(_) => {
+                return Err(format!(
+                    "prices.\"{key}\".batch_discount must be a fraction from 0 to 1"
+                ));
+            }
+        };
+        Ok(Price {
+            rates,
+            tier: None,
+            batch_discount: batch,
+            source: "config.toml",
+        })
+    }
+}
+
+/// The built-in price of `model` at the provider axe calls `provider`:
+/// the first row of that provider's table whose rules match.
+pub fn builtin(provider: &str, model: &str) -> Option<Price> {
+    let (_, rows) = table::PROVIDERS.iter().find(|(p, _)| *p == provider)?;
+    let model = model.to_ascii_lowercase();
+    let row = rows.iter().find(|r| r.m.matches(&model))?;
+    let widen = |p: [u32; 4]| {
+        let input = u64::from(p[0]);
+        p.map(|r| if r == NONE { input } else { u64::from(r) })
+    };
+    Some(Price {
+        rates: widen(row.p),
+        tier: row.tier.map(|(from, p)| (u64::from(from), widen(p))),
+        batch_discount: row.batch,
+        source: row.id,
+    })
+}
+
+/// Tokens one response billed, as its cost is reckoned from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Billed {
+    /// All input tokens, the cache's among them.
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+/// What some responses cost, in picodollars; `unpriced` when one of them
+/// had tokens and no price (then the sum is not the cost, and says `null`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub pico: u64,
+    pub unpriced: bool,
+}
+
+impl Cost {
+    /// What `billed` costs at `price` (none: unpriced, unless it billed
+    /// nothing).
+    pub fn of(price: Option<&Price>, billed: &Billed) -> Cost {
+        let Some(price) = price else {
+            let any = billed.input > 0 || billed.output > 0;
+            return Cost {
+                pico: 0,
+                unpriced: any,
+            };
+        };
+        let rates = match price.tier {
+            Some((from, rates)) if billed.input >= from => rates,
+            _ => price.rates,
+        };
+        let cached = billed.cache_read.saturating_add(billed.cache_write);
+        let fresh = billed.input.saturating_sub(cached);
+        let counts = [fresh, billed.output, billed.cache_read, billed.cache_write];
+        let pico = counts
+            .iter()
+            .zip(rates)
+            .fold(0u64, |sum, (n, r)| sum.saturating_add(n.saturating_mul(r)));
+        Cost {
+            pico,
+            unpriced: false,
+        }
+    }
+
+    /// Both summed.
+    #[must_use]
+    pub fn plus(self, other: Cost) -> Cost {
+        Cost {
+            pico: self.pico.saturating_add(other.pico),
+            unpriced: self.unpriced || other.unpriced,
+        }
+    }
+
+    /// In USD, or `None` when it is not known.
+    pub fn usd(&self) -> Option<f64> {
+        (!self.unpriced).then(|| usd(self.pico))
+    }
+
+    /// `$0.012345` for the reports' columns, `-` when not known.
+    pub fn column(&self) -> String {
+        match self.usd() {
+            Some(v) => format!("${v:.6}"),
+            None => "-".to_string(),
+        }
+    }
+}
+
+impl Serialize for Cost {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.usd().serialize(s)
+    }
+}
+
+/// Whether `key` (a `provider/model`) is seen here for the first time in
+/// this process: its missing price is said once (design §7.8).
+pub fn first_unpriced(key: &str) -> bool {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.iter().any(|k| k == key) {
+        return false;
+    }
+    said.push(key.to_string());
+    true
+}
+
+/// Picodollars in USD.
+pub fn usd(pico: u64) -> f64 {
+    pico as f64 / 1e12
+}
+
+/// USD in picodollars (a budget's `max_cost`): a positive finite amount.
+pub fn pico(usd: f64) -> Option<u64> {
+    (usd.is_finite() && usd > 0.0 && usd < 1e6).then(|| (usd * 1e12).round() as u64)
+}
+
+#[cfg(test)]
+mod tests;
