@@ -292,7 +292,11 @@ impl GlobalConfig {
     /// `[prices."name/model"]`, else the built-in table's (design §7.8).
     /// Checked when the file is loaded, so a bad one here is none.
     pub fn price(&self, name: &str, model: &str) -> Option<crate::cost::Price> {
-        match self.prices.get(&format!("{name}/{model}")) {
+        // Most configs set no price: no key is made for them.
+        let set = (!self.prices.is_empty())
+            .then(|| self.prices.get(&format!("{name}/{model}")))
+            .flatten();
+        match set {
             Some(s) => s.price("").ok(),
             None => crate::cost::builtin(name, model),
         }

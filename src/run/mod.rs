@@ -214,8 +214,11 @@ fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
 /// model (design §7.8).
 #[inline(never)]
 fn note_unpriced(ctx: &Ctx, provider: &Provider, model: &str) {
+    if !ctx.verbose.enabled || provider.price.is_some() {
+        return;
+    }
     let key = format!("{}/{model}", provider.name);
-    if ctx.verbose.enabled && provider.price.is_none() && crate::cost::first_unpriced(&key) {
+    if crate::cost::first_unpriced(&key) {
         ctx.verbose.line(&format!(
             "[cost] No price is known for {key}: its cost is null (set [prices.\"{key}\"] in config.toml)"
         ));
