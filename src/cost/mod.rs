@@ -12,51 +12,6 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use table::SOURCE;
 
-/// A price the table's data does not give.
-const NONE: u32 = u32::MAX;
-
-/// How a table row matches a model name (lower-cased), as genai-prices'
-/// clauses do; `Dated`: the prefix then a date (digits and `-` only).
-#[derive(Debug)]
-enum M {
-    Eq(&'static str),
-    Pre(&'static str),
-    Suf(&'static str),
-    Has(&'static str),
-    Dated(&'static str),
-    Not(&'static M),
-    Or(&'static [M]),
-    And(&'static [M]),
-}
-
-/// One model of the built-in table: prices in millionths of a USD per
-/// million tokens (input, output, cache read, cache write).
-#[derive(Debug)]
-struct Row {
-    id: &'static str,
-    m: M,
-    p: [u32; 4],
-    tier: Option<(u32, [u32; 4])>,
-    batch: u8,
-}
-
-impl M {
-    fn matches(&self, model: &str) -> bool {
-        match self {
-            M::Eq(s) => model == *s,
-            M::Pre(s) => model.starts_with(s),
-            M::Suf(s) => model.ends_with(s),
-            M::Has(s) => model.contains(s),
-            M::Dated(s) => model.strip_prefix(s).is_some_and(|rest| {
-                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit() || b == b'-')
-            }),
-            M::Not(m) => !m.matches(model),
-            M::Or(ms) => ms.iter().any(|m| m.matches(model)),
-            M::And(ms) => ms.iter().all(|m| m.matches(model)),
-        }
-    }
-}
-
 /// A model's price: USD per million tokens, held as millionths of a USD
 /// (so a token's cost is a whole number of picodollars).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,21 +80,88 @@ impl PriceSettings {
 }
 
 /// The built-in price of `model` at the provider axe calls `provider`:
-/// the first row of that provider's table whose rules match.
+/// the first line of that provider's table whose clause matches (the
+/// table's notation: `table/mod.rs`). A line the table cannot have made is
+/// passed over.
 pub fn builtin(provider: &str, model: &str) -> Option<Price> {
     let (_, rows) = table::PROVIDERS.iter().find(|(p, _)| *p == provider)?;
     let model = model.to_ascii_lowercase();
-    let row = rows.iter().find(|r| r.m.matches(&model))?;
-    let widen = |p: [u32; 4]| {
-        let input = u64::from(p[0]);
-        p.map(|r| if r == NONE { input } else { u64::from(r) })
-    };
-    Some(Price {
-        rates: widen(row.p),
-        tier: row.tier.map(|(from, p)| (u64::from(from), widen(p))),
-        batch_discount: row.batch,
-        source: row.id,
+    rows.lines().find_map(|line| {
+        let mut f = line.split(' ');
+        let (id, clause) = (f.next()?, f.next()?);
+        if !matches!(clause_at(clause, &model), Some((true, ""))) {
+            return None;
+        }
+        let base = rates(f.next()?)?;
+        let tier = match f.next()? {
+            "-" => None,
+            t => {
+                let (from, r) = t.split_once(':')?;
+                Some((from.parse().ok()?, rates(r)?))
+            }
+        };
+        Some(Price {
+            rates: base,
+            tier,
+            batch_discount: f.next()?.parse().ok()?,
+            source: id,
+        })
     })
+}
+
+/// `a,b,c,d` in millionths of a USD per million tokens; a cache rate the
+/// data leaves out (`-`) is the input's: never less than billed.
+fn rates(text: &str) -> Option<[u64; 4]> {
+    let mut out = [None; 4];
+    let mut parts = text.split(',');
+    for slot in &mut out {
+        *slot = match parts.next()? {
+            "-" => None,
+            n => Some(n.parse().ok()?),
+        };
+    }
+    let input = out[0]?;
+    Some(out.map(|r| r.unwrap_or(input)))
+}
+
+/// Whether the clause at the start of `text` matches `model`, and the text
+/// after it: `=name`, `^prefix`, `$suffix`, `~part`, `@prefix` then a date
+/// (digits and `-`), `(|a,...)`, `(&a,...)`, `(!a)`.
+fn clause_at<'a>(text: &'a str, model: &str) -> Option<(bool, &'a str)> {
+    let kind = *text.as_bytes().first()?;
+    let rest = text.get(1..)?;
+    if kind != b'(' {
+        let end = rest.find([',', ')']).unwrap_or(rest.len());
+        let (lit, after) = rest.split_at(end);
+        let yes = match kind {
+            b'=' => model == lit,
+            b'^' => model.starts_with(lit),
+            b'$' => model.ends_with(lit),
+            b'~' => model.contains(lit),
+            b'@' => model.strip_prefix(lit).is_some_and(|date| {
+                !date.is_empty() && date.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+            }),
+            _ => return None,
+        };
+        return Some((yes, after));
+    }
+    let op = *rest.as_bytes().first()?;
+    let mut at = rest.get(1..)?;
+    let mut all = op != b'|';
+    loop {
+        let (yes, after) = clause_at(at, model)?;
+        all = match op {
+            b'|' => all || yes,
+            b'&' => all && yes,
+            b'!' => !yes,
+            _ => return None,
+        };
+        match after.as_bytes().first()? {
+            b',' => at = after.get(1..)?,
+            b')' => return Some((all, after.get(1..)?)),
+            _ => return None,
+        }
+    }
 }
 
 /// Tokens one response billed, as its cost is reckoned from.

@@ -77,3 +77,34 @@ fn config_prices_are_checked() {
             .contains("prices.\"x/y\".input")
     );
 }
+
+#[test]
+fn every_line_of_the_table_reads_whole() {
+    for (provider, rows) in table::PROVIDERS {
+        for line in rows.lines().filter(|l| !l.is_empty()) {
+            let f: Vec<&str> = line.split(' ').collect();
+            assert_eq!(f.len(), 5, "{provider}: {line}");
+            assert!(
+                matches!(clause_at(f[1], "x"), Some((_, ""))),
+                "{provider}: {line}"
+            );
+            assert!(rates(f[2]).is_some(), "{provider}: {line}");
+            assert!(f[3] == "-" || f[3].split_once(':').is_some(), "{line}");
+            assert!(f[4].parse::<u8>().is_ok(), "{line}");
+        }
+    }
+    // A dated name, a long-context tier, a negation (Gemini's "not a TTS model").
+    let opus = builtin("anthropic", "claude-opus-5-20260101").unwrap();
+    assert_eq!(opus.source, "claude-opus-5");
+    assert!(
+        builtin("anthropic", "claude-opus-5-2026010x").is_none_or(|p| p.source != "claude-opus-5")
+    );
+    assert_eq!(
+        clause_at("(&~gemini,(!~-tts))", "gemini-2.5-pro"),
+        Some((true, ""))
+    );
+    assert_eq!(
+        clause_at("(&~gemini,(!~-tts))", "gemini-2.5-pro-tts"),
+        Some((false, ""))
+    );
+}

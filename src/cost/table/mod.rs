@@ -2,12 +2,16 @@
 //! pydantic's maintained price data) on 2026-11-27: do not edit; run the
 //! script again (`python3 scripts/prices.py src/cost/table`). The named
 //! providers' models only, a file each, each model with its match rules in
-//! the data's order (the first that matches is the model), its prices in
-//! force on that day in millionths of a USD per million tokens (input,
-//! output, cache read, cache write; `NONE` where the data has none), its
-//! long-context tier (from so many input tokens a request, if any) and its
-//! batch discount in percent (0: none known). Not formatted by rustfmt
-//! (`#[rustfmt::skip]` on the module): a row a line.
+//! the data's order (the first that matches is the model), a line each:
+//! `id clause prices tier batch`. The clause is `=name`, `^prefix`,
+//! `$suffix`, `~part`, `@prefix` (then a date: digits and `-`), or
+//! `(|a,b,...)`, `(&a,b,...)`, `(!a)`; the prices are those in force on
+//! that day in millionths of a USD per million tokens (input, output, cache
+//! read, cache write; `-` where the data has none); the tier is
+//! `start:prices` from so many input tokens a request (`-`: none); the
+//! batch discount is in percent (0: none known). Text, not Rust values, so
+//! that the table holds no pointer the loader must relocate (about 110 KB
+//! less in a PIE binary). Not formatted by rustfmt.
 
 mod openai;
 mod anthropic;
@@ -24,7 +28,7 @@ mod aws;
 pub const SOURCE: &str = "genai-prices 0.2.3, 2026-11-27";
 
 /// axe's provider names, and the models each is priced by.
-pub static PROVIDERS: &[(&str, &[super::Row])] = &[
+pub static PROVIDERS: &[(&str, &str)] = &[
     ("openai", openai::ROWS),
     ("anthropic", anthropic::ROWS),
     ("google", google::ROWS),
