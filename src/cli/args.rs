@@ -372,8 +372,7 @@ pub(super) struct RunCmd {
     /// max_turns; exit 4 when spent
     #[argh(option)]
     pub(super) max_turns: Option<u64>,
-    /// money budget in USD for the whole tree (--each: the whole batch),
-    /// over the agent's [budget] max_cost; exit 4 when spent
+    /// money budget in USD for the tree (--each: the batch); exit 4 when spent
     #[argh(option)]
     pub(super) max_cost: Option<f64>,
     /// mark nothing for the provider's prompt cache (the agent's

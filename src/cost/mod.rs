@@ -4,6 +4,12 @@
 //! [`Cost`] of a response's tokens at that price, summed in whole
 //! picodollars so that sums are exact and a budget can hold them in an
 //! atomic. A model with no price has no cost: `null`, never a guess.
+//!
+//! Size: issue 37's prices and cost (this module, its 518-model table as
+//! text, the reports and budgets) add 116,248 bytes to the glibc release
+//! binary (5,827,904 at 99af882, 5,944,152 with them), of which the table
+//! is about 53 KB of read-only text; the same table as Rust values (a
+//! relocated pointer per name) added 191,464 bytes.
 
 #[rustfmt::skip]
 mod table;

@@ -1,3 +1,5 @@
+//! The price table read and a cost reckoned (design §7.8).
+
 use super::*;
 
 #[test]
