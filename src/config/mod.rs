@@ -290,7 +290,10 @@ impl GlobalConfig {
 
     /// The price of `model` at the provider `name`: config.toml's
     /// `[prices."name/model"]`, else the built-in table's (design §7.8).
-    /// Checked when the file is loaded, so a bad one here is none.
+    /// Checked when the file is loaded, so a bad one here is none. Out of
+    /// line: it runs as each agent's provider is made, under frames every
+    /// waiting sub-agent's thread holds (design §3.15).
+    #[inline(never)]
     pub fn price(&self, name: &str, model: &str) -> Option<crate::cost::Price> {
         // Most configs set no price: no key is made for them.
         let set = (!self.prices.is_empty())

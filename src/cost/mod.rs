@@ -14,6 +14,8 @@
 #[rustfmt::skip]
 mod table;
 
+use std::sync::{Mutex, PoisonError};
+
 use serde::{Deserialize, Serialize, Serializer};
 
 pub use table::SOURCE;
@@ -90,6 +92,21 @@ impl PriceSettings {
 /// table's notation: `table/mod.rs`). A line the table cannot have made is
 /// passed over.
 pub fn builtin(provider: &str, model: &str) -> Option<Price> {
+    // A tree's agents mostly share a model: each is looked up once.
+    static SEEN: Mutex<Vec<(String, String, Option<Price>)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, _, p)) = seen.iter().find(|(p, m, _)| p == provider && m == model) {
+        return *p;
+    }
+    let price = look_up(provider, model);
+    if seen.len() < 64 {
+        seen.push((provider.to_string(), model.to_string(), price));
+    }
+    price
+}
+
+/// [`builtin`]'s lookup in the table itself.
+fn look_up(provider: &str, model: &str) -> Option<Price> {
     let (_, rows) = table::PROVIDERS.iter().find(|(p, _)| *p == provider)?;
     let model = model.to_ascii_lowercase();
     rows.lines().find_map(|line| {
@@ -248,10 +265,8 @@ impl Serialize for Cost {
 /// Whether `key` (a `provider/model`) is seen here for the first time in
 /// this process: its missing price is said once (design §7.8).
 pub fn first_unpriced(key: &str) -> bool {
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut said = SAID
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(PoisonError::into_inner);
     if said.iter().any(|k| k == key) {
         return false;
     }

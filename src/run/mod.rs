@@ -161,6 +161,9 @@ pub fn run_agent(
 /// A money budget over this run needs its model's price: without one the
 /// budget could not be kept, so the run is refused before any request
 /// (exit 2 at top level, the sub-agent's error result below; design §7.8).
+/// Out of line, as [`report_start`] is: its error would sit in the frame
+/// every waiting sub-agent's thread holds (design §3.15).
+#[inline(never)]
 fn priced_under_budget(provider: &Provider, model: &str, ctx: &Ctx) -> Result<(), Error> {
     if provider.price.is_some() || !ctx.budgets.iter().any(|b| b.max_cost.is_some()) {
         return Ok(());
