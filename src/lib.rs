@@ -31,6 +31,10 @@ mod resolve;
 // An agent's memory of its past runs: loaded, appended, trimmed.
 mod memory;
 
+// Prices per `provider/model` (config.toml's, else the built-in table's)
+// and what a response's tokens cost at them.
+pub mod cost;
+
 // The model providers: one folder per wire format, HTTP, retries, streams.
 pub mod provider;
 

@@ -170,6 +170,8 @@ pub(super) struct MemoryFile {
 pub(super) struct BudgetFile {
     max_tokens: Option<i64>,
     max_turns: Option<i64>,
+    /// USD (design §7.8).
+    max_cost: Option<f64>,
 }
 
 /// The fields of each table, for "did you mean" (`""`: the top level).
@@ -252,6 +254,12 @@ impl AgentFile {
         };
         let budget_tokens = unbounded_at_0("budget.max_tokens", self.budget.max_tokens)?;
         let budget_turns = unbounded_at_0("budget.max_turns", self.budget.max_turns)?;
+        let budget_cost = match self.budget.max_cost.filter(|usd| *usd != 0.0) {
+            Some(usd) => Some(crate::cost::pico(usd).ok_or_else(|| {
+                Error::config("budget.max_cost must be a positive amount of USD")
+            })?),
+            None => None,
+        };
         let max_file_bytes = positive("max_file_bytes", self.max_file_bytes)?;
         let max_prompt_bytes = positive("max_prompt_bytes", self.max_prompt_bytes)?;
         let timeout = positive("timeout", self.timeout)?;
@@ -296,6 +304,7 @@ impl AgentFile {
             budget: Budget {
                 max_tokens: budget_tokens,
                 max_turns: budget_turns,
+                max_cost: budget_cost,
             },
             max_file_bytes,
             max_prompt_bytes,

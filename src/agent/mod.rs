@@ -175,6 +175,8 @@ pub struct Budget {
     pub max_tokens: Option<u64>,
     /// Requests sent.
     pub max_turns: Option<u64>,
+    /// Picodollars spent (design §7.8).
+    pub max_cost: Option<u64>,
 }
 
 impl SubAgentsConfig {

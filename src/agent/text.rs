@@ -136,11 +136,13 @@ model = "provider/model-name"
 # max_entries = 100
 
 # Bounds on the whole tree this agent starts, sub-agents included:
-# max_tokens (input plus output) and max_turns (requests). When one is
-# spent, a sub-agent's call fails and the top-level run exits 4.
+# max_tokens (input plus output), max_turns (requests) and max_cost (USD,
+# at config.toml's or the built-in prices). When one is spent, a
+# sub-agent's call fails and the top-level run exits 4.
 # [budget]
 # max_tokens = 200000
 # max_turns = 40
+# max_cost = 0.50
 
 # Model parameters; unset ones are not sent (Anthropic requires max_tokens,
 # so 4096 is sent there when unset).

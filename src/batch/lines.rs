@@ -66,6 +66,8 @@ pub struct Spent<'a> {
     pub run_id: &'a str,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
+    /// What it cost (design §7.8).
+    pub total_cost_usd: crate::cost::Cost,
 }
 
 impl Out {

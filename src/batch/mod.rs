@@ -49,7 +49,7 @@ pub struct Batch<'a> {
     /// Seconds for each input.
     pub timeout: u64,
     /// The agent file's `[budget]`, bounding each input's tree.
-    pub file_budget: (Option<u64>, Option<u64>),
+    pub file_budget: (Option<u64>, Option<u64>, Option<u64>),
     /// The trace every input's ledger writes to, and the tokens of every
     /// input (the run log's record of the batch).
     pub ledger: Arc<Ledger>,
@@ -179,10 +179,10 @@ impl Batch<'_> {
         let resolved = filled.as_ref().unwrap_or(self.resolved);
         let ledger = Arc::new(self.ledger.sibling());
         let mut budgets = self.proto.budgets.clone();
-        if let (None, None) = self.file_budget {
+        if let (None, None, None) = self.file_budget {
         } else {
-            let (tokens, turns) = self.file_budget;
-            budgets.push(Arc::new(Budget::new(tokens, turns)));
+            let (tokens, turns, cost) = self.file_budget;
+            budgets.push(Arc::new(Budget::new(tokens, turns).costing(cost)));
         }
         let ctx = Ctx {
             ledger: ledger.clone(),
@@ -199,6 +199,7 @@ impl Batch<'_> {
         let tokens = totals.input_tokens.saturating_add(totals.output_tokens);
         let turns = usage.iter().map(|u| u.turns).fold(0, u64::saturating_add);
         self.ledger.record_tokens(&self.proto.place, totals);
+        self.counts.spent(totals.cost);
         let ended = match outcome {
             Ok(mut o) => {
                 o.duration = started.elapsed();
@@ -218,6 +219,7 @@ impl Batch<'_> {
                     run_id: &ledger.run_id,
                     total_input_tokens: totals.input_tokens,
                     total_output_tokens: totals.output_tokens,
+                    total_cost_usd: totals.cost,
                 };
                 let mut ended = self.failure(input, &e, Some(&spent));
                 ended.tokens = tokens;

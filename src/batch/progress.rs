@@ -24,6 +24,10 @@ pub struct Counts {
     pub resumed: AtomicU64,
     /// Tokens (input plus output) of every input that ended.
     pub tokens: AtomicU64,
+    /// What the inputs that ran cost, in picodollars (design §7.8).
+    pub cost: AtomicU64,
+    /// Some input used a model with no price: the cost is not known.
+    pub unpriced: std::sync::atomic::AtomicBool,
     /// The worst exit code of an input that did not succeed.
     pub worst: std::sync::atomic::AtomicU8,
 }
@@ -48,6 +52,24 @@ impl Counts {
     }
 }
 
+impl Counts {
+    /// An input's tree cost `cost`.
+    pub fn spent(&self, cost: crate::cost::Cost) {
+        self.cost.fetch_add(cost.pico, Ordering::Relaxed);
+        if cost.unpriced {
+            self.unpriced.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// What the batch has cost so far.
+    pub fn cost(&self) -> crate::cost::Cost {
+        crate::cost::Cost {
+            pico: self.cost.load(Ordering::Relaxed),
+            unpriced: self.unpriced.load(Ordering::Relaxed),
+        }
+    }
+}
+
 impl View {
     /// Draws `counts` of `total` inputs (when known) until dropped.
     pub fn start(counts: Arc<Counts>, total: Option<u64>) -> View {
@@ -58,7 +80,8 @@ impl View {
     }
 }
 
-/// `axe: 120/1000 done, 3 failed, 1 skipped, 12.5/s, 45210 tokens, 70s left`.
+/// `axe: 120/1000 done, 3 failed, 1 skipped, 12.5/s, 45210 tokens, $0.012345,
+/// 70s left` (the cost once some is known, design §7.8).
 pub fn line(counts: &Counts, total: Option<u64>, took: Duration) -> String {
     let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let done = n(&counts.done);
@@ -74,6 +97,10 @@ pub fn line(counts: &Counts, total: Option<u64>, took: Duration) -> String {
         n(&counts.skipped),
         n(&counts.tokens)
     ));
+    let cost = counts.cost();
+    if cost.pico > 0 || cost.unpriced {
+        s.push_str(&format!(", cost {}", cost.column()));
+    }
     if let Some(t) = total {
         let left = t.saturating_sub(done + n(&counts.resumed));
         if rate > 0.0 && done > 0 {

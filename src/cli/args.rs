@@ -39,7 +39,7 @@ pub const DEFAULT_RUNS_SHOWN: usize = 20;
 
 #[derive(FromArgs, Debug)]
 /// List past runs from the run log, newest first: id, start (UTC), agent,
-/// exit status, duration, tokens, the answer's first line. `axe runs show
+/// exit status, duration, tokens, cost, the answer's first line. `axe runs show
 /// ID` prints one run.
 #[argh(subcommand, name = "runs")]
 #[argh(help_triggers("-h", "--help", "help"))]
@@ -53,6 +53,12 @@ pub(super) struct RunsCmd {
     /// print the records as one JSON array
     #[argh(switch)]
     pub(super) json: bool,
+    /// only the runs started in the last DURATION (30m, 24h, 7d)
+    #[argh(option)]
+    pub(super) since: Option<String>,
+    /// tokens and cost summed by agent instead of a line per run
+    #[argh(switch)]
+    pub(super) total: bool,
     #[argh(subcommand)]
     pub(super) command: Option<RunsSub>,
 }
@@ -394,6 +400,9 @@ pub(super) struct RunCmd {
     /// max_turns; exit 4 when spent
     #[argh(option)]
     pub(super) max_turns: Option<u64>,
+    /// money budget in USD for the tree (--each: the batch); exit 4 when spent
+    #[argh(option)]
+    pub(super) max_cost: Option<f64>,
     /// mark nothing for the provider's prompt cache (the agent's
     /// prompt_cache = false; its sub-agents keep their own setting)
     #[argh(switch)]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use super::args::RunCmd;
 use super::print_stdout;
-use super::run::{base, trace_path};
+use super::run::{base, max_cost, trace_path};
 use crate::batch::inputs::{Body, Inputs, Lines, Source};
 use crate::batch::lines::Out;
 use crate::batch::progress::View;
@@ -93,6 +93,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         retries: cmd.retries,
         max_tokens: None,
         max_turns: None,
+        max_cost: None,
         stream: false,
         whole: true,
         text: TextSink::Stdout,
@@ -101,7 +102,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     // The command line's bounds are the whole batch's; the file's bound
     // each input (design §11.2).
     let proto = crate::run::Ctx {
-        budgets: top::budgets(cmd.max_tokens, cmd.max_turns),
+        budgets: top::budgets(cmd.max_tokens, cmd.max_turns, max_cost(cmd.max_cost)?),
         ..top::ctx(setup, &cmd.agent, &base.resolved, deadline, ledger.clone())?
     };
     let file_budget = &base.resolved.agent.config.budget;
@@ -113,7 +114,11 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         prompt_field: cmd.prompt_field.clone().unwrap_or_else(|| "prompt".into()),
         proto,
         timeout: base.timeout,
-        file_budget: (file_budget.max_tokens, file_budget.max_turns),
+        file_budget: (
+            file_budget.max_tokens,
+            file_budget.max_turns,
+            file_budget.max_cost,
+        ),
         ledger: ledger.clone(),
         gate: Gate::new(cmd.max_tokens, cmd.max_turns),
         order: Order::new(jobs, cmd.unordered),
@@ -315,9 +320,10 @@ fn end(batch: &Batch, log: &RunLog) -> Result<(), Error> {
     let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let (done, failed, skipped, resumed) = (n(&c.done), n(&c.failed), n(&c.skipped), n(&c.resumed));
     log.answer(&format!(
-        "batch: {} inputs, {} succeeded, {failed} failed, {skipped} skipped, {resumed} done before",
+        "batch: {} inputs, {} succeeded, {failed} failed, {skipped} skipped, {resumed} done before, cost {}",
         done + resumed,
-        done.saturating_sub(failed + skipped)
+        done.saturating_sub(failed + skipped),
+        c.cost().column()
     ));
     if let Some(why) = batch.out.failed.lock().ok().and_then(|f| f.clone()) {
         return Err(Error::general(why));

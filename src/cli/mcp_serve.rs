@@ -42,6 +42,10 @@ pub(super) struct McpServeCmd {
     /// token budget (input plus output) for each call's whole tree
     #[argh(option)]
     pub(super) max_tokens: Option<u64>,
+    /// money budget in USD for each call's whole tree; an error result
+    /// when spent
+    #[argh(option)]
+    pub(super) max_cost: Option<f64>,
     /// retries of one failed HTTP request to a provider (default: 2)
     #[argh(option)]
     pub(super) retries: Option<u32>,
@@ -102,6 +106,7 @@ pub(super) fn main(cmd: McpServeCmd) -> Result<(), Error> {
         max_concurrent: cmd.max_concurrent,
         timeout: cmd.timeout,
         max_tokens: cmd.max_tokens,
+        max_cost: super::run::max_cost(cmd.max_cost)?,
         retries: cmd.retries,
         run_log: !cmd.no_log,
         listen,

@@ -21,6 +21,7 @@ mod mcp;
 mod mcp_serve;
 mod run;
 mod runs;
+mod runs_total;
 mod serve;
 mod version;
 

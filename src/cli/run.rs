@@ -184,6 +184,7 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         retries: cmd.retries,
         max_tokens: cmd.max_tokens,
         max_turns: cmd.max_turns,
+        max_cost: max_cost(cmd.max_cost)?,
         stream: cmd.stream,
         whole: cmd.json,
         text: TextSink::Stdout,
@@ -262,6 +263,18 @@ fn streamed_end(
 
 /// `--prompt`, else stdin when it is not a terminal and not blank, else the
 /// default. Reading stdin ends at the run's deadline.
+/// `--max-cost USD` in picodollars: a positive amount (design §7.8).
+pub(super) fn max_cost(usd: Option<f64>) -> Result<Option<u64>, Error> {
+    usd.map(|v| {
+        crate::cost::pico(v).ok_or_else(|| {
+            Error::config(format!(
+                "--max-cost must be a positive amount of USD, not {v}"
+            ))
+        })
+    })
+    .transpose()
+}
+
 fn user_input(prompt: Option<String>, deadline: &Deadline) -> Result<UserInput, Error> {
     if let Some(p) = prompt {
         // A blank prompt would be rejected by some APIs; it means the default.

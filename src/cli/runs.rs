@@ -7,7 +7,7 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use super::args::{RunsCmd, RunsSub};
-use super::{print_stdout, register_global_secrets};
+use super::{print_stdout, register_global_secrets, runs_total};
 use crate::error::Error;
 use crate::io::interrupt;
 use crate::io::stderr;
@@ -26,14 +26,20 @@ pub(super) fn main(cmd: RunsCmd) -> Result<(), Error> {
     register_global_secrets();
     match cmd.command {
         Some(RunsSub::Show(s)) => show(&s.id, s.chrome.as_deref()),
-        None => list(cmd.agent.as_deref(), cmd.n, cmd.json),
+        None => {
+            let since = runs_total::since(cmd.since.as_deref())?;
+            if cmd.total {
+                return runs_total::total(&records()?, cmd.agent.as_deref(), &since, cmd.json);
+            }
+            list(cmd.agent.as_deref(), cmd.n, cmd.json, &since)
+        }
     }
 }
 
 /// Every record of the log, newest first (by start; of two that started
 /// in the same millisecond, the one written later first). Lines that are
 /// not records are skipped with one warning.
-fn records() -> Result<Vec<Record>, Error> {
+pub(super) fn records() -> Result<Vec<Record>, Error> {
     let dir = run_log::dir()?;
     let logged = run_log::read(&dir)
         .map_err(|e| Error::config(format!("cannot read the run log in {}: {e}", dir.display())))?;
@@ -51,11 +57,11 @@ fn records() -> Result<Vec<Record>, Error> {
 }
 
 /// `axe runs`: the newest `n` runs (all for 0), of `agent` when given.
-fn list(agent: Option<&str>, n: usize, json: bool) -> Result<(), Error> {
+fn list(agent: Option<&str>, n: usize, json: bool, since: &str) -> Result<(), Error> {
     let records = records()?;
     let shown: Vec<&Record> = records
         .iter()
-        .filter(|r| agent.is_none_or(|a| r.agent == a))
+        .filter(|r| agent.is_none_or(|a| r.agent == a) && *r.start >= *since)
         .take(if n == 0 { usize::MAX } else { n })
         .collect();
     if json {
@@ -66,7 +72,7 @@ fn list(agent: Option<&str>, n: usize, json: bool) -> Result<(), Error> {
     if shown.is_empty() {
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = shown.iter().map(|r| row(r)).collect();
+    let rows: Vec<[String; 8]> = shown.iter().map(|r| row(r)).collect();
     let header = [
         "ID",
         "START (UTC)",
@@ -74,10 +80,11 @@ fn list(agent: Option<&str>, n: usize, json: bool) -> Result<(), Error> {
         "EXIT",
         "TIME",
         "TOKENS",
+        "COST",
         "ANSWER",
     ]
     .map(String::from);
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; 8];
     for r in std::iter::once(&header).chain(&rows) {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
@@ -90,8 +97,8 @@ fn list(agent: Option<&str>, n: usize, json: bool) -> Result<(), Error> {
             let pad = w - cell.chars().count();
             match i {
                 // Numbers to the right.
-                3..=5 => line.push_str(&format!("{}{cell}  ", " ".repeat(pad))),
-                6 => line.push_str(cell),
+                3..=6 => line.push_str(&format!("{}{cell}  ", " ".repeat(pad))),
+                7 => line.push_str(cell),
                 _ => line.push_str(&format!("{cell}{}  ", " ".repeat(pad))),
             }
         }
@@ -102,8 +109,9 @@ fn list(agent: Option<&str>, n: usize, json: bool) -> Result<(), Error> {
 }
 
 /// One run's cells: id, start, agent, exit, duration, tokens (input plus
-/// output), and the answer's first line (or what failed).
-fn row(r: &Record) -> [String; 7] {
+/// output), cost (`-`: not known), and the answer's first line (or what
+/// failed).
+fn row(r: &Record) -> [String; 8] {
     let tokens = r.input_tokens.saturating_add(r.output_tokens);
     let answer = match &r.error {
         Some(e) if r.exit != 0 => format!("error: {e}"),
@@ -116,6 +124,8 @@ fn row(r: &Record) -> [String; 7] {
         r.exit.to_string(),
         duration(r.duration_ms),
         tokens.to_string(),
+        r.cost_usd
+            .map_or_else(|| "-".into(), |c| format!("${c:.6}")),
         clip(&one_line(&answer), ANSWER_COLUMN, "…"),
     ]
 }
@@ -199,6 +209,7 @@ fn show(prefix: &str, chrome: Option<&str>) -> Result<(), Error> {
             r.input_tokens, r.cache_read_input_tokens, r.output_tokens
         ),
     );
+    label("cost", r.cost_usd.map_or_else(none, |c| format!("${c:.6}")));
     label("tool calls", r.tool_calls.to_string());
     label("trace", r.trace.clone().unwrap_or_else(none));
     label("directory", r.cwd.clone());

@@ -46,6 +46,10 @@ pub struct GlobalConfig {
     /// `[import]`: what an imported agent file may ask for (design §3.17).
     #[serde(default)]
     pub import: ImportSettings,
+    /// `[prices."provider/model"]`: a model's price, over the built-in
+    /// table's (design §7.8).
+    #[serde(default)]
+    pub prices: BTreeMap<String, crate::cost::PriceSettings>,
 }
 
 /// `[import]` in config.toml.
@@ -264,6 +268,7 @@ impl GlobalConfig {
         let mut provider = Provider::new(kind, base_url, key)
             .named(name)
             .with_headers(headers);
+        provider.price = self.price(name, &m.model);
         if kind == Wire::Bedrock {
             let keys = bedrock::from_env(self.region(name)).map_err(|var| Error::MissingKey {
                 provider: name.to_string(),
@@ -281,6 +286,23 @@ impl GlobalConfig {
             None => {}
         }
         Ok(provider)
+    }
+
+    /// The price of `model` at the provider `name`: config.toml's
+    /// `[prices."name/model"]`, else the built-in table's (design §7.8).
+    /// Checked when the file is loaded, so a bad one here is none. Out of
+    /// line: it runs as each agent's provider is made, under frames every
+    /// waiting sub-agent's thread holds (design §3.15).
+    #[inline(never)]
+    pub fn price(&self, name: &str, model: &str) -> Option<crate::cost::Price> {
+        // Most configs set no price: no key is made for them.
+        let set = (!self.prices.is_empty())
+            .then(|| self.prices.get(&format!("{name}/{model}")))
+            .flatten();
+        match set {
+            Some(s) => s.price("").ok(),
+            None => crate::cost::builtin(name, model),
+        }
     }
 
     /// config.toml's `region` for the provider `name`.
@@ -336,6 +358,12 @@ impl GlobalConfig {
                 ));
             }
         }
+        for (key, p) in &self.prices {
+            if !key.contains('/') {
+                return Err(format!("prices.\"{key}\" must name a provider/model"));
+            }
+            p.price(key)?;
+        }
         for (name, s) in &self.providers {
             if let Some(k) = &s.kind
                 && !Wire::ALL.iter().any(|w| w.name() == k)
@@ -387,6 +415,7 @@ fn known_keys(table: &str) -> &'static [&'static str] {
         }
         t if t.starts_with("mcp_servers") => tomlfile::fields::<crate::mcp::ServerFile>(),
         t if t.starts_with("providers.") => tomlfile::fields::<ProviderSettings>(),
+        t if t.starts_with("prices.") => tomlfile::fields::<crate::cost::PriceSettings>(),
         _ => &[],
     }
 }

@@ -165,9 +165,23 @@ pub enum Error {
 /// tokens generated alone (a served request's `max_completion_tokens`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exceeded {
-    Tokens { used: u64, max: u64 },
-    OutputTokens { used: u64, max: u64 },
-    Turns { used: u64, max: u64 },
+    Tokens {
+        used: u64,
+        max: u64,
+    },
+    OutputTokens {
+        used: u64,
+        max: u64,
+    },
+    Turns {
+        used: u64,
+        max: u64,
+    },
+    /// In picodollars (design §7.8).
+    Cost {
+        used: u64,
+        max: u64,
+    },
 }
 
 impl Error {
@@ -360,6 +374,10 @@ impl std::fmt::Display for Exceeded {
             }
             Exceeded::Turns { used, max } => {
                 write!(f, "turn budget exceeded (used {used} of {max})")
+            }
+            Exceeded::Cost { used, max } => {
+                let (used, max) = (crate::cost::usd(*used), crate::cost::usd(*max));
+                write!(f, "cost budget exceeded (spent ${used:.4} of ${max:.2})")
             }
         }
     }

@@ -103,6 +103,7 @@ pub fn run(
         retries: shared.settings.retries,
         max_tokens: shared.settings.max_tokens,
         max_turns: None,
+        max_cost: shared.settings.max_cost,
         // Streamed from the provider, so that a cancel is seen at the next
         // piece (design §12.3); the answer is wanted whole.
         stream: true,
@@ -172,6 +173,7 @@ fn usage_meta(usage: &Totals, run_id: Option<&str>) -> Value {
         "output_tokens": usage.output_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "total_cost_usd": usage.cost,
     });
     if let Some(id) = run_id {
         u["run_id"] = json!(id);

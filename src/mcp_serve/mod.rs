@@ -51,6 +51,8 @@ pub struct Settings {
     pub timeout: Option<u64>,
     /// `--max-tokens`: each call's tree's token budget.
     pub max_tokens: Option<u64>,
+    /// `--max-cost`: each call's tree's money budget, in picodollars.
+    pub max_cost: Option<u64>,
     pub retries: Option<u32>,
     pub run_log: bool,
     /// `--listen`: streamable HTTP on this address, else stdio.

@@ -50,6 +50,9 @@ pub struct Provider {
     /// once it is set, and a stream being read is given up at its next
     /// piece (design §12.3).
     pub cancel: Option<crate::deadline::Cancel>,
+    /// The model's price, which its responses' cost is reckoned at (none:
+    /// no cost, design §7.8).
+    pub price: Option<crate::cost::Price>,
 }
 
 impl fmt::Debug for Provider {
@@ -112,6 +115,7 @@ impl Provider {
             retry: RetryPolicy::NONE,
             idle: DEFAULT_IDLE,
             cancel: None,
+            price: None,
         }
     }
 

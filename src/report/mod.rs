@@ -14,6 +14,7 @@ mod tools;
 use serde::Serialize;
 
 use crate::agent::yes_no;
+use crate::cost::Cost;
 use crate::deadline::millis;
 use crate::io::stderr::Verbose;
 use crate::resolve::{Resolved, UserInput};
@@ -194,6 +195,11 @@ pub fn verbose_footer(v: &Verbose, o: &Outcome, usage: &[AgentUsage]) {
         "Cache:    {} read, {} written (of the input)",
         o.cache_read_input_tokens, o.cache_creation_input_tokens
     ));
+    v.line(&format!(
+        "Cost:     {} (tree {})",
+        o.cost.column(),
+        ledger::totals(usage).cost.column()
+    ));
     v.line(&format!("Stop:     {}", o.stop_reason));
     let sub_agents_ran = usage.len() > 1 || usage.iter().any(|u| u.calls > 1);
     if sub_agents_ran {
@@ -214,6 +220,7 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
             "output",
             "cache_read",
             "cache_write",
+            "cost",
             "time",
             "errors",
         ]
@@ -228,6 +235,7 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
             u.output_tokens.to_string(),
             u.cache_read_input_tokens.to_string(),
             u.cache_creation_input_tokens.to_string(),
+            u.cost_usd.column(),
             format!("{:.1}s", u.duration_ms as f64 / 1000.0),
             u.errors.to_string(),
         ]);
@@ -248,10 +256,11 @@ pub fn usage_table(usage: &[AgentUsage]) -> String {
         totals.output_tokens.to_string(),
         totals.cache_read_input_tokens.to_string(),
         totals.cache_creation_input_tokens.to_string(),
+        totals.cost.column(),
         String::new(),
         sum(|u| u.errors),
     ]);
-    let mut widths = [0; 9];
+    let mut widths = [0; 10];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -297,11 +306,16 @@ pub struct JsonOutput<'a> {
     pub cache_read_input_tokens: u64,
     /// Of `input_tokens`, those written to a prompt cache.
     pub cache_creation_input_tokens: u64,
+    /// What the top-level agent's own requests cost in USD; `null` when a
+    /// model had no price (design §7.8).
+    pub cost_usd: Cost,
     pub run_id: &'a str,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
     pub total_cache_read_input_tokens: u64,
     pub total_cache_creation_input_tokens: u64,
+    /// The whole tree's cost in USD.
+    pub total_cost_usd: Cost,
     pub agents: Vec<AgentReport<'a>>,
     /// The files the top-level agent wrote to its artifact directory (the
     /// Go original's key); absent when it has none (design §8.9).
@@ -349,11 +363,13 @@ pub fn json(
         retry_attempts: o.retry_attempts,
         cache_read_input_tokens: o.cache_read_input_tokens,
         cache_creation_input_tokens: o.cache_creation_input_tokens,
+        cost_usd: o.cost,
         run_id: &ledger.run_id,
         total_input_tokens: totals.input_tokens,
         total_output_tokens: totals.output_tokens,
         total_cache_read_input_tokens: totals.cache_read_input_tokens,
         total_cache_creation_input_tokens: totals.cache_creation_input_tokens,
+        total_cost_usd: totals.cost,
         agents,
         artifacts: r.artifacts.as_ref().map(|a| a.entries()),
     };

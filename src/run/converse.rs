@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::dispatch;
 use super::repair::{self, Shaped};
 use super::{Ctx, MAX_TURNS, Outcome};
+use crate::cost::{Billed, Cost};
 use crate::error::Error;
 use crate::io::stderr;
 use crate::provider::{
@@ -76,6 +77,16 @@ impl From<Error> for Failure {
     }
 }
 
+/// The tokens a response billed, as its cost is reckoned from.
+fn billed(r: &Response) -> Billed {
+    Billed {
+        input: r.input_tokens,
+        output: r.output_tokens,
+        cache_read: r.cache_read_tokens,
+        cache_write: r.cache_write_tokens,
+    }
+}
+
 /// What a response says of the prompt cache, for its `--verbose` line:
 /// `, cache: 1200 read, 300 written`, or nothing when it used none.
 fn cache_note(r: &Response) -> String {
@@ -126,8 +137,8 @@ impl Conversation<'_> {
     fn run(&mut self) -> Result<(), Failure> {
         loop {
             let turn = self.take_turn()?; // step 1
-            let response = self.send(turn)?; // step 2
-            self.count(&response); // step 3
+            let (response, cost) = self.send(turn)?; // step 2
+            self.count(&response, cost); // step 3
             match self.next(turn, response)? {
                 Next::Send => continue,
                 Next::Answer => return Ok(()),
@@ -162,7 +173,7 @@ impl Conversation<'_> {
 
     /// Step 2: the request sent, with the time left; reported before and
     /// after, with every retry (design §6.1).
-    fn send(&self, turn: u32) -> Result<Response, Failure> {
+    fn send(&self, turn: u32) -> Result<(Response, Cost), Failure> {
         let (ctx, req) = (self.ctx, &self.req);
         self.sending(turn);
         let sent = Instant::now();
@@ -175,8 +186,8 @@ impl Conversation<'_> {
         let on_text: Option<&dyn Fn(&str)> = if ctx.stream.print { Some(&print) } else { None };
         // A provider's batch gave the first answer already (design §11.8).
         if let Some(response) = ctx.seed.as_ref().and_then(|s| s.take()) {
-            self.received(turn, sent, &response);
-            return Ok(response);
+            let cost = self.received(turn, sent, &response, true);
+            return Ok((response, cost));
         }
         let response = self
             .provider
@@ -191,8 +202,8 @@ impl Conversation<'_> {
                     request: Some(sent.elapsed()),
                 }
             })?;
-        self.received(turn, sent, &response);
-        Ok(response)
+        let cost = self.received(turn, sent, &response, false);
+        Ok((response, cost))
     }
 
     /// Step 2's reports before the request: `--verbose`'s line, the trace's
@@ -219,13 +230,19 @@ impl Conversation<'_> {
 
     /// Step 2's reports of the response.
     #[inline(never)]
-    fn received(&self, turn: u32, sent: Instant, response: &Response) {
+    fn received(&self, turn: u32, sent: Instant, response: &Response, batch: bool) -> Cost {
         let (ctx, req) = (self.ctx, &self.req);
+        let price = self.provider.price.as_ref();
+        let mut cost = Cost::of(price, &billed(response));
+        if batch {
+            cost = cost.at_batch_price(price);
+        }
         let event = TraceEvent::Response {
             provider: &self.provider.name,
             model: &req.model,
             took: sent.elapsed(),
             response,
+            cost,
         };
         ctx.ledger.event(&ctx.place, turn, event);
         if let Some(first) = response.first_token {
@@ -242,6 +259,7 @@ impl Conversation<'_> {
                 cache_note(response)
             ));
         }
+        cost
     }
 
     /// A request is sent again: a retry, or a parameter the model refused
@@ -282,7 +300,7 @@ impl Conversation<'_> {
     /// Step 3: the response's tokens added to the agent's totals, its
     /// tree's usage and every budget over it. Counts come from the server:
     /// sums saturate, never wrap.
-    fn count(&mut self, r: &Response) {
+    fn count(&mut self, r: &Response, cost: Cost) {
         let out = &mut self.out;
         out.input_tokens = out.input_tokens.saturating_add(r.input_tokens);
         out.output_tokens = out.output_tokens.saturating_add(r.output_tokens);
@@ -293,15 +311,17 @@ impl Conversation<'_> {
             .cache_creation_input_tokens
             .saturating_add(r.cache_write_tokens);
         out.retry_attempts = out.retry_attempts.saturating_add(u64::from(r.retries));
+        out.cost = out.cost.plus(cost);
         let (ctx, place) = (self.ctx, &self.ctx.place);
         let billed = Totals {
             input_tokens: r.input_tokens,
             output_tokens: r.output_tokens,
             cache_read_input_tokens: r.cache_read_tokens,
             cache_creation_input_tokens: r.cache_write_tokens,
+            cost,
         };
         ctx.ledger.record_tokens(place, billed);
-        ledger::spend_tokens(&ctx.budgets, r.input_tokens, r.output_tokens);
+        ledger::spend_tokens(&ctx.budgets, r.input_tokens, r.output_tokens, cost.pico);
     }
 
     /// Steps 4 to 7: what the response of turn `turn` leads to.

@@ -154,6 +154,7 @@ pub fn run_agent(
     inject_panic(&resolved.agent.id);
     let config = &resolved.agent.config;
     let provider = request::provider(resolved, ctx)?;
+    priced_under_budget(&provider, &resolved.model.model, ctx)?;
     let mcp = mcp_tools(resolved, ctx)?;
     let (req, offered) = request::first(resolved, message, &mcp, ctx);
     let own = request::with_own_budget(resolved, ctx);
@@ -186,12 +187,30 @@ pub fn run_agent(
 
     let started = Instant::now();
     report_start(ctx, &provider, &req.model, offered.len());
+    note_unpriced(ctx, &provider, &req.model);
     note_unsent_schema(ctx, &provider, &req);
     let output = resolved.output_schema.as_deref();
     let result = converse(&provider, req, ctx, tools, output);
     report_end(ctx, started.elapsed(), &result);
     remember(resolved, task, &result);
     result
+}
+
+/// A money budget over this run needs its model's price: without one the
+/// budget could not be kept, so the run is refused before any request
+/// (exit 2 at top level, the sub-agent's error result below; design §7.8).
+/// Out of line, as [`report_start`] is: its error would sit in the frame
+/// every waiting sub-agent's thread holds (design §3.15).
+#[inline(never)]
+fn priced_under_budget(provider: &Provider, model: &str, ctx: &Ctx) -> Result<(), Error> {
+    if provider.price.is_some() || !ctx.budgets.iter().any(|b| b.max_cost.is_some()) {
+        return Ok(());
+    }
+    let name = &provider.name;
+    Err(Error::config(format!(
+        "no price is known for {name}/{model}, so the cost budget cannot be kept: \
+         set [prices.\"{name}/{model}\"] in config.toml"
+    )))
 }
 
 /// The entry of a run that succeeded, for an agent with memory. Out of
@@ -230,6 +249,21 @@ fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
         tools: offered,
     };
     ctx.ledger.event(&ctx.place, 0, start);
+}
+
+/// `--verbose`: a model with no price has no cost (`null`), said once per
+/// model (design §7.8).
+#[inline(never)]
+fn note_unpriced(ctx: &Ctx, provider: &Provider, model: &str) {
+    if !ctx.verbose.enabled || provider.price.is_some() {
+        return;
+    }
+    let key = format!("{}/{model}", provider.name);
+    if crate::cost::first_unpriced(&key) {
+        ctx.verbose.line(&format!(
+            "[cost] No price is known for {key}: its cost is null (set [prices.\"{key}\"] in config.toml)"
+        ));
+    }
 }
 
 /// `--verbose`: an output schema the provider's wire cannot take as it is

@@ -116,9 +116,10 @@ fn tools(
 pub(super) fn with_own_budget<'a>(resolved: &Resolved, ctx: &Ctx<'a>) -> Ctx<'a> {
     let budget = &resolved.agent.config.budget;
     let mut own = ctx.clone();
-    if ctx.depth > 0 && (budget.max_tokens.is_some() || budget.max_turns.is_some()) {
-        own.budgets
-            .push(Arc::new(Budget::new(budget.max_tokens, budget.max_turns)));
+    let any = budget.max_tokens.is_some() || budget.max_turns.is_some();
+    if ctx.depth > 0 && (any || budget.max_cost.is_some()) {
+        let b = Budget::new(budget.max_tokens, budget.max_turns).costing(budget.max_cost);
+        own.budgets.push(Arc::new(b));
     }
     own
 }

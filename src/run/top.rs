@@ -33,6 +33,8 @@ pub struct Setup<'a> {
     /// `[budget]` (`--max-tokens`, a request's `max_tokens`).
     pub max_tokens: Option<u64>,
     pub max_turns: Option<u64>,
+    /// `--max-cost`, in picodollars (design §7.8).
+    pub max_cost: Option<u64>,
     /// Every request of the tree streams.
     pub stream: bool,
     /// The answer is wanted whole (`--json`): it is never printed as it
@@ -75,6 +77,7 @@ pub fn ctx<'a>(
     let file_budget = &resolved.agent.config.budget;
     let max_tokens = setup.max_tokens.or(file_budget.max_tokens);
     let max_turns = setup.max_turns.or(file_budget.max_turns);
+    let max_cost = setup.max_cost.or(file_budget.max_cost);
     let mcp = mcp_servers(setup.global, setup.cwd, &setup.verbose, &ledger, &place)?;
     Ok(Ctx {
         global: setup.global,
@@ -87,7 +90,7 @@ pub fn ctx<'a>(
         retries: setup.retries,
         ledger,
         place,
-        budgets: budgets(max_tokens, max_turns),
+        budgets: budgets(max_tokens, max_turns, max_cost),
         snapshot: Arc::new(Snapshot::of(setup.catalog.clone())),
         mcp,
         stream: streaming(resolved, setup.stream, setup.whole),
@@ -131,10 +134,16 @@ fn mcp_servers(
     )))
 }
 
-/// The whole tree's budget, when either bound is set.
-pub fn budgets(max_tokens: Option<u64>, max_turns: Option<u64>) -> Vec<Arc<Budget>> {
-    if max_tokens.is_some() || max_turns.is_some() {
-        vec![Arc::new(Budget::new(max_tokens, max_turns))]
+/// The whole tree's budget, when any bound is set.
+pub fn budgets(
+    max_tokens: Option<u64>,
+    max_turns: Option<u64>,
+    max_cost: Option<u64>,
+) -> Vec<Arc<Budget>> {
+    if max_tokens.is_some() || max_turns.is_some() || max_cost.is_some() {
+        vec![Arc::new(
+            Budget::new(max_tokens, max_turns).costing(max_cost),
+        )]
     } else {
         Vec::new()
     }

@@ -84,6 +84,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     );
     let usage = ledger::totals(&ledger.usage());
     served.tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+    let heads = reply::with_cost(&request_id, &usage);
     let result = match outcome {
         Ok(o) => {
             log.answer(&o.content);
@@ -92,7 +93,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
                 Answer::Whole(rq) => {
                     let body =
                         reply::completion(&id, created, &chat.agent, &o.content, finish, &usage);
-                    super::respond_json(rq, 200, &body, &request_id)
+                    super::respond_json(rq, 200, &body, &heads)
                 }
                 Answer::Stream(sse) => {
                     if !printed {
@@ -112,7 +113,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
                     drop(rq);
                     CLIENT_GONE
                 }
-                Answer::Whole(rq) => super::respond_error(rq, &api, &request_id),
+                Answer::Whole(rq) => super::respond_error(rq, &api, &heads),
                 Answer::Stream(_) if api.status == CLIENT_GONE => CLIENT_GONE,
                 Answer::Stream(sse) => {
                     sse.fail(&api);
@@ -183,6 +184,7 @@ pub(super) fn run_tree(
         // only what the tree generates (below).
         max_tokens: None,
         max_turns: None,
+        max_cost: None,
         // Always streamed from the provider, whatever the client asked:
         // a stream is read piece by piece, so a cancel is seen at the next
         // piece instead of when a whole answer arrives (design §12.3).

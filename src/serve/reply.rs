@@ -176,6 +176,17 @@ pub fn model(agent: &str, created: u64) -> Value {
 }
 
 /// Seconds since the epoch, for `created`.
+/// `headers` and `x-axe-cost-usd`, the run's cost in USD, when it is known
+/// (design §7.8): a whole answer's head is written after the run, so it
+/// can say what the run cost.
+pub fn with_cost(headers: &[(&'static str, String)], t: &Totals) -> Vec<(&'static str, String)> {
+    let mut out = headers.to_vec();
+    if let Some(usd) = t.cost.usd() {
+        out.push(("x-axe-cost-usd", usd.to_string()));
+    }
+    out
+}
+
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

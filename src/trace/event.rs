@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::cost::Cost;
 use crate::deadline::millis;
 use crate::error::Error;
 use crate::provider::{Provider, Request, Response, Retry, ToolCall, ToolResult};
@@ -53,6 +54,8 @@ pub enum TraceEvent<'a> {
         model: &'a str,
         took: Duration,
         response: &'a Response,
+        /// What it cost (design §7.8).
+        cost: Cost,
     },
     /// `repair`: an answer that does not match the output schema goes back
     /// for repair number `repair` of `of`.
@@ -220,7 +223,8 @@ impl TraceEvent<'_> {
                 model,
                 took,
                 response: r,
-            } => response(provider, model, *took, r, bodies),
+                cost,
+            } => response(provider, model, *took, r, bodies, *cost),
             TraceEvent::Repair {
                 repair,
                 of,
@@ -282,7 +286,14 @@ fn retry(provider: &str, model: &str, resend: &Resend) -> Value {
 }
 
 /// A `response` event's fields.
-fn response(provider: &str, model: &str, took: Duration, r: &Response, bodies: bool) -> Value {
+fn response(
+    provider: &str,
+    model: &str,
+    took: Duration,
+    r: &Response,
+    bodies: bool,
+    cost: Cost,
+) -> Value {
     let mut f = json!({
         "provider": provider,
         "model": model,
@@ -294,6 +305,7 @@ fn response(provider: &str, model: &str, took: Duration, r: &Response, bodies: b
         "stop_reason": r.stop_reason,
         "tool_calls": r.tool_calls.len(),
         "retries": r.retries,
+        "cost_usd": cost,
     });
     // Only a streamed answer has one (design §4.11).
     if let Some(first) = r.first_token {
@@ -392,6 +404,7 @@ fn run_end(took: Duration, end: &Ending, totals: Option<&Totals>) -> Value {
             f["output_tokens"] = o.output_tokens.into();
             f["cache_read_input_tokens"] = o.cache_read_input_tokens.into();
             f["cache_creation_input_tokens"] = o.cache_creation_input_tokens.into();
+            f["cost_usd"] = json!(o.cost);
             f["tool_calls"] = o.tool_calls.into();
             f["stop_reason"] = o.stop_reason.clone().into();
         }
@@ -405,6 +418,7 @@ fn run_end(took: Duration, end: &Ending, totals: Option<&Totals>) -> Value {
         if !matches!(end, Ending::Interrupted(_)) {
             f["total_cache_read_input_tokens"] = t.cache_read_input_tokens.into();
             f["total_cache_creation_input_tokens"] = t.cache_creation_input_tokens.into();
+            f["total_cost_usd"] = json!(t.cost);
         }
     }
     f
@@ -451,6 +465,7 @@ mod tests {
                 output_tokens: 3,
                 cache_read_input_tokens: 2,
                 cache_creation_input_tokens: 1,
+                cost: crate::cost::Cost::default(),
             }),
         };
         let line = event.line("0123456789abcdef", &Place::root("lead"), 2, false);

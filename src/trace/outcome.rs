@@ -19,6 +19,8 @@ pub struct Outcome {
     pub cache_read_input_tokens: u64,
     /// Of `input_tokens`, those written to the provider's prompt cache.
     pub cache_creation_input_tokens: u64,
+    /// What this agent's own requests cost (design §7.8).
+    pub cost: crate::cost::Cost,
     pub turns: u32,
     /// Tool calls executed.
     pub tool_calls: u64,

@@ -110,6 +110,7 @@ fn verbose_ends_with_a_usage_table_of_the_tree() {
             "output",
             "cache_read",
             "cache_write",
+            "cost",
             "time",
             "errors"
         ]
@@ -117,7 +118,11 @@ fn verbose_ends_with_a_usage_table_of_the_tree() {
     assert_eq!(cells[1][..5], ["lead", "1", "2", "802", "82"]);
     assert_eq!(cells[2][..5], ["mid", "1", "2", "602", "62"]);
     assert_eq!(cells[3][..5], ["leaf", "1", "1", "401", "41"]);
-    assert_eq!(cells[4], ["total", "3", "5", "1805", "185", "0", "0", "0"]);
+    // gpt-4o at $2.50 in and $10 out per million: 1805 × 2.5 + 185 × 10.
+    assert_eq!(
+        cells[4],
+        ["total", "3", "5", "1805", "185", "0", "0", "$0.006363", "0"]
+    );
 }
 
 // ---------------------------------------------------------------------------

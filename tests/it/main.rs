@@ -113,6 +113,8 @@ mod claude_agents;
 mod cli;
 mod codex_agents;
 mod connections;
+mod cost;
+mod cost_serve;
 mod cross_format;
 mod delegation;
 mod full_disk;

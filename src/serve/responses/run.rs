@@ -64,6 +64,7 @@ pub fn run(rq: Request, ask: &Ask, shared: &Shared, started: Instant, cancel: &C
     );
     let usage = ledger::totals(&ledger.usage());
     served.tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+    let heads = reply::with_cost(&request_id, &usage);
     let result = match outcome {
         Ok(o) => {
             log.answer(&o.content);
@@ -74,7 +75,7 @@ pub fn run(rq: Request, ask: &Ask, shared: &Shared, started: Instant, cancel: &C
                     let status = object::status(o.cut);
                     let item = meta.message(status, Some(&o.content));
                     let body = meta.response(status, vec![item], &end);
-                    super::super::respond_json(rq, 200, &body, &request_id)
+                    super::super::respond_json(rq, 200, &body, &heads)
                 }
                 Answer::Stream(events) if events.finish(&o.content, &end) => 200,
                 Answer::Stream(_) => CLIENT_GONE,
@@ -82,7 +83,7 @@ pub fn run(rq: Request, ask: &Ask, shared: &Shared, started: Instant, cancel: &C
             Ok(())
         }
         Err(e) => {
-            served.status = failed(answer, shared, cancel, &e, &usage, &request_id);
+            served.status = failed(answer, shared, cancel, &e, &usage, &heads);
             Err(e)
         }
     };

@@ -51,9 +51,9 @@ fn a_refused_turn_never_blocks_a_sibling_sharing_a_budget() {
 fn take_turn_refuses_once_the_tokens_are_spent() {
     let b = [Arc::new(Budget::new(Some(100), None))];
     assert_eq!(take_turn(&b), Ok(()));
-    spend_tokens(&b, 90, 9);
+    spend_tokens(&b, 90, 9, 0);
     assert_eq!(take_turn(&b), Ok(()));
-    spend_tokens(&b, 1, 1);
+    spend_tokens(&b, 1, 1, 0);
     assert_eq!(
         take_turn(&b),
         Err(Exceeded::Tokens {

@@ -61,7 +61,7 @@ impl Default for Settings {
 /// One run, as its line in the log has it (in this key order). A line
 /// written by a later axe with more keys still reads; a missing key reads
 /// as its default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Record {
     /// The ledger's run id: the trace's `run_id`, `--json`'s `run_id`.
@@ -78,6 +78,9 @@ pub struct Record {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_read_input_tokens: u64,
+    /// The whole tree's cost in USD; none when a model had no price
+    /// (design §7.8), and in lines of an axe before it.
+    pub cost_usd: Option<f64>,
     /// Tool calls run by every agent of the tree.
     pub tool_calls: u64,
     /// The answer's first non-blank line, cut to [`FIRST_LINE_CHARS`].

@@ -180,6 +180,7 @@ impl State {
             input_tokens: totals.input_tokens,
             output_tokens: totals.output_tokens,
             cache_read_input_tokens: totals.cache_read_input_tokens,
+            cost_usd: totals.cost.usd(),
             tool_calls,
             first_line: first_line(&self.answer),
             answer: self.answer.clone(),

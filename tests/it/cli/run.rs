@@ -370,6 +370,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "cache_creation_input_tokens",
             "cache_read_input_tokens",
             "content",
+            "cost_usd",
             "duration_ms",
             "input_tokens",
             "model",
@@ -382,6 +383,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "tool_calls",
             "total_cache_creation_input_tokens",
             "total_cache_read_input_tokens",
+            "total_cost_usd",
             "total_input_tokens",
             "total_output_tokens",
         ]

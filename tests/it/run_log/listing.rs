@@ -76,11 +76,11 @@ fn runs_lists_both_files_newest_first_in_aligned_columns() {
     );
     assert_eq!(
         lines[1],
-        "bbbb000000000002  2026-01-03 10:00:00  lead      0  1.5s     120  third"
+        "bbbb000000000002  2026-01-03 10:00:00  lead      0  1.5s     120     -  third"
     );
     assert_eq!(
         lines[2],
-        "aaab000000000003  2026-01-02 11:00:00  solo      3  1.5s     120  error: it failed"
+        "aaab000000000003  2026-01-02 11:00:00  solo      3  1.5s     120     -  error: it failed"
     );
     // Every column starts where its header does.
     let answer_at = lines[0].find("ANSWER").unwrap();
