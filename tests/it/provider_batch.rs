@@ -156,10 +156,15 @@ fn an_openai_batch_runs_each_input_once_and_writes_lines_in_order() {
     assert_eq!(sent.len(), 3);
     assert_eq!(sent[0]["method"], "POST");
     assert_eq!(sent[0]["url"], "/v1/chat/completions");
-    let direct = FakeServer::route(move |_| Reply::Json(200, p.text("x")));
-    let one = home.run_on(&[(p, &direct)], &["run", "bot", "-p", "alpha"]);
+    let direct = FakeServer::route(move |_| Reply::Json(200, p.text("echo: alpha")));
+    let one = home.run_on(&[(p, &direct)], &["run", "bot", "-p", "alpha", "--json"]);
     assert_eq!(code(&one), 0, "{}", stderr(&one));
     assert_eq!(sent[0]["body"], direct.only_request().json());
+    // The same tokens, at the batch price: half.
+    let single: Value = serde_json::from_str(&stdout(&one)).unwrap();
+    let (batch, single) = (lines[0]["cost_usd"].as_f64(), single["cost_usd"].as_f64());
+    assert!(single.is_some_and(|c| c > 0.0), "{single:?}");
+    assert_eq!(batch, single.map(|c| c / 2.0), "{}", lines[0]);
 }
 
 #[test]
