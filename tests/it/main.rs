@@ -112,6 +112,7 @@ mod gc;
 mod go_agents;
 mod go_keys;
 mod graph;
+mod imports_hostile;
 mod machine;
 mod mcp;
 mod mcp_serve;
