@@ -68,7 +68,7 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
             .insert("system_prompt".into(), Value::String(body.to_string()));
     }
     match tools {
-        Some(tools) => map_tools(cx, &mut out, &tools),
+        Some(tools) => map_tools(cx, &mut out, &tools)?,
         None => out.notes.push(NO_TOOLS.into()),
     }
     if !unused.is_empty() {
@@ -316,7 +316,7 @@ fn builtin(tool: &str) -> Option<&'static str> {
 /// names, else every other Claude Code agent found), `mcp_servers` and
 /// `mcp_tools` (`mcp__server__tool`, a server config.toml names); what axe
 /// does not have is warned of and not offered.
-fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
+fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) -> Result<(), String> {
     let mut builtins: Vec<&str> = Vec::new();
     let mut subs: Vec<String> = Vec::new();
     let (mut servers, mut mcp_tools): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
@@ -330,7 +330,7 @@ fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
             let before = subs.len();
             match args {
                 Some(a) => subs.extend(a.split(',').map(|s| s.trim().to_string())),
-                None => subs.extend(cx.siblings.iter().cloned()),
+                None => subs.extend(cx.siblings()?),
             }
             subs.retain(|s| !s.is_empty());
             if subs.len() == before {
@@ -377,6 +377,7 @@ fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
             missing.join(", ")
         ));
     }
+    Ok(())
 }
 
 /// `mcp__server__tool` as its server and tool.
