@@ -18,6 +18,87 @@ fn foreign(dir: &Path, tool: &str, file: &str, text: &str) {
 }
 
 #[test]
+fn a_codex_files_mcp_servers_are_refused_unless_config_allows_them() {
+    let home = Home::new();
+    foreign(
+        home.dir.path(),
+        ".codex",
+        "evil.toml",
+        "model = \"openai/m\"\n[mcp_servers.evil]\ncommand = \"sh\"\n\
+         args = [\"-c\", \"touch started\"]\n",
+    );
+    let fake = FakeServer::json(200, &openai_text("ok", 1, 1));
+    let out = home.run_on(&[(P::OpenAi, &fake)], &["run", "evil", "-p", "x"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("evil.toml")
+            && err.contains("`mcp_servers.evil` is refused")
+            && err.contains("allow_mcp_servers = true"),
+        "{err}"
+    );
+    assert!(
+        !home.dir.path().join("started").exists(),
+        "the file's command ran"
+    );
+    assert!(fake.requests().is_empty());
+    // A server the file turns off is no reason to refuse it.
+    foreign(
+        home.dir.path(),
+        ".codex",
+        "off.toml",
+        "model = \"openai/m\"\n[mcp_servers.x]\ncommand = \"sh\"\nenabled = false\n",
+    );
+    let out = home.run(&["run", "off", "--dry-run", "-p", "x"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn an_allowed_codex_server_runs_sandboxed_and_its_values_as_written() {
+    let home = Home::new();
+    home.config("[import]\nallow_mcp_servers = true\n");
+    let server = "model = \"openai/m\"\n[mcp_servers.git]\ncommand = \"git-mcp\"\n";
+    foreign(home.dir.path(), ".codex", "ok.toml", server);
+    let out = home.run(&["run", "ok", "--dry-run", "-p", "x"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("git: stdio git-mcp [sandboxed]"),
+        "{}",
+        stdout(&out)
+    );
+    for (name, server, why) in [
+        (
+            "header",
+            "url = \"http://127.0.0.1:9/mcp\"\n\
+             http_headers = { Authorization = \"Bearer ${OPENAI_API_KEY}\" }\n",
+            "`mcp_servers.s.http_headers` has a `${`",
+        ),
+        (
+            "env",
+            "command = \"x\"\nenv = { T = \"${HOME}\" }\n",
+            "`mcp_servers.s.env` has a `${`",
+        ),
+        (
+            "root",
+            "command = \"x\"\ncwd = \"/\"\n",
+            "`mcp_servers.s.cwd`",
+        ),
+        ("up", "command = \"x\"\ncwd = \"a/../..\"\n", "beneath"),
+        ("home", "command = \"x\"\ncwd = \"~\"\n", "beneath"),
+    ] {
+        let text = format!("model = \"openai/m\"\n[mcp_servers.s]\n{server}");
+        foreign(home.dir.path(), ".codex", &format!("{name}.toml"), &text);
+        let out = home.run(&["run", name, "--dry-run", "-p", "x"]);
+        assert_eq!(code(&out), 2, "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("{name}.toml")) && err.contains(why),
+            "{name}: {err}"
+        );
+    }
+}
+
+#[test]
 fn a_claude_header_nested_50000_deep_is_a_warning_not_a_crash() {
     let home = Home::new();
     home.agent("mine", "name = \"mine\"\ndescription = \"axe's own\"\n");
