@@ -149,3 +149,15 @@ fn a_claude_header_of_90_000_keys_is_read_in_bounded_time() {
     // loaded machine and a debug build.
     assert!(took < Duration::from_secs(20), "took {took:?}");
 }
+
+#[test]
+fn a_file_name_with_escape_bytes_is_shown_escaped() {
+    let home = Home::new();
+    let dir = home.config_dir().join("agents");
+    fs::write(dir.join("x\u{1b}]0;pwned\u{7}.toml"), "name = \"x\"\n").unwrap();
+    let out = home.run(&["agents", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(err.contains("x\\u{1b}]0;pwned\\u{7}.toml"), "{err}");
+}
