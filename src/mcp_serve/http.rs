@@ -69,8 +69,9 @@ pub fn serve(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::general(format!("cannot listen on {listen}: {e}")))?;
-    let server = tiny_http::Server::from_listener(listener, None)
-        .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
+    let server =
+        tiny_http::Server::from_listener_limited(listener, None, crate::serve::most_connections())
+            .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
     let http = Arc::new(Http {
         port: addr.port(),
         token,
