@@ -60,9 +60,10 @@ fn from_file(var: &dyn Fn(&str) -> Option<String>) -> Option<(String, String, Op
         None => std::path::PathBuf::from(var("HOME")?).join(".aws/credentials"),
     };
     let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".into());
-    let mut text = String::new();
-    let file = std::fs::File::open(path).ok()?;
-    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE), &mut text).ok()?;
+    // As axe reads a file it did not write: a FIFO there blocked the run
+    // at its open (design §8.7).
+    let bytes = crate::sandbox::read::bytes(&path, MAX_FILE).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     let keys = profile_keys(&text, &profile);
     let get = |k: &str| {
         keys.iter()
