@@ -3,7 +3,8 @@
 //! `model_reasoning_effort`, `sandbox_mode` and `mcp_servers` become axe's
 //! keys; any other key is named in one warning. `sandbox_mode` chooses the
 //! tools; every command still runs in axe's sandbox, whatever the file
-//! says.
+//! says. `mcp_servers` are refused unless config.toml allows them, and then
+//! a server's command is sandboxed too.
 
 use toml::{Table, Value};
 
