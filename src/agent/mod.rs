@@ -307,7 +307,12 @@ pub fn list(dirs: &AgentDirs) -> Result<(Vec<Found>, Vec<String>), Error> {
             match paths::check_agent_name(&id) {
                 Ok(()) if found.iter().any(|(f, _)| *f == id) => {}
                 Ok(()) => found.push((id, p)),
-                Err(e) => warnings.push(format!("skipping {}/{id}.{ext}: {e}", dir.display())),
+                // A file's name is anyone's (a cloned repository's): its
+                // control characters escaped before they reach a terminal.
+                Err(e) => {
+                    let file = crate::text::one_line(&format!("{}/{id}.{ext}", dir.display()));
+                    warnings.push(format!("skipping {file}: {e}"));
+                }
             }
         }
     }

@@ -59,6 +59,10 @@ pub struct ImportSettings {
     /// `workspace-write`, inside axe's sandbox) rather than refused.
     #[serde(default)]
     pub allow_full_access: bool,
+    /// A Codex file's `[mcp_servers]` are started (a command in axe's
+    /// sandbox) rather than refused.
+    #[serde(default)]
+    pub allow_mcp_servers: bool,
 }
 
 /// The models Claude Code's aliases stand for when config.toml's

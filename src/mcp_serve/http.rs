@@ -69,8 +69,9 @@ pub fn serve(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::general(format!("cannot listen on {listen}: {e}")))?;
-    let server = tiny_http::Server::from_listener(listener, None)
-        .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
+    let server =
+        tiny_http::Server::from_listener_limited(listener, None, crate::serve::most_connections())
+            .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
     let http = Arc::new(Http {
         port: addr.port(),
         token,
@@ -217,6 +218,12 @@ impl Http {
             None => None,
         };
         let route = match (method.as_deref(), id) {
+            // An id without a method (or one not a string) that is no
+            // response: the protocol's invalid request, not a 202 and no
+            // answer.
+            (None, Some(_)) if msg.result.is_none() && msg.error.is_none() => {
+                return self.answer(rq, &body, Route::refused());
+            }
             (Some(m), Some(id)) => match self.route(&rq, m, id, msg.params) {
                 Ok(r) => r,
                 Err((status, reply)) => {
@@ -355,6 +362,9 @@ impl Http {
                 .map(|(k, _)| k.clone())
         {
             sessions.remove(&oldest);
+            // Its calls go with it, as a DELETE's do: nobody can reach
+            // them to cancel them any more.
+            self.shared.cancel_scope(&format!("{oldest}:"));
         }
         sessions.insert(sid.to_string(), (version, n));
     }

@@ -97,8 +97,50 @@ pub struct Meta<'a> {
     pub progress_token: Option<&'a RawValue>,
 }
 
-/// A call's arguments: each as its JSON text.
-pub type Arguments<'a> = BTreeMap<String, &'a RawValue>;
+/// The most keys a call's `arguments` may have: a tool takes `task`,
+/// `context` and its variables. Unbounded, 1.6 million keys in one 16 MiB
+/// line were all kept (193 MB) before the first unknown one was refused.
+pub const MAX_ARGUMENTS: usize = 256;
+
+/// A call's arguments: each as its JSON text, at most [`MAX_ARGUMENTS`]
+/// (one more ends the reading).
+#[derive(Default)]
+pub struct Arguments<'a>(BTreeMap<String, &'a RawValue>);
+
+impl<'a> std::ops::Deref for Arguments<'a> {
+    type Target = BTreeMap<String, &'a RawValue>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Arguments<'a>, D::Error> {
+        struct Keys<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Keys<'a> {
+            type Value = Arguments<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "an object of at most {MAX_ARGUMENTS} keys")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Arguments<'a>, M::Error> {
+                let mut args = BTreeMap::new();
+                let mut n = 0;
+                while let Some(key) = m.next_key::<String>()? {
+                    n += 1;
+                    if n > MAX_ARGUMENTS {
+                        return Err(serde::de::Error::custom("too many keys"));
+                    }
+                    args.insert(key, m.next_value::<&'a RawValue>()?);
+                }
+                Ok(Arguments(args))
+            }
+        }
+        d.deserialize_map(Keys(std::marker::PhantomData))
+    }
+}
 
 /// `raw` read as `T`; None when it is not one (or is absent: `T`'s
 /// default).

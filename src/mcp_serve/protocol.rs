@@ -225,8 +225,11 @@ impl Session {
             return self.out.send(&error(id, -32602, &why));
         };
         let Some(given) = message::params::<Option<Arguments>>(params.arguments) else {
-            let why = "Invalid params: \"arguments\" must be an object";
-            return self.out.send(&error(id, -32602, why));
+            let why = format!(
+                "Invalid params: \"arguments\" must be an object of at most {} keys",
+                message::MAX_ARGUMENTS
+            );
+            return self.out.send(&error(id, -32602, &why));
         };
         let args = match tool.arguments(given.as_ref()) {
             Ok(a) => a,

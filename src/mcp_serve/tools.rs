@@ -141,7 +141,7 @@ impl Tool {
     /// checked against the input schema: the task, the context (empty when
     /// not given) and each variable's value; or what is wrong, in a line.
     pub fn arguments(&self, args: Option<&message::Arguments>) -> Result<Arguments, String> {
-        let empty = message::Arguments::new();
+        let empty = message::Arguments::default();
         let args = args.unwrap_or(&empty);
         let text = |key: &str| match args.get(key) {
             None => Ok(None),

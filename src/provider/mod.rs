@@ -156,6 +156,11 @@ impl ModelRef {
             .or_else(|| Wire::parse(provider))
             .or_else(|| presets::preset(provider).map(|p| p.wire_for(model)))
             .ok_or_else(|| ModelError::Unsupported(provider.to_string()))?;
+        // Bedrock's model is a segment of the URL's path, where `.` and
+        // `..` would name another (design §4.13).
+        if wire == Wire::Bedrock && matches!(model, "." | "..") {
+            return Err(ModelError::Malformed(s.to_string()));
+        }
         Ok(ModelRef {
             wire,
             provider: provider.to_string(),
@@ -182,6 +187,12 @@ pub enum ModelError {
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            ModelError::Malformed(s) if s.ends_with("/.") || s.ends_with("/..") => {
+                write!(
+                    f,
+                    "invalid model {s:?}: a model ID cannot be \".\" or \"..\""
+                )
+            }
             ModelError::Malformed(s) => write!(
                 f,
                 "invalid model {s:?}: expected provider/model, e.g. anthropic/claude-sonnet-4-5"

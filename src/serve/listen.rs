@@ -1,7 +1,8 @@
 //! The listening socket both HTTP servers take (`axe serve`, and `axe mcp
 //! serve --listen`): bound with read and write timeouts every accepted
 //! connection inherits, and a tick that keeps `accept` from waiting out
-//! the read timeout (design §12.1).
+//! the read timeout (design §12.1); the file descriptors it may hold, and
+//! so how many connections it serves at once.
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
@@ -40,6 +41,7 @@ pub(crate) fn tick(
 /// `idle`: Linux gives them to every connection it accepts, so a client
 /// that stalls its request or its answer is let go.
 pub(crate) fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Error> {
+    raise_fd_limit();
     let l = TcpListener::bind(addr)
         .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
     let tv = libc::timeval {
@@ -65,4 +67,48 @@ pub(crate) fn listen(addr: SocketAddr, idle: Duration) -> Result<TcpListener, Er
         }
     }
     Ok(l)
+}
+
+/// File descriptors kept for the rest of axe (agent files, providers,
+/// tools, logs) when the connections are counted.
+const RESERVED_FDS: u64 = 64;
+
+/// The most connections held at once beyond which tiny_http answers 503
+/// (vendor/tiny_http/AXE.md).
+const MOST_CONNECTIONS: u64 = 1024;
+
+/// The soft limit on open files raised to the hard one, as a server that
+/// holds a connection per client needs: many systems start at 1,024.
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a struct on this stack.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// How many connections a server holds at once: each takes two file
+/// descriptors (tiny_http reads and writes through two), from those left
+/// once [`RESERVED_FDS`] are kept; at least 8, at most [`MOST_CONNECTIONS`].
+/// Beyond it a client is answered 503 rather than `accept` failing for
+/// lack of descriptors (design §12.4).
+pub(crate) fn most_connections() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct on this stack.
+    let open = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur,
+        _ => MOST_CONNECTIONS * 2,
+    };
+    let most = (open.saturating_sub(RESERVED_FDS) / 2).clamp(8, MOST_CONNECTIONS);
+    usize::try_from(most).unwrap_or(8)
 }

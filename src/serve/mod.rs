@@ -46,7 +46,7 @@ use crate::error::Error;
 
 pub use agents::AgentFiles;
 pub use auth::token;
-pub(crate) use listen::{listen, tick};
+pub(crate) use listen::{listen, most_connections, tick};
 pub use reply::ApiError;
 
 /// A worker's stack: a run's top-level agent runs on it.
@@ -190,8 +190,9 @@ pub fn serve(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::general(format!("cannot listen on {}: {e}", settings.listen)))?;
-    let server = tiny_http::Server::from_listener(listener, None)
-        .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
+    let server =
+        tiny_http::Server::from_listener_limited(listener, None, crate::serve::most_connections())
+            .map_err(|e| Error::general(format!("cannot listen on {addr}: {e}")))?;
     let max = settings.max_concurrent.max(1);
     let shared = Arc::new(Shared {
         settings,

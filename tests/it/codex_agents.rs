@@ -139,6 +139,8 @@ fn danger_full_access_is_refused_unless_config_allows_it() {
 #[test]
 fn dry_run_shows_the_reasoning_effort_and_mcp_servers_as_axes() {
     let home = Home::new();
+    // An imported file's servers are refused without it (imports_hostile.rs).
+    home.config("[import]\nallow_mcp_servers = true\n");
     codex_agent(
         home.dir.path(),
         "gitty",

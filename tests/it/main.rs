@@ -123,6 +123,7 @@ mod go18_keys;
 mod go_agents;
 mod go_keys;
 mod graph;
+mod imports_hostile;
 mod machine;
 mod mcp;
 mod mcp_serve;

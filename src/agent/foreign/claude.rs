@@ -4,8 +4,10 @@
 //! axe's keys; any other key is named in one warning. axe offers only the
 //! tools a file names: without `tools`, none (Claude Code would offer all).
 
+use std::collections::HashSet;
+
 use toml::{Table, Value};
-use yaml_rust2::parser::{Event, EventReceiver, Parser};
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::TScalarStyle;
 
 use super::{Context, Imported};
@@ -26,15 +28,15 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
     let mut unused = Vec::new();
     let mut tools = None;
     let mut disallowed = Vec::new();
-    let mut seen: Vec<&str> = Vec::new();
+    // A set: a Vec's `contains` made a header of 100,000 keys take 51 s.
+    let mut seen: HashSet<&str> = HashSet::new();
     for (key, value) in &header {
         let Some(key) = key.as_str() else {
             return Err("the YAML header has a key that is not a string".into());
         };
-        if seen.contains(&key) {
+        if !seen.insert(key) {
             return Err(format!("the YAML header has `{key}` twice"));
         }
-        seen.push(key);
         match key {
             "name" => name(&mut out, id, value)?,
             "description" => {
@@ -75,7 +77,7 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
                 .into_iter()
                 .filter(|t| !denied(t, &disallowed))
                 .collect();
-            map_tools(cx, &mut out, &tools);
+            map_tools(cx, &mut out, &tools)?;
         }
         None => out.notes.push(NO_TOOLS.into()),
     }
@@ -139,6 +141,11 @@ enum Open {
     Map(Vec<(Yaml, Yaml)>, Option<Yaml>),
 }
 
+/// How deep lists and mappings may nest in a header: a real one nests two
+/// or three; yaml-rust2's loader recurses once a level, so `- ` 50,000
+/// times overflowed the stack (and so would dropping the tree).
+const MAX_DEPTH: usize = 64;
+
 /// The first document of a YAML text, built from the parser's events in
 /// one pass, without the tree of a full loader. An alias (`*name`) is
 /// refused, not copied: a few lines of them could stand for gigabytes.
@@ -164,7 +171,7 @@ impl Tree {
     }
 }
 
-impl EventReceiver for Tree {
+impl Tree {
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Scalar(text, style, ..) => {
@@ -192,12 +199,26 @@ impl EventReceiver for Tree {
     }
 }
 
-/// The header as a mapping; an empty header is an empty one.
+/// The header as a mapping; an empty header is an empty one. The parser's
+/// events are read here, not through its recursive `load`, so that the
+/// depth is counted before it costs a frame (design §3.17).
 fn header(yaml: &str) -> Result<Vec<(Yaml, Yaml)>, String> {
     let mut tree = Tree::default();
-    Parser::new_from_str(yaml)
-        .load(&mut tree, false)
-        .map_err(|e| format!("the YAML header: {e}"))?;
+    let mut parser = Parser::new_from_str(yaml);
+    loop {
+        let (ev, _) = parser
+            .next_token()
+            .map_err(|e| format!("the YAML header: {e}"))?;
+        if matches!(ev, Event::DocumentEnd | Event::StreamEnd) {
+            break;
+        }
+        tree.on_event(ev);
+        if tree.open.len() > MAX_DEPTH {
+            return Err(format!(
+                "the YAML header nests lists or mappings deeper than {MAX_DEPTH}"
+            ));
+        }
+    }
     if tree.alias {
         return Err("the YAML header: aliases (*name) are not read".into());
     }
@@ -323,7 +344,7 @@ fn denied(tool: &str, disallowed: &[String]) -> bool {
 /// names, else every other Claude Code agent found), `mcp_servers` and
 /// `mcp_tools` (`mcp__server__tool`, a server config.toml names); what axe
 /// does not have is warned of and not offered.
-fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
+fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) -> Result<(), String> {
     let mut builtins: Vec<&str> = Vec::new();
     let mut subs: Vec<String> = Vec::new();
     let (mut servers, mut mcp_tools): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
@@ -337,7 +358,7 @@ fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
             let before = subs.len();
             match args {
                 Some(a) => subs.extend(a.split(',').map(|s| s.trim().to_string())),
-                None => subs.extend(cx.siblings.iter().cloned()),
+                None => subs.extend(cx.siblings()?),
             }
             subs.retain(|s| !s.is_empty());
             if subs.len() == before {
@@ -384,6 +405,7 @@ fn map_tools(cx: &Context, out: &mut Imported, tools: &[String]) {
             missing.join(", ")
         ));
     }
+    Ok(())
 }
 
 /// `mcp__server__tool` as its server and tool.
@@ -432,6 +454,10 @@ mod tests {
         );
         assert_eq!(h[0].1.as_i64(), Some(1));
         assert_eq!(h[1].1.as_i64(), None);
+        let deep = format!("a: {}", "[".repeat(65));
+        assert!(header(&deep).unwrap_err().contains("deeper than 64"));
+        let fine = format!("a: {}x{}", "[".repeat(63), "]".repeat(63));
+        assert!(header(&fine).is_ok());
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! `model_reasoning_effort`, `sandbox_mode` and `mcp_servers` become axe's
 //! keys; any other key is named in one warning. `sandbox_mode` chooses the
 //! tools; every command still runs in axe's sandbox, whatever the file
-//! says.
+//! says. `mcp_servers` are refused unless config.toml allows them, and then
+//! a server's command is sandboxed too.
 
 use toml::{Table, Value};
 
@@ -64,6 +65,7 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
             "sandbox_mode" => sandbox = Some(text()?),
             "mcp_servers" => {
                 let servers = value.as_table().ok_or("`mcp_servers` must be a table")?;
+                refuse_servers(cx, servers)?;
                 mcp_servers(&mut out, &mut unused, servers)?;
             }
             _ => unused.push(key.clone()),
@@ -144,6 +146,66 @@ fn sandbox_mode(cx: &Context, out: &mut Imported, mode: Option<&str>) -> Result<
     Ok(())
 }
 
+/// An imported file's MCP servers are refused unless config.toml's
+/// `[import] allow_mcp_servers` says otherwise: a file that came with a
+/// cloned repository would start its own command, or send its own headers,
+/// when the agent runs (design §3.17).
+fn refuse_servers(cx: &Context, servers: &Table) -> Result<(), String> {
+    let enabled = servers
+        .iter()
+        .find(|(_, s)| s.get("enabled").and_then(Value::as_bool) != Some(false));
+    match enabled {
+        Some((name, _)) if !cx.global.import.allow_mcp_servers => Err(format!(
+            "`mcp_servers.{name}` is refused: an imported file's MCP servers are not \
+             started unless config.toml's `[import] allow_mcp_servers = true` (a command \
+             then runs in axe's sandbox); or declare the server in config.toml"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A value of an imported server's `env` or `http_headers`: as
+/// written, so `${VAR}` (which axe's own files take from the environment)
+/// is refused rather than filled with a secret the file's author chose.
+fn literal<'v>(name: &str, key: &str, value: &'v Value) -> Result<&'v Value, String> {
+    let texts: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        Value::Table(t) => t.values().collect(),
+        other => vec![other],
+    };
+    if texts
+        .iter()
+        .any(|v| v.as_str().is_some_and(|t| t.contains("${")))
+    {
+        return Err(format!(
+            "`mcp_servers.{name}.{key}` has a `${{`: axe does not take variables from \
+             the environment for an imported file"
+        ));
+    }
+    Ok(value)
+}
+
+/// An imported server's `cwd`: beneath the directory axe runs in, which a
+/// sandboxed server may write (its own directory), never `/` or `~`.
+fn beneath<'v>(name: &str, value: &'v Value) -> Result<&'v Value, String> {
+    let dir = value.as_str().unwrap_or_default();
+    let path = std::path::Path::new(dir);
+    let inside = !dir.starts_with('~')
+        && path.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+    if !inside {
+        return Err(format!(
+            "`mcp_servers.{name}.cwd` {dir:?}: an imported server's directory must be \
+             beneath the one axe runs in"
+        ));
+    }
+    Ok(value)
+}
+
 /// `[mcp_servers.<name>]` as axe's `[[mcp_servers]]` tables (their shapes
 /// are alike: `command`, `args`, `env`, `cwd`, or `url`); `enabled_tools` as
 /// `mcp_tools`; a server with `enabled = false` is left out. Keys axe does
@@ -173,11 +235,23 @@ fn mcp_servers(
         t.insert("name".into(), Value::String(name.clone()));
         for (key, value) in server {
             match key.as_str() {
-                "command" | "args" | "env" | "cwd" | "url" => {
+                "command" => {
+                    t.insert(key.clone(), value.clone());
+                    // Never unconfined, whatever the file says (design §3.17).
+                    t.insert("sandbox".into(), Value::Boolean(true));
+                }
+                // `args` go to the command as they are: axe never expands them.
+                "url" | "args" => {
                     t.insert(key.clone(), value.clone());
                 }
+                "env" => {
+                    t.insert(key.clone(), literal(name, key, value)?.clone());
+                }
+                "cwd" => {
+                    t.insert(key.clone(), beneath(name, value)?.clone());
+                }
                 "http_headers" => {
-                    t.insert("headers".into(), value.clone());
+                    t.insert("headers".into(), literal(name, key, value)?.clone());
                 }
                 "tool_timeout_sec" => {
                     let secs = value

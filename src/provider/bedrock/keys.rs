@@ -84,14 +84,12 @@ fn from_file(
         },
     };
     let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".into());
-    let mut text = String::new();
-    let read = std::fs::File::open(&path).and_then(|file| {
-        std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE), &mut text)
-    });
+    // As axe reads a file it did not write: a FIFO there blocked the run
+    // at its open (design §8.7).
     let at = format!("{} (profile \"{profile}\")", path.display());
-    if let Err(e) = read {
-        return Err(format!("{at} could not be read: {e}"));
-    }
+    let bytes = crate::sandbox::read::bytes(&path, MAX_FILE)
+        .map_err(|e| format!("{at} could not be read: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let keys = profile_keys(&text, &profile);
     let get = |k: &str| {
         keys.iter()

@@ -394,3 +394,39 @@ fn missing_keys_name_the_variables_unset_and_the_file_and_profile_read() {
     );
     assert!(stderr(&out).contains(&want), "{}", stderr(&out));
 }
+
+#[test]
+fn a_fifo_as_the_credentials_file_is_no_hang_and_a_dot_is_no_model() {
+    let home = Home::new();
+    agent(&home, "a", "");
+    let fifo = home.dir.path().join("credentials");
+    mkfifo(&fifo);
+    let b = run_within(
+        home.axe()
+            .env("AWS_SHARED_CREDENTIALS_FILE", &fifo)
+            .env("AWS_REGION", "us-east-1")
+            .args(["run", "a", "-p", "hi"]),
+        std::time::Duration::from_secs(20),
+    );
+    assert!(!b.killed, "axe blocked opening a FIFO");
+    assert_eq!(code(&b.output), 3, "{}", stderr(&b.output));
+    assert!(
+        stderr(&b.output).contains("set AWS_ACCESS_KEY_ID"),
+        "{}",
+        stderr(&b.output)
+    );
+    // `.` and `..` would be another segment of Converse's path.
+    let server = FakeServer::json(200, &bedrock_text("hi", 1, 1));
+    for model in [".", ".."] {
+        home.named_agent("dot", &format!("bedrock/{model}"), "");
+        let out = run(&home, &server, &["run", "dot", "-p", "hi"]);
+        // As a model that is not provider/model: exit 1.
+        assert_eq!(code(&out), 1, "{model}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("cannot be \".\" or \"..\""),
+            "{model}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(server.requests().is_empty());
+}

@@ -301,6 +301,9 @@ fn a_body_that_is_not_a_message_or_over_4_mib_is_400_or_413() {
             r#"{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}"#,
             -32600,
         ),
+        // A request whose method is not one: not a notification's 202.
+        (r#"{"jsonrpc": "2.0", "id": 3, "method": 7}"#, -32600),
+        (r#"{"jsonrpc": "2.0", "id": 4}"#, -32600),
     ] {
         let r = post(&server.addr, "/mcp", bad, "");
         assert_eq!(r.status, 400, "{bad}: {}", r.body);

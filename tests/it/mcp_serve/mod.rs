@@ -8,6 +8,7 @@
 //! Host/Origin rules, GET and DELETE, the routing headers; the MCP
 //! Inspector's CLI (`inspector.rs`).
 
+mod evict;
 mod http;
 mod inspector;
 mod raw;

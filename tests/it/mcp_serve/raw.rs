@@ -228,3 +228,49 @@ fn beyond_max_concurrent_a_call_is_told_busy_and_stdins_end_cancels_the_rest() {
     assert!(status.success(), "{status:?}");
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+#[test]
+fn a_call_of_a_million_arguments_is_refused_without_holding_them() {
+    use std::fmt::Write as _;
+    let home = helper_home();
+    let mut call = String::from(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"helper","arguments":{"task":"t""#,
+    );
+    // 1.2 million keys: 14 MB, under the 16 MiB a line may be.
+    for i in 0..1_200_000 {
+        write!(call, r#","k{i}":0"#).unwrap();
+    }
+    call.push_str("}}}");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": "2025-06-18", "capabilities": {},
+         "clientInfo": {"name": "raw", "version": "0"}}});
+    let input = home.dir.path().join("input.jsonl");
+    let lines = [
+        init.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        call,
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let mut cmd = home.axe();
+    cmd.args(["mcp", "serve"])
+        .stdin(std::fs::File::open(&input).unwrap());
+    let (out, peak) = with_peak_rss(&mut cmd);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let answer: Value = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == 2)
+        .expect("an answer to the call");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 256 keys"),
+        "{answer}"
+    );
+    // Every key kept took 193 MB for 1.6 million; the line itself is 14.
+    // (ru_maxrss: KiB)
+    eprintln!("peak RSS: {} MiB", peak >> 10);
+    assert!(peak < 100 << 10, "peak RSS {} MiB", peak >> 10);
+}

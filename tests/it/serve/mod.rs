@@ -14,6 +14,7 @@ mod client_llm;
 mod client_node;
 mod clients;
 mod defaults;
+mod fd_limit;
 mod hostile;
 mod load;
 mod responses;

@@ -102,7 +102,7 @@ use std::io::Error as IoError;
 use std::io::ErrorKind as IoErrorKind;
 use std::io::Result as IoResult;
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -132,6 +132,47 @@ mod util;
 /// answered (AXE.md). Pipelined requests were read as fast as they came,
 /// each kept until answered: without bound behind a slow one.
 const MAX_UNANSWERED: usize = 4;
+
+/// axe: how many connections are served at once unless the server is
+/// built with another number (AXE.md). Each took a thread and two file
+/// descriptors without bound, until `accept` failed and ended the server.
+const MAX_CONNECTIONS: usize = 1024;
+
+/// axe: whether an `accept` error is a passing shortage (file descriptors,
+/// memory, a connection gone before it was taken, a signal) or the
+/// listener's read timeout, after which the listener still works. The
+/// published code took any error as the end of the server.
+fn passing(e: &IoError) -> bool {
+    // EMFILE and ENFILE (the same numbers on Linux and the BSDs), ENOBUFS.
+    const SHORT: [i32; 3] = [24, 23, if cfg!(target_os = "linux") { 105 } else { 55 }];
+    matches!(
+        e.kind(),
+        IoErrorKind::WouldBlock
+            | IoErrorKind::TimedOut
+            | IoErrorKind::Interrupted
+            | IoErrorKind::ConnectionAborted
+            | IoErrorKind::ConnectionReset
+            | IoErrorKind::OutOfMemory
+    ) || e.raw_os_error().is_some_and(|n| SHORT.contains(&n))
+}
+
+/// axe: a connection over the limit is told so and closed, not served.
+fn refuse(mut conn: Connection) {
+    use std::io::Write;
+    let _ = conn.write_all(
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+    );
+    let _ = conn.shutdown(Shutdown::Write);
+}
+
+/// axe: counts a connection while its thread serves it.
+struct Live(Arc<AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
 
 /// The main class of this library.
 ///
@@ -251,6 +292,17 @@ impl Server {
         listener: L,
         ssl_config: Option<SslConfig>,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::from_listener_limited(listener, ssl_config, MAX_CONNECTIONS)
+    }
+
+    /// axe: [`Server::from_listener`] serving at most `most` connections at
+    /// once; one more is answered 503 and closed (AXE.md).
+    pub fn from_listener_limited<L: Into<Listener>>(
+        listener: L,
+        ssl_config: Option<SslConfig>,
+        most: usize,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        let most = most.max(1);
         let listener = listener.into();
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
@@ -298,11 +350,16 @@ impl Server {
             let tasks_pool = util::TaskPool::new();
 
             log::debug!("Running accept thread");
+            let live = Arc::new(AtomicUsize::new(0));
             while !inside_close_trigger.load(Relaxed) {
                 let new_client = match server.accept() {
+                    Ok((sock, _)) if live.load(Relaxed) >= most => {
+                        refuse(sock);
+                        continue;
+                    }
                     Ok((sock, _)) => {
                         use util::RefinedTcpStream;
-                        let (read_closable, write_closable) = match ssl {
+                        let halves = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
                             Some(ref ssl) => {
@@ -319,7 +376,11 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable))
+                        // axe: a socket that cannot be duplicated is
+                        // closed, its error a passing shortage (AXE.md).
+                        halves.map(|(read_closable, write_closable)| {
+                            ClientConnection::new(write_closable, read_closable)
+                        })
                     }
                     Err(e) => Err(e),
                 };
@@ -328,7 +389,11 @@ impl Server {
                     Ok(client) => {
                         let messages = inside_messages.clone();
                         let mut client = Some(client);
+                        live.fetch_add(1, Relaxed);
+                        let held = Live(live.clone());
+                        let mut held = Some(held);
                         tasks_pool.spawn(Box::new(move || {
+                            let _held = held.take();
                             if let Some(client) = client.take() {
                                 // Synchronization is needed for HTTPS requests to avoid a deadlock
                                 if client.secure() {
@@ -364,6 +429,13 @@ impl Server {
                         }));
                     }
 
+                    // axe: a passing shortage waits and tries again; the
+                    // published code ended the server (AXE.md).
+                    Err(e) if passing(&e) => {
+                        if !matches!(e.kind(), IoErrorKind::WouldBlock | IoErrorKind::TimedOut) {
+                            thread::sleep(Duration::from_millis(50));
+                        }
+                    }
                     Err(e) => {
                         log::error!("Error accepting new client: {}", e);
                         inside_messages.push(e.into());

@@ -125,7 +125,7 @@ fn model(w: &mut Writer, model: Option<&str>) -> String {
     };
     if let Some(alias) = ALIASES
         .iter()
-        .find(|a| w.cx.global.alias(a).as_deref() == Some(model))
+        .find(|a| w.global.alias(a).as_deref() == Some(model))
     {
         return (*alias).to_string();
     }

@@ -138,7 +138,7 @@ fn mcp_servers(w: &mut Writer, t: &Table) -> Vec<(String, Table)> {
         .flatten()
     {
         let server = match entry {
-            Value::String(name) => match w.cx.global.mcp_servers.iter().find(|s| s.name == *name) {
+            Value::String(name) => match w.global.mcp_servers.iter().find(|s| s.name == *name) {
                 Some(s) => from_config(s),
                 None => {
                     w.drop(

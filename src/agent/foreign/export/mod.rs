@@ -13,7 +13,7 @@ mod codex;
 
 use toml::{Table, Value};
 
-use super::{Context, global};
+use super::global;
 use crate::agent::source;
 use crate::config::tomlfile;
 use crate::error::Error;
@@ -50,10 +50,7 @@ pub fn export(dirs: &AgentDirs, name: &str, to: Format) -> Result<Exported, Erro
         f => super::read(f, dirs, name, &path, &text)?.table,
     };
     let mut w = Writer {
-        cx: Context {
-            global: global(),
-            siblings: Vec::new(),
-        },
+        global: global(),
         tool: to.tool().unwrap_or("axe"),
         lines: Vec::new(),
     };
@@ -85,7 +82,7 @@ const AXE_ORDER: [&str; 9] = [
 /// What a target's writer shares: config.toml (aliases, MCP servers), the
 /// target tool's name and the lines for stderr.
 struct Writer {
-    cx: Context,
+    global: crate::config::GlobalConfig,
     tool: &'static str,
     lines: Vec<String>,
 }

@@ -90,13 +90,21 @@ pub struct RefinedTcpStream {
 }
 
 impl RefinedTcpStream {
-    pub(crate) fn new<S>(stream: S) -> (RefinedTcpStream, RefinedTcpStream)
+    /// axe: an error when the socket cannot be duplicated (no file
+    /// descriptor left), where the published code panicked in the accept
+    /// thread (AXE.md).
+    pub(crate) fn new<S>(stream: S) -> IoResult<(RefinedTcpStream, RefinedTcpStream)>
     where
         S: Into<Stream>,
     {
         let stream: Stream = stream.into();
 
-        let (read, write) = (stream.clone(), stream);
+        let read = match &stream {
+            Stream::Http(c) => Stream::Http(c.try_clone()?),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => stream.clone(),
+        };
+        let (read, write) = (read, stream);
 
         let read = RefinedTcpStream {
             stream: read,
@@ -110,7 +118,7 @@ impl RefinedTcpStream {
             close_write: true,
         };
 
-        (read, write)
+        Ok((read, write))
     }
 
     /// Returns true if this struct wraps around a secure connection.

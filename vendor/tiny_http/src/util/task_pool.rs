@@ -69,18 +69,22 @@ impl TaskPool {
     pub fn spawn(&self, code: Box<dyn FnMut() + Send>) {
         let mut queue = self.sharing.todo.lock().unwrap();
 
-        if self.sharing.waiting_tasks.load(Ordering::Acquire) == 0 {
-            self.add_thread(Some(code));
-        } else {
-            queue.push_back(code);
-            self.sharing.condvar.notify_one();
+        // axe: the task is queued before a thread is started for it, so a
+        // thread that cannot be started leaves it to the next free one; the
+        // published code handed it to `thread::spawn`, which panicked in
+        // the accept thread (AXE.md).
+        let idle = self.sharing.waiting_tasks.load(Ordering::Acquire);
+        queue.push_back(code);
+        self.sharing.condvar.notify_one();
+        if idle == 0 {
+            self.add_thread(None);
         }
     }
 
     fn add_thread(&self, initial_fn: Option<Box<dyn FnMut() + Send>>) {
         let sharing = self.sharing.clone();
 
-        thread::spawn(move || {
+        let _ = thread::Builder::new().spawn(move || {
             let sharing = sharing;
             let _active_guard = Registration::new(&sharing.active_tasks);
 
