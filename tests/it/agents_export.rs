@@ -227,7 +227,9 @@ max_turns = 3
 #[test]
 fn axe_to_codex_to_axe_keeps_what_the_formats_share() {
     let home = Home::new();
-    home.config(CONFIG);
+    // A Codex file's own servers are read only where config.toml allows
+    // them (an imported file could start any command otherwise).
+    home.config(&format!("{CONFIG}\n[import]\nallow_mcp_servers = true\n"));
     let (a, c) = (project(&home, "a"), project(&home, "c"));
     write(&a, "axe/agents/cx.toml", FOR_CODEX);
     let out = run_in(&home, &a, &["agents", "export", "cx", "--to", "codex"]);
@@ -263,8 +265,16 @@ fn axe_to_codex_to_axe_keeps_what_the_formats_share() {
         after["tools"].as_array().unwrap()[..],
         before["tools"].as_array().unwrap()[..6]
     );
-    // config.toml's server, written out whole in the file.
-    let server: toml::Table = CONFIG.parse().unwrap();
+    // config.toml's server, written out whole in the file, and back as an
+    // imported server: sandboxed, whatever config.toml said.
+    let mut server: toml::Table = CONFIG.parse().unwrap();
+    if let Some(toml::Value::Table(t)) = server
+        .get_mut("mcp_servers")
+        .and_then(|s| s.as_array_mut())
+        .and_then(|a| a.first_mut())
+    {
+        t.insert("sandbox".into(), toml::Value::Boolean(true));
+    }
     assert_eq!(after["mcp_servers"], server["mcp_servers"]);
     assert_eq!(after["agents_md"].as_bool(), Some(true));
     assert!(after.get("sub_agents").is_none() && after.get("budget").is_none());

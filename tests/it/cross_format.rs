@@ -144,6 +144,15 @@ fn codex_files_from_a_public_collection_dry_run() {
         ),
         "{text}"
     );
+    // Its MCP server is refused until config.toml allows imported servers.
+    let refused = home.run(&["run", "browser-debugger", "--dry-run", "-p", "x"]);
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("`mcp_servers.chrome_devtools` is refused"),
+        "{}",
+        stderr(&refused)
+    );
+    home.config("[import]\nallow_mcp_servers = true\n");
     let (text, err) = dry("browser-debugger");
     assert!(
         text.contains("chrome_devtools: streamable-http http://localhost:3000/mcp"),
