@@ -274,7 +274,11 @@ impl GlobalConfig {
             .with_headers(headers);
         provider.price = self.price(name, &m.model);
         if kind == Wire::Bedrock {
-            let keys = bedrock::from_env(self.region(name)).map_err(|var| Error::MissingKey {
+            let keys = bedrock::from_env(self.region(name), &|path, limit| {
+                // As axe reads a file it did not write (design §8.7).
+                read::bytes(path, limit).map_err(|e| e.to_string())
+            })
+            .map_err(|var| Error::MissingKey {
                 provider: name.to_string(),
                 var,
             })?;

@@ -12,8 +12,13 @@ use super::AwsKeys;
 /// The keys from the environment, with `file_region` when no variable
 /// names one; else what to set, as the missing-key error says it: the
 /// variables and the file axe read, and what it found missing in each.
-/// The secrets are registered for redaction.
-pub fn from_env(file_region: Option<&str>) -> Result<AwsKeys, String> {
+/// The secrets are registered for redaction. The shared credentials file
+/// is read by `read` (the caller's reader for files axe did not write, at
+/// most so many bytes: a FIFO there must not block the run, design §8.7).
+pub fn from_env(
+    file_region: Option<&str>,
+    read: &dyn Fn(&std::path::Path, u64) -> Result<Vec<u8>, String>,
+) -> Result<AwsKeys, String> {
     let var = |name: &str| {
         std::env::var(name)
             .ok()
@@ -22,7 +27,7 @@ pub fn from_env(file_region: Option<&str>) -> Result<AwsKeys, String> {
     };
     let keys = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
         (Some(id), Some(secret)) => Ok((id, secret, var("AWS_SESSION_TOKEN"))),
-        (id, secret) => from_file(&var).map_err(|file| {
+        (id, secret) => from_file(&var, read).map_err(|file| {
             let unset: Vec<&str> = [
                 ("AWS_ACCESS_KEY_ID", &id),
                 ("AWS_SECRET_ACCESS_KEY", &secret),
@@ -71,6 +76,7 @@ const MAX_FILE: u64 = 1 << 20;
 /// else what the file (which one, which profile) lacked.
 fn from_file(
     var: &dyn Fn(&str) -> Option<String>,
+    read: &dyn Fn(&std::path::Path, u64) -> Result<Vec<u8>, String>,
 ) -> Result<(String, String, Option<String>), String> {
     let path = match var("AWS_SHARED_CREDENTIALS_FILE") {
         Some(p) => std::path::PathBuf::from(p),
@@ -84,11 +90,8 @@ fn from_file(
         },
     };
     let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".into());
-    // As axe reads a file it did not write: a FIFO there blocked the run
-    // at its open (design §8.7).
     let at = format!("{} (profile \"{profile}\")", path.display());
-    let bytes = crate::sandbox::read::bytes(&path, MAX_FILE)
-        .map_err(|e| format!("{at} could not be read: {e}"))?;
+    let bytes = read(&path, MAX_FILE).map_err(|e| format!("{at} could not be read: {e}"))?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let keys = profile_keys(&text, &profile);
     let get = |k: &str| {
