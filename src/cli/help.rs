@@ -38,8 +38,7 @@ What to print:
 Limits:
   --timeout SECS         seconds for the whole run (default: 120, or the agent file's timeout)
   --max-tokens N         token budget (input plus output) for the tree; exit 4 when spent
-  --max-turns N          request budget for the tree, as --max-tokens
-  --max-cost USD         money budget for the tree (see docs: cost), as --max-tokens
+  --max-turns N          request budget, as --max-tokens; --max-cost USD a money budget (USD)
   --retries N            retries of one failed HTTP request (429, 5xx, refused; default: 2)
   --no-prompt-cache      mark nothing for the provider's prompt cache
 Batch (one JSON line per input):

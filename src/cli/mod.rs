@@ -20,6 +20,7 @@ mod help;
 mod mcp;
 mod mcp_serve;
 mod run;
+mod run_args;
 mod runs;
 mod runs_total;
 mod serve;

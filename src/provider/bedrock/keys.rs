@@ -9,6 +9,9 @@
 
 use super::AwsKeys;
 
+/// How a file axe did not write is read: its path, at most so many bytes.
+pub type ReadFile<'a> = &'a dyn Fn(&std::path::Path, u64) -> Result<Vec<u8>, String>;
+
 /// The keys from the environment, with `file_region` when no variable
 /// names one; else what to set, as the missing-key error says it: the
 /// variables and the file axe read, and what it found missing in each.
@@ -17,7 +20,7 @@ use super::AwsKeys;
 /// most so many bytes: a FIFO there must not block the run, design §8.7).
 pub fn from_env(
     file_region: Option<&str>,
-    read: &dyn Fn(&std::path::Path, u64) -> Result<Vec<u8>, String>,
+    read: ReadFile<'_>,
 ) -> Result<AwsKeys, String> {
     let var = |name: &str| {
         std::env::var(name)
@@ -76,7 +79,7 @@ const MAX_FILE: u64 = 1 << 20;
 /// else what the file (which one, which profile) lacked.
 fn from_file(
     var: &dyn Fn(&str) -> Option<String>,
-    read: &dyn Fn(&std::path::Path, u64) -> Result<Vec<u8>, String>,
+    read: ReadFile<'_>,
 ) -> Result<(String, String, Option<String>), String> {
     let path = match var("AWS_SHARED_CREDENTIALS_FILE") {
         Some(p) => std::path::PathBuf::from(p),
