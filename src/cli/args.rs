@@ -4,8 +4,8 @@
 
 use argh::FromArgs;
 
-pub use crate::deadline::DEFAULT_TIMEOUT_SECS;
 pub(super) use super::run_args::RunCmd;
+pub use crate::deadline::DEFAULT_TIMEOUT_SECS;
 
 #[derive(FromArgs, Debug)]
 /// Run LLM agents defined in TOML files. Agents live in ./axe/agents or

@@ -18,10 +18,7 @@ pub type ReadFile<'a> = &'a dyn Fn(&std::path::Path, u64) -> Result<Vec<u8>, Str
 /// The secrets are registered for redaction. The shared credentials file
 /// is read by `read` (the caller's reader for files axe did not write, at
 /// most so many bytes: a FIFO there must not block the run, design §8.7).
-pub fn from_env(
-    file_region: Option<&str>,
-    read: ReadFile<'_>,
-) -> Result<AwsKeys, String> {
+pub fn from_env(file_region: Option<&str>, read: ReadFile<'_>) -> Result<AwsKeys, String> {
     let var = |name: &str| {
         std::env::var(name)
             .ok()
