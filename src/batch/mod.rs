@@ -84,21 +84,34 @@ impl Batch<'_> {
         schedule::run(jobs, inputs, stop, &|input| self.one(input));
     }
 
-    /// One input, start to line. Every input taken calls `order.done`, with
-    /// a line or without, so that no thread waits on it for ever.
-    fn one(&self, input: Input) {
-        let seq = input.seq;
+    /// Whether `input` runs: not once the output is closed, nor when
+    /// `--resume`'s file has it (either way its place in the order is
+    /// passed); else once its turn in the order has come.
+    fn begin(&self, input: &Input) -> bool {
         let mut write = |l: &str| self.out.write(l);
         if self.out.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            return self.order.done(seq, None, &mut write);
+            self.order.done(input.seq, None, &mut write);
+            return false;
         }
         if self.done.contains(&input.key()) {
             self.counts
                 .resumed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return self.order.done(seq, None, &mut write);
+            self.order.done(input.seq, None, &mut write);
+            return false;
         }
-        self.order.wait_turn(seq);
+        self.order.wait_turn(input.seq);
+        true
+    }
+
+    /// One input, start to line. Every input taken calls `order.done`, with
+    /// a line or without, so that no thread waits on it for ever.
+    fn one(&self, input: Input) {
+        let seq = input.seq;
+        let mut write = |l: &str| self.out.write(l);
+        if !self.begin(&input) {
+            return;
+        }
         let started = Instant::now();
         let ended = match self.gate.admit() {
             Admit::Skip(why) => Ended {
@@ -142,16 +155,9 @@ impl Batch<'_> {
     fn one_seeded(&self, input: Input, seed: Option<Result<Arc<Seed>, String>>, id: &str) {
         let seq = input.seq;
         let mut write = |l: &str| self.out.write(l);
-        if self.out.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            return self.order.done(seq, None, &mut write);
+        if !self.begin(&input) {
+            return;
         }
-        if self.done.contains(&input.key()) {
-            self.counts
-                .resumed
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return self.order.done(seq, None, &mut write);
-        }
-        self.order.wait_turn(seq);
         let started = Instant::now();
         let no_answer = |why: String| {
             let e = Error::general(format!("batch {id}: {why}"));
