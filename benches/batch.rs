@@ -4,7 +4,8 @@
 //! × L, axe's CPU per input, its peak RSS and the TCP connections the server
 //! accepted; then the same 1,000 inputs as 1,000 single `axe run`s through
 //! `xargs -P 32`, side by side. The figures are printed beside their
-//! targets, never checked. `AXE_BENCH_REPEATS=n` sets the repetitions
+//! targets, never checked. Then 100,000 inputs through `--provider-batch`
+//! against a fake OpenAI Batch API (issue 37's figure: axe's memory). `AXE_BENCH_REPEATS=n` sets the repetitions
 //! (default 3; the median is shown), `AXE_BENCH_BIN=PATH` another binary.
 
 #![allow(
@@ -89,6 +90,99 @@ fn main() {
         }));
     }
     report(&batch, &xargs);
+    provider_batch(&home, bin);
+}
+
+/// Inputs of the provider-batch row (issue 37): two parts of OpenAI's
+/// 50,000-request limit.
+const PROVIDER_INPUTS: u64 = 100_000;
+
+/// `--provider-batch` over 100,000 inputs against a fake OpenAI Batch API
+/// whose batches have ended at their first poll: axe's peak RSS (target
+/// <= 64 MiB: nothing of the batch is held but an offset per answer) and
+/// its CPU, which includes each input's run from its answer.
+fn provider_batch(home: &Home, bin: &str) {
+    type Files = std::sync::Mutex<Vec<Vec<(String, String)>>>;
+    let files: std::sync::Arc<Files> = std::sync::Arc::default();
+    let seen = files.clone();
+    let server = FakeServer::route(move |r| {
+        let mut files = seen.lock().unwrap();
+        let tail = |prefix: &str| -> usize {
+            let rest = r.path.trim_start_matches(prefix);
+            rest.split('/').next().unwrap_or("0").parse().unwrap_or(0)
+        };
+        match (r.method.as_str(), r.path.as_str()) {
+            ("POST", "/v1/files") => {
+                let start = r.body.find("\r\n\r\n{").map_or(0, |i| i + 4);
+                let end = r.body[start..]
+                    .find("\r\n--")
+                    .map_or(r.body.len(), |i| i + start);
+                let lines = r.body[start..end]
+                    .lines()
+                    .map(|l| {
+                        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                        let said = v["body"]["messages"][1]["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string();
+                        (v["custom_id"].as_str().unwrap().to_string(), said)
+                    })
+                    .collect();
+                files.push(lines);
+                Reply::Json(200, format!("{{\"id\":\"file-{}\"}}", files.len()))
+            }
+            ("POST", "/v1/batches") => {
+                let k = r.json()["input_file_id"]
+                    .as_str()
+                    .unwrap_or("")
+                    .replace("file-", "");
+                Reply::Json(
+                    200,
+                    format!("{{\"id\":\"batch-{k}\",\"status\":\"validating\"}}"),
+                )
+            }
+            ("GET", p) if p.starts_with("/v1/batches/batch-") => {
+                let k = tail("/v1/batches/batch-");
+                Reply::Json(
+                    200,
+                    format!(
+                        "{{\"id\":\"batch-{k}\",\"status\":\"completed\",\"output_file_id\":\"out-{k}\"}}"
+                    ),
+                )
+            }
+            ("GET", p) if p.starts_with("/v1/files/out-") => {
+                let k = tail("/v1/files/out-");
+                let mut body = String::new();
+                for (id, said) in &files[k - 1] {
+                    let answer = openai_text(&format!("re: {said}"), 20, 5);
+                    body.push_str(&format!(
+                        "{{\"custom_id\":\"{id}\",\"response\":{{\"status_code\":200,\"body\":{answer}}}}}\n"
+                    ));
+                }
+                Reply::Json(200, body)
+            }
+            _ => Reply::Json(404, "{}".into()),
+        }
+    });
+    let inputs: String = (1..=PROVIDER_INPUTS)
+        .map(|i| format!("ticket {i}\n"))
+        .collect();
+    let file = home.dir.path().join("provider-inputs.txt");
+    std::fs::write(&file, &inputs).expect("inputs");
+    let mut c = home.command(bin);
+    c.args(["run", "bot", "--no-log", "--provider-batch", "--each"])
+        .arg(&file);
+    with_server(&mut c, &server);
+    let m = measure::measure(&c, "");
+    let parts = files.lock().unwrap().len();
+    println!(
+        "provider batch, {PROVIDER_INPUTS} inputs in {parts} batches: peak RSS {:.1} MiB (target <= 64 MiB), \
+         CPU {:.2} s in all ({:.0} us per input, its run from its answer included), wall {:.2} s",
+        m.max_rss_kib as f64 / 1024.0,
+        m.cpu.as_secs_f64(),
+        m.cpu.as_secs_f64() * 1e6 / PROVIDER_INPUTS as f64,
+        m.wall.as_secs_f64()
+    );
 }
 
 fn with_server(c: &mut Command, server: &FakeServer) {

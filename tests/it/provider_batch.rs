@@ -450,3 +450,61 @@ fn inputs_over_a_batchs_limit_go_in_parts_each_a_batch_of_its_own() {
         [5, 2, 2, 1]
     );
 }
+
+#[test]
+fn ctrl_c_while_a_batch_runs_keeps_it_for_resume_which_uploads_nothing_again() {
+    let p = P::OpenAi;
+    let ended = Arc::new(AtomicBool::new(false));
+    let (server, _) = openai_batches_until(ended.clone());
+    let home = Home::new();
+    home.named_agent("bot", p.model(), "");
+    std::fs::write(home.dir.path().join("in.txt"), "alpha\ngamma\n").unwrap();
+    let args = [
+        "run",
+        "bot",
+        "--each",
+        "in.txt",
+        "--provider-batch",
+        "--resume",
+        "out.jsonl",
+    ];
+    let child = home
+        .axe_on(&[(p, &server)])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Waiting: the batch has been polled once.
+    let until = std::time::Instant::now() + HUNG;
+    while !server.requests().iter().any(|r| r.method == "GET") {
+        assert!(std::time::Instant::now() < until, "no poll");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    signal(&child, libc::SIGINT);
+    let first = child.wait_with_output().unwrap();
+    assert_eq!(code(&first), 130, "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("--resume out.jsonl"),
+        "{}",
+        stderr(&first)
+    );
+    let kept = home.dir.path().join("out.jsonl.batch");
+    assert!(std::fs::read_to_string(&kept).unwrap().contains("batch_1"));
+
+    ended.store(true, Ordering::SeqCst);
+    let again = home.run_bounded(&[(p, &server)], &args, HUNG);
+    assert_eq!(code(&again.output), 0, "{}", stderr(&again.output));
+    let text = std::fs::read_to_string(home.dir.path().join("out.jsonl")).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let uploads = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    assert_eq!(
+        uploads, 2,
+        "one file and one batch, from the first run only"
+    );
+    assert!(!kept.exists());
+}
