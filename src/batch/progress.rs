@@ -30,6 +30,9 @@ pub struct Counts {
     pub unpriced: std::sync::atomic::AtomicBool,
     /// The worst exit code of an input that did not succeed.
     pub worst: std::sync::atomic::AtomicU8,
+    /// A provider's batch (`--provider-batch`, design §11.8), as the
+    /// provider counts it while axe waits: succeeded, failed, of total.
+    pub provider: std::sync::Mutex<Option<(u64, u64, u64)>>,
 }
 
 /// The view, drawn while it lives.
@@ -97,6 +100,16 @@ pub fn line(counts: &Counts, total: Option<u64>, took: Duration) -> String {
         n(&counts.skipped),
         n(&counts.tokens)
     ));
+    let provider = *counts
+        .provider
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((ok, failed, of)) = provider.filter(|_| done == 0) {
+        s.push_str(&format!(
+            ", at the provider {}/{of} answered ({failed} failed)",
+            ok + failed
+        ));
+    }
     let cost = counts.cost();
     if cost.pico > 0 || cost.unpriced {
         s.push_str(&format!(", cost {}", cost.column()));
@@ -126,5 +139,16 @@ mod tests {
             "axe: 4/10 done, 1 failed, 1 skipped, 3.0/s, 15 tokens, 2s left"
         );
         assert_eq!(c.worst.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn a_provider_batch_shows_the_providers_counts_while_it_waits() {
+        let c = Counts::default();
+        *c.provider.lock().unwrap() = Some((118, 2, 1000));
+        assert_eq!(
+            line(&c, Some(1000), Duration::from_secs(60)),
+            "axe: 0/1000 done, 0 failed, 0 skipped, 0.0/s, 0 tokens, \
+             at the provider 120/1000 answered (2 failed)"
+        );
     }
 }

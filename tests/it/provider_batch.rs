@@ -508,3 +508,29 @@ fn ctrl_c_while_a_batch_runs_keeps_it_for_resume_which_uploads_nothing_again() {
     );
     assert!(!kept.exists());
 }
+
+#[test]
+fn the_progress_view_shows_the_providers_counts_while_the_batch_runs() {
+    let p = P::OpenAi;
+    // In progress at its first poll, ended at the next, a second later.
+    let (server, _) = openai_batches();
+    let home = Home::new();
+    home.named_agent("bot", p.model(), "");
+    std::fs::write(home.dir.path().join("in.txt"), "alpha\ngamma\n").unwrap();
+    let args = [
+        "run",
+        "bot",
+        "--each",
+        "in.txt",
+        "--provider-batch",
+        "--resume",
+        "out.jsonl",
+    ];
+    let Some(screen) = crate::progress::under_pty(&home, &server, &args, &[]) else {
+        return;
+    };
+    assert!(
+        screen.contains("at the provider 3/3 answered (1 failed)"),
+        "{screen:?}"
+    );
+}

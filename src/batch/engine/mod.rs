@@ -255,9 +255,23 @@ fn wait_all(
                     }
                 }
                 Polled::Failed(why) => ended[i] = Some(Ended::Failed(format!("batch {id}: {why}"))),
-                done @ Polled::Ended { .. } => ended[i] = Some(Ended::Done(done)),
+                done @ Polled::Ended { .. } => {
+                    if let Polled::Ended { counts, .. } = &done {
+                        last[i] = Some(*counts);
+                    }
+                    ended[i] = Some(Ended::Done(done));
+                }
             }
         }
+        // The progress view's figure: every part's counts summed.
+        let sum = last.iter().flatten().fold((0, 0, 0), |(s, f, t), c| {
+            (s + c.succeeded, f + c.failed, t + c.total)
+        });
+        *batch
+            .counts
+            .provider
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sum);
         if ended.iter().all(Option::is_some) {
             break;
         }
