@@ -232,19 +232,15 @@ fn batch_wait(cmd: &RunCmd) -> Result<std::time::Duration, Error> {
     let Some(text) = &cmd.batch_wait else {
         return Ok(std::time::Duration::from_secs(24 * 3600));
     };
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => text.split_at(i),
-        None => (text.as_str(), "s"),
+    // As `axe runs --since` reads its duration; a bare number is seconds.
+    let bare = text.bytes().all(|b| b.is_ascii_digit());
+    let spelled = if bare {
+        format!("{text}s")
+    } else {
+        text.clone()
     };
-    let scale = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => 0,
-    };
-    match number.parse::<u64>() {
-        Ok(n) if n > 0 && scale > 0 => Ok(std::time::Duration::from_secs(n.saturating_mul(scale))),
+    match humantime::parse_duration(spelled.trim()) {
+        Ok(d) if !d.is_zero() => Ok(d),
         _ => Err(Error::general(format!(
             "--batch-wait {text}: give a number of seconds, or with m, h or d (e.g. 90m, 24h)"
         ))),

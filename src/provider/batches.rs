@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::client::client;
-use super::wire::join_v1;
+use super::wire::{join_v1, path_segment};
 use super::{Provider, Response, Wire};
 use crate::text::redact;
 
@@ -133,8 +133,8 @@ impl Provider {
     /// What batch `id` is doing.
     pub fn batch_poll(&self, id: &str) -> Result<Polled, String> {
         let path = match self.wire {
-            Wire::Anthropic => format!("messages/batches/{}", escape(id)),
-            _ => format!("batches/{}", escape(id)),
+            Wire::Anthropic => format!("messages/batches/{}", path_segment(id)),
+            _ => format!("batches/{}", path_segment(id)),
         };
         let answer = self.call_json("GET", &join_v1(&self.base_url, &path), Upload::None)?;
         Ok(match self.wire {
@@ -148,7 +148,10 @@ impl Provider {
     pub fn batch_results(&self, at: &str, into: &mut std::fs::File) -> Result<u64, String> {
         let url = match self.wire {
             Wire::Anthropic => at.to_string(),
-            _ => join_v1(&self.base_url, &format!("files/{}/content", escape(at))),
+            _ => join_v1(
+                &self.base_url,
+                &format!("files/{}/content", path_segment(at)),
+            ),
         };
         let mut resp = self.call("GET", &url, Upload::None)?;
         let mut body = resp
@@ -340,20 +343,6 @@ impl Read for AnthropicBody {
         self.at += n;
         Ok(n)
     }
-}
-
-/// An id as one path segment: what is not a letter, digit, `-` or `_`
-/// escaped, so a server's id never adds a segment.
-fn escape(id: &str) -> String {
-    let mut out = String::new();
-    for b in id.bytes() {
-        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn text_field(v: &Value, key: &str) -> Result<String, String> {

@@ -96,6 +96,21 @@ pub(crate) fn count(v: &Value) -> u64 {
     }
 }
 
+/// Text as one path segment of a URL: every byte but the unreserved ones
+/// percent-encoded (a Bedrock model ID's `:` as `%3A`, as AWS's SDKs send
+/// it; a provider's batch or file id), so it never adds a segment.
+pub(crate) fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// The `authorization: Bearer` header of an OpenAI-style wire, when there
 /// is a key.
 pub(crate) fn bearer(key: Option<&str>) -> Vec<(&'static str, String)> {

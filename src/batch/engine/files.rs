@@ -18,7 +18,8 @@ use crate::run::Seed;
 
 /// One part of the requests: one batch at the provider.
 pub struct Part {
-    out: BufWriter<File>,
+    /// None when the requests are counted, not written.
+    out: Option<BufWriter<File>>,
     pub len: u64,
     pub count: u64,
     /// The `seq` of its first input: parts hold inputs in order.
@@ -52,13 +53,12 @@ impl Parts {
             p.count >= self.limits.0 || (p.count > 0 && p.len + size > self.limits.1)
         });
         if full {
-            let file = if self.write {
-                tempfile()?
-            } else {
-                tempfile_or_none()?
+            let out = match self.write {
+                true => Some(BufWriter::with_capacity(64 * 1024, tempfile()?)),
+                false => None,
             };
             self.parts.push(Part {
-                out: BufWriter::with_capacity(64 * 1024, file),
+                out,
                 len: 0,
                 count: 0,
                 first: seq,
@@ -67,10 +67,9 @@ impl Parts {
         let Some(part) = self.parts.last_mut() else {
             return Ok(());
         };
-        if self.write {
-            part.out
-                .write_all(line)
-                .and_then(|()| part.out.write_all(b"\n"))
+        if let Some(out) = &mut part.out {
+            out.write_all(line)
+                .and_then(|()| out.write_all(b"\n"))
                 .map_err(|e| Error::general(format!("cannot write the batch's requests: {e}")))?;
         }
         part.len += size;
@@ -84,7 +83,8 @@ impl Parts {
             |e: std::io::Error| Error::general(format!("cannot write the batch's requests: {e}"));
         let mut done = Vec::new();
         for part in self.parts {
-            let mut file = part.out.into_inner().map_err(|e| cannot(e.into_error()))?;
+            let Some(out) = part.out else { continue };
+            let mut file = out.into_inner().map_err(|e| cannot(e.into_error()))?;
             file.seek(SeekFrom::Start(0)).map_err(cannot)?;
             done.push((file, part.len));
         }
@@ -169,14 +169,6 @@ pub fn read_answer(provider: &Provider, results: &File, at: u64) -> Result<Arc<S
     }
     let item = provider.batch_item(&String::from_utf8_lossy(&line))?;
     item.answer.map(|r| Arc::new(Seed::new(r)))
-}
-
-/// A part that is counted, not written: `/dev/null`.
-fn tempfile_or_none() -> Result<File, Error> {
-    File::options()
-        .write(true)
-        .open("/dev/null")
-        .map_err(|e| Error::general(format!("cannot open /dev/null: {e}")))
 }
 
 /// An unnamed file in the temporary directory, gone when closed; where

@@ -17,7 +17,7 @@ use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json, count,
-    input_schema, invalid_json_detail, number,
+    input_schema, invalid_json_detail, number, path_segment,
 };
 pub use keys::{base_url, from_env, region, register_env_secrets};
 pub use sigv4::AwsKeys;
@@ -78,21 +78,6 @@ impl Format for Converse {
     fn assembly(&self) -> Box<dyn Assembly> {
         Box::new(stream::Stream::default())
     }
-}
-
-/// A model ID as one path segment: every byte but the unreserved ones
-/// percent-encoded (`anthropic.claude-sonnet-4-5-20250929-v1:0`'s `:` as
-/// `%3A`, as AWS's SDKs send it).
-fn path_segment(model: &str) -> String {
-    let mut out = String::with_capacity(model.len());
-    for b in model.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The Converse request body for `req`.
