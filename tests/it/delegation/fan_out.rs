@@ -267,7 +267,9 @@ fn run_helpers_give_back_their_stack_once_their_calls_are_answered() {
     home.named_agent("w", "openai/gpt-4o", "");
     let pid = Arc::new(AtomicU32::new(0));
     let seen = Arc::new(std::sync::Mutex::new(None));
-    let (p, s) = (pid.clone(), seen.clone());
+    // Every call held until all are in flight: N helpers, not fewer reused.
+    let gate = Arc::new(Gate::new(N));
+    let (p, s, g) = (pid.clone(), seen.clone(), gate.clone());
     let server = FakeServer::route(
         move |req| match (req.who().as_str(), req.has_tool_results()) {
             ("lead", false) => {
@@ -284,7 +286,7 @@ fn run_helpers_give_back_their_stack_once_their_calls_are_answered() {
                 *s.lock().unwrap() = Some(settled_stack_kib(&p));
                 Reply::Json(200, openai_text("done", 1, 1))
             }
-            _ => Reply::Json(200, openai_text("ok", 1, 1)),
+            (name, _) => gated_answer(&g, name, || openai_text("ok", 1, 1)),
         },
     );
     let child = home
@@ -298,6 +300,7 @@ fn run_helpers_give_back_their_stack_once_their_calls_are_answered() {
     pid.store(child.id(), Ordering::SeqCst);
     let out = child.wait_with_output().unwrap();
     assert_ok(&out);
+    assert!(!gate.timed_out.load(Ordering::SeqCst));
     let (stacks, most) = seen
         .lock()
         .unwrap()
@@ -313,23 +316,34 @@ fn run_helpers_give_back_their_stack_once_their_calls_are_answered() {
 /// The most a parked helper's stack may hold resident: its top pages.
 const PARKED_STACK_KIB: u64 = 24;
 
-/// The thread stacks of process `pid` (anonymous mappings of about 2 MiB,
-/// std's size) and the most KiB any holds resident, once that is at most
-/// [`PARKED_STACK_KIB`] or 10 s have passed (a helper gives its stack back
-/// after its fan-out has its answer).
+/// The thread stacks of process `pid` and the most KiB any holds
+/// resident, once that is at most [`PARKED_STACK_KIB`] or 10 s have passed
+/// (a helper gives its stack back after its fan-out has its answer).
+///
+/// A thread stack is told by its shape, not its size alone: an anonymous
+/// read-write mapping of about 2 MiB (std's size) right above a one-page
+/// guard. A malloc arena's heap can also be about 2 MiB at some moment,
+/// but its inaccessible part lies above it, not a page below.
 fn settled_stack_kib(pid: &std::sync::atomic::AtomicU32) -> (usize, u64) {
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         let pid = pid.load(std::sync::atomic::Ordering::SeqCst);
         let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
         let (mut stacks, mut most, mut in_stack) = (0, 0, false);
+        // The end of the mapping before, and whether it was a guard page.
+        let mut guard_ends_at = None;
         for line in smaps.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
             if let Some((a, b)) = fields[0].split_once('-')
                 && let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16))
             {
-                in_stack = fields.len() == 5 && (2040..=2100).contains(&((b - a) / 1024));
+                let kib = (b - a) / 1024;
+                in_stack = fields.len() == 5
+                    && fields[1].starts_with("rw")
+                    && guard_ends_at == Some(a)
+                    && (2040..=2100).contains(&kib);
                 stacks += usize::from(in_stack);
+                guard_ends_at = (fields[1] == "---p" && kib <= 64).then_some(b);
             } else if in_stack && fields[0] == "Rss:" {
                 most = most.max(fields[1].parse().unwrap_or(u64::MAX));
             }
