@@ -106,6 +106,10 @@ pub enum Message {
     Assistant {
         content: String,
         tool_calls: Vec<ToolCall>,
+        /// The wire's own reasoning items of this turn, exactly as they
+        /// came ([`Response::reasoning`]), sent back unchanged on the same
+        /// wire; empty where the wire has none or keeps none.
+        reasoning: Vec<Value>,
     },
     /// The results of the previous assistant message's calls, in call
     /// order (sent as one `user` message by Anthropic, one message per
@@ -144,6 +148,29 @@ pub struct Request {
     pub prompt_cache: bool,
     /// Whether the answer is asked for as a stream of events (design §4.11).
     pub stream: bool,
+    /// How hard the model is asked to think, in each wire's own form; None
+    /// sends nothing and leaves the model's default.
+    pub reasoning: Option<Reasoning>,
+}
+
+/// What a request asks of a model's reasoning (`[params]`'s
+/// `reasoning_effort` and `thinking_budget`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reasoning {
+    /// The effort, for the wires that take one (OpenAI's `reasoning_effort`).
+    pub effort: Option<Effort>,
+    /// The tokens the model may think in, for the wires that take a budget
+    /// (Anthropic's `thinking.budget_tokens`).
+    pub budget_tokens: Option<u32>,
+}
+
+/// A reasoning effort, as the OpenAI wires name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
 }
 
 /// Whether a request lets the model call its tools.
@@ -210,6 +237,15 @@ pub struct Response {
     /// For a streamed answer: the time from sending the request to its
     /// first content or tool-call delta (design §4.11).
     pub first_token: Option<std::time::Duration>,
+    /// Of `output_tokens`, those the model spent reasoning.
+    pub reasoning_tokens: u64,
+    /// The reasoning items to send back with this turn (Anthropic's
+    /// `thinking` blocks with their signatures, the Responses API's
+    /// `reasoning` items), exactly as they came.
+    pub reasoning: Vec<Value>,
+    /// The model's reasoning as text, where the wire shows it: for
+    /// `--verbose` and the trace's bodies, never the answer.
+    pub thinking: String,
 }
 
 /// Why an answer ended before the model finished it.

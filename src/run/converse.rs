@@ -418,6 +418,7 @@ impl Conversation<'_> {
         self.req.messages.push(Message::Assistant {
             content: response.content,
             tool_calls: calls,
+            reasoning: response.reasoning,
         });
         self.req.messages.push(Message::ToolResults(results));
     }

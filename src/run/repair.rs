@@ -87,6 +87,7 @@ fn send_back(
     req.messages.push(Message::Assistant {
         content: answer,
         tool_calls: Vec::new(),
+        reasoning: Vec::new(),
     });
     req.messages
         .push(Message::user(shape.repair_message(problems)));

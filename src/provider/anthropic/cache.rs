@@ -133,6 +133,7 @@ mod tests {
             messages.push(Message::Assistant {
                 content: String::new(),
                 tool_calls: vec![call(&id)],
+                reasoning: Vec::new(),
             });
             messages.push(results(&id));
         }

@@ -148,10 +148,12 @@ fn message(m: &Message) -> Value {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             let mut blocks = Vec::new();
             // The API refuses text blocks without non-whitespace text, and

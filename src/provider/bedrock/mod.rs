@@ -126,6 +126,7 @@ fn message(m: &Message) -> Value {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             let mut blocks = Vec::new();
             // Blank text blocks are refused beside a tool call.

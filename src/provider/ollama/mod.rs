@@ -98,6 +98,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => out.push(assistant_message(
             content,
             tool_calls,
@@ -179,6 +180,6 @@ pub fn parse(body: &str) -> Result<Response, String> {
         retries: 0,
         declined: None,
         paused: None,
-        first_token: None,
+        ..Response::default()
     })
 }

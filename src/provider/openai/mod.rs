@@ -172,6 +172,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => out.push(assistant_message(content, tool_calls, |c| {
             match &c.foreign {
                 Some(call) => call.clone(),
@@ -265,7 +266,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             .map(|r| format!("the model refused to answer: {r}")),
         cut,
         paused: None,
-        first_token: None,
+        ..Response::default()
     })
 }
 

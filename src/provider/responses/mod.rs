@@ -123,6 +123,7 @@ fn push_items(out: &mut Vec<Value>, m: &Message) {
         Message::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             if !content.is_empty() || tool_calls.is_empty() {
                 out.push(json!({"role": "assistant", "content": content}));

@@ -201,6 +201,7 @@ fn tool_history(assistant_text: &str) -> Request {
                         &[("agent", "reviewer"), ("task", "review the diff")],
                     ),
                 ],
+                reasoning: vec![],
             },
             Message::ToolResults(vec![
                 ToolResult {

@@ -40,6 +40,7 @@ fn ollama_sends_model_and_messages_in_order() {
             Message::Assistant {
                 content: "first answer".into(),
                 tool_calls: vec![],
+                reasoning: vec![],
             },
             Message::user("second question"),
         ],

@@ -35,6 +35,7 @@ fn openai_sends_model_and_messages_in_order() {
             Message::Assistant {
                 content: "first answer".into(),
                 tool_calls: vec![],
+                reasoning: vec![],
             },
             Message::user("second question"),
         ],

@@ -60,6 +60,7 @@ fn types_message_carries_tool_calls() {
     let m = Message::Assistant {
         content: String::new(),
         tool_calls: vec![call("toolu_1", "call_agent", &[("agent", "reviewer")])],
+        reasoning: vec![],
     };
     let Message::Assistant { tool_calls, .. } = &m else {
         panic!("{m:?}");
