@@ -33,11 +33,14 @@ pub enum Polled {
     /// Still working: requests done and failed so far, of `total`.
     Running(Counts),
     /// Ended: its results are at `results` (an output file's id, or a URL),
-    /// its failures maybe in a second file (`errors`, OpenAI's).
+    /// its failures maybe in a second file (`errors`, OpenAI's). `early`
+    /// says why when it ended before running every request (`expired`,
+    /// `cancelled`): the requests not run have no line in its files.
     Ended {
         counts: Counts,
         results: Option<String>,
         errors: Option<String>,
+        early: Option<&'static str>,
     },
     /// Failed, expired or cancelled as a whole: why.
     Failed(String),
@@ -370,12 +373,14 @@ fn openai_polled(v: &Value) -> Polled {
             counts,
             results: file("output_file_id"),
             errors: file("error_file_id"),
+            early: None,
         },
         // An expired batch's finished requests are in its files still.
-        "expired" | "cancelled" if file("output_file_id").is_some() => Polled::Ended {
+        s @ ("expired" | "cancelled") if file("output_file_id").is_some() => Polled::Ended {
             counts,
             results: file("output_file_id"),
             errors: file("error_file_id"),
+            early: Some(if s == "expired" { "expired" } else { "was cancelled" }),
         },
         s @ ("failed" | "expired" | "cancelled") => {
             let why = v["errors"]["data"][0]["message"].as_str().unwrap_or(s);
@@ -400,6 +405,8 @@ fn anthropic_polled(v: &Value) -> Polled {
             counts,
             results: v["results_url"].as_str().map(str::to_string),
             errors: None,
+            // Each request not run has a line of its own (`expired`).
+            early: None,
         },
         _ => Polled::Running(counts),
     }
@@ -431,6 +438,7 @@ fn anthropic_answer(r: &Value) -> Result<Value, String> {
             .as_str()
             .unwrap_or("errored")
             .to_string()),
+        "expired" => Err("the batch expired before this input ran".to_string()),
         other => Err(format!("the request was {other}")),
     }
 }

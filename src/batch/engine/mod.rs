@@ -176,6 +176,9 @@ impl Ended {
     /// Why an input of this batch has no answer.
     fn why(&self) -> Option<Result<Arc<Seed>, String>> {
         Some(Err(match self {
+            Ended::Done(Polled::Ended {
+                early: Some(how), ..
+            }) => format!("the batch {how} before this input ran"),
             Ended::Done(_) => "no answer for this input".to_string(),
             Ended::Failed(why) => why.clone(),
             Ended::Waiting => "it had not ended when --batch-wait passed; run the same command \
