@@ -273,6 +273,7 @@ impl GlobalConfig {
             .named(name)
             .with_headers(headers);
         provider.price = self.price(name, &m.model);
+        provider.reports_cost = presets::reports_cost(name);
         if kind == Wire::Bedrock {
             let keys = bedrock::from_env(self.region(name), &|path, limit| {
                 // As axe reads a file it did not write (design §8.7).

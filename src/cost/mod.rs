@@ -233,6 +233,24 @@ impl Cost {
         }
     }
 
+    /// What a provider said a response cost, in USD; unpriced when that is
+    /// not an amount (negative, not finite, a million or more).
+    pub fn reported(usd: f64) -> Cost {
+        match usd {
+            0.0 => Cost::default(),
+            _ => pico(usd).map_or(
+                Cost {
+                    pico: 0,
+                    unpriced: true,
+                },
+                |pico| Cost {
+                    pico,
+                    unpriced: false,
+                },
+            ),
+        }
+    }
+
     /// This cost at `price`'s batch discount: what a provider's batch
     /// engine bills for the same tokens (design §11.8).
     #[must_use]

@@ -380,7 +380,11 @@ fn openai_polled(v: &Value) -> Polled {
             counts,
             results: file("output_file_id"),
             errors: file("error_file_id"),
-            early: Some(if s == "expired" { "expired" } else { "was cancelled" }),
+            early: Some(if s == "expired" {
+                "expired"
+            } else {
+                "was cancelled"
+            }),
         },
         s @ ("failed" | "expired" | "cancelled") => {
             let why = v["errors"]["data"][0]["message"].as_str().unwrap_or(s);

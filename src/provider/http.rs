@@ -53,6 +53,9 @@ pub struct Provider {
     /// The model's price, which its responses' cost is reckoned at (none:
     /// no cost, design §7.8).
     pub price: Option<crate::cost::Price>,
+    /// Its responses say what they cost ([`Response::cost_usd`]): with no
+    /// price, that is their cost.
+    pub reports_cost: bool,
 }
 
 impl fmt::Debug for Provider {
@@ -116,6 +119,7 @@ impl Provider {
             idle: DEFAULT_IDLE,
             cancel: None,
             price: None,
+            reports_cost: false,
         }
     }
 

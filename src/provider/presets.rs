@@ -125,6 +125,14 @@ impl Preset {
     }
 }
 
+/// Whether the provider `name` says what each response cost, in USD, in
+/// its usage (OpenRouter's `usage.cost`, in every response since it made
+/// usage accounting automatic): its cost is then the bill itself, where no
+/// price table could be, since its routes' prices differ (design §7.8).
+pub fn reports_cost(name: &str) -> bool {
+    name == "openrouter"
+}
+
 /// The preset named `name`.
 pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)

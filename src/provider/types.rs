@@ -237,6 +237,9 @@ pub struct Response {
     /// For a streamed answer: the time from sending the request to its
     /// first content or tool-call delta (design §4.11).
     pub first_token: Option<std::time::Duration>,
+    /// What the provider said this response cost, in USD (OpenRouter's
+    /// `usage.cost`); none where the wire does not say.
+    pub cost_usd: Option<f64>,
     /// Of `output_tokens`, those the model spent reasoning.
     pub reasoning_tokens: u64,
     /// The reasoning items to send back with this turn (Anthropic's

@@ -233,7 +233,10 @@ impl Conversation<'_> {
     fn received(&self, turn: u32, sent: Instant, response: &Response, batch: bool) -> Cost {
         let (ctx, req) = (self.ctx, &self.req);
         let price = self.provider.price.as_ref();
-        let mut cost = Cost::of(price, &billed(response));
+        let mut cost = match (price, response.cost_usd) {
+            (None, Some(usd)) if self.provider.reports_cost => Cost::reported(usd),
+            _ => Cost::of(price, &billed(response)),
+        };
         if batch {
             cost = cost.at_batch_price(price);
         }

@@ -203,7 +203,8 @@ pub fn run_agent(
 /// every waiting sub-agent's thread holds (design §3.15).
 #[inline(never)]
 fn priced_under_budget(provider: &Provider, model: &str, ctx: &Ctx) -> Result<(), Error> {
-    if provider.price.is_some() || !ctx.budgets.iter().any(|b| b.max_cost.is_some()) {
+    let priced = provider.price.is_some() || provider.reports_cost;
+    if priced || !ctx.budgets.iter().any(|b| b.max_cost.is_some()) {
         return Ok(());
     }
     let name = &provider.name;
@@ -255,7 +256,7 @@ fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
 /// model (design §7.8).
 #[inline(never)]
 fn note_unpriced(ctx: &Ctx, provider: &Provider, model: &str) {
-    if !ctx.verbose.enabled || provider.price.is_some() {
+    if !ctx.verbose.enabled || provider.price.is_some() || provider.reports_cost {
         return;
     }
     let key = format!("{}/{model}", provider.name);

@@ -305,3 +305,48 @@ fn max_cost_bounds_a_whole_batch_and_its_lines_and_summary_say_the_cost() {
         "{last}"
     );
 }
+
+/// `body` with `usage.cost` set to `usd`, as OpenRouter answers.
+fn costing(body: &str, usd: f64) -> String {
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    v["usage"]["cost"] = usd.into();
+    v.to_string()
+}
+
+#[test]
+fn openrouters_own_cost_in_each_response_is_the_cost_and_keeps_a_money_budget() {
+    let home = Home::new();
+    let model = "openrouter/meta-llama/llama-3.3-70b-instruct";
+    home.named_agent("lead", model, "sub_agents = [\"leaf\"]\n");
+    home.named_agent("leaf", model, "");
+    let server = FakeServer::route(|r| match (r.who().as_str(), r.has_tool_results()) {
+        ("lead", false) => {
+            let call = [("c1", "call_agent", delegate("leaf", "go"))];
+            Reply::Json(200, costing(&openai_tool_calls(&call, 10, 5), 0.0125))
+        }
+        ("lead", true) => Reply::Json(200, costing(&openai_text("done", 20, 5), 0.0025)),
+        _ => Reply::Json(200, costing(&openai_text("leaf says hi", 8, 4), 0.001)),
+    });
+    let run = |args: &[&str]| {
+        home.axe()
+            .env("AXE_OPENROUTER_BASE_URL", &server.url)
+            .env("OPENROUTER_API_KEY", "sk-or-test-0123456789abcdef")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["run", "lead", "--json"]);
+    let v = json_of(&out);
+    assert!(close(&v["cost_usd"], 0.015), "{v}");
+    assert!(close(&v["total_cost_usd"], 0.016), "{v}");
+    // A money budget is kept with no price table: the lead's first
+    // response spends $0.0125 of $0.01, and nothing more is sent.
+    let before = server.requests().len();
+    let out = run(&["run", "lead", "--max-cost", "0.01"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "axe: cost budget exceeded (spent $0.0125 of $0.01)\n"
+    );
+    assert_eq!(server.requests().len(), before + 1);
+}

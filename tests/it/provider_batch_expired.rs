@@ -185,6 +185,9 @@ fn an_expired_anthropic_batch_fails_each_request_it_did_not_run() {
     assert_eq!(got[0]["content"], "echo: one");
     assert_eq!(got[1]["ok"], false);
     let two = got[1]["error"].as_str().unwrap();
-    assert!(two.contains("the batch expired before this input ran"), "{two}");
+    assert!(
+        two.contains("the batch expired before this input ran"),
+        "{two}"
+    );
     assert_eq!(code(&b.output), 1, "{}", stderr(&b.output));
 }

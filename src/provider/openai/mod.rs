@@ -266,6 +266,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
             .map(|r| format!("the model refused to answer: {r}")),
         cut,
         paused: None,
+        cost_usd: wire.usage["cost"].as_f64(),
         ..Response::default()
     })
 }
