@@ -105,7 +105,9 @@ pub(crate) fn fan_out(bin: &Bin, n: usize) -> FanOut {
 
 /// The rows of the N-way fan-out: wall / L for every N; from N = 64, CPU
 /// per sub-agent; at N = 256, peak RSS, threads and the two hand-offs.
-pub(crate) fn fan_out_rows(bins: &[Bin], n: usize, rows: &mut Vec<Row>) {
+/// Returns each binary's CPU per sub-agent in µs.
+pub(crate) fn fan_out_rows(bins: &[Bin], n: usize, rows: &mut Vec<Row>) -> Vec<Option<f64>> {
+    let mut per_sub_agent = Vec::new();
     let runs = repeated(bins, |bin| fan_out(bin, n));
     let target = if n <= 64 { "<= 1.05" } else { "<= 1.25" };
     let mut wall = Row::new(format!("fan-out N={n}: wall / L"), "x", target);
@@ -134,6 +136,7 @@ pub(crate) fn fan_out_rows(bins: &[Bin], n: usize, rows: &mut Vec<Row>) {
             ] {
                 row.push(None, "failed".into());
             }
+            per_sub_agent.push(None);
             continue;
         };
         let of = |f: &dyn Fn(&FanOut) -> f64| median(runs.iter().map(f).collect());
@@ -156,6 +159,7 @@ pub(crate) fn fan_out_rows(bins: &[Bin], n: usize, rows: &mut Vec<Row>) {
                 of(&|r| ms(r.server_cpu)),
             ),
         );
+        per_sub_agent.push(Some(cpu_ms * 1000.0 / n as f64));
         cpu.push(
             Some(cpu_ms * 1000.0 / n as f64),
             format!(
@@ -191,6 +195,7 @@ pub(crate) fn fan_out_rows(bins: &[Bin], n: usize, rows: &mut Vec<Row>) {
     if n == 256 {
         rows.extend([rss, threads, first, tail]);
     }
+    per_sub_agent
 }
 
 /// root -> 4 children -> 4 leaves each; every response takes L. The

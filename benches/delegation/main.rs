@@ -18,7 +18,8 @@
 //! in flight and connections accepted, so that it is not the bottleneck.
 //!
 //! The scenarios: fan-out and the tree in `fan_out.rs`; the per-run cost,
-//! `--dry-run` and connection reuse in `per_run.rs`; the table and
+//! `--dry-run` and connection reuse in `per_run.rs`; cost accounting's
+//! share of a sub-agent's CPU in `cost.rs`; the table and
 //! `results.json` in `report.rs`.
 
 #![allow(
@@ -32,6 +33,7 @@
 #[allow(dead_code, unused_imports, reason = "a part of the shared harness")]
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod cost;
 mod fan_out;
 #[path = "../support/measure.rs"]
 mod measure;
@@ -90,7 +92,10 @@ fn main() {
 
     for n in [1, 4, 16, 64, 256] {
         if wanted(&format!("fan-out N={n}")) {
-            fan_out_rows(&bins, n, &mut rows);
+            let cpu = fan_out_rows(&bins, n, &mut rows);
+            if n == 256 {
+                cost::cost_row(&bins, &cpu, &mut rows);
+            }
         }
     }
     if wanted("tree") {
