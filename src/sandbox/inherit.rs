@@ -7,6 +7,10 @@
 //! was started with and that is not close-on-exec (a key file on fd 7)
 //! would pass into the sandbox, where Landlock never sees it opened.
 //!
+//! The soft limit on open files is given back too where `axe serve` raised
+//! it for its connections ([`raised_fd_limit`]): a program written for the
+//! usual 1,024 (`select`'s `FD_SETSIZE`) misbehaves with descriptors above.
+//!
 //! Every process axe spawns gets `reset` between `fork` and `exec`:
 //! commands and sandboxed MCP servers through `Confinement::apply`, others
 //! (an MCP server outside the sandbox, the editor) through [`clean`].
@@ -14,6 +18,17 @@
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The soft limit on open files axe started with, once it has raised it;
+/// 0 while it has not.
+static STARTED_FD_LIMIT: AtomicU64 = AtomicU64::new(0);
+
+/// Says that axe raised its soft limit on open files from `soft`, which
+/// every process it starts from now on gets back.
+pub fn raised_fd_limit(soft: u64) {
+    STARTED_FD_LIMIT.store(soft, Ordering::Relaxed);
+}
 
 /// Makes `cmd` start with an empty signal mask, every signal at its
 /// default action, and no descriptor but 0, 1 and 2.
@@ -61,7 +76,30 @@ pub(super) fn reset() -> io::Result<()> {
             );
         }
     }
-    close_from(3)
+    close_from(3)?;
+    // After `close_from`, whose fallback goes up to the limit in force.
+    restore_fd_limit();
+    Ok(())
+}
+
+/// In the child: the soft limit on open files axe started with, if it
+/// raised it. An atomic load and two system calls: async-signal-safe.
+fn restore_fd_limit() {
+    let soft = STARTED_FD_LIMIT.load(Ordering::Relaxed);
+    if soft == 0 {
+        return;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a struct on this stack.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = soft.min(limit.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// Marks every descriptor from `first` up close-on-exec: `close_range(2)`

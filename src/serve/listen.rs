@@ -78,7 +78,8 @@ const RESERVED_FDS: u64 = 64;
 const MOST_CONNECTIONS: u64 = 1024;
 
 /// The soft limit on open files raised to the hard one, as a server that
-/// holds a connection per client needs: many systems start at 1,024.
+/// holds a connection per client needs: many systems start at 1,024. The
+/// processes its runs start get the old one back (`sandbox::inherit`).
 fn raise_fd_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -88,8 +89,11 @@ fn raise_fd_limit() {
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
         {
+            let started = limit.rlim_cur;
             limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                crate::sandbox::inherit::raised_fd_limit(started);
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `axe serve` under a low limit on open files (design §12.4): idle
 //! connections beyond what it can hold are answered 503 or wait in the
 //! kernel's queue, never end the server, which answers again once they
-//! close.
+//! close; and the limit it raises is not what its runs' commands get.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{Server, parse_raw};
 use crate::common::*;
+use serde_json::json;
 
 /// `GET /healthz` on a connection of its own; its status, 0 when none came
 /// within two seconds.
@@ -65,4 +66,39 @@ fn idle_connections_beyond_the_open_file_limit_leave_the_server_up() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(server.wait_exit(Duration::from_millis(10)).is_none());
+}
+
+#[test]
+fn a_command_a_served_run_starts_gets_the_open_file_limit_axe_started_with() {
+    if !landlock() {
+        return;
+    }
+    let home = Home::new();
+    home.named_agent("sh", "openai/gpt-4o", "tools = [\"run_command\"]\n");
+    let fake = FakeServer::route(|r| {
+        if r.has_tool_results() {
+            Reply::Json(200, openai_text("done", 1, 1))
+        } else {
+            let call = [("c1", "run_command", json!({"command": "ulimit -n"}))];
+            Reply::Json(200, openai_tool_calls(&call, 1, 1))
+        }
+    });
+    // A soft limit of 200 under a higher hard one, which axe serve raises
+    // itself to for its connections.
+    let mut sh = home.command("sh");
+    sh.args(["-c", "ulimit -S -n 200 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_axe"))
+        .env("AXE_OPENAI_BASE_URL", &fake.url)
+        .env("OPENAI_API_KEY", OPENAI_KEY);
+    let server = Server::start_with(sh, &[]);
+    let answer = super::post(
+        &server.addr,
+        "/v1/chat/completions",
+        &super::chat_body("sh", "go"),
+        "",
+    );
+    assert_eq!(answer.status, 200, "{}", server.log());
+    let requests = fake.requests();
+    let results = requests.last().unwrap().tool_result_texts();
+    assert!(results[0].starts_with("200\n"), "{results:?}");
 }
