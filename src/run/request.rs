@@ -90,7 +90,15 @@ fn history(ctx: &Ctx, wire: Wire, message: &str) -> Vec<Message> {
             }
         }
     }
-    messages.push(Message::user(message));
+    // A run that failed before any answer ends in its prompt: the new one
+    // joins it, as two user turns in a row are refused by some wires.
+    match messages.last_mut() {
+        Some(Message::User(last)) => {
+            last.push_str("\n\n");
+            last.push_str(message);
+        }
+        _ => messages.push(Message::user(message)),
+    }
     messages
 }
 

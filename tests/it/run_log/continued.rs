@@ -198,6 +198,23 @@ fn a_failed_run_is_continued_from_where_it_stopped() {
 }
 
 #[test]
+fn a_run_that_failed_before_any_answer_goes_on_with_its_prompt_joined_to_the_new_one() {
+    let home = Home::fast_retries();
+    home.named_agent("solo", P::Anthropic.model(), "");
+    let refused = r#"{"type":"error","error":{"type":"invalid_request_error","message":"no"}}"#;
+    let server = FakeServer::start(vec![
+        Reply::Json(400, refused.into()),
+        Reply::Json(200, P::Anthropic.text("done")),
+    ]);
+    let out = home.run_on(&[(P::Anthropic, &server)], &["run", "solo", "-p", "first"]);
+    assert_ne!(code(&out), 0, "{}", stderr(&out));
+    let again = ["run", "solo", "--continue", "-p", "second"];
+    assert_eq!(run(&home, P::Anthropic, &server, &again, 0), "done\n");
+    // One user turn: two in a row are refused by some wires (Bedrock's).
+    assert_eq!(turns(&server.requests()[1]), ["user: first\n\nsecond"]);
+}
+
+#[test]
 fn continue_by_id_goes_on_with_that_run_and_another_agents_is_exit_2() {
     let home = solo("");
     home.named_agent("other", "openai/gpt-4o", "");
@@ -214,6 +231,14 @@ fn continue_by_id_goes_on_with_that_run_and_another_agents_is_exit_2() {
     let t = turns(&server.requests()[3]);
     assert_eq!(t, ["user: first", "assistant: one", "user: back"]);
     assert_eq!(home.run_log()[3]["continues"], ids[0].as_str());
+    // --dry-run says what it would go on with, and sends nothing.
+    let dry = ["run", "solo", "--continue", &ids[0], "--dry-run", "-p", "x"];
+    let text = run(&home, p, &server, &dry, 0);
+    let section = format!(
+        "\n--- Continues ---\nRun: {}\nMessages: 2 before the prompt\n",
+        ids[0]
+    );
+    assert!(text.ends_with(&section), "{text}");
     // other's run, under solo's name: refused before any request.
     let wrong = home.run_on(
         &[(p, &server)],
