@@ -328,8 +328,9 @@ fn write_new(path: &Path, text: &[u8]) -> io::Result<()> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)?;
-    f.write_all(text)?;
-    f.sync_all()
+    // Not synced, as the log's own lines are not: a file lost to a crash
+    // is a conversation `--continue` says it cannot find.
+    f.write_all(text)
 }
 
 /// Run `id`'s conversation, none when its file is missing.
