@@ -198,6 +198,45 @@ fn a_failed_run_is_continued_from_where_it_stopped() {
 }
 
 #[test]
+fn a_run_a_signal_ends_keeps_the_turns_it_had_and_goes_on_from_them() {
+    let home = Home::new();
+    hands(&home, P::OpenAi);
+    let call = [("c1", "read_file", serde_json::json!({"path": "notes.txt"}))];
+    let server = FakeServer::start(vec![
+        Reply::Json(200, P::OpenAi.tool_calls(&call)),
+        Reply::Hang,
+    ]);
+    let child = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .args(["run", "hands", "-p", "read"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second request is in flight: the first turn is over.
+    server.wait_for_requests(2);
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    let id = ids(&home)[0].clone();
+    let kept = home.state_dir().join(format!("messages/{id}.json"));
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(kept).unwrap()).unwrap();
+    let roles: Vec<&str> = kept["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool"], "{kept}");
+    let server = FakeServer::json(200, &openai_text("went on", 1, 1));
+    let again = ["run", "hands", "--continue", "-p", "go on"];
+    assert_eq!(run(&home, P::OpenAi, &server, &again, 0), "went on\n");
+    let t = turns(&server.only_request());
+    assert_eq!(t[..2], ["user: read", "call: read_file"], "{t:?}");
+    assert_eq!(t[3..], ["user: go on"], "{t:?}");
+}
+
+#[test]
 fn a_run_that_failed_before_any_answer_goes_on_with_its_prompt_joined_to_the_new_one() {
     let home = Home::fast_retries();
     home.named_agent("solo", P::Anthropic.model(), "");
