@@ -392,13 +392,15 @@ impl Conversation<'_> {
     /// Step 5: the response is the answer, possibly empty (design D14) or
     /// not whole (design §5.3) — once it matches the output schema, if
     /// there is one; an answer that does not goes back for a repair.
-    fn answer(&mut self, mut response: Response) -> Result<Next, Failure> {
+    fn answer(&mut self, response: Response) -> Result<Next, Failure> {
         let answer = self.paused_answer(response.content);
         if self.ctx.depth == 0 && self.ctx.conversation.is_some() {
+            // Cloned, not taken: the response stays whole for what reads it
+            // below.
             self.answered = Some(Message::Assistant {
                 content: answer.clone(),
                 tool_calls: Vec::new(),
-                reasoning: std::mem::take(&mut response.reasoning),
+                reasoning: response.reasoning.clone(),
             });
         }
         match self.output {
