@@ -116,6 +116,7 @@ fn load_fan_out_of_256_reuses_its_helper_threads_and_connections() {
         text: Default::default(),
         cancel: Default::default(),
         seed: None,
+        conversation: None,
         retries: None,
     };
     let allowed = vec!["w".to_string()];

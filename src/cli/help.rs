@@ -18,6 +18,7 @@ Run an agent: the message is --prompt, else stdin; the answer goes to stdout. Fl
 
 What to run:
   -p, --prompt TEXT      the user message (beats stdin)
+  --continue [RUN_ID]    go on with the agent's last run (or RUN_ID's) conversation
   --model P/M            model override, as provider/model (default: the agent's model)
   --skill FILE           skill file override (default: the agent's skill)
   --workdir DIR          working directory override (default: the agent's, else the current one)
@@ -29,6 +30,7 @@ What to run:
 What to print:
   --dry-run              print what would be sent, send nothing (no API key needed)
   --json                 print one JSON object to stdout instead of the answer
+  --json-messages        --json, with the conversation's messages
   --stream               print the answer as it comes (with --json or a schema: at the end)
   -v, --verbose          print diagnostics to stderr
   -q, --quiet            no live progress view (on a terminal) and no warnings on stderr

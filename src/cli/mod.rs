@@ -15,6 +15,7 @@ mod agents;
 mod args;
 mod batch;
 mod config;
+mod continued;
 mod gc;
 mod help;
 mod mcp;
@@ -46,6 +47,7 @@ pub fn main() -> Result<(), Error> {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let rest = serve::old_switch(args.iter().skip(1).map(String::as_str).collect());
+    let rest = run_args::bare_continue(rest);
     let axe = match Axe::from_args(&["axe"], &rest) {
         Ok(a) => a,
         Err(early) => return early_exit(early),

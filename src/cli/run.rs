@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::args::RunCmd;
-use super::{load_global, print_stdout};
+use super::{continued, load_global, print_stdout};
 use crate::agent::{Agent, Catalog, Place, Roots};
 use crate::config::GlobalConfig;
 use crate::deadline::Cancel;
@@ -30,13 +30,19 @@ use crate::trace::run_log::RunLog;
 /// Runs the agent and prints its answer, or runs it over a batch of inputs
 /// (`--each`, `--each-file`: `batch.rs`), and records the command in the
 /// run log with the status the process exits with (design §7.7).
-pub(super) fn main(cmd: RunCmd) -> Result<(), Error> {
+pub(super) fn main(mut cmd: RunCmd) -> Result<(), Error> {
     // It runs agents and writes a trace: a signal ends them cleanly
     // (design §6.5).
     interrupt::install();
+    cmd.json |= cmd.json_messages;
     let log = RunLog::start(&cmd.agent, !cmd.no_log && !cmd.dry_run);
     let result = if super::batch::wanted(&cmd) {
-        super::batch::run(cmd, &log)
+        match cmd.continues.is_some() || cmd.json_messages {
+            true => Err(Error::config(
+                "--continue and --json-messages are for one run, not --each or --each-file",
+            )),
+            false => super::batch::run(cmd, &log),
+        }
     } else {
         run(cmd, &log)
     };
@@ -164,10 +170,12 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         other => other.clone(),
     };
     let input = user_input(prompt, &deadline)?;
+    let kept = continued::conversation(&cmd, &base.global.run_log, log)?;
 
     report::verbose_header(&verbose, resolved, &input, timeout);
     if cmd.dry_run {
-        return print_stdout(&report::dry_run(resolved, &input, timeout));
+        let text = report::dry_run(resolved, &input, timeout);
+        return print_stdout(&(text + &continued::dry_run(kept.as_deref())));
     }
     let trace = trace_path(cmd.trace.clone());
     let ledger = Arc::new(top::open_ledger(
@@ -190,7 +198,8 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         text: TextSink::Stdout,
         cancel: Cancel::default(),
     };
-    let ctx = top::ctx(setup, &cmd.agent, resolved, deadline, ledger)?;
+    let mut ctx = top::ctx(setup, &cmd.agent, resolved, deadline, ledger)?;
+    ctx.conversation = kept.clone();
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
         interrupt::on_signal(move |why| ledger.interrupt(why))
@@ -223,10 +232,12 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     report::verbose_footer(&ctx.verbose, &outcome, &usage);
 
     if cmd.json {
-        print_stdout(&format!(
-            "{}\n",
-            report::json(resolved, &outcome, &ctx.ledger, &ctx.place.path, &usage)
-        ))
+        let json = report::json(resolved, &outcome, &ctx.ledger, &ctx.place.path, &usage);
+        let json = match (&kept, cmd.json_messages) {
+            (Some(kept), true) => continued::with_messages(json, kept),
+            _ => json,
+        };
+        print_stdout(&format!("{json}\n"))
     } else {
         // The answer is printed as the model gave it (design §6.7).
         let mut text = outcome.content;

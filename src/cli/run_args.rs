@@ -77,6 +77,13 @@ pub(super) struct RunCmd {
     /// leave no record of this run in the run log (see axe runs)
     #[argh(switch)]
     pub(super) no_log: bool,
+    /// go on with the agent's last run (or run ID's): its conversation,
+    /// then this run's prompt (bare: the last run)
+    #[argh(option, long = "continue")]
+    pub(super) continues: Option<String>,
+    /// print --json's object with the conversation's messages
+    #[argh(switch)]
+    pub(super) json_messages: bool,
     /// look for agent files in DIR first (then ./axe/agents, then the
     /// config directory's agents/)
     #[argh(option)]
@@ -127,4 +134,30 @@ pub(super) struct RunCmd {
     /// 24h; default: 24h)
     #[argh(option)]
     pub(super) batch_wait: Option<String>,
+}
+
+/// What a bare `--continue` stands for: the agent's last run.
+pub(super) const LAST: &str = "last";
+
+/// `axe run`'s `--continue` takes a run id or nothing: a bare one (the
+/// last argument, or one followed by a flag) is given [`LAST`], as argh
+/// has no option whose value may be left out. Only `run`'s arguments
+/// before `--` are looked at.
+pub(super) fn bare_continue(args: Vec<&str>) -> Vec<&str> {
+    if args.first() != Some(&"run") {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len() + 1);
+    let mut rest = args.into_iter().peekable();
+    while let Some(a) = rest.next() {
+        out.push(a);
+        if a == "--" {
+            out.extend(rest.by_ref());
+            break;
+        }
+        if a == "--continue" && rest.peek().is_none_or(|next| next.starts_with('-')) {
+            out.push(LAST);
+        }
+    }
+    out
 }

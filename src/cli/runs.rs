@@ -150,7 +150,7 @@ fn duration(ms: u64) -> String {
 
 /// The one run whose id starts with `prefix`: none, or more than one, is
 /// exit 2.
-fn find(prefix: &str) -> Result<Record, Error> {
+pub(super) fn find(prefix: &str) -> Result<Record, Error> {
     let prefix = prefix.trim();
     let records = records()?;
     let mut ids: Vec<&str> = records
@@ -184,7 +184,8 @@ fn find(prefix: &str) -> Result<Record, Error> {
     }
 }
 
-/// `axe runs show ID`: the record, labelled, then the answer; with
+/// `axe runs show ID`: the record, labelled, then the conversation when
+/// the run kept one, else the answer; with
 /// `--chrome`, the picture of its trace instead.
 fn show(prefix: &str, chrome: Option<&str>) -> Result<(), Error> {
     let r = find(prefix)?;
@@ -216,7 +217,13 @@ fn show(prefix: &str, chrome: Option<&str>) -> Result<(), Error> {
     if let Some(e) = &r.error {
         label("error", e.clone());
     }
-    if !r.answer.is_empty() {
+    if let Some(id) = &r.continues {
+        label("continues", id.clone());
+    }
+    // The conversation, when the run kept one, ends with the answer whole.
+    if let Some(conversation) = super::continued::printed(&r.run_id) {
+        text.push_str(&conversation);
+    } else if !r.answer.is_empty() {
         text.push('\n');
         text.push_str(&r.answer);
         if !r.answer.ends_with('\n') {

@@ -46,10 +46,12 @@ pub(super) const CONFIG_TEMPLATE: &str = r#"# axe global configuration.
 
 # The run log: one JSON line per `axe run` in $XDG_STATE_HOME/axe/runs.jsonl
 # (default ~/.local/state/axe), listed by `axe runs`. Rotated to
-# runs.jsonl.1 past max_bytes. `axe run --no-log` skips one run.
+# runs.jsonl.1 past max_bytes. `axe run --no-log` skips one run. Each run's
+# conversation is kept beside it (messages/) for `axe run AGENT --continue`.
 # [run_log]
 # enabled = true
 # max_bytes = 10485760
+# messages = true
 
 # The models a Claude Code agent file's `model: sonnet` (opus, haiku) stands
 # for; these are the defaults.

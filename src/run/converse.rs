@@ -48,6 +48,9 @@ struct Conversation<'a> {
     out: Outcome,
     /// The text of a turn the server paused, until the turn ends (design §5.5).
     said: String,
+    /// The answer as the model gave it, for the conversation kept (design
+    /// §7.7): only at top level, and only when one is kept.
+    answered: Option<Message>,
 }
 
 /// What a response leads to (design §3.7, steps 4 to 7).
@@ -122,8 +125,11 @@ pub fn converse(
         req,
         out: Outcome::default(),
         said: String::new(),
+        answered: None,
     };
-    match c.run() {
+    let result = c.run();
+    c.keep();
+    match result {
         Ok(()) => Ok(Outcome {
             duration: started.elapsed(),
             ..c.out
@@ -140,9 +146,24 @@ impl Conversation<'_> {
             let (response, cost) = self.send(turn)?; // step 2
             self.count(&response, cost); // step 3
             match self.next(turn, response)? {
-                Next::Send => continue,
+                Next::Send => self.keep(),
                 Next::Answer => return Ok(()),
             }
+        }
+    }
+
+    /// The top-level run's history handed to its keeper, when it has one
+    /// (design §7.7): after each turn, so that a run a signal ends keeps
+    /// the turns it had, and at the end with the answer. Out of line, as
+    /// the reports are.
+    #[inline(never)]
+    fn keep(&mut self) {
+        if self.ctx.depth > 0 {
+            return;
+        }
+        if let Some(kept) = &self.ctx.conversation {
+            let wire = self.provider.wire.name();
+            kept.sync(wire, &self.req.messages, self.answered.take());
         }
     }
 
@@ -376,11 +397,22 @@ impl Conversation<'_> {
     /// there is one; an answer that does not goes back for a repair.
     fn answer(&mut self, response: Response) -> Result<Next, Failure> {
         let answer = self.paused_answer(response.content);
+        if self.ctx.depth == 0 && self.ctx.conversation.is_some() {
+            // Cloned, not taken: the response stays whole for what reads it
+            // below.
+            self.answered = Some(Message::Assistant {
+                content: answer.clone(),
+                tool_calls: Vec::new(),
+                reasoning: response.reasoning.clone(),
+            });
+        }
         match self.output {
             None => self.out.content = answer,
             Some(shape) => {
                 let shaped = repair::shaped(&mut self.req, &mut self.out, shape, answer, self.ctx)?;
                 if shaped == Shaped::SentBack {
+                    // Sent back with the repair asked for: in the history.
+                    self.answered = None;
                     return Ok(Next::Send);
                 }
             }

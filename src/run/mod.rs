@@ -84,6 +84,10 @@ pub struct Ctx<'a> {
     /// provider's batch engine (design §11.8): the first turn takes it
     /// instead of sending; any later one (a repair) is sent as usual.
     pub seed: Option<Arc<Seed>>,
+    /// The top-level run's conversation, kept for the run log and
+    /// `--json-messages`, with the one it continues (design §7.7): only
+    /// `axe run` has one, and only depth 0 reads or fills it.
+    pub conversation: Option<Arc<crate::trace::run_log::messages::Kept>>,
 }
 
 /// A first answer had another way (`Ctx::seed`), taken once.
@@ -115,7 +119,7 @@ pub fn first_request(
     ctx: &Ctx,
 ) -> Result<(Provider, Request), Error> {
     let provider = request::provider(resolved, ctx)?;
-    let (req, _) = request::first(resolved, message, &[], ctx);
+    let (req, _) = request::first(resolved, message, &[], ctx, provider.wire);
     Ok((provider, req))
 }
 
@@ -156,7 +160,7 @@ pub fn run_agent(
     let provider = request::provider(resolved, ctx)?;
     priced_under_budget(&provider, &resolved.model.model, ctx)?;
     let mcp = mcp_tools(resolved, ctx)?;
-    let (req, offered) = request::first(resolved, message, &mcp, ctx);
+    let (req, offered) = request::first(resolved, message, &mcp, ctx, provider.wire);
     let own = request::with_own_budget(resolved, ctx);
     let ctx = &own;
 

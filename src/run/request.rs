@@ -9,7 +9,7 @@ use super::Ctx;
 use super::call_agent;
 use crate::error::Error;
 use crate::mcp::Bound;
-use crate::provider::{Message, Provider, Request, RetryPolicy, Tool, ToolChoice};
+use crate::provider::{Message, Provider, Request, RetryPolicy, Tool, ToolChoice, Wire};
 use crate::resolve::Resolved;
 use crate::trace::ledger::Budget;
 
@@ -34,14 +34,15 @@ pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error
     Ok(provider)
 }
 
-/// The first request of `resolved` on the user message `message`, and the
-/// names of the tools it offers, in order.
+/// The first request of `resolved` on the user message `message`, to be
+/// sent on `wire`, and the names of the tools it offers, in order.
 #[inline(never)]
 pub(super) fn first(
     resolved: &Resolved,
     message: &str,
     mcp: &[Bound],
     ctx: &Ctx,
+    wire: Wire,
 ) -> (Request, Vec<String>) {
     let config = &resolved.agent.config;
     let builtins = resolved.tools.as_ref().map_or(&[][..], |k| &k.names[..]);
@@ -55,7 +56,7 @@ pub(super) fn first(
     let req = Request {
         model: resolved.model.model.clone(),
         system: resolved.system_prompt.clone(),
-        messages: vec![Message::user(message)],
+        messages: history(ctx, wire, message),
         temperature: config.params.temperature,
         max_tokens: config.params.max_tokens,
         tools,
@@ -70,6 +71,35 @@ pub(super) fn first(
         reasoning: None,
     };
     (req, offered)
+}
+
+/// The first request's messages: the conversation a top-level run goes on
+/// with, then `message` (design §7.7). Reasoning items are a wire's own:
+/// had on another wire, they are left out, as every wire may take a turn
+/// without them but not another wire's.
+fn history(ctx: &Ctx, wire: Wire, message: &str) -> Vec<Message> {
+    let prior = match &ctx.conversation {
+        Some(kept) if ctx.depth == 0 && !kept.prior.is_empty() => kept,
+        _ => return vec![Message::user(message)],
+    };
+    let mut messages = prior.prior.clone();
+    if wire.name() != prior.prior_wire {
+        for m in &mut messages {
+            if let Message::Assistant { reasoning, .. } = m {
+                reasoning.clear();
+            }
+        }
+    }
+    // A run that failed before any answer ends in its prompt: the new one
+    // joins it, as two user turns in a row are refused by some wires.
+    match messages.last_mut() {
+        Some(Message::User(last)) => {
+            last.push_str("\n\n");
+            last.push_str(message);
+        }
+        _ => messages.push(Message::user(message)),
+    }
+    messages
 }
 
 /// The tools an agent is offered, and whether they are offered: its

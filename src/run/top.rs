@@ -97,6 +97,7 @@ pub fn ctx<'a>(
         text: setup.text,
         cancel: setup.cancel,
         seed: None,
+        conversation: None,
     })
 }
 

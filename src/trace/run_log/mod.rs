@@ -2,7 +2,8 @@
 //! appended to `$XDG_STATE_HOME/axe/runs.jsonl`, and read back by `axe
 //! runs`. This file owns the record, the `[run_log]` settings and the file:
 //! whole lines under a lock, rotation past a size, reading both files back.
-//! What a run fills in as it goes is `pending.rs`'s; the Chrome trace-event
+//! What a run fills in as it goes is `pending.rs`'s; its conversation,
+//! kept in a file beside the log, `messages.rs`'s; the Chrome trace-event
 //! picture of a run is `chrome.rs`'s.
 
 use std::fs::{File, OpenOptions};
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 
 pub mod chrome;
+pub mod messages;
 mod pending;
 
 pub use pending::RunLog;
@@ -47,6 +49,9 @@ pub struct Settings {
     pub enabled: bool,
     /// `runs.jsonl` is rotated before a line would take it past this size.
     pub max_bytes: u64,
+    /// Whether a run's conversation is kept beside its record, for
+    /// `--continue` (default true).
+    pub messages: bool,
 }
 
 impl Default for Settings {
@@ -54,6 +59,7 @@ impl Default for Settings {
         Settings {
             enabled: true,
             max_bytes: DEFAULT_MAX_BYTES,
+            messages: true,
         }
     }
 }
@@ -93,6 +99,9 @@ pub struct Record {
     pub trace: Option<String>,
     /// The directory the command ran in.
     pub cwd: String,
+    /// The run this one continued (`--continue`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
 }
 
 /// What [`read`] found: the records in file order, and how many lines were
@@ -131,6 +140,7 @@ pub fn append(dir: &Path, record: &Record, max_bytes: u64) -> io::Result<()> {
     let mut size = file.metadata()?.len();
     let len = u64::try_from(line.len()).unwrap_or(u64::MAX);
     if size > 0 && size.saturating_add(len) > max_bytes {
+        drop_conversations(dir);
         std::fs::rename(&path, dir.join(OLD_FILE))?;
         file = open_private(&path, true)?;
         size = file.metadata()?.len();
@@ -142,6 +152,19 @@ pub fn append(dir: &Path, record: &Record, max_bytes: u64) -> io::Result<()> {
     }
     // The lock goes with `lock`'s descriptor, after the write.
     write_whole(&mut file, size, line.as_bytes())
+}
+
+/// The conversations of the runs whose records the rotation under way
+/// drops (those of `runs.jsonl.1`): the log's bound is theirs too.
+fn drop_conversations(dir: &Path) {
+    let Ok(text) = read_text(&dir.join(OLD_FILE)) else {
+        return;
+    };
+    for line in text.lines() {
+        if let Ok(r) = serde_json::from_str::<Record>(line) {
+            messages::remove(dir, &r.run_id);
+        }
+    }
 }
 
 /// Every record of both files in `dir`, oldest file first, each in file

@@ -3,12 +3,14 @@
 //! ledger once opened, the answer once there is one), and the one place it
 //! is written: when the command ends with its exit status, or from the
 //! signal action when a signal ends the process (design §7.7). Whichever
-//! comes first writes; a record is never written twice.
+//! comes first writes, the run's conversation first when it is kept; a
+//! record is never written twice.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
+use super::messages::{self, Kept, Saved};
 use super::{ANSWER_BYTES, FIRST_LINE_CHARS, Record, Settings};
 use crate::deadline::millis;
 use crate::error::Error;
@@ -42,6 +44,10 @@ struct State {
     trace: Option<PathBuf>,
     /// Redacted and cut to [`ANSWER_BYTES`].
     answer: String,
+    /// The run's conversation, as the run has it so far.
+    conversation: Option<Arc<Kept>>,
+    /// The run this one continues.
+    continues: Option<String>,
 }
 
 impl RunLog {
@@ -64,6 +70,8 @@ impl RunLog {
             ledger: None,
             trace: None,
             answer: String::new(),
+            conversation: None,
+            continues: None,
         }));
         let on_signal = wanted.then(|| {
             let state = state.clone();
@@ -107,6 +115,17 @@ impl RunLog {
         self.with(|s| s.answer = answer);
     }
 
+    /// The run's conversation, kept beside the record unless `[run_log]
+    /// messages = false`; `continues`, the run it goes on with.
+    pub fn conversation(&self, kept: &Arc<Kept>, continues: Option<&str>) {
+        let kept = kept.clone();
+        let continues = continues.map(str::to_string);
+        self.with(|s| {
+            s.conversation = Some(kept);
+            s.continues = continues;
+        });
+    }
+
     /// The command ended with `result`: the record, with the status the
     /// process exits with. When a signal is ending the process its action
     /// writes the record instead, with the signal's status.
@@ -145,15 +164,51 @@ fn write(state: &Mutex<State>, exit: i32, error: Option<String>) {
     };
     s.written = true;
     let record = s.record(exit, error);
-    let result = super::dir().map_err(|e| e.to_string()).and_then(|dir| {
-        super::append(&dir, &record, settings.max_bytes).map_err(|e| e.to_string())
-    });
-    if let Err(e) = result {
-        stderr::warn(&format!("cannot write the run log: {e}"));
+    let dir = match super::dir() {
+        Ok(d) => d,
+        Err(e) => return stderr::warn(&format!("cannot write the run log: {e}")),
+    };
+    // The conversation first, so that a record names one that is there.
+    let kept = match settings.messages {
+        true => s.save_conversation(&dir, &record.run_id),
+        false => Ok(false),
+    };
+    // One warning: a log that cannot be written says so, not twice.
+    match (super::append(&dir, &record, settings.max_bytes), kept) {
+        (Err(e), kept) => {
+            if kept == Ok(true) {
+                messages::remove(&dir, &record.run_id);
+            }
+            stderr::warn(&format!("cannot write the run log: {e}"));
+        }
+        (Ok(()), Err(e)) => stderr::warn(&format!("cannot keep the run's conversation: {e}")),
+        (Ok(()), Ok(_)) => {}
     }
 }
 
 impl State {
+    /// Writes the run's conversation, when it has one, as run `id`'s;
+    /// whether there was one to write.
+    fn save_conversation(&self, dir: &Path, id: &str) -> Result<bool, String> {
+        let Some(kept) = &self.conversation else {
+            return Ok(false);
+        };
+        let (wire, history) = kept.snapshot();
+        if history.is_empty() {
+            return Ok(false);
+        }
+        let saved = Saved {
+            run_id: id.to_string(),
+            agent: self.agent.clone(),
+            wire,
+            continues: self.continues.clone(),
+            messages: messages::to_json(&history),
+        };
+        messages::save(dir, &saved)
+            .map(|()| true)
+            .map_err(|e| e.to_string())
+    }
+
     fn record(&self, exit: i32, error: Option<String>) -> Record {
         let (run_id, totals, tool_calls) = match &self.ledger {
             Some(l) => (l.run_id.clone(), ledger::totals(&l.usage()), l.tool_calls()),
@@ -187,6 +242,7 @@ impl State {
             error: error.map(|e| redact(&e)),
             trace,
             cwd: self.cwd.clone(),
+            continues: self.continues.clone(),
         }
     }
 }

@@ -124,6 +124,7 @@ impl Setup {
             text: Default::default(),
             cancel: Default::default(),
             seed: None,
+            conversation: None,
         }
     }
 }

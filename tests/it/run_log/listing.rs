@@ -133,7 +133,11 @@ fn runs_show_finds_a_run_by_a_unique_prefix_and_prints_its_record_then_answer() 
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
     let (head, answer) = text.split_once("\n\n").unwrap();
-    assert_eq!(answer, "line one\nline two\n");
+    // The run kept its conversation: it is shown, ending with the answer
+    // (before issue 39, the answer alone).
+    let user = "[user]\nExecute the task described in your instructions.\n";
+    let conversation = format!("--- conversation (2 messages) ---\n{user}[assistant]\n");
+    assert_eq!(answer, conversation + "line one\nline two\n");
     let fields: Vec<(&str, &str)> = head
         .lines()
         .map(|l| (l[..11].trim_end(), &l[12..]))

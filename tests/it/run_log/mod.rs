@@ -5,6 +5,7 @@
 //! as Chrome trace-event JSON (`chrome.rs`).
 
 mod chrome;
+mod continued;
 mod file;
 mod listing;
 mod records;
