@@ -39,7 +39,7 @@ fn user_text(body: &Value) -> String {
 /// A fake OpenAI with a Batch API: answers `echo: <message>` for each
 /// request, in reverse order, except a message `bad`, which fails (in the
 /// error file); the first poll says in progress.
-fn openai_batches() -> (FakeServer, Arc<Mutex<Vec<Value>>>) {
+pub(crate) fn openai_batches() -> (FakeServer, Arc<Mutex<Vec<Value>>>) {
     openai_batches_until(Arc::new(AtomicBool::new(true)))
 }
 
@@ -167,8 +167,10 @@ fn an_openai_batch_runs_each_input_once_and_writes_lines_in_order() {
     assert_eq!(batch, single.map(|c| c / 2.0), "{}", lines[0]);
 }
 
-#[test]
-fn an_anthropic_batch_reads_its_results_url() {
+/// A fake of Anthropic's Message Batches: the batch has ended at its
+/// first poll, and each request's result echoes what it said. Returns it
+/// and the requests of the batch created.
+pub(crate) fn anthropic_batches() -> (FakeServer, Arc<Mutex<Vec<Value>>>) {
     let p = P::Anthropic;
     let base: Arc<Mutex<String>> = Arc::default();
     let url = base.clone();
@@ -213,6 +215,13 @@ fn an_anthropic_batch_reads_its_results_url() {
     }
     });
     *base.lock().unwrap() = server.url.clone();
+    (server, requests)
+}
+
+#[test]
+fn an_anthropic_batch_reads_its_results_url() {
+    let p = P::Anthropic;
+    let (server, requests) = anthropic_batches();
     let home = Home::new();
     home.named_agent("bot", p.model(), "");
     std::fs::write(home.dir.path().join("in.txt"), "one\ntwo\n").unwrap();
