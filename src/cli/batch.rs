@@ -193,6 +193,20 @@ fn provider_batch(
     if let Some(why) = batch::engine::refused(batch) {
         return Err(Error::config(why));
     }
+    // A provider's batch is sent whole and billed whole: a bound on the
+    // whole batch could only refuse answers already paid for.
+    if let Some(flag) = [
+        (cmd.max_cost.is_some(), "--max-cost"),
+        (cmd.max_tokens.is_some(), "--max-tokens"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+    {
+        return Err(Error::config(format!(
+            "--provider-batch: {flag} cannot bound a provider's batch, which runs every input \
+             at once and is billed whole; the agent file's [budget] bounds each input"
+        )));
+    }
     let again = || -> Result<Box<dyn Iterator<Item = _> + Send>, Error> {
         let (again, _) = self::source(cmd, &base.cwd, base.timeout, shard)?;
         Ok(Box::new(Inputs::new(again, shard)))
