@@ -75,7 +75,7 @@
 //! | ch. 11 | batches (`--each`, `--each-file`): order, `--jobs`, failures, the shared budget, resume, templates, `--dry-run` | `batch.rs` |
 //! | §11.8 | `--provider-batch`: OpenAI's and Anthropic's batch engines, requests as `axe run` sends them, lines in order | `provider_batch.rs` |
 //! | §11.8 | `--provider-batch`: the batch creations and uploaded lines against the vendors' SDK types | `provider_batch_conformance.rs` |
-//! | §11.8 | `--provider-batch`: a batch the provider expired: its answers kept, every other input failed, saying so | `provider_batch_expired.rs` |
+//! | §11.8 | `--provider-batch`: a bound on the whole batch refused; a batch the provider expired: its answers kept, every other input failed, saying so | `provider_batch_limits.rs` |
 //! | §11.7 | `--shard K/N`: N workers cover the inputs once, resume per share | `batch_shards.rs` |
 //! | §9.6 | `axe mcp serve`: the official MCP Python SDK over stdio, raw JSON lines | `mcp_serve/` |
 //! | ch. 12 | `axe serve`: the `openai` client, hostile clients, 200 requests at once | `serve/` |
@@ -141,7 +141,7 @@ mod progress;
 mod prompt_cache;
 mod provider_batch;
 mod provider_batch_conformance;
-mod provider_batch_expired;
+mod provider_batch_limits;
 mod provider_faults;
 mod providers;
 mod retries;

@@ -543,34 +543,3 @@ fn the_progress_view_shows_the_providers_counts_while_the_batch_runs() {
         "{screen:?}"
     );
 }
-
-#[test]
-fn a_bound_on_the_whole_batch_is_refused_since_the_provider_bills_it_whole() {
-    let (server, _) = openai_batches();
-    let home = Home::new();
-    home.named_agent("bot", P::OpenAi.model(), "");
-    std::fs::write(home.dir.path().join("in.txt"), "alpha\ngamma\n").unwrap();
-    for (flag, value) in [("--max-cost", "0.01"), ("--max-tokens", "100")] {
-        let out = home.run_on(
-            &[(P::OpenAi, &server)],
-            &[
-                "run",
-                "bot",
-                "--each",
-                "in.txt",
-                "--provider-batch",
-                flag,
-                value,
-            ],
-        );
-        assert_eq!(code(&out), 2, "{}", stderr(&out));
-        assert_eq!(
-            stderr(&out),
-            format!(
-                "axe: --provider-batch: {flag} cannot bound a provider's batch, which runs every \
-                 input at once and is billed whole; the agent file's [budget] bounds each input\n"
-            )
-        );
-    }
-    assert!(server.requests().is_empty(), "nothing uploaded");
-}

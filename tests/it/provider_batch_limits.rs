@@ -1,4 +1,6 @@
-//! `--provider-batch` when the provider's batch expires (design §11.8):
+//! `--provider-batch` at its limits (design §11.8): a bound on the whole
+//! batch is refused, since the provider bills it whole; and when the
+//! provider's batch expires,
 //! the inputs it answered before the window closed are read from its files
 //! and written as any answer, and every other input is a failed line that
 //! says the batch expired, in input order, with exit 1. OpenAI's expired
@@ -7,6 +9,7 @@
 //! request not run a result of type `expired`.
 
 use crate::common::*;
+use crate::provider_batch::openai_batches;
 
 use std::sync::{Arc, Mutex};
 
@@ -190,4 +193,35 @@ fn an_expired_anthropic_batch_fails_each_request_it_did_not_run() {
         "{two}"
     );
     assert_eq!(code(&b.output), 1, "{}", stderr(&b.output));
+}
+
+#[test]
+fn a_bound_on_the_whole_batch_is_refused_since_the_provider_bills_it_whole() {
+    let (server, _) = openai_batches();
+    let home = Home::new();
+    home.named_agent("bot", P::OpenAi.model(), "");
+    std::fs::write(home.dir.path().join("in.txt"), "alpha\ngamma\n").unwrap();
+    for (flag, value) in [("--max-cost", "0.01"), ("--max-tokens", "100")] {
+        let out = home.run_on(
+            &[(P::OpenAi, &server)],
+            &[
+                "run",
+                "bot",
+                "--each",
+                "in.txt",
+                "--provider-batch",
+                flag,
+                value,
+            ],
+        );
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "axe: --provider-batch: {flag} cannot bound a provider's batch, which runs every \
+                 input at once and is billed whole; the agent file's [budget] bounds each input\n"
+            )
+        );
+    }
+    assert!(server.requests().is_empty(), "nothing uploaded");
 }
