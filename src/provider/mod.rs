@@ -80,7 +80,7 @@ pub enum Wire {
     /// Amazon Bedrock's Converse API, signed with AWS's keys: a wire of
     /// its own provider only (no `kind` names it), so not in [`Wire::ALL`].
     Bedrock,
-    /// OpenAI's Responses API: named by a table's `api` (design §4.12),
+    /// OpenAI's Responses API: named by a table's `api` (design §4.14),
     /// and the route of the models that answer only there (`presets.rs`);
     /// no provider has it as its own name, so not in [`Wire::ALL`].
     Responses,
