@@ -266,7 +266,8 @@ impl GlobalConfig {
     pub fn provider(&self, m: &ModelRef) -> Result<Provider, Error> {
         let (name, kind) = (m.provider.as_str(), m.wire);
         let key = self.api_key(name);
-        let named = self.kind_of(name).is_some();
+        // A wire's own name keeps its key rule whatever its table's `api`.
+        let named = self.kind_of(name).is_some() && Wire::parse(name).is_none();
         if key.is_none() && kind.format().needs_key() && !named {
             return Err(Error::MissingKey {
                 provider: name.to_string(),

@@ -158,3 +158,60 @@ fn the_turn_budget_stops_a_tool_loop_on_this_wire() {
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert_eq!(server.requests().len(), 2);
 }
+
+/// A stream that fails with `code` before any text.
+fn failed_stream(code: &str) -> Reply {
+    let failed = json!({"type": "response.failed", "sequence_number": 1, "response": {
+        "id": "resp_f", "object": "response", "status": "failed",
+        "error": {"code": code, "message": "it failed"}}});
+    let body = sse(&[(Some("response.failed"), failed)]);
+    P::Responses.stream_steps(vec![Step::bytes(&body, 64)])
+}
+
+#[test]
+fn a_failed_stream_is_retried_when_its_code_says_so_and_not_when_the_prompt_is_refused() {
+    let server = FakeServer::start(vec![
+        failed_stream("rate_limit_exceeded"),
+        P::Responses.stream_steps(vec![Step::bytes(
+            &responses_stream(&["after ", "the limit"], &[], 5, 2),
+            9,
+        )]),
+    ]);
+    let home = Home::fast_retries();
+    home.named_agent("a", "openai/o3-pro", "stream = true\n");
+    let out = run(&home, &server, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "after the limit\n");
+    assert_eq!(server.requests().len(), 2);
+
+    let server = FakeServer::start(vec![failed_stream("invalid_prompt")]);
+    let out = run(&home, &server, &[]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("bad request (an error event in the stream): it failed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a refused prompt is not sent again"
+    );
+}
+
+#[test]
+fn openai_on_the_responses_api_still_needs_its_key() {
+    let server = FakeServer::json(200, &responses_text_of("never", 1, 1));
+    let home = Home::new();
+    home.config("[providers.openai]\napi = \"responses\"\n");
+    home.plain_agent("a", "openai/gpt-4o");
+    let out = home
+        .axe()
+        .env("AXE_OPENAI_BASE_URL", &server.url)
+        .args(["run", "a", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("OPENAI_API_KEY"), "{}", stderr(&out));
+    assert!(server.requests().is_empty());
+}
