@@ -2,8 +2,8 @@
 # `make e2e`: axe against real third-party servers on 127.0.0.1.
 #
 #   llama.cpp's own server (xllamacpp) with Qwen2.5-Coder 0.5B Instruct and
-#     the demo's chat template: the OpenAI and Anthropic wire formats with
-#     a real model's tool calls                         -> AXE_E2E_LLAMA_URL
+#     the demo's chat template: the OpenAI, Anthropic and Responses API
+#     wire formats with a real model's tool calls       -> AXE_E2E_LLAMA_URL
 #   @copilotkit/aimock (OpenAI, Anthropic and Ollama
 #     from fixtures/e2e/aimock.json)                    -> AXE_E2E_AIMOCK_URL
 #   mcp-server-time (scripts/mcp_servers.sh, in target/mcp), which the

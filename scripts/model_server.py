@@ -3,7 +3,8 @@ loopback port, for `make demo` and `make e2e`.
 
     model_server.py MODEL.gguf PORT TEMPLATE.jinja ALIAS SLOTS
 
-It serves the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages)
+It serves the OpenAI (/v1/chat/completions), Anthropic (/v1/messages) and
+OpenAI Responses (/v1/responses, since the pinned xllamacpp's llama.cpp)
 wire formats with the chat template given (see examples/demo/chat-template.jinja),
 SLOTS requests at once, and says `listening <url>` on stdout when ready.
 It runs until SIGTERM or SIGINT.

@@ -107,8 +107,11 @@ impl RetrySettings {
 pub struct ProviderSettings {
     pub api_key: Option<String>,
     pub base_url: Option<String>,
-    /// The wire a provider by another name speaks: `openai`, `anthropic`
-    /// or `ollama` (design §4.12).
+    /// The wire a provider speaks: `openai`, `anthropic`, `ollama` or
+    /// `responses` (design §4.12). The documented key; read through
+    /// [`ProviderSettings::wire_name`].
+    pub api: Option<String>,
+    /// `api`'s older name, still read.
     pub kind: Option<String>,
     /// Headers sent with every request to it (values may hold `${VAR}`).
     #[serde(default)]
@@ -129,10 +132,23 @@ impl std::fmt::Debug for ProviderSettings {
         f.debug_struct("ProviderSettings")
             .field("api_key", &self.api_key.as_ref().map(|_| redact::MARK))
             .field("base_url", &self.base_url.as_deref().map(redact::redact))
+            .field("api", &self.api)
             .field("kind", &self.kind)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("idle_timeout", &self.idle_timeout)
             .finish()
+    }
+}
+
+impl ProviderSettings {
+    /// The wire the table names, and the key it was named by: `api`, else
+    /// `kind` (the one way both are read).
+    pub fn wire_name(&self) -> Option<(&'static str, &str)> {
+        match (&self.api, &self.kind) {
+            (Some(a), _) => Some(("api", a)),
+            (None, Some(k)) => Some(("kind", k)),
+            (None, None) => None,
+        }
     }
 }
 
@@ -198,9 +214,8 @@ impl GlobalConfig {
     fn kind_of(&self, name: &str) -> Option<Wire> {
         self.providers
             .get(name)
-            .and_then(|s| s.kind.as_deref())
-            .and_then(Wire::parse)
-            .filter(|w| Wire::ALL.contains(w))
+            .and_then(ProviderSettings::wire_name)
+            .and_then(|(_, w)| Wire::nameable(w))
     }
 
     /// The API key for the provider `name`: its key variable
@@ -223,7 +238,10 @@ impl GlobalConfig {
     /// another name that sets none. No trailing `/`.
     pub fn base_url(&self, name: &str, kind: Wire) -> Option<String> {
         let env_name = format!("AXE_{}_BASE_URL", presets::env_name(name));
-        let own = Wire::parse(name) == Some(kind);
+        // `openai` on the Responses API (a model that answers only there,
+        // or the table's `api`) is still OpenAI's own endpoint.
+        let own = Wire::parse(name) == Some(kind)
+            || (name == Wire::OpenAi.name() && kind == Wire::Responses);
         let url = env_nonempty(&env_name)
             .or_else(|| {
                 self.providers
@@ -248,7 +266,8 @@ impl GlobalConfig {
     pub fn provider(&self, m: &ModelRef) -> Result<Provider, Error> {
         let (name, kind) = (m.provider.as_str(), m.wire);
         let key = self.api_key(name);
-        let named = self.kind_of(name).is_some();
+        // A wire's own name keeps its key rule whatever its table's `api`.
+        let named = self.kind_of(name).is_some() && Wire::parse(name).is_none();
         if key.is_none() && kind.format().needs_key() && !named {
             return Err(Error::MissingKey {
                 provider: name.to_string(),
@@ -374,11 +393,18 @@ impl GlobalConfig {
             p.price(key)?;
         }
         for (name, s) in &self.providers {
-            if let Some(k) = &s.kind
-                && !Wire::ALL.iter().any(|w| w.name() == k)
+            if let (Some(a), Some(k)) = (&s.api, &s.kind)
+                && a != k
             {
                 return Err(format!(
-                    "providers.{name}.kind must be \"openai\", \"anthropic\" or \"ollama\", not {k:?}"
+                    "providers.{name}: api = {a:?} and kind = {k:?} disagree (kind is api's older name): keep api"
+                ));
+            }
+            if let Some((key, w)) = s.wire_name()
+                && Wire::nameable(w).is_none()
+            {
+                return Err(format!(
+                    "providers.{name}.{key} must be \"openai\", \"anthropic\", \"ollama\" or \"responses\", not {w:?}"
                 ));
             }
         }

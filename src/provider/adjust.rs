@@ -26,6 +26,9 @@ pub struct Quirks {
     pub no_temperature: bool,
     /// Send no output schema (Anthropic's `output_config`).
     pub no_output_schema: bool,
+    /// Ask for no encrypted reasoning (the Responses API's `include`,
+    /// which its models that do not reason refuse).
+    pub no_encrypted_reasoning: bool,
 }
 
 /// One thing a model refused, and what is sent instead.
@@ -37,6 +40,8 @@ pub enum Change {
     NoTemperature,
     /// The output schema refused: send none.
     NoOutputSchema,
+    /// `include: ["reasoning.encrypted_content"]` refused: send none.
+    NoEncryptedReasoning,
 }
 
 impl Quirks {
@@ -45,11 +50,12 @@ impl Quirks {
             Change::MaxCompletionTokens => self.max_completion_tokens = true,
             Change::NoTemperature => self.no_temperature = true,
             Change::NoOutputSchema => self.no_output_schema = true,
+            Change::NoEncryptedReasoning => self.no_encrypted_reasoning = true,
         }
         self
     }
 
-    fn has(self, change: Change) -> bool {
+    pub(crate) fn has(self, change: Change) -> bool {
         self.with(change) == self
     }
 }
@@ -160,6 +166,9 @@ pub fn describe(change: Change, why: &str) -> String {
         Change::NoOutputSchema => format!(
             "refused the output schema ({why}); it was sent without it, and axe checks the answer itself"
         ),
+        Change::NoEncryptedReasoning => {
+            "keeps no encrypted reasoning; it was asked again without include".into()
+        }
     }
 }
 

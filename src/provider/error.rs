@@ -211,7 +211,9 @@ pub(super) fn stream_error(wire: Wire, detail: &ErrorDetail) -> (ProviderError, 
         "authentication_error" | "permission_error" | "accessDeniedException" => {
             (ErrorKind::Auth, "authentication failed", false)
         }
+        // The Responses API's `response.failed` code for a prompt it refuses.
         "invalid_request_error"
+        | "invalid_prompt"
         | "not_found_error"
         | "request_too_large"
         | "validationException" => (ErrorKind::BadRequest, "bad request", false),

@@ -17,8 +17,9 @@
 //!   events in `stream.rs`;
 //! - `ollama/` (`/api/chat`): in `mod.rs` the same, its refused connection
 //!   said as Ollama not running; its stream's lines in `stream.rs`;
-//! - `responses/` (OpenAI's Responses API, for a preset's route): in
-//!   `mod.rs` the same; its stream's events in `stream.rs`;
+//! - `responses/` (OpenAI's Responses API, and any server that speaks
+//!   it): in `mod.rs` the same, with its reasoning items kept and sent
+//!   back; its stream's events in `stream.rs`;
 //! - `bedrock/` (Amazon Bedrock's Converse API): in `mod.rs` the same,
 //!   with `converse-stream` for a stream; its stream's events in
 //!   `stream.rs`, its SigV4 signing in `sigv4.rs`, its keys and region
@@ -69,7 +70,8 @@ pub use retry::{
 pub use types::*;
 pub(crate) use wire::*;
 
-/// A wire format by name: what a provider speaks (config.toml's `kind`).
+/// A wire format by name: what a provider speaks (config.toml's `api`,
+/// or `kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Wire {
     Anthropic,
@@ -78,14 +80,18 @@ pub enum Wire {
     /// Amazon Bedrock's Converse API, signed with AWS's keys: a wire of
     /// its own provider only (no `kind` names it), so not in [`Wire::ALL`].
     Bedrock,
-    /// OpenAI's Responses API: the wire of a preset's route only (OpenCode
-    /// Zen's `gpt-*` models, `presets.rs`), not in [`Wire::ALL`].
+    /// OpenAI's Responses API: named by a table's `api` (design §4.14),
+    /// and the route of the models that answer only there (`presets.rs`);
+    /// no provider has it as its own name, so not in [`Wire::ALL`].
     Responses,
 }
 
 impl Wire {
-    /// The wires a `[providers.<name>]` table's `kind` may name.
+    /// The wires that are also providers' own names (`openai/gpt-4o`).
     pub const ALL: [Wire; 3] = [Wire::Anthropic, Wire::OpenAi, Wire::Ollama];
+
+    /// The wires a `[providers.<name>]` table's `api` (or `kind`) may name.
+    pub const NAMEABLE: [Wire; 4] = [Wire::Anthropic, Wire::OpenAi, Wire::Ollama, Wire::Responses];
 
     /// The number of wires, Bedrock's and Responses' included.
     pub const COUNT: usize = 5;
@@ -95,6 +101,11 @@ impl Wire {
             .into_iter()
             .chain([Wire::Bedrock])
             .find(|w| w.name() == name)
+    }
+
+    /// The wire a table's `api` (or `kind`) names.
+    pub fn nameable(name: &str) -> Option<Wire> {
+        Wire::NAMEABLE.into_iter().find(|w| w.name() == name)
     }
 
     /// The name used in model strings, config tables and env variables.
@@ -153,7 +164,7 @@ impl ModelRef {
             _ => return Err(ModelError::Malformed(s.to_string())),
         };
         let wire = configured(provider)
-            .or_else(|| Wire::parse(provider))
+            .or_else(|| Wire::parse(provider).map(|w| presets::own_wire_for(w, model)))
             .or_else(|| presets::preset(provider).map(|p| p.wire_for(model)))
             .ok_or_else(|| ModelError::Unsupported(provider.to_string()))?;
         // Bedrock's model is a segment of the URL's path, where `.` and

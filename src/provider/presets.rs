@@ -133,6 +133,46 @@ pub fn reports_cost(name: &str) -> bool {
     name == "openrouter"
 }
 
+/// OpenAI's models that answer only on the Responses API: the names the
+/// `openai` package (3.57.0, `types/shared/responses_model.py`) adds to
+/// its Chat Completions models for `responses.create`, each with its
+/// dated snapshots. `openai/<one of these>` goes to `/v1/responses`
+/// unless a `[providers.openai]` table names the wire (design §4.12).
+pub const RESPONSES_ONLY: &[&str] = &[
+    "o1-pro",
+    "o3-pro",
+    "o3-deep-research",
+    "o4-mini-deep-research",
+    "computer-use-preview",
+    "gpt-5-codex",
+    "gpt-5-pro",
+    "gpt-5.1-codex-max",
+    "gpt-5.5-pro",
+];
+
+/// The wire `model` is reached on through the provider whose own name is
+/// `wire`'s: OpenAI's Responses-only models on the Responses API.
+pub fn own_wire_for(wire: Wire, model: &str) -> Wire {
+    if wire == Wire::OpenAi && responses_only(model) {
+        Wire::Responses
+    } else {
+        wire
+    }
+}
+
+/// Whether `model` is one of [`RESPONSES_ONLY`] or a dated snapshot of
+/// one (`o3-pro-2025-06-10`).
+fn responses_only(model: &str) -> bool {
+    RESPONSES_ONLY.iter().any(|m| {
+        model.strip_prefix(m).is_some_and(|rest| {
+            rest.is_empty()
+                || (rest.len() == 11
+                    && rest.starts_with('-')
+                    && rest[1..].bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+        })
+    })
+}
+
 /// The preset named `name`.
 pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
@@ -178,6 +218,17 @@ mod tests {
             assert!(Wire::parse(p.name).is_none(), "{}", p.name);
             assert!(p.base_url.starts_with("https://"), "{}", p.name);
         }
+    }
+
+    #[test]
+    fn only_openais_responses_only_models_and_their_snapshots_go_there() {
+        for m in ["o3-pro", "o3-pro-2025-06-10", "gpt-5-pro", "gpt-5-codex"] {
+            assert_eq!(own_wire_for(Wire::OpenAi, m), Wire::Responses, "{m}");
+        }
+        for m in ["gpt-5", "o3", "gpt-5-codex-mini", "o3-pro-max", "gpt-4o"] {
+            assert_eq!(own_wire_for(Wire::OpenAi, m), Wire::OpenAi, "{m}");
+        }
+        assert_eq!(own_wire_for(Wire::Ollama, "o3-pro"), Wire::Ollama);
     }
 
     #[test]

@@ -212,7 +212,7 @@ impl Home {
         for (p, server) in servers {
             c.env(p.base_url_var(), &server.url);
             match p {
-                P::OpenAi => c.env("OPENAI_API_KEY", OPENAI_KEY),
+                P::OpenAi | P::Responses => c.env("OPENAI_API_KEY", OPENAI_KEY),
                 P::Anthropic => c.env("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
                 P::Ollama => &mut c,
             };

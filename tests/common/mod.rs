@@ -1,6 +1,7 @@
 //! The test harness: what the integration tests (tests/it), the standalone
 //! test crates and the bench share. A fake provider on loopback
-//! ([`server`]), the providers' documented answers ([`wire`]), streamed
+//! ([`server`]), the providers' documented answers ([`wire`], the
+//! Responses API's in [`responses`]), streamed
 //! answers ([`streams`]) and a fake of Anthropic's prompt cache that bills
 //! them ([`cache`]), a temporary config home for running the real binary
 //! ([`home`]) and for the built-in tools ([`tools`]), memory files as the
@@ -13,6 +14,7 @@ mod cells;
 mod home;
 mod memory;
 mod python;
+mod responses;
 mod server;
 mod skips;
 mod streams;
@@ -25,6 +27,7 @@ pub use cells::*;
 pub use home::*;
 pub use memory::*;
 pub use python::*;
+pub use responses::*;
 pub use server::*;
 pub use skips::*;
 pub use streams::*;

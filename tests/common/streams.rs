@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::responses::responses_stream;
 use super::server::Reply;
 use super::wire::{Call, P};
 
@@ -108,6 +109,7 @@ impl P {
             P::OpenAi => openai_stream(pieces, &[], "stop", input, output),
             P::Anthropic => anthropic_stream(pieces, &[], "end_turn", input, output),
             P::Ollama => ollama_stream(pieces, &[], input, output),
+            P::Responses => responses_stream(pieces, &[], input, output),
         }
     }
 
@@ -118,6 +120,7 @@ impl P {
             P::OpenAi => openai_stream(&pieces, calls, "tool_calls", 5, 2),
             P::Anthropic => anthropic_stream(&pieces, calls, "tool_use", 5, 2),
             P::Ollama => ollama_stream(&pieces, calls, 5, 2),
+            P::Responses => responses_stream(&pieces, calls, 5, 2),
         }
     }
 

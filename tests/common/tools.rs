@@ -95,7 +95,7 @@ impl ToolsSetup {
 fn key_var(p: P) -> &'static str {
     match p {
         P::Anthropic => "ANTHROPIC_API_KEY",
-        P::OpenAi => "OPENAI_API_KEY",
+        P::OpenAi | P::Responses => "OPENAI_API_KEY",
         P::Ollama => "OLLAMA_API_KEY",
     }
 }

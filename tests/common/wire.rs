@@ -2,6 +2,7 @@
 //! (text, tool calls), [`P`] for tests that run one case on each, and
 //! reading back what axe sent in any of them.
 
+use super::responses::{responses_calls, responses_text_of};
 use super::server::{Recorded, Reply};
 
 /// A provider, for tests that run one case on each wire format.
@@ -10,9 +11,15 @@ pub enum P {
     Anthropic,
     OpenAi,
     Ollama,
+    /// OpenAI's Responses API, reached as `openai/o3-pro` (a model that
+    /// answers only there) at `AXE_OPENAI_BASE_URL`.
+    Responses,
 }
 
 pub const PROVIDERS: [P; 3] = [P::Anthropic, P::OpenAi, P::Ollama];
+
+/// [`PROVIDERS`] and the Responses API, for the tests that run on it too.
+pub const WIRES: [P; 4] = [P::Anthropic, P::OpenAi, P::Ollama, P::Responses];
 
 impl P {
     pub fn name(self) -> &'static str {
@@ -20,6 +27,7 @@ impl P {
             P::Anthropic => "anthropic",
             P::OpenAi => "openai",
             P::Ollama => "ollama",
+            P::Responses => "responses",
         }
     }
 
@@ -28,6 +36,7 @@ impl P {
             P::Anthropic => "anthropic/claude-sonnet-4-5",
             P::OpenAi => "openai/gpt-4o",
             P::Ollama => "ollama/llama3.1",
+            P::Responses => "openai/o3-pro",
         }
     }
 
@@ -37,6 +46,7 @@ impl P {
             P::Anthropic => anthropic_text(text, 5, 2),
             P::OpenAi => openai_text(text, 5, 2),
             P::Ollama => ollama_text(text, 5, 2),
+            P::Responses => responses_text_of(text, 5, 2),
         }
     }
 
@@ -46,6 +56,7 @@ impl P {
             P::Anthropic => anthropic_tool_use("", calls, 5, 2),
             P::OpenAi => openai_tool_calls(calls, 5, 2),
             P::Ollama => ollama_tool_calls(calls, 5, 2),
+            P::Responses => responses_calls(calls, 5, 2),
         }
     }
 
@@ -67,13 +78,16 @@ impl P {
     /// OpenAI, an object for the others.
     pub fn wire_args(self, args: serde_json::Value) -> serde_json::Value {
         match self {
-            P::OpenAi => serde_json::Value::String(args.to_string()),
+            P::OpenAi | P::Responses => serde_json::Value::String(args.to_string()),
             _ => args,
         }
     }
 
-    /// `AXE_<PROVIDER>_BASE_URL`.
+    /// `AXE_<PROVIDER>_BASE_URL` (OpenAI's for the Responses API).
     pub fn base_url_var(self) -> String {
+        if self == P::Responses {
+            return P::OpenAi.base_url_var();
+        }
         format!("AXE_{}_BASE_URL", self.name().to_ascii_uppercase())
     }
 
@@ -84,6 +98,10 @@ impl P {
             P::Anthropic => v["stop_reason"] = reason.into(),
             P::OpenAi => v["choices"][0]["finish_reason"] = reason.into(),
             P::Ollama => v["done_reason"] = reason.into(),
+            P::Responses => {
+                v["status"] = "incomplete".into();
+                v["incomplete_details"] = serde_json::json!({"reason": reason});
+            }
         }
         v.to_string()
     }
@@ -240,7 +258,7 @@ impl Recorded {
     /// a string, or text blocks when it carries a cache mark).
     pub fn system_prompt(&self) -> String {
         let body = self.json();
-        if let Some(s) = body["system"].as_str() {
+        if let Some(s) = body["system"].as_str().or(body["instructions"].as_str()) {
             return s.to_string();
         }
         if let Some(blocks) = body["system"].as_array() {
@@ -263,10 +281,13 @@ impl Recorded {
             .to_string()
     }
 
-    /// The messages array of the request body.
+    /// The messages array of the request body (the Responses API's
+    /// `input` items).
     pub fn messages(&self) -> Vec<serde_json::Value> {
-        self.json()["messages"]
+        let body = self.json();
+        body["messages"]
             .as_array()
+            .or(body["input"].as_array())
             .cloned()
             .unwrap_or_default()
     }
@@ -313,9 +334,11 @@ impl Recorded {
     pub fn tool_result_texts(&self) -> Vec<String> {
         let mut results = self.tool_messages();
         results.extend(self.anthropic_tool_results());
+        let outputs = self.function_call_outputs().into_iter();
         results
             .iter()
             .map(|m| m["content"].as_str().unwrap_or("").to_string())
+            .chain(outputs.map(|o| o["output"].as_str().unwrap_or("").to_string()))
             .collect()
     }
 
@@ -323,6 +346,7 @@ impl Recorded {
     pub fn has_tool_results(&self) -> bool {
         self.messages().iter().any(|m| {
             m["role"] == "tool"
+                || m["type"] == "function_call_output"
                 || m["content"]
                     .as_array()
                     .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))

@@ -6,7 +6,8 @@
 //!   real model whose real tool calls go through `call_agent` and to the
 //!   built-in `read_file` and `run_command` and to the MCP time server
 //!   `mcp-server-time` (the agents of fixtures/e2e/agents), on both the OpenAI (`/v1/chat/completions`) and
-//!   the Anthropic (`/v1/messages`) wire formats the server speaks; and the
+//!   the Anthropic (`/v1/messages`) wire formats the server speaks, and
+//!   `read_file` on its Responses API (`/v1/responses`); and the
 //!   model of a real MCP host, `llm` with `llm-tools-mcp` (`AXE_E2E_LLM`),
 //!   delegating to an axe agent through `axe mcp serve`;
 //! - `AXE_E2E_AIMOCK_URL`: `@copilotkit/aimock` serving OpenAI, Anthropic and
@@ -43,6 +44,7 @@ mod host;
 mod llama;
 mod mcp;
 mod proxy;
+mod responses;
 mod stream;
 mod tools;
 mod wire;

@@ -57,12 +57,21 @@ fn refusal(p: P) -> Option<(String, &'static str)> {
             ))
         }
         P::Ollama => None,
+        P::Responses => {
+            let refused = json!([{"type": "message", "id": "msg_1", "role": "assistant",
+                "status": "completed", "content": [{"type": "refusal",
+                "refusal": "I can't help with that."}]}]);
+            Some((
+                responses_answer(refused, 5, 2, 0).to_string(),
+                "openai: the model refused to answer: I can't help with that.",
+            ))
+        }
     }
 }
 
 #[test]
 fn a_refusal_at_top_level_is_an_error_not_an_answer() {
-    for p in [P::OpenAi, P::Anthropic] {
+    for p in [P::OpenAi, P::Anthropic, P::Responses] {
         let (body, want) = refusal(p).unwrap();
         let home = Home::fast_retries();
         home.named_agent("solo", p.model(), "");
@@ -92,7 +101,7 @@ fn a_refusal_with_a_reason_says_why() {
 
 #[test]
 fn a_sub_agents_refusal_is_its_error_result() {
-    for p in [P::OpenAi, P::Anthropic] {
+    for p in [P::OpenAi, P::Anthropic, P::Responses] {
         let (body, want) = refusal(p).unwrap();
         let home = Home::fast_retries();
         let server = echo_tree(&home, parent_of(p), p, body);
@@ -129,6 +138,16 @@ fn cut_cases() -> Vec<(P, &'static str, &'static str)> {
             "cut off: the context window is full",
         ),
         (P::Ollama, "length", "cut off at the output limit"),
+        (
+            P::Responses,
+            "max_output_tokens",
+            "cut off at the output limit",
+        ),
+        (
+            P::Responses,
+            "content_filter",
+            "stopped by the provider's content filter",
+        ),
     ]
 }
 
@@ -189,6 +208,10 @@ fn cut_off_calls(p: P, reason: &'static str, calls: &[Call]) -> FakeServer {
             P::Anthropic => v["stop_reason"] = reason.into(),
             P::OpenAi => v["choices"][0]["finish_reason"] = reason.into(),
             P::Ollama => v["done_reason"] = reason.into(),
+            P::Responses => {
+                v["status"] = "incomplete".into();
+                v["incomplete_details"] = json!({"reason": reason});
+            }
         }
         v.to_string()
     };
@@ -257,7 +280,7 @@ fn a_cut_off_responses_calls_are_each_answered_as_the_tool_they_name() {
 
 #[test]
 fn a_call_made_past_the_depth_limit_is_answered_and_the_follow_up_is_valid() {
-    for p in PROVIDERS {
+    for p in WIRES {
         let home = Home::fast_retries();
         // lead's max_depth 1: mid runs at the limit with no tools, but its
         // model calls call_agent anyway.
@@ -312,6 +335,10 @@ fn a_call_made_past_the_depth_limit_is_answered_and_the_follow_up_is_valid() {
             }
             // Ollama has no tool_choice: the tools stay out.
             P::Ollama => assert!(follow_up.get("tools").is_none(), "{follow_up}"),
+            P::Responses => {
+                assert_eq!(follow_up["tools"][0]["name"], "call_agent", "{follow_up}");
+                assert_eq!(follow_up["tool_choice"], "none");
+            }
         }
         assert!(server.requests().iter().all(|r| r.who() != "leaf"));
     }

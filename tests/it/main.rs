@@ -34,6 +34,7 @@
 //! | §4.1 | the provider layer's shared types | `providers/types.rs` |
 //! | §4.2–§4.4 | each wire format in process: requests, responses, tool calls | `providers/anthropic.rs`, `openai.rs`, `ollama.rs` |
 //! | §4.7, §4.8 | every failure classified, on all three providers at once | `providers/errors.rs` |
+//! | §4.14 | the Responses API as a wire: named, its turns, reasoning items sent back | `responses_api/` |
 //! | §4.7, §4.8, §6.1 | every provider fault through the binary, at top level and in a sub-agent | `provider_faults/` (the matrix in `matrix.rs` and `tool_matrix.rs`; cases by kind) |
 //! | §4.2, §3.15 | how axe connects: TLS for `https`, a proxy from the environment, the response head's bound | `connections.rs` |
 //! | §4.3, §4.6, §6.1, §6.7 | what a well-behaved server never sends: absurd headers and counts, credentials in URLs | `odd_servers.rs` |
@@ -144,6 +145,7 @@ mod provider_batch_conformance;
 mod provider_batch_limits;
 mod provider_faults;
 mod providers;
+mod responses_api;
 mod retries;
 mod run_log;
 mod secrets;

@@ -147,6 +147,10 @@ fn with_usage(p: P, body: &str, input: Value, output: Value) -> String {
             v["prompt_eval_count"] = input;
             v["eval_count"] = output;
         }
+        P::Responses => {
+            v["usage"] =
+                json!({"input_tokens": input, "output_tokens": output, "total_tokens": null})
+        }
     }
     v.to_string()
 }
@@ -175,7 +179,7 @@ fn missing_null_or_odd_usage_counts_are_unknown_not_a_failed_answer() {
         // No usage object at all, and a usage of null.
         let mut bare: Value = serde_json::from_str(&p.text("bare")).unwrap();
         match p {
-            P::Anthropic | P::OpenAi => bare["usage"] = Value::Null,
+            P::Anthropic | P::OpenAi | P::Responses => bare["usage"] = Value::Null,
             P::Ollama => {
                 let o = bare.as_object_mut().unwrap();
                 o.remove("prompt_eval_count");
@@ -306,6 +310,7 @@ Context:
             ),
             P::Anthropic => assert_eq!(assistant["content"][0]["input"], args),
             P::Ollama => assert_eq!(assistant["tool_calls"][0]["function"]["arguments"], args),
+            P::Responses => unreachable!("runs on PROVIDERS"),
         }
     }
 }

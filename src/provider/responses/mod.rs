@@ -1,23 +1,26 @@
-//! OpenAI's Responses API (`POST /v1/responses`), the wire OpenCode's Zen
-//! gateway serves its `gpt-*` models on (the `opencode` preset's route,
-//! `presets.rs`, as the Go original routes them): its endpoint and
-//! headers, the body (`instructions`, `input` items: messages,
-//! `function_call`s and `function_call_output`s; flat function `tools`,
-//! `max_output_tokens`, `text.format` for an output schema), the parsing of
-//! a response (`output` items, `status`, `usage`); its stream's events in
-//! `stream.rs`. No `kind` names it (design §4.12).
+//! OpenAI's Responses API (`POST /v1/responses`), for OpenAI and any
+//! server that speaks it (a table's `api = "responses"`, OpenAI's models
+//! that answer only there, OpenCode Zen's `gpt-*` route; design §4.14):
+//! its endpoint and headers, the body (`instructions`, `input` items:
+//! messages, the reasoning items sent back, `function_call`s and
+//! `function_call_output`s; flat function `tools`, `max_output_tokens`,
+//! `text.format` for an output schema, `reasoning.effort`, `store: false`
+//! with the encrypted reasoning asked for); the parsing of a response in
+//! `read.rs`, its stream's events in `stream.rs`.
 
+mod read;
 mod stream;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice, adjust,
-    arguments_from_wire, count, input_schema, invalid_json_detail, join_v1, number,
+    Change, Effort, ErrorDetail, Message, Quirks, Request, Response, ToolChoice, adjust,
+    input_schema, join_v1, number,
 };
+
+pub use read::parse;
 
 /// The Responses API, as the common code calls it.
 pub(crate) struct Responses;
@@ -47,13 +50,18 @@ impl Format for Responses {
         body(req, quirks)
     }
 
-    /// A `temperature` the reasoning models refuse.
-    fn refused(
-        &self,
-        detail: &ErrorDetail,
-        req: &Request,
-        quirks: Quirks,
-    ) -> Option<adjust::Change> {
+    /// A `temperature` the reasoning models refuse, or the encrypted
+    /// reasoning the others do ("Encrypted content is not supported with
+    /// this model", its param `include`).
+    fn refused(&self, detail: &ErrorDetail, req: &Request, quirks: Quirks) -> Option<Change> {
+        let include = detail.param.as_deref() == Some("include")
+            || detail
+                .message
+                .to_ascii_lowercase()
+                .contains("encrypted content");
+        if include && !quirks.has(Change::NoEncryptedReasoning) {
+            return Some(Change::NoEncryptedReasoning);
+        }
         adjust::temperature_refused(detail, req, quirks)
     }
 
@@ -67,13 +75,21 @@ impl Format for Responses {
 }
 
 /// The request body for `req`: the system prompt as `instructions`, the
-/// conversation as `input` items.
+/// conversation as `input` items. Nothing is stored at the provider (axe
+/// sends the whole conversation each turn), so the reasoning items come
+/// back encrypted, to be sent back as they came (the API's stateless use).
 pub fn body(req: &Request, quirks: Quirks) -> Value {
     let mut input = Vec::with_capacity(req.messages.len());
     for m in &req.messages {
         push_items(&mut input, m);
     }
-    let mut body = json!({"model": req.model, "input": input});
+    let mut body = json!({"model": req.model, "input": input, "store": false});
+    if !quirks.no_encrypted_reasoning {
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
+    if let Some(effort) = req.reasoning.and_then(|r| r.effort) {
+        body["reasoning"] = json!({"effort": effort_name(effort)});
+    }
     if !req.system.is_empty() {
         body["instructions"] = json!(req.system);
     }
@@ -90,8 +106,13 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
             .tools
             .iter()
             .map(|t| {
-                json!({"type": "function", "name": t.name,
-                    "description": t.description, "parameters": input_schema(t)})
+                // Not strict (the API's default is): strict mode takes only
+                // a subset of JSON Schema and needs every property
+                // required, which axe's optional parameters and an MCP
+                // server's schema need not be; axe checks the arguments
+                // itself, as on Chat Completions.
+                json!({"type": "function", "name": t.name, "description": t.description,
+                    "parameters": input_schema(t), "strict": false})
             })
             .collect();
         body["tools"] = json!(tools);
@@ -123,8 +144,11 @@ fn push_items(out: &mut Vec<Value>, m: &Message) {
         Message::Assistant {
             content,
             tool_calls,
-            ..
+            reasoning,
         } => {
+            // Before the turn's message and calls, as they came: a call
+            // sent back without the reasoning that led to it is refused.
+            out.extend(reasoning.iter().cloned());
             if !content.is_empty() || tool_calls.is_empty() {
                 out.push(json!({"role": "assistant", "content": content}));
             }
@@ -146,87 +170,21 @@ fn push_items(out: &mut Vec<Value>, m: &Message) {
     }
 }
 
-#[derive(Deserialize)]
-struct Wire {
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    output: Vec<Value>,
-    #[serde(default)]
-    incomplete_details: Value,
-    #[serde(default)]
-    error: Value,
-    /// Read leniently: see [`count`].
-    #[serde(default)]
-    usage: Value,
-}
-
-/// Parses a response: the `output_text` of its messages, each
-/// `function_call` a [`ToolCall`], a `refusal` as declined; reasoning and
-/// other items left out. A `failed` response is an error.
-pub fn parse(body: &str) -> Result<Response, String> {
-    let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
-    let status = wire.status.unwrap_or_default();
-    if status == "failed" {
-        let message = wire.error["message"].as_str().unwrap_or("no message");
-        return Err(format!("the response failed: {message}"));
-    }
-    let mut resp = Response {
-        input_tokens: count(&wire.usage["input_tokens"]),
-        output_tokens: count(&wire.usage["output_tokens"]),
-        // Part of `input_tokens`, as Chat Completions' are.
-        cache_read_tokens: count(&wire.usage["input_tokens_details"]["cached_tokens"]),
-        cut: match wire.incomplete_details["reason"].as_str() {
-            Some("max_output_tokens") => Some(Cut::OutputLimit),
-            Some("content_filter") => Some(Cut::Filtered),
-            _ => None,
-        },
-        ..Response::default()
-    };
-    for (i, item) in wire.output.into_iter().enumerate() {
-        match item["type"].as_str().unwrap_or("") {
-            "message" => read_message(&item, &mut resp),
-            "function_call" => resp.tool_calls.push(function_call(i, item)),
-            _ => {}
-        }
-    }
-    resp.stop_reason = status;
-    Ok(resp)
-}
-
-fn read_message(item: &Value, resp: &mut Response) {
-    for part in item["content"].as_array().into_iter().flatten() {
-        match part["type"].as_str().unwrap_or("") {
-            "output_text" => resp.content.push_str(part["text"].as_str().unwrap_or("")),
-            "refusal" => {
-                let words = part["refusal"].as_str().unwrap_or("").trim();
-                resp.declined = Some(format!("the model refused to answer: {words}"));
-            }
-            _ => {}
-        }
-    }
-}
-
-fn function_call(i: usize, mut item: Value) -> ToolCall {
-    let id = item["call_id"]
-        .as_str()
-        .filter(|id| !id.is_empty())
-        .map_or_else(|| format!("call_{i}"), str::to_string);
-    let arguments = item["arguments"].take();
-    ToolCall {
-        id,
-        name: item["name"].as_str().unwrap_or("").to_string(),
-        arguments: arguments_from_wire(&arguments),
-        wire_arguments: arguments,
-        foreign: None,
+/// `reasoning.effort` as the API names it.
+fn effort_name(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Minimal => "minimal",
+        Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::Wire;
     use crate::provider::stream::{Decoder, StreamError};
+    use crate::provider::{Cut, Wire};
 
     #[test]
     fn an_incomplete_answer_is_cut_a_refusal_declined_a_failure_an_error() {

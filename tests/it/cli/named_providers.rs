@@ -165,7 +165,9 @@ fn a_bad_kind_or_a_name_with_no_base_url_is_exit_2() {
     let out = run_model(&home, "openai/m", &[], &["--dry-run"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("providers.x.kind must be \"openai\", \"anthropic\" or \"ollama\""),
+        stderr(&out).contains(
+            "providers.x.kind must be \"openai\", \"anthropic\", \"ollama\" or \"responses\""
+        ),
         "{}",
         stderr(&out)
     );

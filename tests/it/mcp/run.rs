@@ -51,7 +51,7 @@ fn home(p: P, js: &Path, mark: &str, extra: &str, agent_extra: &str) -> Home {
 fn key_var(p: P) -> &'static str {
     match p {
         P::Anthropic => "ANTHROPIC_API_KEY",
-        P::OpenAi => "OPENAI_API_KEY",
+        P::OpenAi | P::Responses => "OPENAI_API_KEY",
         P::Ollama => "OLLAMA_API_KEY",
     }
 }
@@ -84,6 +84,10 @@ fn offered(server: &FakeServer, p: P) -> Vec<(String, serde_json::Value)> {
                 t["name"].as_str().unwrap().to_string(),
                 t["input_schema"].clone(),
             ),
+            P::Responses => (
+                t["name"].as_str().unwrap().to_string(),
+                t["parameters"].clone(),
+            ),
             _ => (
                 t["function"]["name"].as_str().unwrap().to_string(),
                 t["function"]["parameters"].clone(),
@@ -95,7 +99,7 @@ fn offered(server: &FakeServer, p: P) -> Vec<(String, serde_json::Value)> {
 #[test]
 fn mcp_tools_are_offered_with_their_schemas_and_called_on_all_three_wires() {
     let Some(js) = everything() else { return };
-    for p in PROVIDERS {
+    for p in WIRES {
         let mark = marker();
         let home = home(
             p,

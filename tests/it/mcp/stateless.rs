@@ -55,7 +55,7 @@ fn run(home: &Home, p: P, calls: &[Call]) -> (std::process::Output, Vec<String>)
     let server = FakeServer::tool_loop(p.tool_calls(calls), p.text("done"));
     let key = match p {
         P::Anthropic => "ANTHROPIC_API_KEY",
-        P::OpenAi => "OPENAI_API_KEY",
+        P::OpenAi | P::Responses => "OPENAI_API_KEY",
         P::Ollama => "OLLAMA_API_KEY",
     };
     let out = home

@@ -72,6 +72,7 @@ fn fault_200_missing_the_required_fields_is_an_invalid_response_exit_3_or_an_err
                 include_str!("../../../fixtures/responses/ollama_missing_message.json"),
                 "message",
             ),
+            P::Responses => unreachable!("runs on PROVIDERS"),
         };
         invalid(
             Reply::Json(200, body.into()),

@@ -152,6 +152,7 @@ pub(crate) fn api_error(p: P, status: u16) -> (String, &'static str) {
             };
             (json!({"error": message}).to_string(), message)
         }
+        P::Responses => unreachable!("runs on PROVIDERS"),
     }
 }
 
@@ -206,6 +207,7 @@ pub(crate) fn results(p: P, req: &Recorded) -> Vec<Res> {
                 is_error: None,
             })
             .collect(),
+        P::Responses => unreachable!("runs on PROVIDERS"),
     }
 }
 
@@ -230,6 +232,7 @@ pub(crate) fn history_call_ids(p: P, req: &Recorded) -> Vec<String> {
             .as_array()
             .cloned()
             .unwrap_or_default(),
+        P::Responses => unreachable!("runs on PROVIDERS"),
     };
     calls
         .iter()

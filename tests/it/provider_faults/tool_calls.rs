@@ -34,6 +34,7 @@ fn fault_tool_calls_with_non_object_or_non_json_arguments_get_the_agent_required
                 json!(42),
                 Value::Null,
             ],
+            P::Responses => unreachable!("runs on PROVIDERS"),
         }
         .into_iter()
         .map(Some)

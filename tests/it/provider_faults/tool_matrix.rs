@@ -18,6 +18,7 @@ pub(crate) fn raw_tool_calls(p: P, calls: &[RawCall]) -> String {
             P::Anthropic => json!({"type": "tool_use", "name": c.name}),
             P::OpenAi => json!({"type": "function", "function": {"name": c.name}}),
             P::Ollama => json!({"function": {"name": c.name}}),
+            P::Responses => unreachable!("runs on PROVIDERS"),
         };
         if let (Some(id), true) = (&c.id, p.has_ids()) {
             v["id"] = json!(id);
@@ -26,6 +27,7 @@ pub(crate) fn raw_tool_calls(p: P, calls: &[RawCall]) -> String {
             match p {
                 P::Anthropic => v["input"] = args.clone(),
                 P::OpenAi | P::Ollama => v["function"]["arguments"] = args.clone(),
+                P::Responses => unreachable!("runs on PROVIDERS"),
             }
         }
         wire.push(v);
@@ -49,6 +51,7 @@ pub(crate) fn raw_tool_calls(p: P, calls: &[RawCall]) -> String {
             "message": {"role": "assistant", "content": "", "tool_calls": wire},
             "done_reason": "stop", "done": true, "prompt_eval_count": 5, "eval_count": 2
         }),
+        P::Responses => unreachable!("runs on PROVIDERS"),
     }
     .to_string()
 }

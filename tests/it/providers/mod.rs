@@ -9,6 +9,7 @@ mod anthropic;
 mod errors;
 mod ollama;
 mod openai;
+mod responses;
 mod types;
 
 use crate::common::*;

@@ -121,11 +121,13 @@ fn a_stream_closed_without_its_last_event_is_a_failed_request() {
             P::OpenAi => whole.find("data: [DONE]").unwrap(),
             P::Anthropic => whole.find("event: message_stop").unwrap(),
             P::Ollama => whole.trim_end().rfind('\n').unwrap() + 1,
+            P::Responses => unreachable!("runs on PROVIDERS"),
         };
         let end = match p {
             P::OpenAi => "[DONE]",
             P::Anthropic => "message_stop",
             P::Ollama => "its done: true line",
+            P::Responses => unreachable!("runs on PROVIDERS"),
         };
         let server = FakeServer::start(vec![p.streamed(&whole[..last])]);
         let home = home_on(p, "");
@@ -349,6 +351,7 @@ fn an_event_shaped_as_an_array_adds_no_text_on_any_wire() {
                 whole.trim_end().rfind('\n').map(|i| i + 1),
                 "[[\"Injected \",null],null,null]\n{\"message\":[\"Injected \",null]}\n",
             ),
+            P::Responses => unreachable!("runs on PROVIDERS"),
         };
         let at = at.expect("the stream's end");
         let body = format!("{}{odd}{}", &whole[..at], &whole[at..]);

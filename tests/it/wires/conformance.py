@@ -1,10 +1,14 @@
 """Checks request bodies axe sent against the vendors' own SDK types, with
 extras forbidden (tests/it/wires/conformance.rs writes them, one JSON line
-each: {"wire", "case", "body"}): `openai`'s CompletionCreateParams,
-`anthropic`'s MessageCreateParams, `ollama`'s ChatRequest (and, since that
-takes any mapping as a message or options, each message as its Message and
-the options as its Options). Then mutates every valid body in ways the
-types refuse, to show the check is not vacuous.
+each: {"wire", "case", "body"}): `openai`'s CompletionCreateParams and,
+for the Responses API, its ResponseCreateParams; `anthropic`'s
+MessageCreateParams, `ollama`'s ChatRequest (and, since that takes any
+mapping as a message or options, each message as its Message and the
+options as its Options). Lines {"wire": "responses", "case", "reply"}
+are what the fake answered on that API: each a `Response` or, streamed, a
+`ResponseStreamEvent`, checked the same way (what axe reads is what the
+API sends). Then mutates every valid body in ways the types refuse, to
+show the check is not vacuous.
 
 Usage: conformance.py BODIES.jsonl; prints one JSON object: for each body
 its errors ("loc: message"), and the mutated bodies the types took."""
@@ -19,6 +23,8 @@ from pydantic import BaseModel, TypeAdapter
 
 import anthropic.types.message_create_params as anthropic_params
 import openai.types.chat.completion_create_params as openai_params
+import openai.types.responses.response_create_params as responses_params
+from openai.types.responses import Response, ResponseStreamEvent
 import ollama._types as ollama_types
 
 
@@ -48,6 +54,9 @@ def forbid(tp, seen):
 SEEN = set()
 for t in (
     openai_params.CompletionCreateParams,
+    responses_params.ResponseCreateParamsNonStreaming,
+    responses_params.ResponseCreateParamsStreaming,
+    Response,
     anthropic_params.MessageCreateParams,
     ollama_types.ChatRequest,
     ollama_types.Message,
@@ -63,6 +72,11 @@ ANTHROPIC = {
     False: TypeAdapter(anthropic_params.MessageCreateParamsNonStreaming),
     True: TypeAdapter(anthropic_params.MessageCreateParamsStreaming),
 }
+RESPONSES = {
+    False: TypeAdapter(responses_params.ResponseCreateParamsNonStreaming),
+    True: TypeAdapter(responses_params.ResponseCreateParamsStreaming),
+}
+REPLIES = {"response": TypeAdapter(Response), "event": TypeAdapter(ResponseStreamEvent)}
 OLLAMA = TypeAdapter(ollama_types.ChatRequest)
 OLLAMA_MESSAGE = TypeAdapter(ollama_types.Message)
 OLLAMA_OPTIONS = TypeAdapter(ollama_types.Options)
@@ -99,6 +113,29 @@ def described(e, path):
     return out
 
 
+def extras(value, path, out):
+    """The keys of `value` its model does not have: the `openai` package's
+    models take any (extra "allow"), and keep them as `model_extra`."""
+    if isinstance(value, BaseModel):
+        for k in value.model_extra or {}:
+            out.append("%s: Extra inputs are not permitted" % ".".join(path + [k]))
+        for k in type(value).model_fields:
+            extras(getattr(value, k), path + [k], out)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            extras(v, path + [str(i)], out)
+
+
+def reply_errors(kind, value):
+    try:
+        validated = REPLIES[kind].validate_python(value)
+    except pydantic.ValidationError as e:
+        return described(e, [])
+    out = []
+    extras(validated, [], out)
+    return out
+
+
 def errors_of(adapter, value, prefix=""):
     base = [prefix.rstrip(".")] if prefix else []
     try:
@@ -116,6 +153,8 @@ def check(wire, body):
         return errors_of(OPENAI[streamed], body)
     if wire == "anthropic":
         return errors_of(ANTHROPIC[streamed], body)
+    if wire == "responses":
+        return errors_of(RESPONSES[streamed], body)
     errs = errors_of(OLLAMA, body)
     for i, m in enumerate(body.get("messages") or []):
         errs += errors_of(OLLAMA_MESSAGE, m, "messages.%d." % i)
@@ -128,22 +167,33 @@ def first_tool_property(wire, body):
     tool = body["tools"][0]
     if wire == "anthropic":
         return tool["input_schema"]["properties"]
+    if wire == "responses":
+        return tool["parameters"]["properties"]
     return tool["function"]["parameters"]["properties"]
 
 
 def mutations(wire, body):
     """(name, how) pairs, each a change the wire's type refuses."""
-    required = {"openai": "messages", "anthropic": "max_tokens", "ollama": "model"}[wire]
+    # The Responses API's every key is optional; its messages are `input`.
+    required = {"openai": "messages", "anthropic": "max_tokens", "ollama": "model"}.get(wire)
+    messages = "input" if wire == "responses" else "messages"
     out = [
         ("an unknown key", lambda b: b.__setitem__("axe_unknown", 1)),
         ("a model that is a number", lambda b: b.__setitem__("model", 42)),
-        ("a required key left out", lambda b: b.pop(required)),
         # Ollama's role is any string.
-        ("a role that is no role", lambda b: b["messages"][0].__setitem__("role", 5 if wire == "ollama" else "wizard")),
-        ("an unknown key in a message", lambda b: b["messages"][0].__setitem__("axe_unknown", 1)),
+        ("a role that is no role", lambda b: b[messages][0].__setitem__("role", 5 if wire == "ollama" else "wizard")),
+        ("an unknown key in a message", lambda b: b[messages][0].__setitem__("axe_unknown", 1)),
     ]
+    if required:
+        out.append(("a required key left out", lambda b: b.pop(required)))
+    if wire == "responses":
+        out.append(("store that is not a bool", lambda b: b.__setitem__("store", [1])))
+        out.append(("an include no API has", lambda b: b.__setitem__("include", ["axe.unknown"])))
     if body.get("tools"):
-        if wire == "anthropic":
+        if wire == "responses":
+            out.append(("an unknown key in a tool", lambda b: b["tools"][0].__setitem__("axe_unknown", 1)))
+            out.append(("strict that is not a bool", lambda b: b["tools"][0].__setitem__("strict", [1])))
+        elif wire == "anthropic":
             out.append(("an unknown key in a tool", lambda b: b["tools"][0].__setitem__("axe_unknown", 1)))
         else:
             out.append(("an unknown key in a tool's function", lambda b: b["tools"][0]["function"].__setitem__("axe_unknown", 1)))
@@ -151,16 +201,21 @@ def mutations(wire, body):
             out.append(("a property's key Ollama does not model", lambda b: next(iter(first_tool_property(wire, b).values())).__setitem__("title", "T")))
     if wire == "anthropic" and isinstance(body.get("tool_choice"), dict):
         out.append(("a tool_choice flag that is not a bool", lambda b: b["tool_choice"].__setitem__("disable_parallel_tool_use", "sometimes")))
-    if wire == "openai" and "parallel_tool_calls" in body:
+    if wire in ("openai", "responses") and "parallel_tool_calls" in body:
         out.append(("parallel_tool_calls that is not a bool", lambda b: b.__setitem__("parallel_tool_calls", [1])))
     return out
 
 
 def main():
-    report = {"bodies": [], "mutated": 0, "taken": []}
+    report = {"bodies": [], "replies": [], "mutated": 0, "taken": []}
     with open(sys.argv[1]) as f:
         for line in f:
             item = json.loads(line)
+            if "reply" in item:
+                kind = "event" if "sequence_number" in item["reply"] else "response"
+                errs = reply_errors(kind, item["reply"])
+                report["replies"].append({"case": item["case"], "kind": kind, "errors": errs})
+                continue
             wire, body = item["wire"], item["body"]
             errs = check(wire, body)
             report["bodies"].append({"wire": wire, "case": item["case"], "errors": errs})

@@ -5,8 +5,10 @@
 //! cache) run on each wire against a fake model, every body it got written
 //! down, and `conformance.py` (in the venv scripts/conformance_deps.sh
 //! makes) checks each with the pinned `openai`, `anthropic` and `ollama`
-//! packages' types, extras forbidden, and that it refuses every mutated
-//! body.
+//! packages' types, extras forbidden (the Responses API's with `openai`'s
+//! `ResponseCreateParams`, and the fake's answers and stream events on it
+//! with its `Response` and `ResponseStreamEvent`), and that it refuses
+//! every mutated body.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -141,7 +143,7 @@ fn bodies() -> Vec<Value> {
     let mut out = Vec::new();
     let server_script =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/schemas_server.py");
-    for p in PROVIDERS {
+    for p in WIRES {
         let home = Home::new();
         let work = home.dir.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
@@ -172,13 +174,43 @@ fn bodies() -> Vec<Value> {
     out
 }
 
+/// What the fake answers on the Responses API, as the API would: whole
+/// answers, and each event of its streams.
+fn responses_replies() -> Vec<Value> {
+    let calls = [("c1", "list_directory", json!({}))];
+    let mut replies = vec![
+        P::Responses.text("{\"verdict\": \"fine\"}"),
+        P::Responses.tool_calls(&calls),
+    ];
+    for stream in [
+        P::Responses.stream_calls("", &calls),
+        P::Responses.stream_text(&["a", "b"], 5, 2),
+    ] {
+        replies.extend(
+            stream
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .map(str::to_string),
+        );
+    }
+    replies
+        .iter()
+        .map(|r| json!({"wire": "responses", "case": "reply", "reply": serde_json::from_str::<Value>(r).unwrap()}))
+        .collect()
+}
+
 #[test]
 fn every_body_axe_sends_is_what_the_vendors_sdk_types_take() {
     let Some(py) = python() else { return };
     let bodies = bodies();
     let dir = TempDir::new("conformance");
     let file = dir.path().join("bodies.jsonl");
-    let lines: Vec<String> = bodies.iter().map(Value::to_string).collect();
+    let replies = responses_replies();
+    let lines: Vec<String> = bodies
+        .iter()
+        .chain(&replies)
+        .map(Value::to_string)
+        .collect();
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/wires/conformance.py");
     let out = Command::new(&py).arg(&script).arg(&file).output().unwrap();
@@ -186,6 +218,18 @@ fn every_body_axe_sends_is_what_the_vendors_sdk_types_take() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let checked = report["bodies"].as_array().unwrap();
     assert_eq!(checked.len(), bodies.len());
+    let read = report["replies"].as_array().unwrap();
+    assert_eq!(read.len(), replies.len());
+    for r in read {
+        assert_eq!(
+            r["errors"],
+            json!([]),
+            "the fake's Responses answer is not the API's: {r}"
+        );
+    }
+    assert!(
+        read.iter().any(|r| r["kind"] == "event") && read.iter().any(|r| r["kind"] == "response")
+    );
     let mut met = [false; KNOWN.len()];
     let mut wrong = Vec::new();
     for b in checked {
@@ -224,6 +268,7 @@ fn every_body_axe_sends_is_what_the_vendors_sdk_types_take() {
         })
     };
     assert!(sent("openai", "parallel_tool_calls", json!(false)));
+    assert!(sent("responses", "parallel_tool_calls", json!(false)));
     assert!(sent("anthropic", "disable_parallel_tool_use", json!(true)));
     let at_limit = |wire: &str, want: Value| {
         bodies.iter().any(|b| {
@@ -237,6 +282,7 @@ fn every_body_axe_sends_is_what_the_vendors_sdk_types_take() {
         .collect();
     assert!(at_limit("openai", json!("none")), "{limited:?}");
     assert!(at_limit("anthropic", json!({"type": "none"})));
+    assert!(at_limit("responses", json!("none")));
     eprintln!(
         "conformance: {} bodies, {} mutated and refused",
         bodies.len(),
