@@ -151,6 +151,10 @@ model = "provider/model-name"
 # max_tokens = 4096
 # response_format = "json_object"  # the Go original's: text, json_object, or
 #                                  # a json_schema table; read as [output]
+# reasoning_effort = "medium"  # minimal, low, medium or high: how hard the
+#                              # model thinks, in each wire's own form
+# thinking_budget = 8192       # tokens to think in (Anthropic's budget; at
+#                              # least 1024), over the effort's
 
 # The shape of the answer: a JSON Schema (inline, or schema_file relative to
 # the config directory). The answer must be JSON matching it; when it is

@@ -19,6 +19,7 @@ Run an agent: the message is --prompt, else stdin; the answer goes to stdout. Fl
 What to run:
   -p, --prompt TEXT      the user message (beats stdin)
   --model P/M            model override, as provider/model (default: the agent's model)
+  --reasoning-effort E   minimal, low, medium or high, over the agent's [params] reasoning_effort
   --skill FILE           skill file override (default: the agent's skill)
   --workdir DIR          working directory override (default: the agent's, else the current one)
   --var KEY=VALUE        fill {{KEY}} in the system prompt, the skill and --prompt (repeatable)

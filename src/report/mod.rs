@@ -24,11 +24,19 @@ use crate::trace::ledger::{self, AgentUsage, Ledger, ToolDetail};
 
 fn params_line(r: &Resolved) -> String {
     let p = &r.agent.config.params;
-    format!(
+    let mut line = format!(
         "temperature={}, max_tokens={}",
         p.temperature.map_or("default".into(), |t| t.to_string()),
         p.max_tokens.map_or("default".into(), |n| n.to_string())
-    )
+    );
+    // Only when set: without, the line is as design §2.9 gives it.
+    if let Some(e) = p.reasoning_effort {
+        line.push_str(&format!(", reasoning_effort={}", e.name()));
+    }
+    if let Some(n) = p.thinking_budget {
+        line.push_str(&format!(", thinking_budget={n}"));
+    }
+    line
 }
 
 /// The `--dry-run` report (design §2.9).

@@ -140,6 +140,7 @@ mod prompt_cache;
 mod provider_batch;
 mod provider_faults;
 mod providers;
+mod reasoning;
 mod retries;
 mod run_log;
 mod secrets;
