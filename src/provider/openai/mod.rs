@@ -116,6 +116,11 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
         };
         body[field] = json!(n);
     }
+    // The effort alone: Chat Completions takes no thinking budget (Gemini's
+    // compatible endpoint reads the same field, design §4.13).
+    if let Some(effort) = req.reasoning.and_then(|r| r.effort) {
+        body["reasoning_effort"] = json!(effort.name());
+    }
     if req.sends_tools(true) {
         body["tools"] = function_tools(req);
         // Sent even when "auto", OpenAI's own default with tools:
@@ -220,6 +225,13 @@ struct WireMessage {
     /// The model's refusal text when it declined (content is then null).
     #[serde(default)]
     refusal: Value,
+    /// The model's thinking as text, from the compatible servers that
+    /// show it (DeepSeek's, llama.cpp's and vLLM's `reasoning_content`;
+    /// `reasoning` on others); OpenAI's own shows none.
+    #[serde(default)]
+    reasoning_content: Value,
+    #[serde(default)]
+    reasoning: Value,
 }
 
 /// Parses a successful response body (the first choice).
@@ -247,11 +259,20 @@ pub fn parse(body: &str) -> Result<Response, String> {
         "content_filter" => Some(Cut::Filtered),
         _ => None,
     };
+    let thinking = [&choice.message.reasoning_content, &choice.message.reasoning]
+        .into_iter()
+        .find_map(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     Ok(Response {
         content,
         stop_reason,
         input_tokens: count(&wire.usage["prompt_tokens"]),
+        // Reasoning tokens included (the API's usage definition): they are
+        // priced as output once, and counted beside it (design §4.13).
         output_tokens: count(&wire.usage["completion_tokens"]),
+        reasoning_tokens: count(&wire.usage["completion_tokens_details"]["reasoning_tokens"]),
+        thinking,
         // Both already part of `prompt_tokens`; writes are reported by
         // the models that bill them (design §4.10), else absent: 0.
         cache_read_tokens: count(&wire.usage["prompt_tokens_details"]["cached_tokens"]),
