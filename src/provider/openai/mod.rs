@@ -268,9 +268,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
         content,
         stop_reason,
         input_tokens: count(&wire.usage["prompt_tokens"]),
-        // Reasoning tokens included (the API's usage definition): they are
-        // priced as output once, and counted beside it (design §4.13).
-        output_tokens: count(&wire.usage["completion_tokens"]),
+        output_tokens: output_tokens(&wire.usage),
         reasoning_tokens: count(&wire.usage["completion_tokens_details"]["reasoning_tokens"]),
         thinking,
         // Both already part of `prompt_tokens`; writes are reported by
@@ -289,6 +287,24 @@ pub fn parse(body: &str) -> Result<Response, String> {
         paused: None,
         ..Response::default()
     })
+}
+
+/// The output tokens of `usage`, reasoning included: OpenAI's
+/// `completion_tokens` includes its `reasoning_tokens` (the API's usage
+/// definition), but some compatible servers (Gemini's, some proxies) leave
+/// them out while `total_tokens` has them; then they are added, so that
+/// they are priced as output once (design §4.13).
+fn output_tokens(usage: &Value) -> u64 {
+    let completion = count(&usage["completion_tokens"]);
+    let reasoning = count(&usage["completion_tokens_details"]["reasoning_tokens"]);
+    let left_out = count(&usage["prompt_tokens"])
+        .saturating_add(completion)
+        .saturating_add(reasoning)
+        == count(&usage["total_tokens"]);
+    match reasoning > 0 && left_out {
+        true => completion.saturating_add(reasoning),
+        false => completion,
+    }
 }
 
 /// The `i`-th entry of `message.tool_calls`. A function call (`type`
