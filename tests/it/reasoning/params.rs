@@ -97,3 +97,93 @@ fn a_thinking_budget_under_1024_or_not_a_count_is_exit_2_in_one_line() {
         stdout(&out)
     );
 }
+
+/// Codex's agent file `name` in `home`'s project, `text` its keys.
+fn codex(home: &Home, name: &str, text: &str) {
+    let dir = home.dir.path().join(".codex/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{name}.toml")), text).unwrap();
+}
+
+/// `axe <args>` run in `home`'s directory (where its `.codex/` is).
+fn run_here(home: &Home, args: &[&str]) -> std::process::Output {
+    home.axe()
+        .current_dir(home.dir.path())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn codex_model_reasoning_effort_is_axes_and_codexs_own_efforts_are_said() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.dir.path().join(".git")).unwrap();
+    let file = |effort: &str| {
+        format!(
+            "model = \"o4-mini\"\nmodel_reasoning_effort = \"{effort}\"\ndeveloper_instructions = \"x\"\n"
+        )
+    };
+    codex(&home, "deep", &file("high"));
+    codex(&home, "deeper", &file("xhigh"));
+    codex(&home, "shallow", &file("none"));
+    let dry = |name: &str| {
+        let out = run_here(&home, &["run", name, "--dry-run", "-p", "x"]);
+        assert_eq!(code(&out), 0, "{name}: {}", stderr(&out));
+        (stdout(&out), stderr(&out))
+    };
+    let (text, err) = dry("deep");
+    assert!(
+        text.contains("max_tokens=default, reasoning_effort=high\n"),
+        "{text}"
+    );
+    assert!(!err.contains("model_reasoning_effort"), "{err}");
+    let (text, err) = dry("deeper");
+    assert!(text.contains("reasoning_effort=high\n"), "{text}");
+    assert!(
+        err.contains("model_reasoning_effort \"xhigh\" runs as \"high\""),
+        "{err}"
+    );
+    let (text, _) = dry("shallow");
+    assert!(text.contains("max_tokens=default\n"), "{text}");
+    assert!(
+        text.contains("model_reasoning_effort = \"none\" is not sent"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_agents_reasoning_effort_is_exported_to_codex_and_read_back() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.dir.path().join(".git")).unwrap();
+    home.agent(
+        "rx",
+        "name = \"rx\"\nmodel = \"openai/o4-mini\"\nsystem_prompt = \"You are rx.\"\n\
+         tools = [\"read_file\", \"list_directory\", \"search_files\"]\n\n\
+         [params]\nreasoning_effort = \"medium\"\ntemperature = 0.5\n",
+    );
+    let out = home.run(&["agents", "export", "rx", "--to", "codex"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let file = stdout(&out);
+    assert_eq!(
+        file,
+        "name = \"rx\"\ndescription = \"\"\nmodel = \"o4-mini\"\nmodel_reasoning_effort = \"medium\"\n\
+         sandbox_mode = \"read-only\"\ndeveloper_instructions = \"You are rx.\"\n"
+    );
+    assert!(
+        stderr(&out).contains(
+            "dropped: params.temperature (Codex's agent files have no sampling parameters)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(home.config_dir().join("agents/rx.toml")).unwrap();
+    codex(&home, "rx", &file);
+    let back = run_here(&home, &["agents", "export", "rx", "--to", "axe"]);
+    assert_eq!(code(&back), 0, "{}", stderr(&back));
+    let after: toml::Table = stdout(&back).parse().unwrap();
+    assert_eq!(
+        after["params"]["reasoning_effort"].as_str(),
+        Some("medium"),
+        "{after}"
+    );
+}
