@@ -316,7 +316,7 @@ pub struct JsonOutput<'a> {
     /// heuristic); false for an answer that met an output schema.
     pub refused: bool,
     pub retry_attempts: u64,
-    /// Of `output_tokens`, those the model spent reasoning (design §4.13).
+    /// Of `output_tokens`, those the model spent reasoning (design §4.14).
     pub reasoning_tokens: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,

@@ -256,7 +256,7 @@ impl Conversation<'_> {
             ));
         }
         // The model's thinking, where the wire shows it: never the answer,
-        // only here and in the trace's bodies (design §4.13).
+        // only here and in the trace's bodies (design §4.14).
         if !response.thinking.is_empty() {
             ctx.verbose
                 .line(&format!("[turn {turn}] Thinking: {}", response.thinking));

@@ -311,7 +311,7 @@ fn response(
     if let Some(first) = r.first_token {
         f["first_token_ms"] = millis(first).into();
     }
-    // Only where the model reasoned (design §4.13).
+    // Only where the model reasoned (design §4.14).
     if r.reasoning_tokens != 0 {
         f["reasoning_tokens"] = r.reasoning_tokens.into();
     }

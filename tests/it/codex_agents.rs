@@ -71,7 +71,7 @@ fn each_key_reaches_the_request_and_unused_keys_are_listed_once() {
     let (req, err) = run_once(&home, "reviewer");
     // A bare model is OpenAI's.
     assert_eq!(req.json()["model"], "small-model");
-    // Its reasoning effort is axe's (design §4.13).
+    // Its reasoning effort is axe's (design §4.14).
     assert_eq!(req.json()["reasoning_effort"], "high");
     assert_eq!(req.system_prompt(), "You are reviewer. Be brief.");
     assert_eq!(offered(&req), WRITING);

@@ -125,7 +125,7 @@ fn codex_files_from_a_public_collection_dry_run() {
         text.contains("--- Tools ---\nread_file, list_directory, search_files\n"),
         "{text}"
     );
-    // Its model_reasoning_effort is axe's (design §4.13), no longer unused.
+    // Its model_reasoning_effort is axe's (design §4.14), no longer unused.
     assert!(text.contains(", reasoning_effort=high\n"), "{text}");
     assert!(!err.contains("keys axe does not use"), "{err}");
     let (text, _) = dry("documentation-engineer");

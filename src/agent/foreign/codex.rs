@@ -81,7 +81,7 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
 
 /// `model_reasoning_effort` as `[params] reasoning_effort`. Codex's
 /// efforts beyond axe's are said: `xhigh` runs as `high`, `none` (and any
-/// other) asks for nothing (design §4.13).
+/// other) asks for nothing (design §4.14).
 fn reasoning_effort(out: &mut Imported, effort: &str) {
     let axes = match effort {
         "xhigh" => {

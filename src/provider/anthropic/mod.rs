@@ -25,7 +25,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// The thinking budget of an effort given without `thinking_budget`: the
 /// budgets Gemini's OpenAI-compatible endpoint reads its efforts as
-/// (design §4.13), `minimal` the API's least.
+/// (design §4.14), `minimal` the API's least.
 pub fn thinking_budget(effort: Effort) -> u32 {
     match effort {
         Effort::Minimal | Effort::Low => 1024,
@@ -38,7 +38,7 @@ pub fn thinking_budget(effort: Effort) -> u32 {
 /// is `thinking_budget`, else its effort's; `max_tokens` counts the
 /// thinking too and must be above the budget, so one that is not (the
 /// default's 4096 included) is sent as the budget plus itself, leaving the
-/// answer what the agent gave it (design §4.13).
+/// answer what the agent gave it (design §4.14).
 pub fn thinking(req: &Request) -> Option<(u32, u32)> {
     let r = req.reasoning?;
     let budget = r.budget_tokens.or(r.effort.map(thinking_budget))?;

@@ -98,7 +98,7 @@ pub fn body(req: &Request) -> Value {
 /// `think` for a request that asks for reasoning: a level for the models
 /// that take one (gpt-oss: `low`, `medium`, `high`; `minimal` is `low`),
 /// `true` for any other (a level there is not understood), and for a
-/// budget alone, which Ollama has no field for (design §4.13).
+/// budget alone, which Ollama has no field for (design §4.14).
 fn think(req: &Request) -> Option<Value> {
     let r = req.reasoning?;
     let leveled = req.model.starts_with("gpt-oss");

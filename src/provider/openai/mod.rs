@@ -117,7 +117,7 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
         body[field] = json!(n);
     }
     // The effort alone: Chat Completions takes no thinking budget (Gemini's
-    // compatible endpoint reads the same field, design §4.13).
+    // compatible endpoint reads the same field, design §4.14).
     if let Some(effort) = req.reasoning.and_then(|r| r.effort) {
         body["reasoning_effort"] = json!(effort.name());
     }
@@ -293,7 +293,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
 /// `completion_tokens` includes its `reasoning_tokens` (the API's usage
 /// definition), but some compatible servers (Gemini's, some proxies) leave
 /// them out while `total_tokens` has them; then they are added, so that
-/// they are priced as output once (design §4.13).
+/// they are priced as output once (design §4.14).
 fn output_tokens(usage: &Value) -> u64 {
     let completion = count(&usage["completion_tokens"]);
     let reasoning = count(&usage["completion_tokens_details"]["reasoning_tokens"]);

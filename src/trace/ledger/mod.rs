@@ -49,7 +49,7 @@ pub struct AgentUsage {
     pub turns: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// Of `output_tokens`, those the model spent reasoning (design §4.13).
+    /// Of `output_tokens`, those the model spent reasoning (design §4.14).
     pub reasoning_tokens: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,

@@ -1,4 +1,4 @@
-//! Anthropic's extended thinking across tool turns (design §4.13): each
+//! Anthropic's extended thinking across tool turns (design §4.14): each
 //! answer's `thinking` and `redacted_thinking` blocks go back first in that
 //! assistant turn, exactly as they came (signatures and all), in every
 //! request after it. The fake refuses, with the API's 400, a request that

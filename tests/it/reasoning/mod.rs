@@ -1,4 +1,4 @@
-//! Reasoning (issue 39, design §4.13): `[params]`'s `reasoning_effort` and
+//! Reasoning (issue 39, design §4.14): `[params]`'s `reasoning_effort` and
 //! `thinking_budget` and `--reasoning-effort`, read and refused
 //! (`params.rs`); each wire's own form in the bodies the fakes receive, and
 //! what each wire's answer says of the model's thinking (`wires.rs`);

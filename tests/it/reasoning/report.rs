@@ -1,4 +1,4 @@
-//! What a run says of the model's reasoning (design §4.13): its reasoning
+//! What a run says of the model's reasoning (design §4.14): its reasoning
 //! tokens in `--json` (the agent's, the tree's, each agent's), `--verbose`
 //! and the trace, priced once as the output they are part of; and its
 //! thinking text never the answer, shown by `--verbose` and in the trace

@@ -1,5 +1,5 @@
 //! Each wire's own form of the reasoning parameters, in the bodies the
-//! fakes receive (design §4.13): OpenAI's and Gemini's `reasoning_effort`,
+//! fakes receive (design §4.14): OpenAI's and Gemini's `reasoning_effort`,
 //! Anthropic's `thinking` with its budget (and `max_tokens` above it, no
 //! `temperature` beside it), Ollama's `think`; and nothing at all where an
 //! agent asks for none.
