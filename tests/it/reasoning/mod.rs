@@ -8,6 +8,7 @@
 //! out of the answer (`report.rs`).
 
 mod anthropic;
+mod bedrock;
 mod params;
 mod report;
 mod wires;
