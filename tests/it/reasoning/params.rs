@@ -187,3 +187,27 @@ fn an_agents_reasoning_effort_is_exported_to_codex_and_read_back() {
         "{after}"
     );
 }
+
+#[test]
+fn agents_show_says_the_effort_and_the_budget_only_when_set() {
+    let home = thinker(
+        "anthropic/claude-sonnet-4-5",
+        "reasoning_effort = \"low\"\nthinking_budget = 4000",
+    );
+    let out = home.run(&["agents", "show", "thinker"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = |label: &str| {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .map(|l| l[label.len()..].trim().to_string())
+    };
+    assert_eq!(row("Reasoning Effort:").as_deref(), Some("low"), "{text}");
+    assert_eq!(row("Thinking Budget:").as_deref(), Some("4000"), "{text}");
+    let plain = thinker("anthropic/claude-sonnet-4-5", "");
+    let text = stdout(&plain.run(&["agents", "show", "thinker"]));
+    assert!(
+        !text.contains("Reasoning Effort") && !text.contains("Thinking Budget"),
+        "{text}"
+    );
+}
