@@ -7,11 +7,13 @@ use serde::Deserialize;
 
 use super::{
     AgentConfig, Budget, DEFAULT_LAST_N, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REPAIRS, MAX_DEPTH_LIMIT,
-    MAX_REPAIRS_LIMIT, MemoryConfig, OutputConfig, Params, SchemaSource, SubAgentsConfig,
+    MAX_REPAIRS_LIMIT, MIN_THINKING_BUDGET, MemoryConfig, OutputConfig, Params, SchemaSource,
+    SubAgentsConfig,
 };
 use crate::config::RetrySettings;
 use crate::error::Error;
 use crate::paths;
+use crate::provider::Effort;
 use crate::tools::artifacts::ArtifactsConfig;
 
 /// The keys of an agent file, as written.
@@ -151,6 +153,8 @@ pub(super) struct SubAgentsFile {
 pub(super) struct ParamsFile {
     temperature: Option<f64>,
     max_tokens: Option<i64>,
+    reasoning_effort: Option<String>,
+    thinking_budget: Option<i64>,
     /// The Go original's key, read into an output schema.
     response_format: Option<toml::Value>,
 }
@@ -215,6 +219,32 @@ impl ParamsFile {
     }
 }
 
+impl ParamsFile {
+    /// `reasoning_effort` one of the efforts, and `thinking_budget` at
+    /// least [`MIN_THINKING_BUDGET`] (0 is not sent, as `max_tokens`).
+    fn reasoning(&self) -> Result<(Option<Effort>, Option<u32>), Error> {
+        let effort = match &self.reasoning_effort {
+            Some(name) => Some(super::effort("params.reasoning_effort", name)?),
+            None => None,
+        };
+        let budget = match self.thinking_budget {
+            None | Some(0) => None,
+            Some(n) => Some(
+                u32::try_from(n)
+                    .ok()
+                    .filter(|n| *n >= MIN_THINKING_BUDGET)
+                    .ok_or_else(|| {
+                        Error::config(format!(
+                            "params.thinking_budget must be at least {MIN_THINKING_BUDGET} tokens \
+                             (0: not sent), not {n}"
+                        ))
+                    })?,
+            ),
+        };
+        Ok((effort, budget))
+    }
+}
+
 impl AgentFile {
     /// Checks the rules in their order: `name`, then
     /// `[sub_agents_config]` (whenever present, design D17), the positive
@@ -267,6 +297,7 @@ impl AgentFile {
             paths::check_agent_name(name).map_err(|e| Error::config(format!("sub_agents: {e}")))?;
         }
         let max_tokens = self.params.max_tokens()?;
+        let (reasoning_effort, thinking_budget) = self.params.reasoning()?;
         let output = self.output.map(OutputFile::validate).transpose()?;
         let output = super::response_format::with(output, self.params.response_format)?;
         let memory = self.memory.map(MemoryFile::validate).transpose()?;
@@ -299,6 +330,8 @@ impl AgentFile {
             params: Params {
                 temperature: self.params.temperature,
                 max_tokens,
+                reasoning_effort,
+                thinking_budget,
             },
             retry: self.retry,
             budget: Budget {

@@ -27,7 +27,7 @@ use crate::config::{GlobalConfig, RetrySettings};
 use crate::error::Error;
 use crate::paths;
 use crate::paths::{AgentDirs, Format};
-use crate::provider::ModelRef;
+use crate::provider::{Effort, ModelRef, Reasoning};
 use crate::sandbox::read;
 
 /// The name of the tool through which an agent's `sub_agents` are offered
@@ -165,6 +165,36 @@ pub struct Params {
     /// Finite and not negative; absent is not sent (0 is, design D8).
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// `reasoning_effort`: how hard the model is asked to think.
+    pub reasoning_effort: Option<Effort>,
+    /// `thinking_budget`: the tokens it may think in; at least
+    /// [`MIN_THINKING_BUDGET`] when set.
+    pub thinking_budget: Option<u32>,
+}
+
+/// The least `thinking_budget`: Anthropic's least `budget_tokens`.
+pub const MIN_THINKING_BUDGET: u32 = 1024;
+
+impl Params {
+    /// What the request asks of the model's reasoning; None when neither
+    /// key is set (nothing is sent).
+    pub fn reasoning(&self) -> Option<Reasoning> {
+        let r = Reasoning {
+            effort: self.reasoning_effort,
+            budget_tokens: self.thinking_budget,
+        };
+        (r != Reasoning::default()).then_some(r)
+    }
+}
+
+/// The effort named `name`, or the one-line error naming `key` (the
+/// agent file's key, or `--reasoning-effort`) and the values it takes.
+pub fn effort(key: &str, name: &str) -> Result<Effort, Error> {
+    Effort::named(name).ok_or_else(|| {
+        Error::config(format!(
+            "{key} {name:?} is not an effort: expected minimal, low, medium or high"
+        ))
+    })
 }
 
 /// `[budget]`: bounds on the whole tree an agent starts, its sub-agents at

@@ -151,6 +151,10 @@ model = "provider/model-name"
 # max_tokens = 4096
 # response_format = "json_object"  # the Go original's: text, json_object, or
 #                                  # a json_schema table; read as [output]
+# reasoning_effort = "medium"  # minimal, low, medium or high: how hard the
+#                              # model thinks, in each wire's own form
+# thinking_budget = 8192       # tokens to think in (Anthropic's budget; at
+#                              # least 1024), over the effort's
 
 # The shape of the answer: a JSON Schema (inline, or schema_file relative to
 # the config directory). The answer must be JSON matching it; when it is
@@ -276,18 +280,7 @@ pub fn show(agent: &Agent, tool: Option<&str>) -> String {
     if let Some(n) = c.budget.max_turns {
         rows.push(("Budget Turns", n.to_string()));
     }
-    rows.push((
-        "Temperature",
-        c.params
-            .temperature
-            .map_or("default".into(), |t| t.to_string()),
-    ));
-    rows.push((
-        "Max Tokens",
-        c.params
-            .max_tokens
-            .map_or("default".into(), |t| t.to_string()),
-    ));
+    rows.extend(param_rows(&c.params));
     rows.extend(source_rows(agent, tool));
 
     let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 2;
@@ -358,6 +351,30 @@ fn tool_rows(t: &super::ToolsConfig) -> Vec<(&'static str, String)> {
     .into_iter()
     .filter_map(|(label, value)| value.map(|v| (label, v)))
     .collect()
+}
+
+/// `[params]`'s rows: temperature and max tokens always, the reasoning
+/// effort and thinking budget only when set, as the dry run's Params line
+/// (design §4.15).
+fn param_rows(p: &super::Params) -> Vec<(&'static str, String)> {
+    let or_default = |v: Option<String>| v.unwrap_or_else(|| "default".into());
+    let mut rows = vec![
+        (
+            "Temperature",
+            or_default(p.temperature.map(|t| t.to_string())),
+        ),
+        (
+            "Max Tokens",
+            or_default(p.max_tokens.map(|n| n.to_string())),
+        ),
+    ];
+    if let Some(e) = p.reasoning_effort {
+        rows.push(("Reasoning Effort", e.name().to_string()));
+    }
+    if let Some(n) = p.thinking_budget {
+        rows.push(("Thinking Budget", n.to_string()));
+    }
+    rows
 }
 
 /// The `[memory]` rows of `show`, when the file has that table: whether it

@@ -20,6 +20,7 @@ What to run:
   -p, --prompt TEXT      the user message (beats stdin)
   --continue [RUN_ID]    go on with the agent's last run (or RUN_ID's) conversation
   --model P/M            model override, as provider/model (default: the agent's model)
+  --reasoning-effort E   minimal, low, medium or high, over the agent's [params] reasoning_effort
   --skill FILE           skill file override (default: the agent's skill)
   --workdir DIR          working directory override (default: the agent's, else the current one)
   --var KEY=VALUE        fill {{KEY}} in the system prompt, the skill and --prompt (repeatable)

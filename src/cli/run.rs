@@ -92,6 +92,11 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
         agent.config.prompt_cache = false;
     }
     agent.config.stream |= cmd.stream;
+    // The top-level agent's only: a sub-agent keeps its own file's.
+    if let Some(name) = &cmd.reasoning_effort {
+        agent.config.params.reasoning_effort =
+            Some(crate::agent::effort("--reasoning-effort", name)?);
+    }
     // The flag, else the file's own, from when the command started.
     let timeout = top::timeout(
         cmd.timeout,

@@ -19,6 +19,10 @@ pub(super) struct RunCmd {
     /// a JSON Schema file the answer must match, over the agent's [output]
     #[argh(option)]
     pub(super) output_schema: Option<String>,
+    /// reasoning effort override: minimal, low, medium or high (default:
+    /// the agent's [params] reasoning_effort)
+    #[argh(option)]
+    pub(super) reasoning_effort: Option<String>,
     /// skill file override (default: the agent's skill)
     #[argh(option)]
     pub(super) skill: Option<String>,

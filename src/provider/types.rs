@@ -173,6 +173,32 @@ pub enum Effort {
     High,
 }
 
+impl Effort {
+    /// Every effort, by its name.
+    pub const ALL: [(&'static str, Effort); 4] = [
+        ("minimal", Effort::Minimal),
+        ("low", Effort::Low),
+        ("medium", Effort::Medium),
+        ("high", Effort::High),
+    ];
+
+    /// The effort named `name` (`reasoning_effort`'s values), if any.
+    pub fn named(name: &str) -> Option<Effort> {
+        Effort::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, e)| *e)
+    }
+
+    /// Its name, as OpenAI's `reasoning_effort` spells it.
+    pub fn name(self) -> &'static str {
+        Effort::ALL
+            .iter()
+            .find(|(_, e)| *e == self)
+            .map_or("medium", |(n, _)| n)
+    }
+}
+
 /// Whether a request lets the model call its tools.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ToolChoice {

@@ -24,11 +24,19 @@ use crate::trace::ledger::{self, AgentUsage, Ledger, ToolDetail};
 
 fn params_line(r: &Resolved) -> String {
     let p = &r.agent.config.params;
-    format!(
+    let mut line = format!(
         "temperature={}, max_tokens={}",
         p.temperature.map_or("default".into(), |t| t.to_string()),
         p.max_tokens.map_or("default".into(), |n| n.to_string())
-    )
+    );
+    // Only when set: without, the line is as design §2.9 gives it.
+    if let Some(e) = p.reasoning_effort {
+        line.push_str(&format!(", reasoning_effort={}", e.name()));
+    }
+    if let Some(n) = p.thinking_budget {
+        line.push_str(&format!(", thinking_budget={n}"));
+    }
+    line
 }
 
 /// The `--dry-run` report (design §2.9).
@@ -187,8 +195,14 @@ pub fn verbose_header(v: &Verbose, r: &Resolved, input: &UserInput, timeout_secs
 /// agent when sub-agents ran.
 pub fn verbose_footer(v: &Verbose, o: &Outcome, usage: &[AgentUsage]) {
     v.line(&format!("Duration: {}ms", millis(o.duration)));
+    // The reasoning among the output only where there was some: the line
+    // is otherwise as it was.
+    let reasoning = match o.reasoning_tokens {
+        0 => String::new(),
+        n => format!(" ({n} reasoning)"),
+    };
     v.line(&format!(
-        "Tokens:   {} input, {} output",
+        "Tokens:   {} input, {} output{reasoning}",
         o.input_tokens, o.output_tokens
     ));
     v.line(&format!(
@@ -302,6 +316,8 @@ pub struct JsonOutput<'a> {
     /// heuristic); false for an answer that met an output schema.
     pub refused: bool,
     pub retry_attempts: u64,
+    /// Of `output_tokens`, those the model spent reasoning (design §4.15).
+    pub reasoning_tokens: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
     /// Of `input_tokens`, those written to a prompt cache.
@@ -312,6 +328,7 @@ pub struct JsonOutput<'a> {
     pub run_id: &'a str,
     pub total_input_tokens: u64,
     pub total_output_tokens: u64,
+    pub total_reasoning_tokens: u64,
     pub total_cache_read_input_tokens: u64,
     pub total_cache_creation_input_tokens: u64,
     /// The whole tree's cost in USD.
@@ -361,12 +378,14 @@ pub fn json(
         tool_call_details: ledger.tool_details(root),
         refused: o.output.is_none() && refusal::refused(&o.content),
         retry_attempts: o.retry_attempts,
+        reasoning_tokens: o.reasoning_tokens,
         cache_read_input_tokens: o.cache_read_input_tokens,
         cache_creation_input_tokens: o.cache_creation_input_tokens,
         cost_usd: o.cost,
         run_id: &ledger.run_id,
         total_input_tokens: totals.input_tokens,
         total_output_tokens: totals.output_tokens,
+        total_reasoning_tokens: totals.reasoning_tokens,
         total_cache_read_input_tokens: totals.cache_read_input_tokens,
         total_cache_creation_input_tokens: totals.cache_creation_input_tokens,
         total_cost_usd: totals.cost,

@@ -93,13 +93,17 @@ fn billed(r: &Response) -> Billed {
 /// What a response says of the prompt cache, for its `--verbose` line:
 /// `, cache: 1200 read, 300 written`, or nothing when it used none.
 fn cache_note(r: &Response) -> String {
-    if r.cache_read_tokens == 0 && r.cache_write_tokens == 0 {
-        return String::new();
+    let mut note = String::new();
+    if r.cache_read_tokens != 0 || r.cache_write_tokens != 0 {
+        note = format!(
+            ", cache: {} read, {} written",
+            r.cache_read_tokens, r.cache_write_tokens
+        );
     }
-    format!(
-        ", cache: {} read, {} written",
-        r.cache_read_tokens, r.cache_write_tokens
-    )
+    if r.reasoning_tokens != 0 {
+        note.push_str(&format!(", {} reasoning tokens", r.reasoning_tokens));
+    }
+    note
 }
 
 /// Runs the conversation that starts with `req`. With `tools`, every
@@ -275,6 +279,12 @@ impl Conversation<'_> {
                 first.as_millis()
             ));
         }
+        // The model's thinking, where the wire shows it: never the answer,
+        // only here and in the trace's bodies (design §4.15).
+        if !response.thinking.is_empty() {
+            ctx.verbose
+                .line(&format!("[turn {turn}] Thinking: {}", response.thinking));
+        }
         if self.shows_turns() {
             ctx.verbose.line(&format!(
                 "[turn {turn}] Received response: {} ({} tool calls{})",
@@ -328,6 +338,7 @@ impl Conversation<'_> {
         let out = &mut self.out;
         out.input_tokens = out.input_tokens.saturating_add(r.input_tokens);
         out.output_tokens = out.output_tokens.saturating_add(r.output_tokens);
+        out.reasoning_tokens = out.reasoning_tokens.saturating_add(r.reasoning_tokens);
         out.cache_read_input_tokens = out
             .cache_read_input_tokens
             .saturating_add(r.cache_read_tokens);
@@ -340,6 +351,7 @@ impl Conversation<'_> {
         let billed = Totals {
             input_tokens: r.input_tokens,
             output_tokens: r.output_tokens,
+            reasoning_tokens: r.reasoning_tokens,
             cache_read_input_tokens: r.cache_read_tokens,
             cache_creation_input_tokens: r.cache_write_tokens,
             cost,

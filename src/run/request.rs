@@ -67,8 +67,8 @@ pub(super) fn first(
         // A sub-agent streams when its tree does (a proxy cuts its idle
         // connections too), or when its own file asks.
         stream: ctx.stream.on || config.stream,
-        // `[params]` asks for none yet.
-        reasoning: None,
+        // The agent's own file's (a sub-agent's too), as its other params.
+        reasoning: config.params.reasoning(),
     };
     (req, offered)
 }

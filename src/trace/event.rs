@@ -311,7 +311,14 @@ fn response(
     if let Some(first) = r.first_token {
         f["first_token_ms"] = millis(first).into();
     }
+    // Only where the model reasoned (design §4.15).
+    if r.reasoning_tokens != 0 {
+        f["reasoning_tokens"] = r.reasoning_tokens.into();
+    }
     if bodies {
+        if !r.thinking.is_empty() {
+            f["thinking"] = r.thinking.clone().into();
+        }
         f["content"] = r.content.clone().into();
         f["calls"] = r
             .tool_calls
@@ -402,6 +409,9 @@ fn run_end(took: Duration, end: &Ending, totals: Option<&Totals>) -> Value {
             f["turns"] = o.turns.into();
             f["input_tokens"] = o.input_tokens.into();
             f["output_tokens"] = o.output_tokens.into();
+            if o.reasoning_tokens != 0 {
+                f["reasoning_tokens"] = o.reasoning_tokens.into();
+            }
             f["cache_read_input_tokens"] = o.cache_read_input_tokens.into();
             f["cache_creation_input_tokens"] = o.cache_creation_input_tokens.into();
             f["cost_usd"] = json!(o.cost);
@@ -419,6 +429,9 @@ fn run_end(took: Duration, end: &Ending, totals: Option<&Totals>) -> Value {
             f["total_cache_read_input_tokens"] = t.cache_read_input_tokens.into();
             f["total_cache_creation_input_tokens"] = t.cache_creation_input_tokens.into();
             f["total_cost_usd"] = json!(t.cost);
+            if t.reasoning_tokens != 0 {
+                f["total_reasoning_tokens"] = t.reasoning_tokens.into();
+            }
         }
     }
     f
@@ -463,6 +476,7 @@ mod tests {
             totals: Some(Totals {
                 input_tokens: 7,
                 output_tokens: 3,
+                reasoning_tokens: 1,
                 cache_read_input_tokens: 2,
                 cache_creation_input_tokens: 1,
                 cost: crate::cost::Cost::default(),

@@ -15,6 +15,8 @@ pub struct Outcome {
     /// Summed over every turn (design §3.14, D16).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `output_tokens`, those the model spent reasoning (design §4.15).
+    pub reasoning_tokens: u64,
     /// Of `input_tokens`, those read from the provider's prompt cache.
     pub cache_read_input_tokens: u64,
     /// Of `input_tokens`, those written to the provider's prompt cache.

@@ -71,12 +71,12 @@ fn each_key_reaches_the_request_and_unused_keys_are_listed_once() {
     let (req, err) = run_once(&home, "reviewer");
     // A bare model is OpenAI's.
     assert_eq!(req.json()["model"], "small-model");
+    // Its reasoning effort is axe's (design §4.15).
+    assert_eq!(req.json()["reasoning_effort"], "high");
     assert_eq!(req.system_prompt(), "You are reviewer. Be brief.");
     assert_eq!(offered(&req), WRITING);
     assert!(
-        err.contains(
-            "reviewer.toml: keys axe does not use: model_reasoning_effort, nickname_candidates"
-        ),
+        err.contains("reviewer.toml: keys axe does not use: nickname_candidates\n"),
         "{err}"
     );
     assert_eq!(err.matches("keys axe does not use").count(), 1, "{err}");
@@ -164,12 +164,9 @@ fn dry_run_shows_the_reasoning_effort_and_mcp_servers_as_axes() {
         "{}",
         stderr(&out)
     );
+    assert!(text.contains(", reasoning_effort=low\n"), "{text}");
     assert!(
-        text.contains("model_reasoning_effort = \"low\" is not used"),
-        "{text}"
-    );
-    assert!(
-        stderr(&out).contains("mcp_servers.git.startup_timeout_sec, model_reasoning_effort"),
+        stderr(&out).contains("keys axe does not use: mcp_servers.git.startup_timeout_sec\n"),
         "{}",
         stderr(&out)
     );

@@ -125,14 +125,9 @@ fn codex_files_from_a_public_collection_dry_run() {
         text.contains("--- Tools ---\nread_file, list_directory, search_files\n"),
         "{text}"
     );
-    assert!(
-        text.contains("model_reasoning_effort = \"high\" is not used"),
-        "{text}"
-    );
-    assert!(
-        err.contains("code-reviewer.toml: keys axe does not use: model_reasoning_effort\n"),
-        "{err}"
-    );
+    // Its model_reasoning_effort is axe's (design §4.15), no longer unused.
+    assert!(text.contains(", reasoning_effort=high\n"), "{text}");
+    assert!(!err.contains("keys axe does not use"), "{err}");
     let (text, _) = dry("documentation-engineer");
     assert!(
         text.contains("Model:    openai/gpt-5.3-codex-spark\n"),
@@ -159,10 +154,7 @@ fn codex_files_from_a_public_collection_dry_run() {
         "{text}"
     );
     assert!(
-        err.contains(
-            "keys axe does not use: mcp_servers.chrome_devtools.startup_timeout_sec, \
-             model_reasoning_effort"
-        ),
+        err.contains("keys axe does not use: mcp_servers.chrome_devtools.startup_timeout_sec\n"),
         "{err}"
     );
     let list = home.run(&["agents", "list"]);

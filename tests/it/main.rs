@@ -145,6 +145,7 @@ mod provider_batch_conformance;
 mod provider_batch_limits;
 mod provider_faults;
 mod providers;
+mod reasoning;
 mod responses_api;
 mod retries;
 mod run_log;

@@ -55,13 +55,7 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
                     .insert("system_prompt".into(), Value::String(prompt));
             }
             "model" => model(&mut out, &text()?),
-            "model_reasoning_effort" => {
-                out.notes.push(format!(
-                    "model_reasoning_effort = {:?} is not used: axe sets no reasoning effort yet",
-                    text()?
-                ));
-                unused.push(key.clone());
-            }
+            "model_reasoning_effort" => reasoning_effort(&mut out, &text()?),
             "sandbox_mode" => sandbox = Some(text()?),
             "mcp_servers" => {
                 let servers = value.as_table().ok_or("`mcp_servers` must be a table")?;
@@ -83,6 +77,30 @@ pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, Strin
             .push(format!("keys axe does not use: {}", unused.join(", ")));
     }
     Ok(out)
+}
+
+/// `model_reasoning_effort` as `[params] reasoning_effort`. Codex's
+/// efforts beyond axe's are said: `xhigh` runs as `high`, `none` (and any
+/// other) asks for nothing (design §4.15).
+fn reasoning_effort(out: &mut Imported, effort: &str) {
+    let axes = match effort {
+        "xhigh" => {
+            out.warnings
+                .push("model_reasoning_effort \"xhigh\" runs as \"high\"".into());
+            "high"
+        }
+        e if crate::provider::Effort::named(e).is_some() => e,
+        other => {
+            out.notes.push(format!(
+                "model_reasoning_effort = {other:?} is not sent: axe's efforts are minimal, \
+                 low, medium and high"
+            ));
+            return;
+        }
+    };
+    let mut params = Table::new();
+    params.insert("reasoning_effort".into(), Value::from(axes));
+    out.table.insert("params".into(), Value::Table(params));
 }
 
 /// `model`: a bare model is OpenAI's (Codex's own provider); a

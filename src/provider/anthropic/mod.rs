@@ -15,13 +15,40 @@ use crate::provider::adjust::{self, Change};
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
+    Cut, Effort, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
     arguments_from_json, count, input_schema, invalid_json_detail, join_v1, number,
 };
 use schema::for_anthropic;
 
 /// Anthropic requires `max_tokens`; this is sent when the agent sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The thinking budget of an effort given without `thinking_budget`: the
+/// budgets Gemini's OpenAI-compatible endpoint reads its efforts as
+/// (design §4.15), `minimal` the API's least.
+pub fn thinking_budget(effort: Effort) -> u32 {
+    match effort {
+        Effort::Minimal | Effort::Low => 1024,
+        Effort::Medium => 8192,
+        Effort::High => 24576,
+    }
+}
+
+/// The `thinking` a request asks for, as (budget, max_tokens): the budget
+/// is `thinking_budget`, else its effort's; `max_tokens` counts the
+/// thinking too and must be above the budget, so one that is not (the
+/// default's 4096 included) is sent as the budget plus itself, leaving the
+/// answer what the agent gave it (design §4.15).
+pub fn thinking(req: &Request) -> Option<(u32, u32)> {
+    let r = req.reasoning?;
+    let budget = r.budget_tokens.or(r.effort.map(thinking_budget))?;
+    let max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    let max_tokens = match max_tokens > budget {
+        true => max_tokens,
+        false => budget.saturating_add(max_tokens),
+    };
+    Some((budget, max_tokens))
+}
 
 /// The Messages API, as the common code calls it.
 pub(crate) struct Messages;
@@ -94,16 +121,22 @@ impl Format for Messages {
 
 /// The request body for `req`, written for a model with `quirks`.
 pub fn body(req: &Request, quirks: Quirks) -> Value {
+    let thinking = thinking(req);
     let mut body = json!({
         "model": req.model,
-        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": thinking.map_or(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS), |t| t.1),
         "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
     });
     if !req.system.is_empty() {
         body["system"] = json!(req.system);
     }
+    if let Some((budget, _)) = thinking {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    }
+    // The API refuses a temperature beside thinking.
     if let Some(t) = req.temperature
         && !quirks.no_temperature
+        && thinking.is_none()
     {
         body["temperature"] = number(t);
     }
@@ -148,14 +181,19 @@ fn message(m: &Message) -> Value {
         Message::Assistant {
             content,
             tool_calls,
-            ..
-        } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
+            reasoning,
+        } if tool_calls.is_empty() && reasoning.is_empty() => {
+            json!({"role": "assistant", "content": content})
+        }
         Message::Assistant {
             content,
             tool_calls,
-            ..
+            reasoning,
         } => {
-            let mut blocks = Vec::new();
+            // The turn's thinking blocks first, exactly as they came: the
+            // API refuses a tool-use turn whose blocks were dropped or
+            // changed (their signatures are checked).
+            let mut blocks = reasoning.clone();
             // The API refuses text blocks without non-whitespace text, and
             // Claude often writes "\n\n" before a tool_use: leave them out.
             if !content.trim().is_empty() {
@@ -203,6 +241,14 @@ struct Block {
     name: Option<String>,
     #[serde(default)]
     input: Value,
+    /// A `thinking` block's text.
+    #[serde(default)]
+    thinking: Option<String>,
+}
+
+/// Whether a block of `kind` is the model's reasoning, sent back whole.
+fn is_reasoning(kind: &str) -> bool {
+    matches!(kind, "thinking" | "redacted_thinking")
 }
 
 /// Parses a successful response body. Text blocks are concatenated; each
@@ -251,9 +297,23 @@ pub fn parse(body: &str) -> Result<Response, String> {
         resp.paused = Some(raw["content"].take());
     }
     resp.stop_reason = stop_reason;
+    if wire.content.iter().any(|b| is_reasoning(&b.kind)) {
+        // Kept whole, every field as it came (the signature, a redacted
+        // block's data), so the typed blocks below will not do.
+        let mut raw: Value = serde_json::from_str(body).unwrap_or_default();
+        if let Value::Array(blocks) = raw["content"].take() {
+            resp.reasoning = blocks
+                .into_iter()
+                .filter(|b| b["type"].as_str().is_some_and(is_reasoning))
+                .collect();
+        }
+    }
     for (i, block) in wire.content.into_iter().enumerate() {
         match block.kind.as_str() {
             "text" => resp.content.push_str(block.text.as_deref().unwrap_or("")),
+            "thinking" => resp
+                .thinking
+                .push_str(block.thinking.as_deref().unwrap_or("")),
             "tool_use" => resp.tool_calls.push(ToolCall {
                 id: block
                     .id

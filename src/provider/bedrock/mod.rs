@@ -2,7 +2,8 @@
 //! endpoint, the body (`system`, `messages` of `text`, `toolUse` and
 //! `toolResult` blocks, `inferenceConfig`, `toolConfig`), the parsing of an
 //! answer, and its requests signed with SigV4 in `sigv4.rs` from the keys
-//! of `keys.rs` (design §4.13). A request for a stream goes to
+//! of `keys.rs` (design §4.13); a Claude model's thinking as Anthropic's
+//! (design §4.15). A request for a stream goes to
 //! `converse-stream`, whose binary event-stream messages are framed by
 //! `stream/eventstream.rs` and assembled in `stream.rs`.
 
@@ -88,12 +89,22 @@ pub fn body(req: &Request) -> Value {
     if !req.system.is_empty() {
         body["system"] = json!([{"text": req.system}]);
     }
+    // A Claude model's thinking goes as Anthropic's own field, with the
+    // same budget and output limit, and no temperature beside it.
+    let thinking = match req.model.contains("anthropic.claude") {
+        true => crate::provider::anthropic::thinking(req),
+        false => None,
+    };
     let mut inference = serde_json::Map::new();
-    if let Some(n) = req.max_tokens {
+    if let Some(n) = thinking.map(|t| t.1).or(req.max_tokens) {
         inference.insert("maxTokens".into(), json!(n));
     }
-    if let Some(t) = req.temperature {
+    if let Some(t) = req.temperature.filter(|_| thinking.is_none()) {
         inference.insert("temperature".into(), number(t));
+    }
+    if let Some((budget, _)) = thinking {
+        body["additionalModelRequestFields"] =
+            json!({"thinking": {"type": "enabled", "budget_tokens": budget}});
     }
     if !inference.is_empty() {
         body["inferenceConfig"] = Value::Object(inference);
@@ -126,9 +137,11 @@ fn message(m: &Message) -> Value {
         Message::Assistant {
             content,
             tool_calls,
-            ..
+            reasoning,
         } => {
-            let mut blocks = Vec::new();
+            // The turn's `reasoningContent` blocks first, as they came: a
+            // Claude model refuses a tool turn without them.
+            let mut blocks = reasoning.clone();
             // Blank text blocks are refused beside a tool call.
             if !content.trim().is_empty() || tool_calls.is_empty() {
                 blocks.push(json!({"text": content}));
@@ -171,7 +184,8 @@ struct Wire {
 }
 
 /// Parses a Converse response: text blocks concatenated, each `toolUse` a
-/// [`ToolCall`], other blocks (reasoning, images) left out.
+/// [`ToolCall`], each `reasoningContent` kept whole to be sent back (its
+/// text the thinking), other blocks (images) left out.
 pub fn parse(body: &str) -> Result<Response, String> {
     let wire: Wire = serde_json::from_str(body).map_err(|e| invalid_json_detail(body, &e))?;
     let content = &wire.output["message"]["content"];
@@ -208,6 +222,9 @@ pub fn parse(body: &str) -> Result<Response, String> {
     for (i, block) in blocks.iter().enumerate() {
         if let Some(text) = block["text"].as_str() {
             resp.content.push_str(text);
+        } else if let Some(r) = block.get("reasoningContent") {
+            resp.thinking.push_str(text_of(&r["reasoningText"]["text"]));
+            resp.reasoning.push(block.clone());
         } else if let Some(call) = block.get("toolUse") {
             let input = call["input"].clone();
             resp.tool_calls.push(ToolCall {
@@ -224,6 +241,10 @@ pub fn parse(body: &str) -> Result<Response, String> {
     }
     resp.stop_reason = stop_reason;
     Ok(resp)
+}
+
+fn text_of(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
 }
 
 fn clip(body: &str) -> String {

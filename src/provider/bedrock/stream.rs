@@ -2,8 +2,9 @@
 //! `stream/eventstream.rs`, each named by its `:event-type`):
 //! `messageStart`; `contentBlockStart` (a tool use's id and name);
 //! `contentBlockDelta`s (`text`, printed as it comes; `toolUse.input`, the
-//! input's JSON text in pieces; `reasoningContent`, kept out as the whole
-//! answer's parser leaves it out); `contentBlockStop`; `messageStop` (the
+//! input's JSON text in pieces; `reasoningContent`'s text, signature or
+//! redacted content, assembled into the block the whole answer has, never
+//! printed); `contentBlockStop`; `messageStop` (the
 //! stop reason); and `metadata` (the usage), the last. Events not listed
 //! are let be; exceptions are the framing's (the provider's failure).
 
@@ -55,6 +56,8 @@ struct Block {
     text: String,
     /// A tool use's input, its JSON text in pieces.
     json: String,
+    /// A reasoning block's pieces: (text, signature, redacted content).
+    reasoning: Option<(String, String, String)>,
 }
 
 impl Assembly for Stream {
@@ -141,9 +144,15 @@ impl Stream {
         let part = if let Some(input) = delta["toolUse"]["input"].as_str() {
             self.block(index).json.push_str(input);
             input
+        } else if let Some(r) = delta.get("reasoningContent") {
+            // Reasoning: a first token, not printed, kept to go back.
+            let (t, signature, redacted) = self.block(index).reasoning.get_or_insert_default();
+            t.push_str(text(&r["text"]));
+            signature.push_str(text(&r["signature"]));
+            redacted.push_str(text(&r["redactedContent"]));
+            text(&r["text"])
         } else {
-            // Reasoning: a first token, not printed, not kept.
-            text(&delta["reasoningContent"]["text"])
+            ""
         };
         Piece {
             delta: !part.is_empty(),
@@ -169,6 +178,14 @@ impl Block {
     /// pieces make (kept as text when they make none: a call cut off at
     /// the output limit, which is not run, design §5.4).
     fn whole(self) -> Value {
+        if let Some((t, signature, redacted)) = self.reasoning {
+            return match redacted.is_empty() {
+                true => {
+                    json!({"reasoningContent": {"reasoningText": {"text": t, "signature": signature}}})
+                }
+                false => json!({"reasoningContent": {"redactedContent": redacted}}),
+            };
+        }
         match self.tool {
             Some((id, name)) => {
                 let input = if self.json.trim().is_empty() {

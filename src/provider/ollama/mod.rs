@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, Message, Quirks, Request, Response, ToolCall, arguments_from_wire, assistant_message,
-    count, invalid_json_detail, number,
+    Cut, Effort, Message, Quirks, Request, Response, ToolCall, arguments_from_wire,
+    assistant_message, count, invalid_json_detail, number,
 };
 
 /// Ollama's chat API, as the common code calls it.
@@ -79,6 +79,9 @@ pub fn body(req: &Request) -> Value {
     if !options.is_empty() {
         body["options"] = Value::Object(options);
     }
+    if let Some(think) = think(req) {
+        body["think"] = think;
+    }
     // Ollama cannot forbid tool calls: tools only go where they are offered.
     if req.sends_tools(false) {
         body["tools"] = tools::tools(req);
@@ -90,6 +93,23 @@ pub fn body(req: &Request) -> Value {
         body["format"] = schema.clone();
     }
     body
+}
+
+/// `think` for a request that asks for reasoning: a level for the models
+/// that take one (gpt-oss: `low`, `medium`, `high`; `minimal` is `low`),
+/// `true` for any other (a level there is not understood), and for a
+/// budget alone, which Ollama has no field for (design §4.15).
+fn think(req: &Request) -> Option<Value> {
+    let r = req.reasoning?;
+    let leveled = req.model.starts_with("gpt-oss");
+    Some(match r.effort {
+        Some(e) if leveled => json!(match e {
+            Effort::Minimal | Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }),
+        _ => json!(true),
+    })
 }
 
 fn push_message(out: &mut Vec<Value>, m: &Message) {
@@ -134,6 +154,9 @@ struct WireMessage {
     content: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
+    /// What a thinking model thought (with `think`), never the answer.
+    #[serde(default)]
+    thinking: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -170,6 +193,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
     let stop_reason = wire.done_reason.unwrap_or_default();
     Ok(Response {
         content: wire.message.content.unwrap_or_default(),
+        thinking: wire.message.thinking.unwrap_or_default(),
         cut: (stop_reason == "length").then_some(Cut::OutputLimit),
         stop_reason,
         input_tokens: count(&wire.prompt_eval_count),

@@ -2,7 +2,8 @@
 //! piece of the message's `content` (and, whole, any `tool_calls` it
 //! makes), the last one `done: true` with `done_reason` and the counts
 //! (`prompt_eval_count`, `eval_count`). A line with an `error` is the
-//! server's failure.
+//! server's failure. A thinking model's `thinking` pieces are kept apart
+//! from the answer.
 
 use std::borrow::Cow;
 
@@ -31,12 +32,15 @@ struct TextMessage<'a> {
     #[serde(borrow)]
     content: Cow<'a, str>,
     tool_calls: Option<IgnoredAny>,
+    thinking: Option<IgnoredAny>,
 }
 
 /// What the stream has said so far.
 #[derive(Debug, Default)]
 pub(super) struct Stream {
     content: String,
+    /// The `thinking` pieces, never the answer.
+    thinking: String,
     tool_calls: Vec<Value>,
     /// The `done: true` object: the stream is whole.
     last: Option<Value>,
@@ -57,6 +61,7 @@ impl Assembly for Stream {
             && l.error.is_none()
             && l.done != Some(true)
             && l.message.0.tool_calls.is_none()
+            && l.message.0.thinking.is_none()
         {
             let t = l.message.0.content;
             self.content.push_str(&t);
@@ -75,6 +80,10 @@ impl Assembly for Stream {
             self.content.push_str(t);
             piece.delta = !t.is_empty();
             piece.text = Some(Cow::Owned(t.to_string()));
+        }
+        if let Some(t) = message["thinking"].as_str() {
+            self.thinking.push_str(t);
+            piece.delta |= !t.is_empty();
         }
         if let Some(calls) = message["tool_calls"].as_array() {
             self.tool_calls.extend(calls.iter().cloned());
@@ -96,6 +105,9 @@ impl Assembly for Stream {
         let mut message = json!({"role": "assistant", "content": self.content});
         if !self.tool_calls.is_empty() {
             message["tool_calls"] = Value::Array(self.tool_calls);
+        }
+        if !self.thinking.is_empty() {
+            message["thinking"] = json!(self.thinking);
         }
         let whole = json!({
             "message": message,

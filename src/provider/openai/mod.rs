@@ -116,6 +116,11 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
         };
         body[field] = json!(n);
     }
+    // The effort alone: Chat Completions takes no thinking budget (Gemini's
+    // compatible endpoint reads the same field, design §4.15).
+    if let Some(effort) = req.reasoning.and_then(|r| r.effort) {
+        body["reasoning_effort"] = json!(effort.name());
+    }
     if req.sends_tools(true) {
         body["tools"] = function_tools(req);
         // Sent even when "auto", OpenAI's own default with tools:
@@ -220,6 +225,13 @@ struct WireMessage {
     /// The model's refusal text when it declined (content is then null).
     #[serde(default)]
     refusal: Value,
+    /// The model's thinking as text, from the compatible servers that
+    /// show it (DeepSeek's, llama.cpp's and vLLM's `reasoning_content`;
+    /// `reasoning` on others); OpenAI's own shows none.
+    #[serde(default)]
+    reasoning_content: Value,
+    #[serde(default)]
+    reasoning: Value,
 }
 
 /// Parses a successful response body (the first choice).
@@ -247,11 +259,18 @@ pub fn parse(body: &str) -> Result<Response, String> {
         "content_filter" => Some(Cut::Filtered),
         _ => None,
     };
+    let thinking = [&choice.message.reasoning_content, &choice.message.reasoning]
+        .into_iter()
+        .find_map(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     Ok(Response {
         content,
         stop_reason,
         input_tokens: count(&wire.usage["prompt_tokens"]),
-        output_tokens: count(&wire.usage["completion_tokens"]),
+        output_tokens: output_tokens(&wire.usage),
+        reasoning_tokens: count(&wire.usage["completion_tokens_details"]["reasoning_tokens"]),
+        thinking,
         // Both already part of `prompt_tokens`; writes are reported by
         // the models that bill them (design §4.10), else absent: 0.
         cache_read_tokens: count(&wire.usage["prompt_tokens_details"]["cached_tokens"]),
@@ -269,6 +288,24 @@ pub fn parse(body: &str) -> Result<Response, String> {
         cost_usd: wire.usage["cost"].as_f64(),
         ..Response::default()
     })
+}
+
+/// The output tokens of `usage`, reasoning included: OpenAI's
+/// `completion_tokens` includes its `reasoning_tokens` (the API's usage
+/// definition), but some compatible servers (Gemini's, some proxies) leave
+/// them out while `total_tokens` has them; then they are added, so that
+/// they are priced as output once (design §4.15).
+fn output_tokens(usage: &Value) -> u64 {
+    let completion = count(&usage["completion_tokens"]);
+    let reasoning = count(&usage["completion_tokens_details"]["reasoning_tokens"]);
+    let left_out = count(&usage["prompt_tokens"])
+        .saturating_add(completion)
+        .saturating_add(reasoning)
+        == count(&usage["total_tokens"]);
+    match reasoning > 0 && left_out {
+        true => completion.saturating_add(reasoning),
+        false => completion,
+    }
 }
 
 /// The `i`-th entry of `message.tool_calls`. A function call (`type`

@@ -4,7 +4,8 @@
 //! fragment, argument text in pieces, several calls interleaved), the
 //! `finish_reason` near the end, the `usage` chunk (with no choices) that
 //! `stream_options.include_usage` asks for, and `[DONE]`. An `error` object
-//! in a chunk is the provider's failure.
+//! in a chunk is the provider's failure. A compatible server's
+//! `reasoning_content` deltas are the thinking, never the answer.
 
 use std::borrow::Cow;
 
@@ -24,6 +25,8 @@ pub(super) struct Stream {
     chose: bool,
     content: String,
     refusal: String,
+    /// A compatible server's `reasoning_content` (or `reasoning`) deltas.
+    thinking: String,
     /// Tool calls by their `index`, in the order they began.
     calls: Vec<Call>,
     finish_reason: Value,
@@ -58,6 +61,8 @@ struct TextDelta<'a> {
     content: Cow<'a, str>,
     refusal: Option<IgnoredAny>,
     tool_calls: Option<IgnoredAny>,
+    reasoning_content: Option<IgnoredAny>,
+    reasoning: Option<IgnoredAny>,
 }
 
 /// One tool call's fragments.
@@ -116,6 +121,13 @@ impl Assembly for Stream {
             piece.text = Some(Cow::Owned(t.to_string()));
             piece.delta = !t.is_empty();
         }
+        if let Some(t) = [&delta["reasoning_content"], &delta["reasoning"]]
+            .into_iter()
+            .find_map(Value::as_str)
+        {
+            self.thinking.push_str(t);
+            piece.delta |= !t.is_empty();
+        }
         if let Some(r) = delta["refusal"].as_str() {
             self.refusal.push_str(r);
             piece.delta |= !r.is_empty();
@@ -141,6 +153,9 @@ impl Assembly for Stream {
             let mut message = json!({"content": self.content});
             if !self.refusal.is_empty() {
                 message["refusal"] = json!(self.refusal);
+            }
+            if !self.thinking.is_empty() {
+                message["reasoning_content"] = json!(self.thinking);
             }
             if !self.calls.is_empty() {
                 message["tool_calls"] = self.calls.iter().map(Call::whole).collect();
@@ -210,8 +225,11 @@ fn only_text(data: &str) -> Option<Cow<'_, str>> {
     }
     let Object(choice) = chunk.choices.into_iter().next()?;
     let Object(delta) = choice.delta;
-    let plain =
-        choice.finish_reason.is_none() && delta.refusal.is_none() && delta.tool_calls.is_none();
+    let plain = choice.finish_reason.is_none()
+        && delta.refusal.is_none()
+        && delta.tool_calls.is_none()
+        && delta.reasoning_content.is_none()
+        && delta.reasoning.is_none();
     plain.then_some(delta.content)
 }
 

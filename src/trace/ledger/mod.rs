@@ -49,6 +49,8 @@ pub struct AgentUsage {
     pub turns: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `output_tokens`, those the model spent reasoning (design §4.15).
+    pub reasoning_tokens: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
     /// Of `input_tokens`, those written to a prompt cache.
@@ -381,6 +383,7 @@ impl Ledger {
         self.with_usage(&place.agent, |u| {
             u.input_tokens = u.input_tokens.saturating_add(billed.input_tokens);
             u.output_tokens = u.output_tokens.saturating_add(billed.output_tokens);
+            u.reasoning_tokens = u.reasoning_tokens.saturating_add(billed.reasoning_tokens);
             u.cache_read_input_tokens = u
                 .cache_read_input_tokens
                 .saturating_add(billed.cache_read_input_tokens);
@@ -448,6 +451,7 @@ impl Ledger {
 pub struct Totals {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    pub reasoning_tokens: u64,
     /// Of `input_tokens`, those read from a prompt cache.
     pub cache_read_input_tokens: u64,
     /// Of `input_tokens`, those written to a prompt cache.
@@ -461,6 +465,7 @@ pub fn totals(usage: &[AgentUsage]) -> Totals {
     usage.iter().fold(Totals::default(), |t, u| Totals {
         input_tokens: t.input_tokens.saturating_add(u.input_tokens),
         output_tokens: t.output_tokens.saturating_add(u.output_tokens),
+        reasoning_tokens: t.reasoning_tokens.saturating_add(u.reasoning_tokens),
         cache_read_input_tokens: t
             .cache_read_input_tokens
             .saturating_add(u.cache_read_input_tokens),

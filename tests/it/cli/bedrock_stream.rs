@@ -72,7 +72,7 @@ fn message(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
 
 /// An event as Bedrock sends one: its type, JSON payload (with the `p`
 /// padding Bedrock adds).
-fn event(kind: &str, mut payload: Value) -> Vec<u8> {
+pub(crate) fn event(kind: &str, mut payload: Value) -> Vec<u8> {
     payload["p"] = json!("abcdefghij");
     message(
         &[
@@ -103,7 +103,7 @@ fn text_delta(index: u64, text: &str) -> Vec<u8> {
 }
 
 /// `messageStop` with `reason`, then `metadata` with the usage.
-fn ending(reason: &str, input: u64, output: u64) -> Vec<u8> {
+pub(crate) fn ending(reason: &str, input: u64, output: u64) -> Vec<u8> {
     let mut out = event("messageStop", json!({"stopReason": reason}));
     out.extend(event(
         "metadata",
@@ -124,14 +124,14 @@ fn text_stream(pieces: &[&str], input: u64, output: u64) -> Vec<u8> {
     out
 }
 
-fn streamed(steps: Vec<Step>) -> Reply {
+pub(crate) fn streamed(steps: Vec<Step>) -> Reply {
     Reply::Stream {
         content_type: TYPE.into(),
         steps,
     }
 }
 
-fn bytes(b: &[u8], piece: usize) -> Step {
+pub(crate) fn bytes(b: &[u8], piece: usize) -> Step {
     Step::Bytes {
         bytes: b.to_vec(),
         piece,

@@ -8,7 +8,7 @@
 
 mod agent_dirs;
 mod bedrock;
-mod bedrock_stream;
+pub(crate) mod bedrock_stream;
 mod commands;
 mod dry_run;
 mod exit_codes;

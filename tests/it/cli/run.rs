@@ -375,6 +375,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "input_tokens",
             "model",
             "output_tokens",
+            "reasoning_tokens",
             "refused",
             "retry_attempts",
             "run_id",
@@ -386,6 +387,7 @@ fn run_json_prints_one_object_with_exactly_the_documented_fields() {
             "total_cost_usd",
             "total_input_tokens",
             "total_output_tokens",
+            "total_reasoning_tokens",
         ]
     );
     // A single agent: the tree's totals are its own, in one agents entry.

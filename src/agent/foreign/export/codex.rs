@@ -1,5 +1,6 @@
 //! An agent as Codex's custom agent file: `name`, `description`, `model`,
-//! `sandbox_mode` (from the tools) and `developer_instructions` (the
+//! `model_reasoning_effort` (`[params] reasoning_effort`), `sandbox_mode`
+//! (from the tools) and `developer_instructions` (the
 //! system prompt), `[mcp_servers.NAME]` for its MCP servers; the inverse
 //! of `foreign::codex`'s import.
 
@@ -9,10 +10,11 @@ use super::{Writer, bare, document, strings};
 use crate::agent::foreign::codex::{READING, WRITING};
 
 /// The keys of the file in their order; its MCP servers follow.
-const ORDER: [&str; 5] = [
+const ORDER: [&str; 6] = [
     "name",
     "description",
     "model",
+    "model_reasoning_effort",
     "sandbox_mode",
     "developer_instructions",
 ];
@@ -45,6 +47,7 @@ pub(super) fn write(w: &mut Writer, t: &Table) -> String {
             "agents_md" => w.agents_md(value),
             "sub_agents" => w.drop(key, "Codex's agent files have no sub-agents"),
             "budget" => w.drop(key, "Codex's agent files have no budget"),
+            "params" => params(w, &mut out, value),
             other => w.drop_axes(other),
         }
     }
@@ -57,6 +60,22 @@ pub(super) fn write(w: &mut Writer, t: &Table) -> String {
         }
     }
     text
+}
+
+/// `[params]`: its `reasoning_effort` is Codex's `model_reasoning_effort`;
+/// every other key is dropped, each said.
+fn params(w: &mut Writer, out: &mut Table, value: &Value) {
+    for (key, v) in value.as_table().into_iter().flatten() {
+        match key.as_str() {
+            "reasoning_effort" => {
+                out.insert("model_reasoning_effort".into(), v.clone());
+            }
+            _ => w.drop(
+                &format!("params.{key}"),
+                "Codex's agent files have no sampling parameters",
+            ),
+        }
+    }
 }
 
 /// The keys of a `[mcp_servers.NAME]` table, in the order written.
