@@ -37,6 +37,7 @@
 
 pub mod adjust;
 pub mod anthropic;
+pub mod attachment;
 mod attempt;
 mod batches;
 pub mod bedrock;
@@ -57,6 +58,7 @@ pub(crate) mod wire;
 use std::fmt;
 
 pub use adjust::{Change, Quirks};
+pub use attachment::{Attachment, Kind as AttachmentKind};
 pub use batches::{Counts as BatchCounts, Item as BatchItem, Polled};
 pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,

@@ -6,6 +6,7 @@
 //! (`agents_md = true`) in `agents_md`.
 
 mod agents_md;
+mod attach;
 mod files;
 pub mod template;
 
@@ -76,6 +77,9 @@ pub struct Overrides {
     /// `--artifact-dir`, `--keep-artifacts`, the caller's directory, and
     /// whether the directory is made (design §8.9).
     pub artifacts: ArtifactRun,
+    /// `-a, --attach`: files (relative to the current directory) sent
+    /// with the first message (design §4.14).
+    pub attach: Vec<String>,
 }
 
 /// A context file, read.
@@ -116,6 +120,9 @@ pub struct Resolved {
     /// Its artifact directory, made for a run (design §8.9); removed
     /// when the last holder drops it, if axe made it.
     pub artifacts: Option<Arc<Artifacts>>,
+    /// The files sent with its first message: its file's `attach`, then
+    /// `-a`'s (design §4.14). A caller's are never its sub-agents'.
+    pub attachments: Vec<crate::provider::Attachment>,
 }
 
 /// Resolves `agent` with `overrides`, its provider named as `global` says
@@ -187,6 +194,13 @@ pub fn resolve(
         &overrides.artifacts,
         workdir.path(),
     )?;
+    let attachments = attach::read_all(
+        &workdir,
+        &agent.config.attach,
+        cwd,
+        &overrides.attach,
+        &model,
+    )?;
     let tools = crate::tools::kit(&agent.config.tools, &workdir, artifacts.clone())?.map(Arc::new);
     Ok(Resolved {
         agent,
@@ -201,6 +215,7 @@ pub fn resolve(
         tools,
         memory,
         artifacts,
+        attachments,
     })
 }
 

@@ -55,7 +55,7 @@ pub(super) fn first(
     let req = Request {
         model: resolved.model.model.clone(),
         system: resolved.system_prompt.clone(),
-        messages: vec![Message::user(message)],
+        messages: vec![first_message(resolved, message)],
         temperature: config.params.temperature,
         max_tokens: config.params.max_tokens,
         tools,
@@ -70,6 +70,18 @@ pub(super) fn first(
         reasoning: None,
     };
     (req, offered)
+}
+
+/// The first message: the words, with the agent's attachments if it has
+/// any (design §4.14).
+fn first_message(resolved: &Resolved, message: &str) -> Message {
+    match resolved.attachments.is_empty() {
+        true => Message::user(message),
+        false => Message::Attached {
+            content: message.to_string(),
+            attachments: resolved.attachments.clone(),
+        },
+    }
 }
 
 /// The tools an agent is offered, and whether they are offered: its

@@ -104,6 +104,7 @@ mod agents_export;
 mod agents_md;
 mod answers_not_whole;
 mod artifacts;
+mod attachments;
 mod batch;
 mod batch_shards;
 mod budgets;

@@ -7,6 +7,7 @@
 //! a response (`output` items, `status`, `usage`); its stream's events in
 //! `stream.rs`. No `kind` names it (design §4.12).
 
+mod attach;
 mod stream;
 
 use serde::Deserialize;
@@ -120,6 +121,10 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
 fn push_items(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User(text) => out.push(json!({"role": "user", "content": text})),
+        Message::Attached {
+            content,
+            attachments,
+        } => out.push(json!({"role": "user", "content": attach::items(content, attachments)})),
         Message::Assistant {
             content,
             tool_calls,
