@@ -46,8 +46,15 @@ pub fn read_all(
         let (root, rest) = at.parts();
         out.push(one(root, rest, written, &mut total)?);
     }
+    refused_by_wire(&out, model)?;
+    Ok(out)
+}
+
+/// The first of `attachments` that `model`'s wire cannot carry, as the
+/// error that refuses the run (`axe serve`'s image parts too).
+pub fn refused_by_wire(attachments: &[Attachment], model: &ModelRef) -> Result<(), Error> {
     let format = model.wire.format();
-    for a in &out {
+    for a in attachments {
         if let Some(why) = format.refuses_attachment(a.kind) {
             return Err(refused(
                 &a.name,
@@ -55,7 +62,7 @@ pub fn read_all(
             ));
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// `name` beneath `root` (shown as `shown`), within what `total` leaves.

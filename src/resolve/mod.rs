@@ -25,6 +25,7 @@ use crate::sandbox::opened::{self, Opened};
 use crate::sandbox::read::{self, Unreadable};
 use crate::schema::OutputSchema;
 use crate::tools::artifacts::{self, ArtifactRun, Artifacts};
+pub use attach::refused_by_wire as attachments_refused;
 use files::collect_files;
 pub use files::{Found, matches as glob_matches};
 

@@ -5,7 +5,7 @@
 //! does not see its caller's files (here); `axe serve`'s image parts
 //! (`serve.rs`).
 
-// mod serve;
+mod serve;
 mod wires;
 
 use crate::common::*;
