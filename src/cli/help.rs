@@ -18,7 +18,7 @@ Run an agent: the message is --prompt, else stdin; the answer goes to stdout. Fl
 
 What to run:
   -p, --prompt TEXT      the user message (beats stdin)
-  -a, --attach FILE      a file sent with it: image, PDF or text (repeatable; 20 MiB, 32 in all)
+  -a, --attach FILE      a file sent with the message: PNG, JPEG, GIF, WebP, PDF, text (repeatable)
   --model P/M            model override, as provider/model (default: the agent's model)
   --skill FILE           skill file override (default: the agent's skill)
   --workdir DIR          working directory override (default: the agent's, else the current one)
