@@ -29,6 +29,8 @@ pub(super) struct AgentFile {
     skill: Option<String>,
     #[serde(default)]
     files: Vec<String>,
+    #[serde(default)]
+    attach: Vec<String>,
     workdir: Option<String>,
     #[serde(default)]
     sub_agents: Vec<String>,
@@ -314,6 +316,7 @@ impl AgentFile {
             system_prompt: self.system_prompt,
             skill: self.skill,
             files: self.files,
+            attach: self.attach,
             agents_md: self.agents_md,
             workdir: self.workdir,
             sub_agents: self.sub_agents,

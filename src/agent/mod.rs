@@ -89,6 +89,9 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     pub skill: Option<String>,
     pub files: Vec<String>,
+    /// `attach`: files (relative to the workdir) sent with the agent's
+    /// first message, as images or documents (design §4.16).
+    pub attach: Vec<String>,
     /// `agents_md`: the `AGENTS.md` files from the repository's root down
     /// to the workdir are context files too (design §2.7; absent: false).
     pub agents_md: bool,

@@ -44,6 +44,11 @@ model = "provider/model-name"
 # context files before these (default false).
 # agents_md = true
 
+# Attachments - files (relative to the workdir) sent with the first message:
+# PNG, JPEG, GIF, WebP, PDF or plain text, told by their content; at most
+# 20 MiB each, 32 MiB in all (also `axe run -a FILE`).
+# attach = ["diagram.png", "spec.pdf"]
+
 # Working directory (optional)
 # workdir = ""
 # The directory the files are read from (default: the current directory).

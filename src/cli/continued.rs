@@ -137,6 +137,13 @@ fn message(m: &Message) -> String {
     };
     match m {
         Message::User(text) => format!("[user]\n{}", body(text)),
+        Message::Attached {
+            content,
+            attachments,
+        } => {
+            let names: Vec<String> = attachments.iter().map(|a| one_line(&a.name)).collect();
+            format!("[user, with {}]\n{}", names.join(", "), body(content))
+        }
         Message::Assistant {
             content,
             tool_calls,

@@ -116,6 +116,7 @@ pub(super) fn base(cmd: &RunCmd, log: &RunLog) -> Result<Base, Error> {
             make: !cmd.dry_run,
             caller: None,
         },
+        attach: cmd.attach.clone(),
     };
     let resolved = resolve::resolve(agent, &overrides, &global, &cwd, &deadline)?;
     log.model(&resolved.model.to_string());

@@ -49,6 +49,10 @@ pub(super) struct RunCmd {
     /// the user message (beats stdin)
     #[argh(option, short = 'p')]
     pub(super) prompt: Option<String>,
+    /// a file sent with the message: PNG, JPEG, GIF, WebP, PDF or plain
+    /// text (repeatable; at most 20 MiB each, 32 MiB in all)
+    #[argh(option, short = 'a')]
+    pub(super) attach: Vec<String>,
     /// retries of one failed HTTP request (429, 5xx, refused), over any
     /// [retry] setting (default: 2)
     #[argh(option)]

@@ -88,6 +88,12 @@ pub(crate) trait Format: Sync {
         false
     }
 
+    /// Why this wire cannot carry an attachment of `kind`, when it cannot
+    /// (design §4.16): the run is refused before any request.
+    fn refuses_attachment(&self, _kind: crate::provider::AttachmentKind) -> Option<&'static str> {
+        None
+    }
+
     /// A successful response body read into the answer, or why it is not one.
     fn parse(&self, body: &str) -> Result<Response, String>;
 

@@ -38,6 +38,7 @@
 
 pub mod adjust;
 pub mod anthropic;
+pub mod attachment;
 mod attempt;
 mod batches;
 pub mod bedrock;
@@ -58,6 +59,7 @@ pub(crate) mod wire;
 use std::fmt;
 
 pub use adjust::{Change, Quirks};
+pub use attachment::{Attachment, Kind as AttachmentKind};
 pub use batches::{Counts as BatchCounts, Item as BatchItem, Polled};
 pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::attachment::Attachment;
+
 /// One parameter of a tool's input schema.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolParameter {
@@ -101,6 +103,13 @@ pub struct ToolResult {
 pub enum Message {
     /// The user's words.
     User(String),
+    /// The user's words with files attached (`-a`, `attach`, an image
+    /// part `axe serve` was sent): only ever a run's first message, sent
+    /// in each wire's own form (the files first, then the words).
+    Attached {
+        content: String,
+        attachments: Vec<Attachment>,
+    },
     /// The model's turn: its text (may be empty when it called tools) and
     /// its tool calls (none for a plain answer).
     Assistant {

@@ -66,6 +66,21 @@ pub fn dry_run(r: &Resolved, input: &UserInput, timeout_secs: u64) -> String {
     for f in &r.files {
         s.push_str(&format!("{}\n", crate::text::one_line(&f.path)));
     }
+    // Only when there is one: without, the report is as design §2.9 gives it.
+    if !r.attachments.is_empty() {
+        s.push_str(&format!(
+            "\n--- Attachments ({}) ---\n",
+            r.attachments.len()
+        ));
+        for a in &r.attachments {
+            s.push_str(&format!(
+                "{}  {}  {} bytes\n",
+                crate::text::one_line(&a.name),
+                a.kind.media_type(),
+                a.bytes.len()
+            ));
+        }
+    }
     let stdin = match input {
         UserInput::Prompt(t) | UserInput::Stdin(t) => t.as_str(),
         UserInput::Default => "(none)",

@@ -6,6 +6,7 @@
 //! (`agents_md = true`) in `agents_md`.
 
 mod agents_md;
+mod attach;
 mod files;
 pub mod template;
 
@@ -24,6 +25,7 @@ use crate::sandbox::opened::{self, Opened};
 use crate::sandbox::read::{self, Unreadable};
 use crate::schema::OutputSchema;
 use crate::tools::artifacts::{self, ArtifactRun, Artifacts};
+pub use attach::refused_by_wire as attachments_refused;
 use files::collect_files;
 pub use files::{Found, matches as glob_matches};
 
@@ -76,6 +78,9 @@ pub struct Overrides {
     /// `--artifact-dir`, `--keep-artifacts`, the caller's directory, and
     /// whether the directory is made (design §8.9).
     pub artifacts: ArtifactRun,
+    /// `-a, --attach`: files (relative to the current directory) sent
+    /// with the first message (design §4.16).
+    pub attach: Vec<String>,
 }
 
 /// A context file, read.
@@ -116,6 +121,9 @@ pub struct Resolved {
     /// Its artifact directory, made for a run (design §8.9); removed
     /// when the last holder drops it, if axe made it.
     pub artifacts: Option<Arc<Artifacts>>,
+    /// The files sent with its first message: its file's `attach`, then
+    /// `-a`'s (design §4.16). A caller's are never its sub-agents'.
+    pub attachments: Vec<crate::provider::Attachment>,
 }
 
 /// Resolves `agent` with `overrides`, its provider named as `global` says
@@ -187,6 +195,13 @@ pub fn resolve(
         &overrides.artifacts,
         workdir.path(),
     )?;
+    let attachments = attach::read_all(
+        &workdir,
+        &agent.config.attach,
+        cwd,
+        &overrides.attach,
+        &model,
+    )?;
     let tools = crate::tools::kit(&agent.config.tools, &workdir, artifacts.clone())?.map(Arc::new);
     Ok(Resolved {
         agent,
@@ -201,6 +216,7 @@ pub fn resolve(
         tools,
         memory,
         artifacts,
+        attachments,
     })
 }
 

@@ -56,7 +56,7 @@ pub(super) fn first(
     let req = Request {
         model: resolved.model.model.clone(),
         system: resolved.system_prompt.clone(),
-        messages: history(ctx, wire, message),
+        messages: history(ctx, wire, first_message(resolved, message)),
         temperature: config.params.temperature,
         max_tokens: config.params.max_tokens,
         tools,
@@ -77,10 +77,10 @@ pub(super) fn first(
 /// with, then `message` (design §7.7). Reasoning items are a wire's own:
 /// had on another wire, they are left out, as every wire may take a turn
 /// without them but not another wire's.
-fn history(ctx: &Ctx, wire: Wire, message: &str) -> Vec<Message> {
+fn history(ctx: &Ctx, wire: Wire, message: Message) -> Vec<Message> {
     let prior = match &ctx.conversation {
         Some(kept) if ctx.depth == 0 && !kept.prior.is_empty() => kept,
-        _ => return vec![Message::user(message)],
+        _ => return vec![message],
     };
     let mut messages = prior.prior.clone();
     if wire.name() != prior.prior_wire {
@@ -92,14 +92,53 @@ fn history(ctx: &Ctx, wire: Wire, message: &str) -> Vec<Message> {
     }
     // A run that failed before any answer ends in its prompt: the new one
     // joins it, as two user turns in a row are refused by some wires.
-    match messages.last_mut() {
-        Some(Message::User(last)) => {
-            last.push_str("\n\n");
-            last.push_str(message);
+    match messages.pop() {
+        Some(last @ (Message::User(_) | Message::Attached { .. })) => {
+            messages.push(joined(last, message));
         }
-        _ => messages.push(Message::user(message)),
+        Some(other) => messages.extend([other, message]),
+        None => messages.push(message),
     }
     messages
+}
+
+/// Two user turns as one: the words joined by a blank line, the
+/// attachments of both.
+fn joined(first: Message, second: Message) -> Message {
+    let parts = |m: Message| match m {
+        Message::User(text) => (text, Vec::new()),
+        Message::Attached {
+            content,
+            attachments,
+        } => (content, attachments),
+        // Not made here: only user turns are joined.
+        _ => (String::new(), Vec::new()),
+    };
+    let (mut text, mut attachments) = parts(first);
+    let (more, theirs) = parts(second);
+    text.push_str("\n\n");
+    text.push_str(&more);
+    attachments.extend(theirs);
+    if attachments.is_empty() {
+        Message::User(text)
+    } else {
+        Message::Attached {
+            content: text,
+            attachments,
+        }
+    }
+}
+
+/// The first message: the words, with the agent's attachments if it has
+/// any (design §4.16).
+fn first_message(resolved: &Resolved, message: &str) -> Message {
+    match resolved.attachments.is_empty() {
+        true => Message::user(message),
+        false => Message::Attached {
+            content: message.to_string(),
+            attachments: resolved.attachments.clone(),
+        },
+    }
 }
 
 /// The tools an agent is offered, and whether they are offered: its

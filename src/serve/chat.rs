@@ -35,6 +35,9 @@ pub struct Chat {
     /// `max_completion_tokens`, else `max_tokens`: the most tokens the
     /// tree may generate (output tokens, as OpenAI's bound its answer's).
     pub max_tokens: Option<u64>,
+    /// The user messages' image parts, in order: sent with the agent's
+    /// message (`images.rs`).
+    pub attachments: Vec<crate::provider::Attachment>,
 }
 
 /// Reads `body`; `system_allowed`: system messages are taken (else a
@@ -125,12 +128,12 @@ pub(super) fn conversation(messages: &[Value], system_allowed: bool) -> Result<C
             "messages",
         ));
     }
-    let task = content(last)?;
+    let mut images = Vec::new();
     let mut system = Vec::new();
     let mut context = String::new();
     for m in earlier {
         let role = role(m)?;
-        let text = content(m)?;
+        let text = content(m, (role == "user").then_some(&mut images))?;
         match role {
             "system" | "developer" if !system_allowed => {
                 return Err(ApiError::invalid(
@@ -154,6 +157,7 @@ pub(super) fn conversation(messages: &[Value], system_allowed: bool) -> Result<C
             }
         }
     }
+    let task = content(last, Some(&mut images))?;
     let message = if context.is_empty() {
         task.clone()
     } else {
@@ -163,6 +167,7 @@ pub(super) fn conversation(messages: &[Value], system_allowed: bool) -> Result<C
         message,
         task,
         system: (!system.is_empty()).then(|| system.join("\n\n")),
+        attachments: images,
         ..Chat::default()
     })
 }
@@ -174,8 +179,12 @@ fn role(m: &Value) -> Result<&str, ApiError> {
 }
 
 /// A message's text: a string, or the `text` of its text parts; null for
-/// an assistant message that only called tools.
-fn content(m: &Value) -> Result<String, ApiError> {
+/// an assistant message that only called tools. A user message's image
+/// parts go to `images` (none: they are refused).
+fn content(
+    m: &Value,
+    mut images: Option<&mut Vec<crate::provider::Attachment>>,
+) -> Result<String, ApiError> {
     match m.get("content") {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -184,9 +193,15 @@ fn content(m: &Value) -> Result<String, ApiError> {
             for p in parts {
                 match (p.get("type").and_then(Value::as_str), p.get("text")) {
                     (Some("text"), Some(Value::String(t))) => out.push_str(t),
+                    (Some("image_url"), _) if images.is_some() => {
+                        if let Some(images) = images.as_deref_mut() {
+                            super::images::take(p, images)?;
+                        }
+                    }
                     _ => {
                         return Err(ApiError::invalid(
-                            "only text content parts are taken",
+                            "only text content parts are taken (and image parts in a \
+                             user message)",
                             "messages",
                         ));
                     }

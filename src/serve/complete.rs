@@ -247,6 +247,13 @@ pub(super) fn prepare(
         &deadline,
     )
     .map_err(|e| reply::run_error(&e))?;
+    if !chat.attachments.is_empty() {
+        resolve::attachments_refused(&chat.attachments, &resolved.model)
+            .map_err(|e| ApiError::invalid(e.to_string(), "messages"))?;
+        resolved
+            .attachments
+            .extend(chat.attachments.iter().cloned());
+    }
     if let Some(system) = &chat.system {
         resolved.system_prompt.push_str(CLIENT_SYSTEM);
         resolved.system_prompt.push_str(system);

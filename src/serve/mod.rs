@@ -24,6 +24,7 @@ mod chat;
 mod complete;
 pub(crate) mod conn;
 mod handle;
+mod images;
 mod listen;
 mod pipeline;
 mod reply;

@@ -41,6 +41,7 @@
 //! | §4.5, ch. 5 | refusals, cut-off answers and calls, parameters a model refuses | `answers_not_whole.rs` |
 //! | §4.6 | token counts as each API bills them, cache reads | `token_counts.rs` |
 //! | §4.10 | prompt caching: Anthropic's marks, the switch, cache writes and reads reported | `prompt_cache.rs` |
+//! | §4.16, §12.2 | attachments: each kind on each wire, told by content, bounded, never through a link; `axe serve`'s image parts | `attachments/` |
 //! | §4.11 | streamed answers: printed as they come, a tool loop, `--json` and schemas, hostile streams | `stream/mod.rs`, `stream/hostile.rs` |
 //! | §3.8, §5.5 | turns axe does not run itself: an OpenAI `custom` call, Anthropic's `pause_turn` | `odd_turns.rs` |
 //! | D22 | output schemas: asked, checked, repaired | `output_schema.rs` |
@@ -107,6 +108,7 @@ mod agents_export;
 mod agents_md;
 mod answers_not_whole;
 mod artifacts;
+mod attachments;
 mod batch;
 mod batch_shards;
 mod budgets;

@@ -60,7 +60,12 @@ fn set(block: &mut Value) {
 /// earlier entry). A paused turn's blocks go back exactly as they came and
 /// are never marked.
 fn message_marks(messages: &[Message]) -> Vec<usize> {
-    let user_side = |m: &Message| matches!(m, Message::User(_) | Message::ToolResults(_));
+    let user_side = |m: &Message| {
+        matches!(
+            m,
+            Message::User(_) | Message::Attached { .. } | Message::ToolResults(_)
+        )
+    };
     let mut marks = Vec::with_capacity(2);
     if let Some(last) = messages.len().checked_sub(1)
         && user_side(&messages[last])

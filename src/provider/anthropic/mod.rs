@@ -15,8 +15,9 @@ use crate::provider::adjust::{self, Change};
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, Effort, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
-    arguments_from_json, count, input_schema, invalid_json_detail, join_v1, number,
+    Attachment, AttachmentKind, Cut, Effort, ErrorDetail, Message, Quirks, Request, Response,
+    ToolCall, ToolChoice, arguments_from_json, count, input_schema, invalid_json_detail, join_v1,
+    number,
 };
 use schema::for_anthropic;
 
@@ -178,6 +179,10 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
 fn message(m: &Message) -> Value {
     match m {
         Message::User(text) => json!({"role": "user", "content": text}),
+        Message::Attached {
+            content,
+            attachments,
+        } => json!({"role": "user", "content": attached(content, attachments)}),
         Message::Assistant {
             content,
             tool_calls,
@@ -213,6 +218,25 @@ fn message(m: &Message) -> Value {
             json!({"role": "user", "content": blocks})
         }
     }
+}
+
+/// A first message's blocks: each file as an `image` or `document`
+/// block (base64; a text file as a document of plain text), then the
+/// words, last, where the prompt cache's mark goes.
+fn attached(content: &str, attachments: &[Attachment]) -> Vec<Value> {
+    let mut blocks: Vec<Value> = attachments
+        .iter()
+        .map(|a| match a.kind {
+            AttachmentKind::Pdf => json!({"type": "document", "title": a.file_name(),
+                "source": {"type": "base64", "media_type": a.kind.media_type(), "data": a.base64()}}),
+            AttachmentKind::Text => json!({"type": "document", "title": a.file_name(),
+                "source": {"type": "text", "media_type": "text/plain", "data": a.text()}}),
+            _ => json!({"type": "image",
+                "source": {"type": "base64", "media_type": a.kind.media_type(), "data": a.base64()}}),
+        })
+        .collect();
+    blocks.push(json!({"type": "text", "text": content}));
+    blocks
 }
 
 #[derive(Deserialize)]

@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice, arguments_from_json, count,
-    input_schema, invalid_json_detail, number, path_segment,
+    Attachment, AttachmentKind, Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice,
+    arguments_from_json, count, input_schema, invalid_json_detail, number, path_segment,
 };
 pub use keys::{base_url, from_env, region, register_env_secrets};
 pub use sigv4::AwsKeys;
@@ -134,6 +134,10 @@ pub fn body(req: &Request) -> Value {
 fn message(m: &Message) -> Value {
     match m {
         Message::User(text) => json!({"role": "user", "content": [{"text": text}]}),
+        Message::Attached {
+            content,
+            attachments,
+        } => json!({"role": "user", "content": attached(content, attachments)}),
         Message::Assistant {
             content,
             tool_calls,
@@ -170,6 +174,57 @@ fn message(m: &Message) -> Value {
             json!({"role": "user", "content": blocks})
         }
     }
+}
+
+/// A first message's blocks: each file as an `image` block (png, jpeg,
+/// gif, webp) or a `document` block (pdf, txt), its bytes base64, then
+/// the words (a document goes with a text block, as Converse requires).
+fn attached(content: &str, attachments: &[Attachment]) -> Vec<Value> {
+    let mut names: Vec<String> = Vec::new();
+    let mut blocks: Vec<Value> = attachments
+        .iter()
+        .map(|a| {
+            let source = json!({"bytes": a.base64()});
+            let format = match a.kind {
+                AttachmentKind::Pdf => "pdf",
+                AttachmentKind::Text => "txt",
+                k => return json!({"image": {"format": &k.media_type()[6..], "source": source}}),
+            };
+            let name = document_name(a.file_name(), &names);
+            names.push(name.clone());
+            json!({"document": {"format": format, "name": name, "source": source}})
+        })
+        .collect();
+    blocks.push(json!({"text": content}));
+    blocks
+}
+
+/// A document's name as Converse takes one: letters, digits, single
+/// spaces, hyphens, parentheses and square brackets only (anything else a
+/// hyphen), and unlike any name before it in the message.
+fn document_name(file: &str, taken: &[String]) -> String {
+    let mut name = String::new();
+    for c in file.chars() {
+        let c = match c {
+            c if c.is_ascii_alphanumeric() || "-()[]".contains(c) => c,
+            c if c.is_whitespace() => ' ',
+            _ => '-',
+        };
+        if !(c == ' ' && (name.is_empty() || name.ends_with(' '))) {
+            name.push(c);
+        }
+    }
+    let name = match name.trim_end() {
+        "" => "document".to_string(),
+        n => n.to_string(),
+    };
+    let mut unique = name.clone();
+    let mut n = 1;
+    while taken.contains(&unique) {
+        n += 1;
+        unique = format!("{name} ({n})");
+    }
+    unique
 }
 
 #[derive(Deserialize)]

@@ -12,14 +12,19 @@ use serde_json::{Value, json};
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, Effort, Message, Quirks, Request, Response, ToolCall, arguments_from_wire,
-    assistant_message, count, invalid_json_detail, number,
+    Attachment, AttachmentKind, Cut, Effort, Message, Quirks, Request, Response, ToolCall,
+    arguments_from_wire, assistant_message, count, invalid_json_detail, number,
 };
 
 /// Ollama's chat API, as the common code calls it.
 pub(crate) struct Chat;
 
 impl Format for Chat {
+    fn refuses_attachment(&self, kind: AttachmentKind) -> Option<&'static str> {
+        (!kind.is_image() && kind != AttachmentKind::Text)
+            .then_some("Ollama's chat takes images (and text), not documents")
+    }
+
     fn default_base_url(&self) -> &'static str {
         "http://localhost:11434"
     }
@@ -115,6 +120,10 @@ fn think(req: &Request) -> Option<Value> {
 fn push_message(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User(text) => out.push(json!({"role": "user", "content": text})),
+        Message::Attached {
+            content,
+            attachments,
+        } => out.push(attached(content, attachments)),
         Message::Assistant {
             content,
             tool_calls,
@@ -134,6 +143,26 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             }
         }
     }
+}
+
+/// A first message with files: the images in `images` (base64), a text
+/// file's text after the words; no other kind gets here
+/// ([`Chat`]'s `refuses_attachment`).
+fn attached(content: &str, attachments: &[Attachment]) -> Value {
+    let mut text = content.to_string();
+    for a in attachments
+        .iter()
+        .filter(|a| a.kind == AttachmentKind::Text)
+    {
+        text.push_str("\n\n");
+        text.push_str(&a.as_text_part());
+    }
+    let images: Vec<String> = attachments
+        .iter()
+        .filter(|a| a.kind.is_image())
+        .map(Attachment::base64)
+        .collect();
+    json!({"role": "user", "content": text, "images": images})
 }
 
 #[derive(Deserialize)]

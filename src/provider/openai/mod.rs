@@ -12,9 +12,9 @@ use crate::provider::adjust::{self, Change};
 use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
-    Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall, ToolChoice,
-    arguments_from_wire, assistant_message, count, input_schema, invalid_json_detail, join_v1,
-    number,
+    Attachment, AttachmentKind, Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall,
+    ToolChoice, arguments_from_wire, assistant_message, count, input_schema, invalid_json_detail,
+    join_v1, number,
 };
 
 /// Chat Completions, as the common code calls it.
@@ -174,6 +174,10 @@ pub(crate) fn function_tools(req: &Request) -> Value {
 fn push_message(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User(text) => out.push(json!({"role": "user", "content": text})),
+        Message::Attached {
+            content,
+            attachments,
+        } => out.push(json!({"role": "user", "content": parts(content, attachments)})),
         Message::Assistant {
             content,
             tool_calls,
@@ -196,6 +200,21 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             }
         }
     }
+}
+
+/// A first message's content parts: the words, then each file, an image
+/// as an `image_url` part with a `data:` URL, a PDF as a `file` part
+/// (`file_data`), a text file as a text part (Chat Completions takes no
+/// other file).
+fn parts(content: &str, attachments: &[Attachment]) -> Vec<Value> {
+    let mut parts = vec![json!({"type": "text", "text": content})];
+    parts.extend(attachments.iter().map(|a| match a.kind {
+        AttachmentKind::Pdf => json!({"type": "file",
+            "file": {"filename": a.file_name(), "file_data": a.data_url()}}),
+        AttachmentKind::Text => json!({"type": "text", "text": a.as_text_part()}),
+        _ => json!({"type": "image_url", "image_url": {"url": a.data_url()}}),
+    }));
+    parts
 }
 
 #[derive(Deserialize)]

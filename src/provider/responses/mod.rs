@@ -8,6 +8,7 @@
 //! with the encrypted reasoning asked for); the parsing of a response in
 //! `read.rs`, its stream's events in `stream.rs`.
 
+mod attach;
 mod read;
 mod stream;
 
@@ -141,6 +142,10 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
 fn push_items(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User(text) => out.push(json!({"role": "user", "content": text})),
+        Message::Attached {
+            content,
+            attachments,
+        } => out.push(json!({"role": "user", "content": attach::items(content, attachments)})),
         Message::Assistant {
             content,
             tool_calls,

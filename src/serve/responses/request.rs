@@ -180,9 +180,11 @@ fn message(item: &Value) -> Result<Value, ApiError> {
     let Some(role) = item.get("role").and_then(Value::as_str) else {
         return Err(ApiError::invalid("every message needs a `role`", "input"));
     };
-    let text = match item.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts.iter().map(part).collect::<Result<String, _>>()?,
+    let content = match item.get("content") {
+        Some(Value::String(s)) => Value::String(s.clone()),
+        Some(Value::Array(parts)) => {
+            Value::Array(parts.iter().map(part).collect::<Result<_, _>>()?)
+        }
         _ => {
             return Err(ApiError::invalid(
                 "a message's `content` must be a string or an array of text parts",
@@ -190,18 +192,24 @@ fn message(item: &Value) -> Result<Value, ApiError> {
             ));
         }
     };
-    Ok(json!({"role": role, "content": text}))
+    Ok(json!({"role": role, "content": content}))
 }
 
-/// A content part's text: `input_text` (or an earlier answer's
-/// `output_text` or `refusal`); images, files and audio are refused.
-fn part(p: &Value) -> Result<&str, ApiError> {
+/// A content part as chat's: `input_text` (or an earlier answer's
+/// `output_text` or `refusal`) a text part, `input_image` an `image_url`
+/// part (chat takes its `data:` URL, `images.rs`); files and audio are
+/// refused.
+fn part(p: &Value) -> Result<Value, ApiError> {
     let field = match p.get("type").and_then(Value::as_str) {
         Some("input_text" | "output_text") => "text",
         Some("refusal") => "refusal",
-        Some(k @ ("input_image" | "input_file" | "input_audio")) => {
+        Some("input_image") => {
+            let url = p.get("image_url").and_then(Value::as_str).unwrap_or("");
+            return Ok(json!({"type": "image_url", "image_url": {"url": url}}));
+        }
+        Some(k @ ("input_file" | "input_audio")) => {
             return Err(ApiError::invalid(
-                format!("axe serve takes text only: `{k}` parts are not taken"),
+                format!("axe serve takes text and images: `{k}` parts are not taken"),
                 "input",
             ));
         }
@@ -214,6 +222,7 @@ fn part(p: &Value) -> Result<&str, ApiError> {
     };
     p.get(field)
         .and_then(Value::as_str)
+        .map(|t| json!({"type": "text", "text": t}))
         .ok_or_else(|| ApiError::invalid(format!("a text part needs its `{field}`"), "input"))
 }
 

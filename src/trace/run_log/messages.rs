@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::provider::{Message, ToolCall, ToolResult};
+use crate::provider::{Attachment, Message, ToolCall, ToolResult};
 use crate::text::redact::{redact, redact_fields};
 
 /// The directory, beside `runs.jsonl`, that holds one file per run.
@@ -99,6 +99,9 @@ pub struct Saved {
 enum Stored {
     User {
         content: String,
+        /// Files sent with the words (design §4.16), their bytes as base64.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
     },
     Assistant {
         content: String,
@@ -163,6 +166,14 @@ fn stored(m: &Message) -> Stored {
     match m {
         Message::User(text) => Stored::User {
             content: redact(text),
+            attachments: Vec::new(),
+        },
+        Message::Attached {
+            content,
+            attachments,
+        } => Stored::User {
+            content: redact(content),
+            attachments: attachments.clone(),
         },
         Message::Assistant {
             content,
@@ -220,7 +231,16 @@ fn redact_value(v: &mut Value) {
 
 fn message(s: Stored) -> Message {
     match s {
-        Stored::User { content } => Message::User(content),
+        Stored::User {
+            content,
+            attachments,
+        } => match attachments.is_empty() {
+            true => Message::User(content),
+            false => Message::Attached {
+                content,
+                attachments,
+            },
+        },
         Stored::Assistant {
             content,
             tool_calls,

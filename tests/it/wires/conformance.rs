@@ -2,7 +2,8 @@
 //! matrix of agents (plain, with parameters, built-in tools, sub-agents,
 //! one at the depth limit, `parallel = false`, an `[output]` schema,
 //! streamed, MCP tools whose schemas say what real servers' do, the prompt
-//! cache) run on each wire against a fake model, every body it got written
+//! cache, attachments: an image and a text file, the kinds every wire
+//! takes) run on each wire against a fake model, every body it got written
 //! down, and `conformance.py` (in the venv scripts/conformance_deps.sh
 //! makes) checks each with the pinned `openai`, `anthropic` and `ollama`
 //! packages' types, extras forbidden (the Responses API's with `openai`'s
@@ -19,12 +20,21 @@ use crate::common::*;
 
 /// What a wire's type refuses that axe sends on purpose: (wire, the
 /// error, why). Each must still be met, so the list stays true.
-const KNOWN: [(&str, &str, &str); 1] = [(
-    "anthropic",
-    "temperature: Extra inputs are not permitted",
-    "the anthropic package 2.x has no temperature (its newest models refuse one); axe sends \
-     the agent's and drops it after the model's 400 (design §4.4)",
-)];
+const KNOWN: [(&str, &str, &str); 2] = [
+    (
+        "anthropic",
+        "temperature: Extra inputs are not permitted",
+        "the anthropic package 2.x has no temperature (its newest models refuse one); axe sends \
+         the agent's and drops it after the model's 400 (design §4.4)",
+    ),
+    (
+        "ollama",
+        "messages.1.images.0: Input should be a valid dictionary or instance of Image",
+        "the ollama package's Image is a model of its own that it serializes to what the API \
+         takes, a base64 string (Ollama's /api/chat: `images`, base64-encoded); axe sends that \
+         string (design §4.16)",
+    ),
+];
 
 /// The Python of the venv with the three packages, or None (the skip said,
 /// a failure of `make test`).
@@ -106,6 +116,12 @@ fn cases(work: &str) -> Vec<Case> {
             list(),
             false,
         ),
+        case(
+            "attachments",
+            &format!("workdir = {work:?}\nattach = [\"shot.png\", \"a.txt\"]\n"),
+            vec![],
+            false,
+        ),
     ]
 }
 
@@ -148,6 +164,7 @@ fn bodies() -> Vec<Value> {
         let work = home.dir.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
         std::fs::write(work.join("a.txt"), "alpha\n").unwrap();
+        std::fs::write(work.join("shot.png"), b"\x89PNG\r\n\x1a\nIHDR").unwrap();
         home.config(&format!(
             "[[mcp_servers]]\nname = \"schemas\"\ncommand = \"python3\"\nargs = [{:?}]\n",
             server_script.display().to_string()
@@ -211,6 +228,18 @@ fn every_body_axe_sends_is_what_the_vendors_sdk_types_take() {
         .chain(&replies)
         .map(Value::to_string)
         .collect();
+    // The attachments' case carries its image on every wire (its base64).
+    for p in PROVIDERS {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(&format!("\"wire\":\"{}\"", p.name()))
+                    && l.contains("\"case\":\"attachments\"")
+                    && l.contains("iVBORw0KGgpJSERS")),
+            "{}: no body of the attachments case carried the image",
+            p.name()
+        );
+    }
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/wires/conformance.py");
     let out = Command::new(&py).arg(&script).arg(&file).output().unwrap();

@@ -98,6 +98,7 @@ impl Writer {
         let why = match key {
             "skill" => "no skill file",
             "files" => "no context files",
+            "attach" => "no attachments",
             "workdir" => "no working directory",
             "sub_agents_config" => "no settings for calling sub-agents",
             "params" => "no sampling parameters",
