@@ -69,11 +69,11 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
 
     let deadline = Deadline::since(base.started, base.timeout);
     let trace = trace_path(cmd.trace.clone()).filter(|_| !cmd.dry_run);
-    let ledger = Arc::new(top::open_ledger(
-        trace.as_deref(),
-        cmd.trace_bodies,
-        &deadline,
-    )?);
+    let ledger = Arc::new(
+        top::open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?
+            .joined(top::env_parent(&Verbose::new(cmd.verbose))),
+    );
+    crate::trace::telemetry::deadline(deadline.at);
     log.ledger(&ledger, trace.as_deref(), &base.cwd);
     let quiet = Verbose::new(false);
     let (out, done) = match &cmd.resume {

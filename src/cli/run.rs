@@ -170,11 +170,11 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         return print_stdout(&report::dry_run(resolved, &input, timeout));
     }
     let trace = trace_path(cmd.trace.clone());
-    let ledger = Arc::new(top::open_ledger(
-        trace.as_deref(),
-        cmd.trace_bodies,
-        &deadline,
-    )?);
+    let ledger = Arc::new(
+        top::open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?
+            .joined(top::env_parent(&verbose)),
+    );
+    crate::trace::telemetry::deadline(deadline.at);
     log.ledger(&ledger, trace.as_deref(), &base.cwd);
     let setup = top::Setup {
         global: &base.global,

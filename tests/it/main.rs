@@ -146,6 +146,7 @@ mod secrets;
 mod serve;
 mod snapshot;
 mod stream;
+mod telemetry;
 mod token_counts;
 mod tool_reports;
 mod trace;
