@@ -193,7 +193,10 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     let ctx = top::ctx(setup, &cmd.agent, resolved, deadline, ledger)?;
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
-        interrupt::on_signal(move |why| ledger.interrupt(why))
+        interrupt::on_signal(move |why| {
+            ledger.interrupt(why);
+            crate::trace::telemetry::finish();
+        })
     };
     // A signal stops the MCP servers too; every other way out drops `ctx`
     // and its servers with it (design §9.4).

@@ -15,7 +15,7 @@ mod spans;
 pub use context::{SpanContext, parse_traceparent};
 pub use export::{FLUSH_BOUND, deadline, finish};
 pub use settings::TelemetrySettings;
-pub use spans::{RunSpans, mcp_call};
+pub use spans::{RunSpans, Workflow, mcp_call};
 
 /// Export as config.toml's `[telemetry]` and the `OTEL_*` variables say;
 /// a setting axe cannot follow is the returned warning, and nothing is

@@ -395,3 +395,35 @@ pub fn mcp_call(spans: Option<&RunSpans>, server: &str, tool: &str) {
         span.set("axe.mcp.tool", s(tool));
     });
 }
+
+/// A batch's own span (design §11.2): every input's `invoke_agent` under
+/// it, so that a batch is one tree. Ended, and exported, when dropped.
+#[derive(Debug)]
+pub struct Workflow {
+    exporter: &'static Exporter,
+    span: Span,
+}
+
+impl Workflow {
+    /// `invoke_workflow <agent>` under `parent`, when spans are exported.
+    pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
+        let exporter = super::export::exporter()?;
+        let mut span = new_span(parent, format!("invoke_workflow {agent}"), Kind::Internal);
+        span.set("gen_ai.operation.name", s("invoke_workflow"));
+        span.set("gen_ai.agent.name", s(agent));
+        Some(Workflow { exporter, span })
+    }
+
+    /// The span the inputs' runs are under.
+    pub fn ctx(&self) -> SpanContext {
+        self.span.ctx
+    }
+}
+
+impl Drop for Workflow {
+    fn drop(&mut self) {
+        let mut span = self.span.clone();
+        span.end = now();
+        self.exporter.send(span);
+    }
+}

@@ -190,3 +190,64 @@ fn config_tomls_telemetry_table_exports_and_the_environment_wins() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(rx.lines().len(), before);
 }
+
+/// A batch is one tree: each input's `invoke_agent` under the batch's
+/// `invoke_workflow` span, itself under `TRACEPARENT`.
+#[test]
+fn a_batch_is_one_tree_under_its_workflow_span() {
+    let Some(rx) = Receiver::start("ok") else {
+        return;
+    };
+    let (home, server) = one_agent("hi");
+    std::fs::write(home.dir.path().join("in.txt"), "a\nb\nc\n").unwrap();
+    let out = run_bounded(
+        home.axe_on(&[(P::OpenAi, &server)])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.url)
+            .env("TRACEPARENT", traceparent())
+            .args(["run", "one", "--each", "in.txt", "--jobs", "2"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.output.status.code(), Some(0), "{}", stderr(&out.output));
+    let spans = rx.lines();
+    let batch = one(&spans, "invoke_workflow one");
+    assert_eq!(batch["parent"], PARENT_SPAN);
+    assert_eq!(batch["attrs"]["gen_ai.operation.name"], "invoke_workflow");
+    let runs = named(&spans, "invoke_agent one");
+    assert_eq!(runs.len(), 3);
+    let mut ids: Vec<&Value> = runs.iter().map(|r| &r["attrs"]["axe.run_id"]).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "a run id each");
+    for r in runs {
+        assert_eq!(r["parent"], batch["span_id"]);
+        assert_eq!(r["trace_id"], PARENT_TRACE);
+    }
+}
+
+/// `axe mcp serve` over HTTP: a call joins its request's `traceparent`.
+#[test]
+fn an_mcp_call_over_http_joins_its_traceparent() {
+    let Some(rx) = Receiver::start("ok") else {
+        return;
+    };
+    let home = Home::new();
+    home.named_agent("helper", "openai/gpt-4o", "description = \"Says hello.\"\n");
+    let fake = FakeServer::json(200, &openai_text("Hello.", 1, 1));
+    let mut cmd = home.axe_on(&[(P::OpenAi, &fake)]);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.url).arg("mcp");
+    let server = Server::start_with(cmd, &[]);
+    let meta = r#""_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}"#;
+    let call = format!(
+        r#"{{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {{"name": "helper", "arguments": {{"task": "Hi."}}, {meta}}}}}"#
+    );
+    let headers = format!(
+        "mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: helper\r\ntraceparent: {}\r\n",
+        traceparent()
+    );
+    let r = post(&server.addr, "/mcp", &call, &headers);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let spans = rx.spans(2, Duration::from_secs(15));
+    let agent = one(&spans, "invoke_agent helper");
+    assert_eq!(agent["trace_id"], PARENT_TRACE);
+    assert_eq!(agent["parent"], PARENT_SPAN);
+    assert_eq!(one(&spans, "chat gpt-4o")["parent"], agent["span_id"]);
+}
