@@ -69,7 +69,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
 
     let deadline = Deadline::since(base.started, base.timeout);
     let trace = trace_path(cmd.trace.clone()).filter(|_| !cmd.dry_run);
-    // Every input's spans under the batch's own (design §7.10).
+    // Every input's spans under the batch's own (design §7.9).
     let parent = top::env_parent(&Verbose::new(cmd.verbose));
     let workflow = crate::trace::telemetry::Workflow::start(&cmd.agent, parent);
     let ledger = Arc::new(

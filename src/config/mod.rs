@@ -50,7 +50,7 @@ pub struct GlobalConfig {
     /// table's (design §7.8).
     #[serde(default)]
     pub prices: BTreeMap<String, crate::cost::PriceSettings>,
-    /// `[telemetry]`: OpenTelemetry export (design §7.10).
+    /// `[telemetry]`: OpenTelemetry export (design §7.9).
     #[serde(default)]
     pub telemetry: crate::trace::telemetry::TelemetrySettings,
 }

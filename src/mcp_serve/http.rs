@@ -137,7 +137,7 @@ fn accept(server: &tiny_http::Server, http: &Arc<Http>) -> Option<std::io::Error
     None
 }
 
-/// The request's `traceparent`, the trace its calls join (design §7.10);
+/// The request's `traceparent`, the trace its calls join (design §7.9);
 /// a malformed one is ignored.
 fn traceparent(rq: &Request) -> Option<crate::trace::telemetry::SpanContext> {
     header(rq, "traceparent").and_then(|v| crate::trace::telemetry::parse_traceparent(v).ok())

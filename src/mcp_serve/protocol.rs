@@ -50,7 +50,7 @@ pub struct Session {
     /// How many of its calls are running, for [`Session::wait`].
     calls: Arc<(Mutex<usize>, Condvar)>,
     /// The trace the calls join: an HTTP request's `traceparent` (design
-    /// §7.10).
+    /// §7.9).
     parent: Option<crate::trace::telemetry::SpanContext>,
 }
 

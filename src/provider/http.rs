@@ -311,7 +311,7 @@ impl Provider {
 
 thread_local! {
     /// The `traceparent` this thread's requests carry: the chat span that
-    /// sends them (design §7.10), set by the trace's telemetry.
+    /// sends them (design §7.9), set by the trace's telemetry.
     static TRACEPARENT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 

@@ -63,7 +63,7 @@ pub fn open_ledger(
     }
 }
 
-/// The trace the run joins: `TRACEPARENT` (design §7.10); a malformed one
+/// The trace the run joins: `TRACEPARENT` (design §7.9); a malformed one
 /// is ignored, with a `--verbose` note.
 pub fn env_parent(verbose: &Verbose) -> Option<crate::trace::telemetry::SpanContext> {
     crate::trace::telemetry::env_parent().unwrap_or_else(|why| {

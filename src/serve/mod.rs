@@ -419,7 +419,7 @@ fn field(text: &str, max: usize) -> String {
 }
 
 /// Answers `rq` with `status` and the JSON `body`; returns the status.
-/// The request's `traceparent`, the trace its run joins (design §7.10); a
+/// The request's `traceparent`, the trace its run joins (design §7.9); a
 /// malformed one is ignored.
 fn traceparent(rq: &Request) -> Option<crate::trace::telemetry::SpanContext> {
     rq.headers()

@@ -4,7 +4,7 @@
 //! records, the live view's state), what a finished conversation gives its
 //! caller (`outcome`), and the run log, one line per top-level run
 //! (`run_log`, design §7.7); the same events as OpenTelemetry spans
-//! (`telemetry`, design §7.10).
+//! (`telemetry`, design §7.9).
 
 pub(crate) mod event;
 pub mod ledger;

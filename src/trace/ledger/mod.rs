@@ -109,7 +109,7 @@ pub struct Ledger {
     /// (`axe mcp serve`'s progress notifications, design §9.7).
     watch: Option<Watch>,
     /// The run's OpenTelemetry spans, when they are exported (design
-    /// §7.10): a second reader of every event.
+    /// §7.9): a second reader of every event.
     spans: Option<crate::trace::telemetry::RunSpans>,
 }
 
@@ -316,7 +316,7 @@ impl Ledger {
     }
 
     /// This run's spans under `parent`, another process's span (a
-    /// `TRACEPARENT`, a served request's `traceparent`; design §7.10).
+    /// `TRACEPARENT`, a served request's `traceparent`; design §7.9).
     #[must_use]
     pub fn joined(mut self, parent: Option<crate::trace::telemetry::SpanContext>) -> Ledger {
         self.spans = crate::trace::telemetry::run_spans(parent);

@@ -1,7 +1,7 @@
 //! What a model was sent and said, as span attributes — only when asked
 //! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`), in the
 //! GenAI conventions' message shape (`role` and `parts`), and every string
-//! redacted: keys axe knows never leave in a span (design §7.10).
+//! redacted: keys axe knows never leave in a span (design §7.9).
 
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
 //! W3C trace context: a span's identity (trace id, span id, flags), the
 //! `traceparent` header read strictly and written, and new random ids
-//! (design §7.10).
+//! (design §7.9).
 
 /// Where a span sits: its trace and its own id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

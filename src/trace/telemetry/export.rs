@@ -1,4 +1,4 @@
-//! The exporter (design §7.10): finished spans go into a bounded queue
+//! The exporter (design §7.9): finished spans go into a bounded queue
 //! (a span that finds it full is dropped and counted, never waited for),
 //! and a thread of their own posts them in batches to the collector with
 //! the blocking HTTP client. At exit the queue is flushed within a bound;

@@ -1,4 +1,4 @@
-//! OpenTelemetry traces (design §7.10): a run's trace events turned into
+//! OpenTelemetry traces (design §7.9): a run's trace events turned into
 //! spans in the GenAI conventions (`spans`, with `content` when asked),
 //! exported as OTLP over HTTP, protobuf or JSON, written by hand (`otlp`)
 //! by a thread of their own (`export`); where they go (`settings`); the

@@ -1,4 +1,4 @@
-//! OTLP's trace messages, written by hand (design §7.10): a finished
+//! OTLP's trace messages, written by hand (design §7.9): a finished
 //! [`Span`] and the `ExportTraceServiceRequest` that carries a batch of
 //! them, encoded as protobuf (`http/protobuf`) or as OTLP's JSON
 //! (`http/json`: ids in hex, 64-bit integers as strings, enums as numbers).

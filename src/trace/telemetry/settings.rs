@@ -1,7 +1,7 @@
 //! Where spans go and what they carry: config.toml's `[telemetry]` (read
 //! into [`TelemetrySettings`] here, as `[run_log]` is in `run_log`) and the
 //! standard `OTEL_*` environment variables, which win over it (design
-//! §7.10). No endpoint, or `OTEL_SDK_DISABLED=true`: nothing is exported.
+//! §7.9). No endpoint, or `OTEL_SDK_DISABLED=true`: nothing is exported.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

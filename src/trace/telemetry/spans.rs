@@ -1,4 +1,4 @@
-//! One run's spans, built from its trace events (design §7.10): the
+//! One run's spans, built from its trace events (design §7.9): the
 //! ledger hands each event here as it writes the trace, and a span opens
 //! and closes on the events that bound it — `invoke_agent` on `run_start`
 //! and `run_end`, `chat` on `request` and `response` or `error`,

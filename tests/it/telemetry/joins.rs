@@ -1,4 +1,4 @@
-//! One trace across processes (design §7.10): `TRACEPARENT` joined by
+//! One trace across processes (design §7.9): `TRACEPARENT` joined by
 //! `axe run` (a malformed one ignored, said with `--verbose`), a served
 //! request's `traceparent` joined by `axe serve`; and a collector that
 //! hangs, fails or is absent costing at most the flush bound.

@@ -1,4 +1,4 @@
-//! OpenTelemetry export through the binary (design §7.10): an OTLP receiver
+//! OpenTelemetry export through the binary (design §7.9): an OTLP receiver
 //! of the tests' own (`receiver.py`), decoding with the official
 //! `opentelemetry-proto` package (installed by scripts/conformance_deps.sh
 //! in target/conformance), both encodings; the spans of a tree, their

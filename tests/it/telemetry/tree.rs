@@ -1,4 +1,4 @@
-//! A run's spans (design §7.10): a three-level tree in both encodings,
+//! A run's spans (design §7.9): a three-level tree in both encodings,
 //! a failed sub-agent, built-in and MCP tools, content only when asked.
 
 use std::time::Duration;
