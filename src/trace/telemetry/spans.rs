@@ -273,6 +273,7 @@ impl RunSpans {
     fn run_end(&self, place: &Place, end: &Ending) {
         // A request cut short by a signal: its chat span ends with the run.
         if let Some(mut chat) = self.take(&chat_key(place)) {
+            crate::provider::set_traceparent(None);
             chat.fail("interrupted", "the run ended first");
             self.close(chat);
         }

@@ -138,6 +138,7 @@ fn a_collector_that_hangs_fails_or_is_absent_costs_at_most_the_bound() {
         ("is absent", refused_url()),
     ] {
         let (took, stderr) = timed_run(&url);
+        eprintln!("a collector that {what}: the run took {took:?}");
         assert!(
             took < Duration::from_millis(4000),
             "a collector that {what}: {took:?}"
