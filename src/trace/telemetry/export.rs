@@ -5,8 +5,8 @@
 //! a collector that is down or slow costs one warning, never the run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::otlp::{self, Span};
@@ -23,18 +23,25 @@ const LINGER: Duration = Duration::from_secs(2);
 /// The most the exit waits for the last spans, after the answer.
 pub const FLUSH_BOUND: Duration = Duration::from_secs(1);
 
-enum Msg {
-    Span(Box<Span>),
-    /// Post what is held, then say so.
-    Flush(SyncSender<()>),
-}
-
 /// The process's exporter.
 pub struct Exporter {
     pub settings: Settings,
-    queue: OnceLock<SyncSender<Msg>>,
+    queue: Mutex<Queue>,
+    /// Told when a batch is full or a flush is asked for: never per span,
+    /// so that a span's end wakes no thread (design §7.9).
+    wake: Condvar,
+    thread: OnceLock<()>,
     sent: AtomicBool,
     dropped: AtomicU64,
+}
+
+/// Spans waiting for the thread, and who waits for them to be posted.
+#[derive(Default)]
+struct Queue {
+    spans: Vec<Span>,
+    /// When the first of `spans` came.
+    since: Option<Instant>,
+    flushes: Vec<SyncSender<()>>,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -53,7 +60,9 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 pub fn start(settings: Settings) {
     let _ = EXPORTER.set(Exporter {
         settings,
-        queue: OnceLock::new(),
+        queue: Mutex::default(),
+        wake: Condvar::new(),
+        thread: OnceLock::new(),
         sent: AtomicBool::new(false),
         dropped: AtomicU64::new(0),
     });
@@ -70,57 +79,78 @@ pub fn deadline(at: Instant) {
 }
 
 impl Exporter {
-    /// Queues `span`; dropped and counted when the queue is full. The
-    /// thread starts with the first span.
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `span`; dropped and counted when [`QUEUE`] are waiting. The
+    /// thread starts with the first span, and is woken by a batch's first
+    /// span and a full batch, not by every span.
     pub fn send(&'static self, span: Span) {
         self.sent.store(true, Ordering::Relaxed);
-        let queue = self.queue.get_or_init(|| self.spawn());
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            queue.try_send(Msg::Span(Box::new(span)))
-        {
+        self.thread.get_or_init(|| self.spawn());
+        let mut q = self.lock();
+        if q.spans.len() >= QUEUE {
+            drop(q);
             self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // The first span of a batch wakes the thread once, to start its
+        // linger; a full batch, to post it.
+        let first = q.spans.is_empty();
+        if first {
+            q.since = Some(Instant::now());
+        }
+        q.spans.push(span);
+        let wake = first || q.spans.len() == BATCH;
+        drop(q);
+        if wake {
+            self.wake.notify_one();
         }
     }
 
-    fn spawn(&'static self) -> SyncSender<Msg> {
-        let (tx, rx) = sync_channel(QUEUE);
+    fn spawn(&'static self) {
         let spawned = std::thread::Builder::new()
             .name("axe-telemetry".into())
             .stack_size(256 * 1024)
-            .spawn(move || self.work(&rx));
+            .spawn(move || self.work());
         if let Err(e) = spawned {
             warn_once(&format!("telemetry: cannot start the exporter: {e}"));
         }
-        tx
     }
 
-    /// The thread: spans gathered into batches, each posted when full, when
-    /// its first span has waited [`LINGER`], or when a flush asks.
-    fn work(&self, rx: &Receiver<Msg>) {
-        let mut batch: Vec<Span> = Vec::new();
-        let mut since = Instant::now();
+    /// The thread: waits for a full batch, a batch whose first span has
+    /// waited [`LINGER`], or a flush; posts what is queued; says so to
+    /// the flushes.
+    fn work(&self) {
         loop {
-            let msg = if batch.is_empty() {
-                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-            } else {
-                rx.recv_timeout(LINGER.saturating_sub(since.elapsed()))
-            };
-            match msg {
-                Ok(Msg::Span(span)) => {
-                    if batch.is_empty() {
-                        since = Instant::now();
-                    }
-                    batch.push(*span);
-                    if batch.len() >= BATCH {
-                        self.post(&std::mem::take(&mut batch));
-                    }
+            let mut q = self.lock();
+            loop {
+                if !q.flushes.is_empty() || q.spans.len() >= BATCH {
+                    break;
                 }
-                Ok(Msg::Flush(done)) => {
-                    self.post(&std::mem::take(&mut batch));
-                    let _ = done.try_send(());
-                }
-                Err(RecvTimeoutError::Timeout) => self.post(&std::mem::take(&mut batch)),
-                Err(RecvTimeoutError::Disconnected) => return,
+                q = match q.since {
+                    None => self.wake.wait(q).unwrap_or_else(PoisonError::into_inner),
+                    Some(t) => match LINGER.checked_sub(t.elapsed()) {
+                        Some(left) if !left.is_zero() => {
+                            self.wake
+                                .wait_timeout(q, left)
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .0
+                        }
+                        _ => break,
+                    },
+                };
+            }
+            let spans = std::mem::take(&mut q.spans);
+            let flushes = std::mem::take(&mut q.flushes);
+            q.since = None;
+            drop(q);
+            for batch in spans.chunks(BATCH) {
+                self.post(batch);
+            }
+            for done in flushes {
+                let _ = done.try_send(());
             }
         }
     }
@@ -187,23 +217,11 @@ pub fn finish() {
     if let Some(at) = *DEADLINE.lock().unwrap_or_else(PoisonError::into_inner) {
         until = until.min(at.max(Instant::now()));
     }
-    if let Some(queue) = e.queue.get() {
+    if e.thread.get().is_some() {
         let (tx, rx) = sync_channel(1);
-        let mut flush = Msg::Flush(tx);
-        // A full queue makes room as the thread posts; never past `until`.
-        loop {
-            match queue.try_send(flush) {
-                Ok(()) => {
-                    let _ = rx.recv_timeout(until.saturating_duration_since(Instant::now()));
-                    break;
-                }
-                Err(TrySendError::Full(m)) if Instant::now() < until => {
-                    flush = m;
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(_) => break,
-            }
-        }
+        e.lock().flushes.push(tx);
+        e.wake.notify_one();
+        let _ = rx.recv_timeout(until.saturating_duration_since(Instant::now()));
     }
     let dropped = e.dropped.load(Ordering::Relaxed);
     if dropped > 0 {

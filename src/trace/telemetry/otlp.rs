@@ -43,17 +43,17 @@ pub struct Span {
     /// Unix nanoseconds.
     pub start: u64,
     pub end: u64,
-    pub attrs: Vec<(String, AttrValue)>,
+    pub attrs: Vec<(&'static str, AttrValue)>,
     pub status: Code,
     pub message: String,
 }
 
 impl Span {
     /// Sets `key` to `value`, replacing an earlier value.
-    pub fn set(&mut self, key: &str, value: AttrValue) {
-        match self.attrs.iter_mut().find(|(k, _)| k == key) {
+    pub fn set(&mut self, key: &'static str, value: AttrValue) {
+        match self.attrs.iter_mut().find(|(k, _)| *k == key) {
             Some(kv) => kv.1 = value,
-            None => self.attrs.push((key.to_string(), value)),
+            None => self.attrs.push((key, value)),
         }
     }
 
@@ -230,10 +230,10 @@ fn span_json(span: &Span) -> Value {
     v
 }
 
-fn attrs_json(attrs: &[(String, AttrValue)]) -> Value {
+fn attrs_json<K: AsRef<str>>(attrs: &[(K, AttrValue)]) -> Value {
     attrs
         .iter()
-        .map(|(k, v)| json!({"key": k, "value": value_json(v)}))
+        .map(|(k, v)| json!({"key": k.as_ref(), "value": value_json(v)}))
         .collect()
 }
 

@@ -90,7 +90,7 @@ impl RunSpans {
                 self.chat_start(run_id, place, &provider.name, request, capture);
             }
             TraceEvent::Retry { .. } => self.with_open(&chat_key(place), |span| {
-                let n = match span.attrs.iter().find(|(k, _)| k == "axe.retries") {
+                let n = match span.attrs.iter().find(|(k, _)| *k == "axe.retries") {
                     Some((_, AttrValue::Int(n))) => *n,
                     _ => 0,
                 };

@@ -4,7 +4,9 @@ protobuf or as OTLP/JSON (ids in hex, as the OTLP spec has them), and
 appends one JSON line per span to the file named by its first argument.
 A body the package refuses is answered 400 and written down as an error.
 
-Usage: python receiver.py OUT [ok|hang|fail]. Prints its port first.
+Usage: python receiver.py OUT [ok|fast|hang|fail]. Prints its port first.
+`fast` answers before decoding, as a collector that queues does (for
+the benches' figures).
 """
 
 import base64
@@ -59,6 +61,11 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         kind = self.headers.get("content-type", "")
+        if MODE == "fast":
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            self.wfile.flush()
         req = trace_service_pb2.ExportTraceServiceRequest()
         try:
             if kind == "application/json":
@@ -71,8 +78,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise ValueError("content-type " + kind)
         except Exception as e:  # noqa: BLE001 - any refusal is the test's failure
             write([{"error": str(e), "content_type": kind}])
-            self.send_response(400)
-            self.end_headers()
+            if MODE != "fast":
+                self.send_response(400)
+                self.end_headers()
             return
         lines = []
         for rs in req.resource_spans:
@@ -98,6 +106,8 @@ class Handler(BaseHTTPRequestHandler):
                         "flags": s.flags,
                     })
         write(lines)
+        if MODE == "fast":
+            return
         out = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("content-type", kind)
