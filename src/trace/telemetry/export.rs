@@ -202,6 +202,12 @@ fn client() -> &'static ureq::Agent {
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+            // ureq's 128 KiB each way, zeroed per connection, for a
+            // collector's answer of a few bytes: small buffers (as the
+            // providers' client has, design §3.15); a body is written in
+            // pieces.
+            .input_buffer_size(8 * 1024)
+            .output_buffer_size(16 * 1024)
             .build()
             .new_agent()
     })
