@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DIR=target/conformance
-PINS=(openai==3.57.0 anthropic==2.14.0 ollama==0.6.3)
+PINS=(openai==3.57.0 anthropic==2.14.0 ollama==0.6.3 opentelemetry-proto==1.39.1)
 mkdir -p "$DIR"
 
 installed() {

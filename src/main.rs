@@ -27,6 +27,8 @@ fn main() -> ExitCode {
             Code::Panic
         }
     };
+    // The last spans exported, within a bound (design §7.9).
+    axe::trace::telemetry::finish();
     // Nothing the run started outlives it (design §8.3): commands still
     // running, what they or an MCP server left behind.
     axe::sandbox::orphans::sweep_all();

@@ -69,11 +69,14 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
 
     let deadline = Deadline::since(base.started, base.timeout);
     let trace = trace_path(cmd.trace.clone()).filter(|_| !cmd.dry_run);
-    let ledger = Arc::new(top::open_ledger(
-        trace.as_deref(),
-        cmd.trace_bodies,
-        &deadline,
-    )?);
+    // Every input's spans under the batch's own (design §7.9).
+    let parent = top::env_parent(&Verbose::new(cmd.verbose));
+    let workflow = crate::trace::telemetry::Workflow::start(&cmd.agent, parent);
+    let ledger = Arc::new(
+        top::open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?
+            .joined(workflow.as_ref().map_or(parent, |w| Some(w.ctx()))),
+    );
+    crate::trace::telemetry::deadline(deadline.at);
     log.ledger(&ledger, trace.as_deref(), &base.cwd);
     let quiet = Verbose::new(false);
     let (out, done) = match &cmd.resume {
@@ -149,6 +152,7 @@ pub(super) fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         batch.run(jobs, inputs);
     }
     drop(view);
+    drop(workflow);
     ledger.flush_trace();
     crate::io::interrupt::wait_if_ending();
     end(&batch, log)

@@ -112,6 +112,9 @@ fn load_global() -> Result<GlobalConfig, Error> {
     for w in &warnings {
         stderr::warn(w);
     }
+    if let Err(w) = crate::trace::telemetry::init(&global.telemetry) {
+        stderr::warn(&w);
+    }
     Ok(global)
 }
 

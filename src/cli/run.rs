@@ -184,11 +184,11 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         return print_stdout(&(text + &continued::dry_run(kept.as_deref())));
     }
     let trace = trace_path(cmd.trace.clone());
-    let ledger = Arc::new(top::open_ledger(
-        trace.as_deref(),
-        cmd.trace_bodies,
-        &deadline,
-    )?);
+    let ledger = Arc::new(
+        top::open_ledger(trace.as_deref(), cmd.trace_bodies, &deadline)?
+            .joined(top::env_parent(&verbose)),
+    );
+    crate::trace::telemetry::deadline(deadline.at);
     log.ledger(&ledger, trace.as_deref(), &base.cwd);
     let setup = top::Setup {
         global: &base.global,
@@ -208,7 +208,10 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
     ctx.conversation = kept.clone();
     let _closes_trace = {
         let ledger = ctx.ledger.clone();
-        interrupt::on_signal(move |why| ledger.interrupt(why))
+        interrupt::on_signal(move |why| {
+            ledger.interrupt(why);
+            crate::trace::telemetry::finish();
+        })
     };
     // A signal stops the MCP servers too; every other way out drops `ctx`
     // and its servers with it (design §9.4).

@@ -50,6 +50,9 @@ pub struct GlobalConfig {
     /// table's (design §7.8).
     #[serde(default)]
     pub prices: BTreeMap<String, crate::cost::PriceSettings>,
+    /// `[telemetry]`: OpenTelemetry export (design §7.9).
+    #[serde(default)]
+    pub telemetry: crate::trace::telemetry::TelemetrySettings,
 }
 
 /// `[import]` in config.toml.
@@ -445,6 +448,7 @@ fn known_keys(table: &str) -> &'static [&'static str] {
         "retry" => tomlfile::fields::<RetrySettings>(),
         "run_log" => tomlfile::fields::<crate::trace::run_log::Settings>(),
         "import" => tomlfile::fields::<ImportSettings>(),
+        "telemetry" => tomlfile::fields::<crate::trace::telemetry::TelemetrySettings>(),
         t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
             tomlfile::fields::<crate::mcp::config::SandboxFile>()
         }

@@ -70,13 +70,15 @@ impl Progress {
     }
 }
 
-/// Runs `tool`'s agent with `args`; the call's result.
+/// Runs `tool`'s agent with `args`, its spans under `parent`; the call's
+/// result.
 pub fn run(
     shared: &Shared,
     tool: &Tool,
     args: &Arguments,
     cancel: &Cancel,
     progress: Option<Arc<Progress>>,
+    parent: Option<crate::trace::telemetry::SpanContext>,
 ) -> Value {
     let started = Instant::now();
     let log = RunLog::start(&tool.name, shared.settings.run_log);
@@ -88,7 +90,7 @@ pub fn run(
         Err(e) => return failed(&e, &Totals::default()),
     };
     log.model(&resolved.model.to_string());
-    let mut ledger = Ledger::new();
+    let mut ledger = Ledger::new().joined(parent);
     if let Some(p) = &progress {
         let p = p.clone();
         ledger = ledger.watched(Watch(Arc::new(move |s: Step| p.step(s))));

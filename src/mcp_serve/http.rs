@@ -137,6 +137,12 @@ fn accept(server: &tiny_http::Server, http: &Arc<Http>) -> Option<std::io::Error
     None
 }
 
+/// The request's `traceparent`, the trace its calls join (design §7.9);
+/// a malformed one is ignored.
+fn traceparent(rq: &Request) -> Option<crate::trace::telemetry::SpanContext> {
+    header(rq, "traceparent").and_then(|v| crate::trace::telemetry::parse_traceparent(v).ok())
+}
+
 /// The value of `rq`'s header `name`, when it has one.
 fn header<'a>(rq: &'a Request, name: &str) -> Option<&'a str> {
     rq.headers()
@@ -317,7 +323,8 @@ impl Http {
         let (tx, rx) = mpsc::channel();
         let out: Arc<dyn Out> = Arc::new(Channel(Mutex::new(tx)));
         let key = format!("{}{}", route.scope, route.id);
-        let session = Session::scoped(self.shared.clone(), out, route.scope, route.version);
+        let session = Session::scoped(self.shared.clone(), out, route.scope, route.version)
+            .joined(traceparent(&rq));
         session.handle(body);
         let mut extra = Vec::new();
         if let Some(sid) = route.session {

@@ -49,6 +49,9 @@ pub struct Session {
     version: Mutex<&'static str>,
     /// How many of its calls are running, for [`Session::wait`].
     calls: Arc<(Mutex<usize>, Condvar)>,
+    /// The trace the calls join: an HTTP request's `traceparent` (design
+    /// §7.9).
+    parent: Option<crate::trace::telemetry::SpanContext>,
 }
 
 /// A JSON-RPC error object.
@@ -88,7 +91,15 @@ impl Session {
             scope,
             version: Mutex::new(version),
             calls: Arc::default(),
+            parent: None,
         }
+    }
+
+    /// This session, its calls joining the trace of `parent`.
+    #[must_use]
+    pub fn joined(mut self, parent: Option<crate::trace::telemetry::SpanContext>) -> Session {
+        self.parent = parent;
+        self
     }
 
     /// The revision of the handshake era agreed.
@@ -268,6 +279,7 @@ impl Session {
     /// Runs `call` on a thread of the pool's.
     fn spawn(&self, tool: Tool, args: CallArgs, call: Call, progress: Option<Arc<Progress>>) {
         let (shared, out, calls) = (self.shared.clone(), self.out.clone(), self.calls.clone());
+        let parent = self.parent;
         let Call {
             id,
             key,
@@ -278,7 +290,7 @@ impl Session {
         *calls.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
         let job = move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                call::run(&shared, &tool, &args, &cancel, progress)
+                call::run(&shared, &tool, &args, &cancel, progress, parent)
             }))
             .unwrap_or_else(|_| {
                 call::error_result("axe: internal error: the run panicked", json!({}))

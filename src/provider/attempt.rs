@@ -113,6 +113,9 @@ impl Provider {
         for (name, value) in &self.headers {
             call = call.header(name, value);
         }
+        if let Some(tp) = super::http::traceparent() {
+            call = call.header("traceparent", tp);
+        }
         // A stream may take as long as the deadline allows, but not go
         // quiet for longer than the idle limit (the wait for the head too).
         let idle = stream.then_some(self.idle);

@@ -64,7 +64,7 @@ pub use batches::{Counts as BatchCounts, Item as BatchItem, Polled};
 pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,
 };
-pub use http::{MAX_BODY_BYTES, Notice, Provider, Retry};
+pub use http::{MAX_BODY_BYTES, Notice, Provider, Retry, set_traceparent};
 pub use retry::{
     Backoff, RETRYABLE_STATUSES, RetryPolicy, http_date, retry_hint, retryable_status,
     should_retry_hint,

@@ -63,6 +63,15 @@ pub fn open_ledger(
     }
 }
 
+/// The trace the run joins: `TRACEPARENT` (design §7.9); a malformed one
+/// is ignored, with a `--verbose` note.
+pub fn env_parent(verbose: &Verbose) -> Option<crate::trace::telemetry::SpanContext> {
+    crate::trace::telemetry::env_parent().unwrap_or_else(|why| {
+        verbose.line(&format!("[telemetry] {why}"));
+        None
+    })
+}
+
 /// The context of the top-level run of `resolved` (named `agent`), with
 /// its deadline and ledger: its MCP servers checked (none started yet),
 /// its budget, how it streams.

@@ -60,7 +60,7 @@ pub fn run(rq: Request, chat: &Chat, shared: &Shared, started: Instant, cancel: 
     log.model(&resolved.model.to_string());
     let trace = shared.settings.trace.as_deref();
     let ledger = match top::open_ledger(trace, shared.settings.trace_bodies, &deadline) {
-        Ok(l) => Arc::new(l),
+        Ok(l) => Arc::new(l.joined(super::traceparent(&rq))),
         Err(e) => {
             served.status = super::respond_error(rq, &reply::run_error(&e), &[]);
             log.finish(&Err(e));

@@ -420,6 +420,15 @@ fn field(text: &str, max: usize) -> String {
 }
 
 /// Answers `rq` with `status` and the JSON `body`; returns the status.
+/// The request's `traceparent`, the trace its run joins (design §7.9); a
+/// malformed one is ignored.
+fn traceparent(rq: &Request) -> Option<crate::trace::telemetry::SpanContext> {
+    rq.headers()
+        .iter()
+        .find(|h| h.field.equiv("traceparent"))
+        .and_then(|h| crate::trace::telemetry::parse_traceparent(h.value.as_str()).ok())
+}
+
 fn respond_json(rq: Request, status: u16, body: &Value, extra: &[(&str, String)]) -> u16 {
     let _ = rq.respond(json_response(status, body, extra));
     status

@@ -384,7 +384,7 @@ fn error_fields(error: &Error, request: Option<&FailedRequest>) -> Value {
 
 /// An `error` event's `kind`: a provider error's class (`Auth`,
 /// `RateLimit`, `Timeout`, ...), else what ended the conversation.
-fn error_kind(error: &Error) -> String {
+pub(crate) fn error_kind(error: &Error) -> String {
     let kind = match error {
         Error::Provider(e) => return format!("{:?}", e.kind),
         Error::Budget(_) => "budget",

@@ -3,10 +3,12 @@
 //! ledger the whole tree reports to (`ledger`: usage, budgets, the tools'
 //! records, the live view's state), what a finished conversation gives its
 //! caller (`outcome`), and the run log, one line per top-level run
-//! (`run_log`, design §7.7).
+//! (`run_log`, design §7.7); the same events as OpenTelemetry spans
+//! (`telemetry`, design §7.9).
 
 pub(crate) mod event;
 pub mod ledger;
 pub mod outcome;
 pub(crate) mod run_log;
+pub mod telemetry;
 pub(crate) mod writer;

@@ -59,6 +59,7 @@
 //! | §7.4 | the live progress view | `progress.rs` |
 //! | §7.6 | `agents check` and `agents tree` | `graph.rs` |
 //! | §7.7 | the run log: a record per run, its file, `axe runs`, `--chrome` | `run_log/` |
+//! | §7.9 | OpenTelemetry: a tree's spans in both encodings (an OTLP receiver with the official `opentelemetry-proto`), errors, tools and MCP, content only when asked, `TRACEPARENT` and served `traceparent` joined, a collector that hangs or is absent | `telemetry/` |
 //! | §3.17 | Claude Code's agent files: the search path, each key, `agents list`, `--dry-run`, files from a public collection | `claude_agents.rs` |
 //! | §3.17 | Codex's agent files: the search path, each key, each `sandbox_mode`, `mcp_servers` | `codex_agents.rs` |
 //! | §3.17 | `agents show` of an imported agent; `agents export` to each format, what it drops, the round trips | `agents_export.rs` |
@@ -155,6 +156,7 @@ mod secrets;
 mod serve;
 mod snapshot;
 mod stream;
+mod telemetry;
 mod token_counts;
 mod tool_reports;
 mod trace;

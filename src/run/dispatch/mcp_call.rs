@@ -12,6 +12,8 @@ pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult 
     let Some(bound) = caller.mcp.iter().find(|b| b.wire == call.name) else {
         return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
     };
+    let spans = caller.ctx.ledger.spans();
+    crate::trace::telemetry::mcp_call(spans, &bound.server.name, &bound.tool);
     super::reported::run(call, index, caller, || {
         let arguments = call.arguments_object();
         let done = bound

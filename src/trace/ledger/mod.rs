@@ -26,8 +26,10 @@ use crate::trace::event::{Ending, TraceEvent};
 use crate::trace::writer::Trace;
 
 mod tools;
+mod totals;
 
 pub use tools::{DETAIL_OUTPUT_BYTES, RunningTool, ToolDetail, ToolRunning};
+pub use totals::{Totals, totals};
 
 /// Where one agent run sits in the tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -108,6 +110,9 @@ pub struct Ledger {
     /// Told of each agent's start, turn and end, and each tool's start
     /// (`axe mcp serve`'s progress notifications, design §9.7).
     watch: Option<Watch>,
+    /// The run's OpenTelemetry spans, when they are exported (design
+    /// §7.9): a second reader of every event.
+    spans: Option<crate::trace::telemetry::RunSpans>,
 }
 
 /// A step of the tree, as a [`Watch`] is told of it.
@@ -266,6 +271,7 @@ impl Ledger {
     pub fn new() -> Ledger {
         Ledger {
             run_id: new_run_id(),
+            spans: crate::trace::telemetry::run_spans(None),
             ..Ledger::default()
         }
     }
@@ -293,6 +299,7 @@ impl Ledger {
             bodies: self.bodies,
             ..Ledger::new()
         }
+        .joined(self.spans.as_ref().and_then(|s| s.parent()))
     }
 
     /// Writes `event` of the agent run at `place`, on its turn `turn`, as
@@ -305,6 +312,22 @@ impl Ledger {
         if let Some(trace) = self.trace.as_ref().filter(|t| t.working()) {
             trace.write(event.line(&self.run_id, place, turn, self.bodies));
         }
+        if let Some(spans) = &self.spans {
+            spans.event(&self.run_id, place, &event);
+        }
+    }
+
+    /// This run's spans under `parent`, another process's span (a
+    /// `TRACEPARENT`, a served request's `traceparent`; design §7.9).
+    #[must_use]
+    pub fn joined(mut self, parent: Option<crate::trace::telemetry::SpanContext>) -> Ledger {
+        self.spans = crate::trace::telemetry::run_spans(parent);
+        self
+    }
+
+    /// The run's spans, when they are exported.
+    pub(crate) fn spans(&self) -> Option<&crate::trace::telemetry::RunSpans> {
+        self.spans.as_ref()
     }
 
     /// This ledger, its steps told to `watch` as they come.
@@ -444,36 +467,6 @@ impl Ledger {
         };
         f(&mut usage[i]);
     }
-}
-
-/// Tokens billed: by one response, or summed over the whole tree.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub reasoning_tokens: u64,
-    /// Of `input_tokens`, those read from a prompt cache.
-    pub cache_read_input_tokens: u64,
-    /// Of `input_tokens`, those written to a prompt cache.
-    pub cache_creation_input_tokens: u64,
-    /// What they cost (design §7.8).
-    pub cost: Cost,
-}
-
-/// The tokens of the whole tree, summed (saturating) over its agents.
-pub fn totals(usage: &[AgentUsage]) -> Totals {
-    usage.iter().fold(Totals::default(), |t, u| Totals {
-        input_tokens: t.input_tokens.saturating_add(u.input_tokens),
-        output_tokens: t.output_tokens.saturating_add(u.output_tokens),
-        reasoning_tokens: t.reasoning_tokens.saturating_add(u.reasoning_tokens),
-        cache_read_input_tokens: t
-            .cache_read_input_tokens
-            .saturating_add(u.cache_read_input_tokens),
-        cache_creation_input_tokens: t
-            .cache_creation_input_tokens
-            .saturating_add(u.cache_creation_input_tokens),
-        cost: t.cost.plus(u.cost_usd),
-    })
 }
 
 /// Counts the calls a place makes to each sub-agent, to number their paths.

@@ -1,0 +1,133 @@
+//! W3C trace context: a span's identity (trace id, span id, flags), the
+//! `traceparent` header read strictly and written, and new random ids
+//! (design §7.9).
+
+/// Where a span sits: its trace and its own id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanContext {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    /// The trace flags (bit 0: sampled).
+    pub flags: u8,
+    /// Made in another process (`TRACEPARENT`, a request's header).
+    pub remote: bool,
+}
+
+impl SpanContext {
+    /// A new span in the trace of `parent`, or in a new trace.
+    pub fn child_of(parent: Option<&SpanContext>) -> SpanContext {
+        SpanContext {
+            trace_id: parent.map_or_else(new_trace_id, |p| p.trace_id),
+            span_id: new_span_id(),
+            flags: parent.map_or(1, |p| p.flags),
+            remote: false,
+        }
+    }
+
+    /// The `traceparent` header naming this span:
+    /// `00-<trace id>-<span id>-<flags>`.
+    pub fn traceparent(&self) -> String {
+        format!(
+            "00-{}-{}-{:02x}",
+            hex(&self.trace_id),
+            hex(&self.span_id),
+            self.flags
+        )
+    }
+}
+
+/// `text` read as a W3C `traceparent`: version `00` exactly four fields (a
+/// later version: its first four, as the recommendation says), lowercase
+/// hex of the right lengths, neither id all zeros, version `ff` refused.
+/// The error says what was wrong.
+pub fn parse_traceparent(text: &str) -> Result<SpanContext, String> {
+    let text = text.trim();
+    let fields: Vec<&str> = text.split('-').collect();
+    let version = fields.first().copied().unwrap_or("");
+    if version.len() != 2 || !is_hex(version) || version == "ff" {
+        return Err(format!("bad version {version:?}"));
+    }
+    if fields.len() < 4 || (version == "00" && fields.len() != 4) {
+        return Err("not four fields separated by '-'".to_string());
+    }
+    let trace_id: [u8; 16] =
+        unhex(fields[1]).ok_or("the trace id is not 32 lowercase hex digits")?;
+    let span_id: [u8; 8] =
+        unhex(fields[2]).ok_or("the parent id is not 16 lowercase hex digits")?;
+    let [flags]: [u8; 1] = unhex(fields[3]).ok_or("the flags are not 2 lowercase hex digits")?;
+    if trace_id == [0; 16] || span_id == [0; 8] {
+        return Err("an id is all zeros".to_string());
+    }
+    Ok(SpanContext {
+        trace_id,
+        span_id,
+        flags,
+        remote: true,
+    })
+}
+
+/// A random trace id, never all zeros.
+pub fn new_trace_id() -> [u8; 16] {
+    fastrand::u128(1..).to_be_bytes()
+}
+
+/// A random span id, never all zeros.
+pub fn new_span_id() -> [u8; 8] {
+    fastrand::u64(1..).to_be_bytes()
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+fn is_hex(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `s`, exactly `2 * N` lowercase hex digits, as bytes.
+fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    if s.len() != 2 * N || !is_hex(s) {
+        return None;
+    }
+    let mut out = [0; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparent_is_read_strictly_and_written_back() {
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let ctx = parse_traceparent(tp).unwrap();
+        assert_eq!(ctx.traceparent(), tp);
+        assert!(ctx.remote);
+        for bad in [
+            "",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",
+            "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-xx",
+            "00-0af7651916cd43dd8448eb211c8031-b7ad6b7169203331-01",
+        ] {
+            assert!(parse_traceparent(bad).is_err(), "{bad}");
+        }
+        // A later version may add fields.
+        let later = "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra";
+        assert!(parse_traceparent(later).is_ok());
+    }
+}

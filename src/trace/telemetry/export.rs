@@ -1,0 +1,238 @@
+//! The exporter (design §7.9): finished spans go into a bounded queue
+//! (a span that finds it full is dropped and counted, never waited for),
+//! and a thread of their own posts them in batches to the collector with
+//! the blocking HTTP client. At exit the queue is flushed within a bound;
+//! a collector that is down or slow costs one warning, never the run.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::otlp::{self, Span};
+use super::settings::Settings;
+use crate::io::stderr;
+
+/// Spans the queue holds: a 256-way fan-out's tree is 771 spans.
+const QUEUE: usize = 4096;
+/// Spans posted in one request at most.
+const BATCH: usize = 512;
+/// How long a span waits for others before its batch is posted (in
+/// `axe serve`; a run's are flushed at its end).
+const LINGER: Duration = Duration::from_secs(2);
+/// The most the exit waits for the last spans, after the answer.
+pub const FLUSH_BOUND: Duration = Duration::from_secs(1);
+
+/// The process's exporter.
+pub struct Exporter {
+    pub settings: Settings,
+    queue: Mutex<Queue>,
+    /// Told when a batch is full or a flush is asked for: never per span,
+    /// so that a span's end wakes no thread (design §7.9).
+    wake: Condvar,
+    thread: OnceLock<()>,
+    sent: AtomicBool,
+    dropped: AtomicU64,
+}
+
+/// Spans waiting for the thread, and who waits for them to be posted.
+#[derive(Default)]
+struct Queue {
+    spans: Vec<Span>,
+    /// When the first of `spans` came.
+    since: Option<Instant>,
+    flushes: Vec<SyncSender<()>>,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Exporter")
+    }
+}
+
+static EXPORTER: OnceLock<Exporter> = OnceLock::new();
+/// The run's deadline, when a command has one: the flush never passes it.
+static DEADLINE: Mutex<Option<Instant>> = Mutex::new(None);
+/// A failed export was warned of.
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Export with `settings` from now on (the first call wins).
+pub fn start(settings: Settings) {
+    let _ = EXPORTER.set(Exporter {
+        settings,
+        queue: Mutex::default(),
+        wake: Condvar::new(),
+        thread: OnceLock::new(),
+        sent: AtomicBool::new(false),
+        dropped: AtomicU64::new(0),
+    });
+}
+
+/// The exporter, when spans are exported.
+pub fn exporter() -> Option<&'static Exporter> {
+    EXPORTER.get()
+}
+
+/// The run ends by `at` at the latest: the flush never waits past it.
+pub fn deadline(at: Instant) {
+    *DEADLINE.lock().unwrap_or_else(PoisonError::into_inner) = Some(at);
+}
+
+impl Exporter {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `span`; dropped and counted when [`QUEUE`] are waiting. The
+    /// thread starts with the first span, and is woken by a batch's first
+    /// span and a full batch, not by every span.
+    pub fn send(&'static self, span: Span) {
+        self.sent.store(true, Ordering::Relaxed);
+        self.thread.get_or_init(|| self.spawn());
+        let mut q = self.lock();
+        if q.spans.len() >= QUEUE {
+            drop(q);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // The first span of a batch wakes the thread once, to start its
+        // linger; a full batch, to post it.
+        let first = q.spans.is_empty();
+        if first {
+            q.since = Some(Instant::now());
+        }
+        q.spans.push(span);
+        let wake = first || q.spans.len() == BATCH;
+        drop(q);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
+    fn spawn(&'static self) {
+        let spawned = std::thread::Builder::new()
+            .name("axe-telemetry".into())
+            .stack_size(256 * 1024)
+            .spawn(move || self.work());
+        if let Err(e) = spawned {
+            warn_once(&format!("telemetry: cannot start the exporter: {e}"));
+        }
+    }
+
+    /// The thread: waits for a full batch, a batch whose first span has
+    /// waited [`LINGER`], or a flush; posts what is queued; says so to
+    /// the flushes.
+    fn work(&self) {
+        loop {
+            let mut q = self.lock();
+            loop {
+                if !q.flushes.is_empty() || q.spans.len() >= BATCH {
+                    break;
+                }
+                q = match q.since {
+                    None => self.wake.wait(q).unwrap_or_else(PoisonError::into_inner),
+                    Some(t) => match LINGER.checked_sub(t.elapsed()) {
+                        Some(left) if !left.is_zero() => {
+                            self.wake
+                                .wait_timeout(q, left)
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .0
+                        }
+                        _ => break,
+                    },
+                };
+            }
+            let spans = std::mem::take(&mut q.spans);
+            let flushes = std::mem::take(&mut q.flushes);
+            q.since = None;
+            drop(q);
+            for batch in spans.chunks(BATCH) {
+                self.post(batch);
+            }
+            for done in flushes {
+                let _ = done.try_send(());
+            }
+        }
+    }
+
+    /// Posts `spans` as one request; a failure is warned of once.
+    fn post(&self, spans: &[Span]) {
+        if spans.is_empty() {
+            return;
+        }
+        let s = &self.settings;
+        let (body, kind) = if s.json {
+            (otlp::json(&s.resource, spans), "application/json")
+        } else {
+            (otlp::protobuf(&s.resource, spans), "application/x-protobuf")
+        };
+        let mut req = client()
+            .post(&s.url)
+            .header("content-type", kind)
+            .config()
+            .timeout_global(Some(s.timeout))
+            .build();
+        for (k, v) in &s.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let failed = match req.send(&body[..]) {
+            Ok(resp) if resp.status().is_success() => return,
+            Ok(resp) => format!("HTTP {}", resp.status().as_u16()),
+            Err(e) => e.to_string(),
+        };
+        warn_once(&format!(
+            "telemetry: cannot export spans to {}: {failed} (spans are lost; the run goes on)",
+            s.url
+        ));
+    }
+}
+
+fn warn_once(text: &str) {
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        stderr::warn(text);
+    }
+}
+
+/// The exporter's HTTP client: its own, so that an export never holds a
+/// provider's connections.
+fn client() -> &'static ureq::Agent {
+    static CLIENT: OnceLock<ureq::Agent> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+            // ureq's 128 KiB each way, zeroed per connection, for a
+            // collector's answer of a few bytes: small buffers (as the
+            // providers' client has, design §3.15); a body is written in
+            // pieces.
+            .input_buffer_size(8 * 1024)
+            .output_buffer_size(16 * 1024)
+            .build()
+            .new_agent()
+    })
+}
+
+/// At exit: the spans queued are posted, waiting at most [`FLUSH_BOUND`]
+/// and never past the run's deadline; spans dropped are warned of.
+pub fn finish() {
+    let Some(e) = EXPORTER.get().filter(|e| e.sent.load(Ordering::Relaxed)) else {
+        return;
+    };
+    let mut until = Instant::now() + FLUSH_BOUND;
+    if let Some(at) = *DEADLINE.lock().unwrap_or_else(PoisonError::into_inner) {
+        until = until.min(at.max(Instant::now()));
+    }
+    if e.thread.get().is_some() {
+        let (tx, rx) = sync_channel(1);
+        e.lock().flushes.push(tx);
+        e.wake.notify_one();
+        let _ = rx.recv_timeout(until.saturating_duration_since(Instant::now()));
+    }
+    let dropped = e.dropped.load(Ordering::Relaxed);
+    if dropped > 0 {
+        stderr::warn(&format!(
+            "telemetry: {dropped} spans dropped (the export queue was full)"
+        ));
+    }
+}

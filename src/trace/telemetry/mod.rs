@@ -1,0 +1,46 @@
+//! OpenTelemetry traces (design §7.9): a run's trace events turned into
+//! spans in the GenAI conventions (`spans`, with `content` when asked),
+//! exported as OTLP over HTTP, protobuf or JSON, written by hand (`otlp`)
+//! by a thread of their own (`export`); where they go (`settings`); the
+//! W3C trace context a run joins and passes on (`context`). Nothing is
+//! built or sent unless an endpoint is set.
+
+mod content;
+pub mod context;
+mod export;
+mod otlp;
+mod settings;
+mod spans;
+
+pub use context::{SpanContext, parse_traceparent};
+pub use export::{FLUSH_BOUND, deadline, finish};
+pub use settings::TelemetrySettings;
+pub use spans::{RunSpans, Workflow, mcp_call};
+
+/// Export as config.toml's `[telemetry]` and the `OTEL_*` variables say;
+/// a setting axe cannot follow is the returned warning, and nothing is
+/// exported then.
+pub fn init(file: &TelemetrySettings) -> Result<(), String> {
+    let env = |name: &str| std::env::var(name).ok();
+    if let Some(settings) = settings::settle(file, &env)? {
+        export::start(settings);
+    }
+    Ok(())
+}
+
+/// The spans of a new run under `parent` (another process's span), when
+/// spans are exported.
+pub fn run_spans(parent: Option<SpanContext>) -> Option<RunSpans> {
+    export::exporter().map(|e| RunSpans::new(e, parent))
+}
+
+/// `TRACEPARENT`, for a run that joins its caller's trace: `None` when it
+/// is unset; an error saying why a malformed one is ignored.
+pub fn env_parent() -> Result<Option<SpanContext>, String> {
+    let Ok(value) = std::env::var("TRACEPARENT") else {
+        return Ok(None);
+    };
+    parse_traceparent(&value)
+        .map(Some)
+        .map_err(|why| format!("TRACEPARENT ignored: {why}"))
+}

@@ -1,0 +1,430 @@
+//! One run's spans, built from its trace events (design §7.9): the
+//! ledger hands each event here as it writes the trace, and a span opens
+//! and closes on the events that bound it — `invoke_agent` on `run_start`
+//! and `run_end`, `chat` on `request` and `response` or `error`,
+//! `execute_tool` on `tool_call` and `tool_result`. Spans open are keyed
+//! by the agent run's path (unique in a run) and a call's id.
+//!
+//! Two links are not in the events and are kept per thread: a sub-agent
+//! runs on the thread of its caller's `call_agent` call, so the tool span
+//! open on the thread is its parent; and the chat span open on the thread
+//! is the one whose `traceparent` the provider's request carries.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::content;
+use super::context::SpanContext;
+use super::export::Exporter;
+use super::otlp::{AttrValue, Code, Kind, Span};
+use crate::cost::Cost;
+use crate::trace::event::{Ending, TraceEvent};
+use crate::trace::ledger::Place;
+
+/// The spans of one run (one ledger) that are open.
+#[derive(Debug)]
+pub struct RunSpans {
+    exporter: &'static Exporter,
+    /// The span the run's top-level agent is under (another process's).
+    parent: Option<SpanContext>,
+    open: Mutex<HashMap<String, Open>>,
+}
+
+#[derive(Debug)]
+struct Open {
+    span: Span,
+    /// The tool span the thread had open before this one.
+    outer: Option<Current>,
+}
+
+/// A tool span open on a thread: its context and its key.
+#[derive(Debug, Clone)]
+struct Current {
+    ctx: SpanContext,
+    key: String,
+}
+
+thread_local! {
+    static TOOL: RefCell<Option<Current>> = const { RefCell::new(None) };
+}
+
+fn now() -> u64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn s(v: &str) -> AttrValue {
+    AttrValue::Str(v.to_string())
+}
+
+fn int(v: u64) -> AttrValue {
+    AttrValue::Int(i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+impl RunSpans {
+    pub fn new(exporter: &'static Exporter, parent: Option<SpanContext>) -> RunSpans {
+        RunSpans {
+            exporter,
+            parent,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The span the run's top-level agent is under.
+    pub fn parent(&self) -> Option<SpanContext> {
+        self.parent
+    }
+
+    /// `event` of the run `run_id`, at `place`.
+    pub fn event(&self, run_id: &str, place: &Place, event: &TraceEvent) {
+        let capture = self.exporter.settings.capture;
+        match event {
+            TraceEvent::RunStart {
+                provider, model, ..
+            } => self.run_start(run_id, place, provider, model),
+            TraceEvent::Request { provider, request } => {
+                self.chat_start(run_id, place, &provider.name, request, capture);
+            }
+            TraceEvent::Retry { .. } => self.with_open(&chat_key(place), |span| {
+                let n = match span.attrs.iter().find(|(k, _)| *k == "axe.retries") {
+                    Some((_, AttrValue::Int(n))) => *n,
+                    _ => 0,
+                };
+                span.set("axe.retries", AttrValue::Int(n + 1));
+            }),
+            TraceEvent::Response {
+                response: r, cost, ..
+            } => self.chat_end(place, r, *cost, capture),
+            TraceEvent::Error { error, request } => {
+                let kind = crate::trace::event::error_kind(error);
+                if request.is_some() {
+                    crate::provider::set_traceparent(None);
+                    if let Some(mut span) = self.take(&chat_key(place)) {
+                        span.fail(&kind, &error.to_string());
+                        self.close(span);
+                    }
+                }
+                self.with_open(&agent_key(place), |span| {
+                    span.fail(&kind, &error.to_string())
+                });
+            }
+            TraceEvent::ToolCall { call, agent_called } => {
+                self.tool_call(run_id, place, call, agent_called, capture);
+            }
+            TraceEvent::ToolResult { call, result, .. } => {
+                self.tool_result(place, call, result, capture);
+            }
+            TraceEvent::Tool { bytes, exit, .. } => {
+                if let Some(key) = TOOL.with(|t| t.borrow().as_ref().map(|c| c.key.clone())) {
+                    self.with_open(&key, |span| {
+                        span.set("axe.tool.bytes", int(*bytes));
+                        if let Some(code) = exit {
+                            span.set("process.exit.code", AttrValue::Int(i64::from(*code)));
+                        }
+                    });
+                }
+            }
+            TraceEvent::RunEnd { end, .. } => self.run_end(place, end),
+            TraceEvent::Repair { .. } | TraceEvent::Mcp { .. } => {}
+        }
+    }
+
+    fn chat_start(
+        &self,
+        run_id: &str,
+        place: &Place,
+        provider: &str,
+        request: &crate::provider::Request,
+        capture: bool,
+    ) {
+        let name = format!("chat {}", request.model);
+        let mut span = self.child(&agent_key(place), name, Kind::Client);
+        span.set("gen_ai.operation.name", s("chat"));
+        span.set("gen_ai.provider.name", s(&provider_name(provider)));
+        span.set("gen_ai.request.model", s(&request.model));
+        if let Some(max) = request.max_tokens {
+            span.set("gen_ai.request.max_tokens", int(u64::from(max)));
+        }
+        if let Some(t) = request.temperature {
+            span.set("gen_ai.request.temperature", AttrValue::Double(t));
+        }
+        span.set("axe.run_id", s(run_id));
+        if capture {
+            content::request(&mut span, request);
+        }
+        // The request about to be sent from this thread names this span.
+        crate::provider::set_traceparent(Some(span.ctx.traceparent()));
+        self.open(chat_key(place), span, None);
+    }
+
+    fn chat_end(&self, place: &Place, r: &crate::provider::Response, cost: Cost, capture: bool) {
+        crate::provider::set_traceparent(None);
+        let Some(mut span) = self.take(&chat_key(place)) else {
+            return;
+        };
+        span.set("gen_ai.usage.input_tokens", int(r.input_tokens));
+        span.set("gen_ai.usage.output_tokens", int(r.output_tokens));
+        let (read, written) = (r.cache_read_tokens, r.cache_write_tokens);
+        span.set("gen_ai.usage.cache_read.input_tokens", int(read));
+        span.set("gen_ai.usage.cache_creation.input_tokens", int(written));
+        let reasons = AttrValue::Strs(vec![r.stop_reason.clone()]);
+        span.set("gen_ai.response.finish_reasons", reasons);
+        span.set("axe.retries", int(u64::from(r.retries)));
+        if let Some(first) = r.first_token {
+            span.set("axe.first_token_ms", int(crate::deadline::millis(first)));
+        }
+        if let Some(usd) = cost.usd() {
+            span.set("axe.cost_usd", AttrValue::Double(usd));
+        }
+        if capture {
+            content::response(&mut span, r);
+        }
+        self.close(span);
+    }
+
+    fn tool_result(
+        &self,
+        place: &Place,
+        call: &crate::provider::ToolCall,
+        result: &crate::provider::ToolResult,
+        capture: bool,
+    ) {
+        let Some(mut open) = self.take_open(&tool_key(place, &call.id)) else {
+            return;
+        };
+        TOOL.with(|t| *t.borrow_mut() = open.outer.take());
+        if result.is_error {
+            let first: String = result.content.chars().take(300).collect();
+            open.span.fail("tool_error", &first);
+        }
+        if capture {
+            let text = crate::text::redact::redact(&result.content);
+            open.span.set("gen_ai.tool.call.result", s(&text));
+        }
+        self.close(open.span);
+    }
+
+    fn run_start(&self, run_id: &str, place: &Place, provider: &str, model: &str) {
+        let parent = match place.depth {
+            0 => self.parent,
+            _ => TOOL
+                .with(|t| t.borrow().as_ref().map(|c| c.ctx))
+                .or(self.parent),
+        };
+        let mut span = new_span(
+            parent,
+            format!("invoke_agent {}", place.agent),
+            Kind::Internal,
+        );
+        span.set("gen_ai.operation.name", s("invoke_agent"));
+        span.set("gen_ai.agent.name", s(&place.agent));
+        span.set("gen_ai.provider.name", s(&provider_name(provider)));
+        span.set("gen_ai.request.model", s(model));
+        span.set("axe.run_id", s(run_id));
+        span.set("axe.agent.path", s(&place.path));
+        span.set("axe.depth", int(u64::from(place.depth)));
+        self.open(agent_key(place), span, None);
+    }
+
+    fn tool_call(
+        &self,
+        run_id: &str,
+        place: &Place,
+        call: &crate::provider::ToolCall,
+        agent_called: &str,
+        capture: bool,
+    ) {
+        let mut span = self.child(
+            &agent_key(place),
+            format!("execute_tool {}", call.name),
+            Kind::Internal,
+        );
+        span.set("gen_ai.operation.name", s("execute_tool"));
+        span.set("gen_ai.tool.name", s(&call.name));
+        span.set("gen_ai.tool.call.id", s(&call.id));
+        span.set("axe.run_id", s(run_id));
+        span.set(
+            "gen_ai.tool.type",
+            s(if agent_called.is_empty() {
+                "function"
+            } else {
+                "agent"
+            }),
+        );
+        if !agent_called.is_empty() {
+            span.set("axe.agent_called", s(agent_called));
+        }
+        if capture {
+            span.set("gen_ai.tool.call.arguments", s(&content::arguments(call)));
+        }
+        let key = tool_key(place, &call.id);
+        let current = Current {
+            ctx: span.ctx,
+            key: key.clone(),
+        };
+        let outer = TOOL.with(|t| t.borrow_mut().replace(current));
+        self.open(key, span, outer);
+    }
+
+    fn run_end(&self, place: &Place, end: &Ending) {
+        // A request cut short by a signal: its chat span ends with the run.
+        if let Some(mut chat) = self.take(&chat_key(place)) {
+            crate::provider::set_traceparent(None);
+            chat.fail("interrupted", "the run ended first");
+            self.close(chat);
+        }
+        let Some(mut span) = self.take(&agent_key(place)) else {
+            return;
+        };
+        match end {
+            Ending::Finished(o) => {
+                span.set("gen_ai.usage.input_tokens", int(o.input_tokens));
+                span.set("gen_ai.usage.output_tokens", int(o.output_tokens));
+                span.set(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    int(o.cache_read_input_tokens),
+                );
+                span.set(
+                    "gen_ai.usage.cache_creation.input_tokens",
+                    int(o.cache_creation_input_tokens),
+                );
+                span.set("axe.turns", int(u64::from(o.turns)));
+                if let Some(usd) = o.cost.usd() {
+                    span.set("axe.cost_usd", AttrValue::Double(usd));
+                }
+            }
+            Ending::Failed(e) => {
+                if span.status != Code::Error {
+                    span.fail(&crate::trace::event::error_kind(e), &e.to_string());
+                }
+            }
+            Ending::Interrupted(why) => span.fail("interrupted", why),
+        }
+        self.close(span);
+    }
+
+    /// A new span under the one open at `parent_key` (else the run's
+    /// parent).
+    fn child(&self, parent_key: &str, name: String, kind: Kind) -> Span {
+        let lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let parent = lock.get(parent_key).map(|o| o.span.ctx).or(self.parent);
+        drop(lock);
+        new_span(parent, name, kind)
+    }
+
+    fn open(&self, key: String, span: Span, outer: Option<Current>) {
+        let mut lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        lock.insert(key, Open { span, outer });
+    }
+
+    fn with_open(&self, key: &str, f: impl FnOnce(&mut Span)) {
+        let mut lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(o) = lock.get_mut(key) {
+            f(&mut o.span);
+        }
+    }
+
+    fn take_open(&self, key: &str) -> Option<Open> {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
+    }
+
+    fn take(&self, key: &str) -> Option<Span> {
+        self.take_open(key).map(|o| o.span)
+    }
+
+    fn close(&self, mut span: Span) {
+        span.end = now();
+        self.exporter.send(span);
+    }
+}
+
+fn new_span(parent: Option<SpanContext>, name: String, kind: Kind) -> Span {
+    Span {
+        ctx: SpanContext::child_of(parent.as_ref()),
+        parent,
+        name,
+        kind,
+        start: now(),
+        end: 0,
+        attrs: Vec::with_capacity(12),
+        status: Code::Unset,
+        message: String::new(),
+    }
+}
+
+fn agent_key(place: &Place) -> String {
+    format!("a\0{}", place.path)
+}
+
+fn chat_key(place: &Place) -> String {
+    format!("c\0{}", place.path)
+}
+
+fn tool_key(place: &Place, id: &str) -> String {
+    format!("t\0{}\0{id}", place.path)
+}
+
+/// `gen_ai.provider.name`: the conventions' name for the providers they
+/// list, else the provider's name in axe.
+fn provider_name(name: &str) -> String {
+    match name {
+        "bedrock" => "aws.bedrock".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Notes that the tool call running on this thread is an MCP server's
+/// `tool` (design §9.3): the MCP conventions' attributes on its span.
+pub fn mcp_call(spans: Option<&RunSpans>, server: &str, tool: &str) {
+    let (Some(spans), Some(key)) = (
+        spans,
+        TOOL.with(|t| t.borrow().as_ref().map(|c| c.key.clone())),
+    ) else {
+        return;
+    };
+    spans.with_open(&key, |span| {
+        span.set("mcp.method.name", s("tools/call"));
+        span.set("gen_ai.tool.type", s("extension"));
+        span.set("axe.mcp.server", s(server));
+        span.set("axe.mcp.tool", s(tool));
+    });
+}
+
+/// A batch's own span (design §11.2): every input's `invoke_agent` under
+/// it, so that a batch is one tree. Ended, and exported, when dropped.
+#[derive(Debug)]
+pub struct Workflow {
+    exporter: &'static Exporter,
+    span: Span,
+}
+
+impl Workflow {
+    /// `invoke_workflow <agent>` under `parent`, when spans are exported.
+    pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
+        let exporter = super::export::exporter()?;
+        let mut span = new_span(parent, format!("invoke_workflow {agent}"), Kind::Internal);
+        span.set("gen_ai.operation.name", s("invoke_workflow"));
+        span.set("gen_ai.agent.name", s(agent));
+        Some(Workflow { exporter, span })
+    }
+
+    /// The span the inputs' runs are under.
+    pub fn ctx(&self) -> SpanContext {
+        self.span.ctx
+    }
+}
+
+impl Drop for Workflow {
+    fn drop(&mut self) {
+        let mut span = self.span.clone();
+        span.end = now();
+        self.exporter.send(span);
+    }
+}
