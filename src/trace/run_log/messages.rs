@@ -94,7 +94,7 @@ pub struct Saved {
 }
 
 /// One message as it is stored and printed by `--json-messages`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 enum Stored {
     User {
@@ -118,6 +118,26 @@ enum Stored {
     Paused {
         blocks: Value,
     },
+}
+
+/// A [`Stored`] message read back: every variant's fields, flat, told
+/// apart by `role`. Not the tagged enum's own derive, which holds each
+/// message whole in a buffer of serde's first and cost about 30 KB of code
+/// (the static binary's budget, D29).
+#[derive(Debug, Deserialize)]
+struct StoredIn {
+    role: String,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    attachments: Vec<Attachment>,
+    #[serde(default)]
+    tool_calls: Vec<Call>,
+    #[serde(default)]
+    reasoning: Vec<Value>,
+    #[serde(default)]
+    results: Vec<Outcome>,
+    blocks: Option<Value>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -155,8 +175,9 @@ pub fn from_json(values: Vec<Value>) -> Result<Vec<Message>, String> {
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
-            serde_json::from_value::<Stored>(v)
-                .map(message)
+            serde_json::from_value::<StoredIn>(v)
+                .map_err(|e| e.to_string())
+                .and_then(message)
                 .map_err(|e| format!("message {}: {e}", i + 1))
         })
         .collect()
@@ -229,29 +250,20 @@ fn redact_value(v: &mut Value) {
     }
 }
 
-fn message(s: Stored) -> Message {
-    match s {
-        Stored::User {
-            content,
-            attachments,
-        } => match attachments.is_empty() {
-            true => Message::User(content),
-            false => Message::Attached {
-                content,
-                attachments,
-            },
+fn message(s: StoredIn) -> Result<Message, String> {
+    Ok(match s.role.as_str() {
+        "user" if s.attachments.is_empty() => Message::User(s.content),
+        "user" => Message::Attached {
+            content: s.content,
+            attachments: s.attachments,
         },
-        Stored::Assistant {
-            content,
-            tool_calls,
-            reasoning,
-        } => Message::Assistant {
-            content,
-            tool_calls: tool_calls.into_iter().map(tool_call).collect(),
-            reasoning,
+        "assistant" => Message::Assistant {
+            content: s.content,
+            tool_calls: s.tool_calls.into_iter().map(tool_call).collect(),
+            reasoning: s.reasoning,
         },
-        Stored::Tool { results } => Message::ToolResults(
-            results
+        "tool" => Message::ToolResults(
+            s.results
                 .into_iter()
                 .map(|r| ToolResult {
                     call_id: r.call_id,
@@ -261,8 +273,9 @@ fn message(s: Stored) -> Message {
                 })
                 .collect(),
         ),
-        Stored::Paused { blocks } => Message::Paused(blocks),
-    }
+        "paused" => Message::Paused(s.blocks.unwrap_or_default()),
+        other => return Err(format!("unknown role \"{other}\"")),
+    })
 }
 
 /// A stored call back: its arguments as the wire carried them, and as
