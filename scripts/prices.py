@@ -108,6 +108,13 @@ def clause(c, t):
     sys.exit(f"prices.py: unknown clause {c!r}")
 
 
+def usd(micros):
+    """Millionths of a USD as the shortest decimal: 2500000 -> 2.5."""
+    whole, frac = divmod(micros, 1_000_000)
+    frac = f"{frac:06d}".rstrip("0")
+    return f"{whole}.{frac}" if frac else str(whole)
+
+
 def micro(v):
     n = v * 1_000_000
     if n != int(n) or not 0 <= n < NONE:
@@ -133,8 +140,8 @@ def in_force(model, t, today):
 
 
 def row(model, t, today):
-    """The model's line: `id clause prices tier batch`, prices as
-    millionths of a USD per million tokens (`-`: none), the tier as
+    """The model's line: `id clause prices tier batch`, prices in USD per
+    million tokens, exact to a millionth (`-`: none), the tier as
     `start:prices` (`-`: none), the batch discount in percent."""
     prices = in_force(model, t, today)
     if prices is None or getattr(prices, "input_mtok", None) is None:
@@ -152,7 +159,7 @@ def row(model, t, today):
         else:
             base.append(NONE if v is None else micro(v))
             tier.append(NONE if v is None else micro(v))
-    show = lambda ps: ",".join("-" if p == NONE else str(p) for p in ps)  # noqa: E731
+    show = lambda ps: ",".join("-" if p == NONE else usd(p) for p in ps)  # noqa: E731
     tiered = f"{start}:{show(tier)}" if start else "-"
     batch = 0
     for variant in model.price_variants or []:
@@ -163,7 +170,11 @@ def row(model, t, today):
             full = full.base if isinstance(full, t.TieredPrices) else full
             if b is not None and full:
                 batch = round(100 - 100 * b / full)
-    return f"{lit(model.id)} {clause(model.match, t)} {show(base)} {tiered} {batch}"
+    matches = clause(model.match, t)
+    # The commonest clause, the id itself, is written `=` alone.
+    if matches == "=" + lit(model.id):
+        matches = "="
+    return f"{lit(model.id)} {matches} {show(base)} {tiered} {batch}"
 
 
 def main():
@@ -200,10 +211,10 @@ pub static ROWS: &str = r"
 //! script again (`python3 scripts/prices.py src/cost/table`). The named
 //! providers' models only, a file each, each model with its match rules in
 //! the data's order (the first that matches is the model), a line each:
-//! `id clause prices tier batch`. The clause is `=name`, `^prefix`,
+//! `id clause prices tier batch`. The clause is `=` (the id itself), `=name`, `^prefix`,
 //! `$suffix`, `~part`, `@prefix` (then a date: digits and `-`), or
 //! `(|a,b,...)`, `(&a,b,...)`, `(!a)`; the prices are those in force on
-//! that day in millionths of a USD per million tokens (input, output, cache
+//! that day in USD per million tokens, at most six decimals (input, output, cache
 //! read, cache write; `-` where the data has none); the tier is
 //! `start:prices` from so many input tokens a request (`-`: none); the
 //! batch discount is in percent (0: none known). Text, not Rust values, so

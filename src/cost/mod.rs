@@ -112,7 +112,12 @@ fn look_up(provider: &str, model: &str) -> Option<Price> {
     rows.lines().find_map(|line| {
         let mut f = line.split(' ');
         let (id, clause) = (f.next()?, f.next()?);
-        if !matches!(clause_at(clause, &model), Some((true, ""))) {
+        // `=` alone is the commonest clause: the model is the line's id.
+        let matched = match clause {
+            "=" => model == id,
+            _ => matches!(clause_at(clause, &model), Some((true, ""))),
+        };
+        if !matched {
             return None;
         }
         let base = rates(f.next()?)?;
@@ -132,19 +137,40 @@ fn look_up(provider: &str, model: &str) -> Option<Price> {
     })
 }
 
-/// `a,b,c,d` in millionths of a USD per million tokens; a cache rate the
-/// data leaves out (`-`) is the input's: never less than billed.
+/// `a,b,c,d` in USD per million tokens (`2.5`), read as millionths of a
+/// USD; a cache rate the data leaves out (`-`) is the input's: never less
+/// than billed.
 fn rates(text: &str) -> Option<[u64; 4]> {
     let mut out = [None; 4];
     let mut parts = text.split(',');
     for slot in &mut out {
         *slot = match parts.next()? {
             "-" => None,
-            n => Some(n.parse().ok()?),
+            n => Some(micros(n)?),
         };
     }
     let input = out[0]?;
     Some(out.map(|r| r.unwrap_or(input)))
+}
+
+/// A decimal amount (`2.5`, `0.075`, `10`) in millionths, exactly: at most
+/// six digits after the point.
+fn micros(text: &str) -> Option<u64> {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let scale = 10u64.pow(6 - u32::try_from(frac.len()).ok()?);
+    let frac: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
+    whole
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000)?
+        .checked_add(frac * scale)
 }
 
 /// Whether the clause at the start of `text` matches `model`, and the text

@@ -110,3 +110,14 @@ fn every_line_of_the_table_reads_whole() {
         Some((false, ""))
     );
 }
+
+#[test]
+fn a_decimal_price_is_read_exactly_in_millionths() {
+    assert_eq!(micros("2.5"), Some(2_500_000));
+    assert_eq!(micros("10"), Some(10_000_000));
+    assert_eq!(micros("0.075"), Some(75_000));
+    assert_eq!(micros("0.000001"), Some(1));
+    for bad in ["0.0000001", "1.-5", "x", "", "1e3"] {
+        assert_eq!(micros(bad), None, "{bad}");
+    }
+}

@@ -48,7 +48,11 @@ fn message(m: &Message) -> Option<Value> {
         } => {
             let mut parts = vec![json!({"type": "text", "content": content})];
             parts.extend(attachments.iter().map(|a| {
-                let modality = if a.kind.is_image() { "image" } else { "document" };
+                let modality = if a.kind.is_image() {
+                    "image"
+                } else {
+                    "document"
+                };
                 json!({"type": "blob", "modality": modality, "mime_type": a.kind.media_type(),
                     "name": a.name, "size": a.bytes.len()})
             }));
