@@ -13,33 +13,19 @@ Usage: provider_batch_conformance.py BODIES.jsonl; prints one JSON object:
 each body's errors ("loc: message"), and the mutated bodies taken."""
 import copy
 import json
+import os
 import sys
 
 import pydantic
-import typing_extensions
 from pydantic import TypeAdapter
 
 import anthropic.types.messages.batch_create_params as anthropic_batch
 import openai.types.batch_create_params as openai_batch
 import openai.types.chat.completion_create_params as openai_params
 
-
-def forbid(tp, seen):
-    """Forbids extra keys in the TypedDict `tp` and every one it holds."""
-    import typing
-
-    if id(tp) in seen:
-        return
-    seen.add(id(tp))
-    for arg in typing.get_args(tp):
-        if not isinstance(arg, (str, int, bool, bytes)) and arg is not None:
-            forbid(arg, seen)
-    if typing_extensions.is_typeddict(tp):
-        for hint in typing_extensions.get_type_hints(tp, include_extras=True).values():
-            forbid(hint, seen)
-        config = dict(tp.__dict__.get("__pydantic_config__") or {})
-        if "extra" not in config:
-            tp.__pydantic_config__ = pydantic.ConfigDict(**config, extra="forbid")
+# The same forbidding of extra keys as the request bodies' check.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "wires"))
+from conformance import forbid  # noqa: E402
 
 
 SEEN = set()

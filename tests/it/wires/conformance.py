@@ -230,4 +230,5 @@ def main():
     json.dump(report, sys.stdout)
 
 
-main()
+if __name__ == "__main__":
+    main()
