@@ -248,30 +248,11 @@ fn header_value(value: &str) -> String {
     if plain {
         value.to_string()
     } else {
-        format!("=?base64?{}?=", base64(value.as_bytes()))
+        format!(
+            "=?base64?{}?=",
+            crate::text::base64::encode(value.as_bytes())
+        )
     }
-}
-
-/// Standard base64 with padding (RFC 4648 §4): a header value's only use.
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(A[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -287,7 +268,7 @@ mod tests {
         assert_eq!(header_value("get-sum"), "get-sum");
         assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
         assert_eq!(header_value(" x"), "=?base64?IHg=?=");
-        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(crate::text::base64::encode(b"ab"), "YWI=");
     }
 
     #[test]

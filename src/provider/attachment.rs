@@ -1,10 +1,12 @@
 //! A user turn's attachments (images, PDFs, plain text: `axe run -a`, an
 //! agent file's `attach`, `axe serve`'s image parts): the type every wire
 //! sends in its own form, its kind told by its content (magic bytes, never
-//! the name), the bounds on their size (design §4.16), and the base64 the
-//! wires carry them in.
+//! the name), and the bounds on their size (design §4.16). Their base64 is
+//! `text::base64`'s.
 
 use std::sync::Arc;
+
+use crate::text::base64;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -113,7 +115,7 @@ impl Attachment {
 
     /// Its bytes in standard base64.
     pub fn base64(&self) -> String {
-        base64(&self.bytes)
+        base64::encode(&self.bytes)
     }
 
     /// A `data:` URL of it (OpenAI's image and file parts).
@@ -132,66 +134,13 @@ impl Attachment {
     }
 }
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 with padding (RFC 4648 §4).
-pub fn base64(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            out.push(if i <= chunk.len() {
-                ALPHABET[(n >> (18 - 6 * i)) as usize & 63]
-            } else {
-                b'='
-            });
-        }
-    }
-    // Every byte pushed is one of ALPHABET's or '='.
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Standard base64 decoded (padding optional, no whitespace); none when
-/// `text` is not base64.
-pub fn from_base64_text(text: &str) -> Option<Vec<u8>> {
-    let mut value = [255u8; 256];
-    for (i, c) in ALPHABET.iter().enumerate() {
-        value[usize::from(*c)] = u8::try_from(i).ok()?;
-    }
-    let body = text.strip_suffix("==").or_else(|| text.strip_suffix('='));
-    let body = body.unwrap_or(text).as_bytes();
-    if body.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(body.len() / 4 * 3 + 2);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for &c in body {
-        let v = value[usize::from(c)];
-        if v == 255 {
-            return None;
-        }
-        acc = (acc << 6 | u32::from(v)) & 0xff_ffff;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
 fn to_base64<S: Serializer>(bytes: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&base64(bytes))
+    s.serialize_str(&base64::encode(bytes))
 }
 
 fn from_base64<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[u8]>, D::Error> {
     let text = String::deserialize(d)?;
-    from_base64_text(&text)
+    base64::decode(&text)
         .map(Arc::from)
         .ok_or_else(|| serde::de::Error::custom("not base64"))
 }
@@ -199,23 +148,6 @@ fn from_base64<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[u8]>, D::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_goes_both_ways() {
-        for (plain, coded) in [
-            (&b""[..], ""),
-            (b"f", "Zg=="),
-            (b"fo", "Zm8="),
-            (b"foo", "Zm9v"),
-            (b"foob", "Zm9vYg=="),
-            (b"\xff\xfe\x00", "//4A"),
-        ] {
-            assert_eq!(base64(plain), coded);
-            assert_eq!(from_base64_text(coded).as_deref(), Some(plain));
-        }
-        assert_eq!(from_base64_text("Zm9v!"), None);
-        assert_eq!(from_base64_text("Z"), None);
-    }
 
     #[test]
     fn the_kind_is_told_by_the_content() {

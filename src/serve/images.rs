@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::reply::ApiError;
 use crate::provider::Attachment;
-use crate::provider::attachment::{self, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES};
+use crate::provider::attachment::{MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS_BYTES};
 
 /// An `image_url` part's image, added to `images`.
 pub fn take(part: &Value, images: &mut Vec<Attachment>) -> Result<(), ApiError> {
@@ -35,7 +35,7 @@ pub fn take(part: &Value, images: &mut Vec<Attachment>) -> Result<(), ApiError> 
     };
     // The body's size bounds the decoding; the bounds below are the
     // images' own.
-    let Some(bytes) = attachment::from_base64_text(b64) else {
+    let Some(bytes) = crate::text::base64::decode(b64) else {
         return Err(invalid(
             "an image's data: URL is not valid base64".to_string(),
         ));

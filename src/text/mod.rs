@@ -2,6 +2,7 @@
 //! at a character boundary with a mark that says so; and secrets kept out
 //! of all of it (`redact`).
 
+pub mod base64;
 pub mod redact;
 
 /// `text` on one line: runs of whitespace (line ends included) as one
