@@ -312,4 +312,16 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Message {
         Message::User(content.into())
     }
+
+    /// A user turn: its words, with `attachments` when there are any.
+    pub fn user_with(content: String, attachments: Vec<Attachment>) -> Message {
+        if attachments.is_empty() {
+            Message::User(content)
+        } else {
+            Message::Attached {
+                content,
+                attachments,
+            }
+        }
+    }
 }

@@ -119,26 +119,13 @@ fn joined(first: Message, second: Message) -> Message {
     text.push_str("\n\n");
     text.push_str(&more);
     attachments.extend(theirs);
-    if attachments.is_empty() {
-        Message::User(text)
-    } else {
-        Message::Attached {
-            content: text,
-            attachments,
-        }
-    }
+    Message::user_with(text, attachments)
 }
 
 /// The first message: the words, with the agent's attachments if it has
 /// any (design §4.16).
 fn first_message(resolved: &Resolved, message: &str) -> Message {
-    match resolved.attachments.is_empty() {
-        true => Message::user(message),
-        false => Message::Attached {
-            content: message.to_string(),
-            attachments: resolved.attachments.clone(),
-        },
-    }
+    Message::user_with(message.to_string(), resolved.attachments.clone())
 }
 
 /// The tools an agent is offered, and whether they are offered: its

@@ -252,11 +252,7 @@ fn redact_value(v: &mut Value) {
 
 fn message(s: StoredIn) -> Result<Message, String> {
     Ok(match s.role.as_str() {
-        "user" if s.attachments.is_empty() => Message::User(s.content),
-        "user" => Message::Attached {
-            content: s.content,
-            attachments: s.attachments,
-        },
+        "user" => Message::user_with(s.content, s.attachments),
         "assistant" => Message::Assistant {
             content: s.content,
             tool_calls: s.tool_calls.into_iter().map(tool_call).collect(),
