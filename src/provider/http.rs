@@ -102,6 +102,12 @@ pub struct Retry {
 }
 
 impl Provider {
+    /// Whether its responses have a cost: it has a price, or says itself
+    /// what each cost (design §7.8).
+    pub fn priced(&self) -> bool {
+        self.price.is_some() || self.reports_cost
+    }
+
     pub fn new(wire: Wire, base_url: impl Into<String>, api_key: Option<String>) -> Provider {
         if let Some(k) = &api_key {
             redact::register(k);

@@ -207,8 +207,7 @@ pub fn run_agent(
 /// every waiting sub-agent's thread holds (design §3.15).
 #[inline(never)]
 fn priced_under_budget(provider: &Provider, model: &str, ctx: &Ctx) -> Result<(), Error> {
-    let priced = provider.price.is_some() || provider.reports_cost;
-    if priced || !ctx.budgets.iter().any(|b| b.max_cost.is_some()) {
+    if provider.priced() || !ctx.budgets.iter().any(|b| b.max_cost.is_some()) {
         return Ok(());
     }
     let name = &provider.name;
@@ -260,7 +259,7 @@ fn report_start(ctx: &Ctx, provider: &Provider, model: &str, offered: usize) {
 /// model (design §7.8).
 #[inline(never)]
 fn note_unpriced(ctx: &Ctx, provider: &Provider, model: &str) {
-    if !ctx.verbose.enabled || provider.price.is_some() || provider.reports_cost {
+    if !ctx.verbose.enabled || provider.priced() {
         return;
     }
     let key = format!("{}/{model}", provider.name);
