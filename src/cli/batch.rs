@@ -199,13 +199,12 @@ fn provider_batch(
     }
     // A provider's batch is sent whole and billed whole: a bound on the
     // whole batch could only refuse answers already paid for.
-    if let Some(flag) = [
-        (cmd.max_cost.is_some(), "--max-cost"),
-        (cmd.max_tokens.is_some(), "--max-tokens"),
-    ]
-    .into_iter()
-    .find_map(|(given, flag)| given.then_some(flag))
-    {
+    let bound = match (cmd.max_cost, cmd.max_tokens) {
+        (Some(_), _) => Some("--max-cost"),
+        (None, Some(_)) => Some("--max-tokens"),
+        (None, None) => None,
+    };
+    if let Some(flag) = bound {
         return Err(Error::config(format!(
             "--provider-batch: {flag} cannot bound a provider's batch, which runs every input \
              at once and is billed whole; the agent file's [budget] bounds each input"
