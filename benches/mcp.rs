@@ -1,21 +1,22 @@
 //! `make bench`, the MCP part: what axe's MCP client costs, measured in
 //! this process through the library (`axe::mcp::Server`, exactly as an
-//! agent's MCP tool call runs it) against a tiny echo server in Python
-//! written into a temp dir, each figure beside its target. Never fails on
-//! a time; without `python3` it prints SKIPPED.
+//! agent's MCP tool call runs it) against an echo server that is this
+//! bench binary run again (`support/mcp_echo.rs`: one thread, no
+//! interpreter, so that its own part is small and the figures are axe's),
+//! each figure beside its target. Never fails on a time.
 //!
 //! - one `tools/call` round trip over stdio: `Server::call` against a raw
 //!   JSON-RPC line written and read by the bench over the same kind of pipe
-//!   to the same script, interleaved, many times; the difference of the
+//!   to the same server, interleaved, many times; the difference of the
 //!   medians is axe's overhead (the server's own time cancels out).
 //! - 64 calls at once to one server: 64 threads (started beforehand, let go
-//!   together) each calling a tool that sleeps 50 ms (the script keeps the
+//!   together) each calling a tool that sleeps 50 ms (the server keeps the
 //!   calls waiting in a heap on its one thread: it starts no thread per
 //!   call, so what the fan-out adds is axe's); the wall time of the 64
 //!   beside one call's time tells whether they overlapped, and the
 //!   difference is what the fan-out adds. The same 64 written as raw lines
-//!   at once by the bench (interleaved) show how much of that the script
-//!   itself takes.
+//!   at once by the bench (interleaved) show how much of that the server
+//!   itself takes, and the server's CPU for each is printed.
 //! - starting a server does not delay the first model request when the
 //!   top-level agent does not use it: the release binary, run as a user
 //!   would against a fake OpenAI provider, answers with a server that takes
@@ -33,7 +34,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axe::mcp::{Server, ServerFile};
@@ -44,65 +45,22 @@ use serde_json::json;
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+#[path = "support/mcp_echo.rs"]
+mod echo;
+#[path = "support/mcp_round.rs"]
+mod round;
+use round::Round;
+
 /// Repetitions of the round trip; the median is reported.
 const RUNS: usize = 1000;
-/// Rounds of the 64 parallel calls (and of the single slow call).
+/// Rounds of the 64 parallel calls (and of the single slow call), unless
+/// `AXE_BENCH_MCP_ROUNDS` says how many (then only those run: to profile
+/// them, or to take more of them).
 const ROUNDS: usize = 15;
 /// What the slow tool sleeps, in ms.
 const SLEEP_MS: u64 = 50;
 
-/// The echo server: `echo` answers `text` back after `sleep_ms`. One
-/// thread for every call: a slow call is kept in a heap by the time it is
-/// due, and the loop waits (`select`) for the next line or the next due
-/// answer, whichever comes first, so that 64 calls at once cost the script
-/// no thread starts and the figure is axe's.
-const ECHO_PY: &str = r#"
-import heapq, json, os, select, sys, time
-out = sys.stdout.buffer
-due = []
-seq = 0
-def send(m):
-    out.write((json.dumps(m) + "\n").encode())
-def answer(m):
-    a = m["params"].get("arguments") or {}
-    send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": a.get("text", "")}]}})
-def handle(m):
-    global seq
-    if "id" not in m:
-        return
-    method = m.get("method")
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "echo", "version": "1"}}})
-    elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [{"name": "echo", "description": "echo", "inputSchema": {"type": "object"}}]}})
-    elif method == "tools/call":
-        sleep_ms = (m["params"].get("arguments") or {}).get("sleep_ms")
-        if sleep_ms:
-            seq += 1
-            heapq.heappush(due, (time.monotonic() + sleep_ms / 1000.0, seq, m))
-        else:
-            answer(m)
-    else:
-        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no such method"}})
-fd = sys.stdin.fileno()
-buf = b""
-while True:
-    wait = max(0.0, due[0][0] - time.monotonic()) if due else None
-    if select.select([fd], [], [], wait)[0]:
-        data = os.read(fd, 1 << 16)
-        if not data:
-            break
-        *lines, buf = (buf + data).split(b"\n")
-        for line in lines:
-            if line.strip():
-                handle(json.loads(line))
-    now = time.monotonic()
-    while due and due[0][0] <= now:
-        answer(heapq.heappop(due)[2])
-    out.flush()
-"#;
-
-/// The same script driven by the bench itself: one JSON-RPC line out, one in.
+/// The same server driven by the bench itself: one JSON-RPC line out, one in.
 struct Raw {
     child: Child,
     stdin: ChildStdin,
@@ -110,21 +68,34 @@ struct Raw {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some(echo::FLAG) {
+        echo::serve();
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("axe-bench-mcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let script = dir.join("echo.py");
-    std::fs::write(&script, ECHO_PY).expect("write the echo server");
-    let script = script.to_string_lossy().into_owned();
-    println!("mcp bench: {} cores", cores());
-    let (Some(server), Some(mut raw)) = (start(&script, &dir), Raw::start(&script)) else {
-        println!("mcp: SKIPPED (python3 cannot run the echo server)");
+    let echo = Echo::new();
+    println!(
+        "mcp bench: {} cores, the echo server: {}",
+        cores(),
+        echo.shown()
+    );
+    let (Some(server), Some(mut raw)) = (start(&echo, &dir), Raw::start(&echo)) else {
+        println!("mcp: FAILED (the echo server did not start)");
         let _ = std::fs::remove_dir_all(&dir);
-        return;
+        std::process::exit(1);
     };
+    let rounds = std::env::var("AXE_BENCH_MCP_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok());
     let mut rows = Vec::new();
-    rows.push(round_trip_overhead(&server, &mut raw));
-    rows.extend(parallel_calls(&server, &mut raw));
-    rows.push(start_delay(&script));
+    if rounds.is_none() {
+        rows.push(round_trip_overhead(&server, &mut raw));
+    }
+    rows.extend(parallel_calls(&server, &mut raw, rounds.unwrap_or(ROUNDS)));
+    if rounds.is_none() {
+        rows.push(start_delay(&echo));
+    }
     println!("{:<58} {:>10} {:>10}", "figure", "ms", "target");
     for (name, value, target) in rows {
         let mark = if value <= target { "ok" } else { "MISSED" };
@@ -135,11 +106,42 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn start(script: &str, dir: &Path) -> Option<Server> {
+/// The echo server's command line: this bench binary as the server
+/// (`support/mcp_echo.rs`), or `AXE_BENCH_MCP_SERVER`'s words (another
+/// server of the same tool, e.g. one in another language, to compare).
+struct Echo {
+    command: String,
+    args: Vec<String>,
+}
+
+impl Echo {
+    fn new() -> Echo {
+        if let Ok(line) = std::env::var("AXE_BENCH_MCP_SERVER") {
+            let mut words = line.split_whitespace().map(str::to_string);
+            if let Some(command) = words.next() {
+                return Echo {
+                    command,
+                    args: words.collect(),
+                };
+            }
+        }
+        let exe = std::env::current_exe().expect("the bench's own path");
+        Echo {
+            command: exe.to_string_lossy().into_owned(),
+            args: vec![echo::FLAG.to_string()],
+        }
+    }
+
+    fn shown(&self) -> String {
+        format!("{} {}", self.command, self.args.join(" "))
+    }
+}
+
+fn start(echo: &Echo, dir: &Path) -> Option<Server> {
     let config = ServerFile {
         name: "echo".into(),
-        command: Some("python3".into()),
-        args: vec![script.to_string()],
+        command: Some(echo.command.clone()),
+        args: echo.args.clone(),
         ..ServerFile::default()
     }
     .validate("bench")
@@ -157,9 +159,9 @@ fn start(script: &str, dir: &Path) -> Option<Server> {
 }
 
 impl Raw {
-    fn start(script: &str) -> Option<Raw> {
-        let mut child = Command::new("python3")
-            .arg(script)
+    fn start(echo: &Echo) -> Option<Raw> {
+        let mut child = Command::new(&echo.command)
+            .args(&echo.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -188,7 +190,7 @@ impl Raw {
     }
 
     /// 64 slow `tools/call` lines written at once, their 64 answers read:
-    /// what the script itself takes to overlap 64 calls.
+    /// what the server itself takes to overlap 64 calls.
     fn fan_out(&mut self) {
         let mut lines = String::new();
         for id in 0..64 {
@@ -238,11 +240,11 @@ fn round_trip_overhead(server: &Server, raw: &mut Raw) -> (&'static str, f64, f6
     )
 }
 
-fn parallel_calls(server: &Server, raw: &mut Raw) -> Vec<(&'static str, f64, f64)> {
+fn parallel_calls(server: &Server, raw: &mut Raw, rounds: usize) -> Vec<(&'static str, f64, f64)> {
     let deadline = Instant::now() + Duration::from_secs(600);
     let args = json!({"text": "slow", "sleep_ms": SLEEP_MS});
     let (mut one, mut one_cpu) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         let (started, cpu_at) = (Instant::now(), cpu());
         let out = server.call("echo", args.clone(), deadline);
         assert!(!out.is_error, "{out:?}");
@@ -250,31 +252,55 @@ fn parallel_calls(server: &Server, raw: &mut Raw) -> Vec<(&'static str, f64, f64
         one_cpu.push(cpu().saturating_sub(cpu_at));
     }
     let (mut wall, mut raw_wall, mut wall_cpu) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        let started = Instant::now();
-        raw.fan_out();
-        raw_wall.push(started.elapsed());
-        let (took, cpu) = at_once(server, &args, deadline);
-        wall.push(took);
-        wall_cpu.push(cpu);
-    }
+    let (mut served, mut raw_served, mut let_go) = (Vec::new(), Vec::new(), Vec::new());
+    let (pid, raw_pid) = (server.pid().unwrap_or(0).unsigned_abs(), raw.child.id());
+    let round = Round::new();
+    std::thread::scope(|s| {
+        for i in 0..64 {
+            let (round, args) = (&round, &args);
+            s.spawn(move || round.caller(i, server, args, deadline));
+        }
+        round.ready();
+        for _ in 0..rounds {
+            let (started, at) = (Instant::now(), proc_cpu(raw_pid));
+            raw.fan_out();
+            raw_wall.push(started.elapsed());
+            raw_served.push(proc_cpu(raw_pid).saturating_sub(at));
+            let at = proc_cpu(pid);
+            let took = round.run();
+            served.push(proc_cpu(pid).saturating_sub(at));
+            wall.push(took.wall);
+            let_go.push(took.let_go);
+            wall_cpu.push(took.cpu);
+        }
+        round.finish();
+    });
     // CPU is steadier than wall time on a loaded machine.
     println!(
-        "CPU of this process (axe's client, its reader thread, the callers): 64 calls at once {:.2} ms, one call {:.3} ms (medians of {ROUNDS})",
+        "CPU of this process (axe's client, its reader thread, the callers): 64 calls at once {:.2} ms, one call {:.3} ms (medians of {rounds})",
         ms(median(wall_cpu)),
         ms(median(one_cpu))
+    );
+    println!(
+        "CPU of the echo server for the 64: from axe {:.2} ms, as raw lines {:.2} ms (medians of {rounds})",
+        ms(median(served)),
+        ms(median(raw_served))
+    );
+    println!(
+        "the 64 callers all begun {:.3} ms after the go (the bench's part: one wake each; median of {rounds})",
+        ms(median(let_go))
     );
     let (one, wall, raw_wall) = (median(one), median(wall), median(raw_wall));
     let overlapped = wall < one * 2;
     println!(
-        "64 calls at once of a {SLEEP_MS} ms tool: wall {:.2} ms, one call {:.2} ms, wall / one {:.3}, overlapped: {} (medians of {ROUNDS})",
+        "64 calls at once of a {SLEEP_MS} ms tool: wall {:.2} ms, one call {:.2} ms, wall / one {:.3}, overlapped: {} (medians of {rounds})",
         ms(wall),
         ms(one),
         wall.as_secs_f64() / one.as_secs_f64(),
         if overlapped { "yes" } else { "NO" }
     );
     println!(
-        "the same 64 as raw lines written at once: wall {:.2} ms (the script's own part)",
+        "the same 64 as raw lines written at once: wall {:.2} ms (the server's own part)",
         ms(raw_wall)
     );
     vec![
@@ -291,35 +317,13 @@ fn parallel_calls(server: &Server, raw: &mut Raw) -> Vec<(&'static str, f64, f64
     ]
 }
 
-/// 64 calls of `args` at once, each on a thread of its own started
-/// beforehand (a barrier lets them go together, so the bench's own thread
-/// starts are not measured): from their start to the last answer, and
-/// this process's CPU from then until they are joined.
-fn at_once(server: &Server, args: &serde_json::Value, deadline: Instant) -> (Duration, Duration) {
-    let go = Barrier::new(65);
-    let started = std::thread::scope(|s| {
-        let callers: Vec<_> = (0..64)
-            .map(|_| {
-                s.spawn(|| {
-                    go.wait();
-                    let out = server.call("echo", args.clone(), deadline);
-                    assert!(!out.is_error, "{out:?}");
-                    Instant::now()
-                })
-            })
-            .collect();
-        let cpu_at = cpu();
-        go.wait();
-        let started = Instant::now();
-        let last = callers
-            .into_iter()
-            .map(|c| c.join().expect("a caller"))
-            .max();
-        (started, last, cpu().saturating_sub(cpu_at))
-    });
-    let (started, last, cpu) = started;
-    let took = last.expect("64 callers").saturating_duration_since(started);
-    (took, cpu)
+/// The CPU time process `pid` (one thread) has run so far: its
+/// scheduler's count, in nanoseconds, rather than `stat`'s 10 ms ticks.
+fn proc_cpu(pid: u32) -> Duration {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
 }
 
 /// This process's CPU so far (user + system, all its threads).
@@ -341,14 +345,14 @@ fn cpu() -> Duration {
 /// sub-agent.
 const START_RUNS: usize = 10;
 
-fn start_delay(script: &str) -> (&'static str, f64, f64) {
+fn start_delay(echo: &Echo) -> (&'static str, f64, f64) {
     let provider = FakeServer::json(200, &openai_text("hello", 1, 1));
     let home = |server: bool| {
         let home = Home::new();
         if server {
             home.config(&format!(
                 "[[mcp_servers]]\nname = \"slow\"\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\n",
-                format!("sleep 1; exec python3 {script}")
+                format!("sleep 1; exec {}", echo.shown())
             ));
         }
         home.named_agent("top", "openai/m", "sub_agents = [\"helper\"]\n");

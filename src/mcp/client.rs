@@ -356,10 +356,7 @@ impl Server {
                 let params = era::envelope(json!({"name": name, "arguments": arguments}));
                 h.request_with("tools/call", params, deadline, true, mirrored)
             }
-            _ => {
-                let params = json!({"name": name, "arguments": arguments});
-                self.request("tools/call", params, deadline, true)
-            }
+            _ => self.request("tools/call", call_params(name, arguments), deadline, true),
         };
         match answer {
             Ok(result) => match era::unanswerable(&result) {
@@ -402,6 +399,15 @@ impl Server {
     pub fn stop(&self) {
         self.conn.stop();
     }
+}
+
+/// `tools/call`'s params, `arguments` moved in (`json!` would copy them
+/// whole: a call's arguments can be a file's text).
+fn call_params(name: &str, arguments: Value) -> Value {
+    let mut params = serde_json::Map::new();
+    params.insert("name".into(), Value::String(name.into()));
+    params.insert("arguments".into(), arguments);
+    Value::Object(params)
 }
 
 /// What axe reads of `initialize`'s answer, leniently.

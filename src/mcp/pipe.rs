@@ -26,6 +26,10 @@ struct State {
     busy: bool,
     /// Closed while a writer had the turn: closed when it gives it back.
     closing: bool,
+    /// Writers waiting for the turn: giving it back wakes one only when
+    /// one waits (the condvar's notify is a system call even when none
+    /// does, one per line written).
+    queued: usize,
 }
 
 impl Pipe {
@@ -42,6 +46,7 @@ impl Pipe {
                 stdin: Some(stdin),
                 busy: false,
                 closing: false,
+                queued: 0,
             }),
             free: Condvar::new(),
         }
@@ -57,10 +62,16 @@ impl Pipe {
     pub(super) fn send(&self, line: &str, deadline: Instant) -> Result<(), Failure> {
         let fd = {
             let left = deadline.saturating_duration_since(Instant::now());
-            let (mut s, _) = self
-                .free
-                .wait_timeout_while(self.lock(), left, |s| s.busy)
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut s = self.lock();
+            if s.busy {
+                s.queued += 1;
+                s = self
+                    .free
+                    .wait_timeout_while(s, left, |s| s.busy)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+                s.queued -= 1;
+            }
             if s.busy {
                 return Err(Failure::Timeout);
             }
@@ -116,8 +127,11 @@ impl Pipe {
         if close || s.closing {
             s.stdin = None;
         }
+        let waiting = s.queued > 0;
         drop(s);
-        self.free.notify_one();
+        if waiting {
+            self.free.notify_one();
+        }
     }
 
     /// Closes the pipe without waiting for anyone: at once when no writer

@@ -12,12 +12,12 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::Thread;
 use std::time::Instant;
 
-use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -121,84 +121,147 @@ pub struct Pending {
 #[derive(Default)]
 struct State {
     next_id: u64,
-    waiting: HashMap<u64, Sender<Answer>>,
+    /// Each request's place, until its waiter takes the answer or gives up:
+    /// kept in the map itself, so a request costs no allocation of its own
+    /// (a channel per request cost two and about 2 KiB), and an answer
+    /// wakes its one waiter, once.
+    waiting: HashMap<u64, Slot>,
     /// Set once the connection is gone: every later request fails with it.
     broken: Option<String>,
 }
 
-/// One request waiting for its answer.
-pub struct Waiter {
+/// Who waits for a request, and its answer once it came.
+struct Slot {
+    thread: Thread,
+    answer: Option<Answer>,
+}
+
+/// One request waiting for its answer, on the thread that opened it.
+pub struct Waiter<'p> {
     pub id: u64,
-    rx: Receiver<Answer>,
+    pending: &'p Pending,
 }
 
 impl Pending {
-    /// A new id and the receiver its answer will arrive on.
-    pub fn open(&self) -> Result<Waiter, Failure> {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new id, its answer to be waited for on this thread.
+    pub fn open(&self) -> Result<Waiter<'_>, Failure> {
+        let mut s = self.lock();
         if let Some(why) = &s.broken {
             return Err(Failure::Broken(why.clone()));
         }
         s.next_id += 1;
         let id = s.next_id;
-        let (tx, rx) = mpsc::channel();
-        s.waiting.insert(id, tx);
-        Ok(Waiter { id, rx })
+        let slot = Slot {
+            thread: std::thread::current(),
+            answer: None,
+        };
+        s.waiting.insert(id, slot);
+        Ok(Waiter { id, pending: self })
     }
 
     /// Forgets request `id` (it timed out or could not be sent).
     pub fn close(&self, id: u64) {
-        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.waiting.remove(&id);
+        self.lock().waiting.remove(&id);
     }
 
-    /// Hands `answer` to the request `id`; false when none waits for it.
+    /// Hands `answer` to the request `id`; false when none waits for it
+    /// (or it has its answer already). Its waiter is woken once the lock
+    /// is let go, so that it does not wake into it.
     fn answer(&self, id: u64, answer: Answer) -> bool {
-        let tx = {
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            s.waiting.remove(&id)
+        let thread = {
+            let mut s = self.lock();
+            match s.waiting.get_mut(&id) {
+                Some(slot) if slot.answer.is_none() => {
+                    slot.answer = Some(answer);
+                    slot.thread.clone()
+                }
+                _ => return false,
+            }
         };
-        tx.is_some_and(|tx| tx.send(answer).is_ok())
+        thread.unpark();
+        true
     }
 
     /// Fails every request waiting now with `why`.
     pub fn fail_all(&self, why: &str) {
-        let waiting: Vec<_> = {
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            s.waiting.drain().collect()
+        let woken: Vec<Thread> = {
+            let mut s = self.lock();
+            s.waiting
+                .values_mut()
+                .filter(|slot| slot.answer.is_none())
+                .map(|slot| {
+                    slot.answer = Some(Err(Failure::Broken(why.to_string())));
+                    slot.thread.clone()
+                })
+                .collect()
         };
-        for (_, tx) in waiting {
-            let _ = tx.send(Err(Failure::Broken(why.to_string())));
+        for thread in woken {
+            thread.unpark();
         }
     }
 
     /// The connection is gone: every request, now and later, fails with `why`.
     pub fn break_with(&self, why: &str) {
-        {
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            s.broken.get_or_insert_with(|| why.to_string());
-        }
+        self.lock().broken.get_or_insert_with(|| why.to_string());
         self.fail_all(why);
     }
-}
 
-impl Waiter {
-    /// The answer, or [`Failure::Timeout`] at `deadline`.
-    pub fn wait(&self, deadline: Instant) -> Answer {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match self.rx.recv_timeout(left) {
-            Ok(answer) => answer,
-            Err(RecvTimeoutError::Timeout) => Err(Failure::Timeout),
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(Failure::Broken("the connection was closed".into()))
-            }
-        }
+    /// Request `id`'s answer, if it has come (its place given up then).
+    fn take(&self, id: u64) -> Option<Answer> {
+        let mut s = self.lock();
+        let answer = s.waiting.get_mut(&id)?.answer.take()?;
+        s.waiting.remove(&id);
+        Some(answer)
     }
 }
 
-/// A request as one line of JSON.
+impl Waiter<'_> {
+    /// The answer, or [`Failure::Timeout`] at `deadline`. Parked until
+    /// it comes: a wake that brings none (another part of this thread's
+    /// work may unpark it) is only a look.
+    pub fn wait(&self, deadline: Instant) -> Answer {
+        loop {
+            if let Some(answer) = self.pending.take(self.id) {
+                return answer;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Failure::Timeout);
+            }
+            std::thread::park_timeout(left);
+        }
+    }
+
+    /// The answer, if it has arrived.
+    pub fn try_take(&self) -> Option<Answer> {
+        self.pending.take(self.id)
+    }
+}
+
+/// A request as it is written.
+#[derive(Serialize)]
+struct Request<'a> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    params: &'a Value,
+}
+
+/// A request as one line of JSON: `params` written from where they are
+/// (`json!` would copy them whole first, and a call's arguments can be a
+/// file's text).
 pub fn request(id: u64, method: &str, params: &Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    let request = Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    };
+    serde_json::to_string(&request).unwrap_or_default()
 }
 
 /// A notification as one line of JSON.
@@ -397,9 +460,30 @@ impl<'de> Visitor<'de> for Each<'_, '_> {
     }
 }
 
-impl Waiter {
-    /// The answer, if it has arrived.
-    pub fn try_take(&self) -> Option<Answer> {
-        self.rx.try_recv().ok()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn an_answer_wakes_its_waiter_once_and_a_failure_reaches_the_others() {
+        let pending = Arc::new(Pending::default());
+        let (first, second) = (pending.open().unwrap(), pending.open().unwrap());
+        let (p, id) = (pending.clone(), first.id);
+        let answering = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            let text = RawValue::from_string("{\"ok\":1}".into()).unwrap();
+            (p.answer(id, Ok(text.clone())), p.answer(id, Ok(text)))
+        });
+        let got = first.wait(Instant::now() + Duration::from_secs(10));
+        assert_eq!(got.unwrap().get(), "{\"ok\":1}");
+        assert_eq!(answering.join().unwrap(), (true, false));
+        assert!(!pending.answer(first.id, Err(Failure::Timeout)));
+        pending.fail_all("gone");
+        let failed = second.wait(Instant::now() + Duration::from_secs(10));
+        assert!(matches!(failed, Err(Failure::Broken(why)) if why == "gone"));
+        let third = pending.open().unwrap();
+        let late = third.wait(Instant::now() + Duration::from_millis(30));
+        assert!(matches!(late, Err(Failure::Timeout)));
     }
 }
