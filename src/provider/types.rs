@@ -284,6 +284,15 @@ pub struct Response {
     /// The model's reasoning as text, where the wire shows it: for
     /// `--verbose` and the trace's bodies, never the answer.
     pub thinking: String,
+    /// The provider's id of this response (Chat Completions' `chatcmpl-…`,
+    /// Anthropic's `msg_…`, the Responses API's `resp_…`), whole or
+    /// streamed; empty where the wire has none (Ollama, Bedrock). The chat
+    /// span's `gen_ai.response.id` (design §7.9).
+    pub id: String,
+    /// The model that answered as the provider names it (often a dated
+    /// version of the one asked for); empty where the wire does not say
+    /// (Bedrock). The chat span's `gen_ai.response.model`.
+    pub model: String,
 }
 
 /// Why an answer ended before the model finished it.

@@ -174,6 +174,12 @@ impl RunSpans {
         let reasons = AttrValue::Strs(vec![r.stop_reason.clone()]);
         span.set("gen_ai.response.finish_reasons", reasons);
         span.set("axe.retries", int(u64::from(r.retries)));
+        if !r.id.is_empty() {
+            span.set("gen_ai.response.id", s(&r.id));
+        }
+        if !r.model.is_empty() {
+            span.set("gen_ai.response.model", s(&r.model));
+        }
         if let Some(first) = r.first_token {
             span.set("axe.first_token_ms", int(crate::deadline::millis(first)));
         }
