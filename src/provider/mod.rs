@@ -70,6 +70,7 @@ pub use retry::{
     should_retry_hint,
 };
 pub use types::*;
+pub(crate) use client::with_parts as http_agent;
 pub(crate) use wire::*;
 
 /// A wire format by name: what a provider speaks (config.toml's `api`,

@@ -12,7 +12,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
@@ -29,8 +29,13 @@ pub struct RunSpans {
     exporter: &'static Exporter,
     /// The span the run's top-level agent is under (another process's).
     parent: Option<SpanContext>,
-    open: Mutex<HashMap<String, Open>>,
+    /// In shards by key, so that the threads of a wide fan-out seldom wait
+    /// on one another's spans (design §7.9).
+    open: [Mutex<HashMap<String, Open>>; SHARDS],
 }
+
+/// The shards of [`RunSpans::open`].
+const SHARDS: usize = 16;
 
 #[derive(Debug)]
 struct Open {
@@ -70,7 +75,7 @@ impl RunSpans {
         RunSpans {
             exporter,
             parent,
-            open: Mutex::new(HashMap::new()),
+            open: std::array::from_fn(|_| Mutex::new(HashMap::new())),
         }
     }
 
@@ -315,30 +320,36 @@ impl RunSpans {
 
     /// A new span under the one open at `parent_key` (else the run's
     /// parent).
+    /// The shard of the spans open that holds `key`'s.
+    fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, Open>> {
+        // FNV-1a: cheap, and spread enough for picking one of 16.
+        let hash = key.bytes().fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        self.open[hash as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn child(&self, parent_key: &str, name: String, kind: Kind) -> Span {
-        let lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let lock = self.shard(parent_key);
         let parent = lock.get(parent_key).map(|o| o.span.ctx).or(self.parent);
         drop(lock);
         new_span(parent, name, kind)
     }
 
     fn open(&self, key: String, span: Span, outer: Option<Current>) {
-        let mut lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        lock.insert(key, Open { span, outer });
+        self.shard(&key).insert(key, Open { span, outer });
     }
 
     fn with_open(&self, key: &str, f: impl FnOnce(&mut Span)) {
-        let mut lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(o) = lock.get_mut(key) {
+        if let Some(o) = self.shard(key).get_mut(key) {
             f(&mut o.span);
         }
     }
 
     fn take_open(&self, key: &str) -> Option<Open> {
-        self.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
+        self.shard(key).remove(key)
     }
 
     fn take(&self, key: &str) -> Option<Span> {
