@@ -160,6 +160,9 @@ pub struct Request {
     /// How hard the model is asked to think, in each wire's own form; None
     /// sends nothing and leaves the model's default.
     pub reasoning: Option<Reasoning>,
+    /// The W3C `traceparent` header it carries: its chat span's (design
+    /// §7.9), set as it is sent; None sends no header.
+    pub traceparent: Option<String>,
 }
 
 /// What a request asks of a model's reasoning (`[params]`'s

@@ -5,10 +5,11 @@
 //! `execute_tool` on `tool_call` and `tool_result`. Spans open are keyed
 //! by the agent run's path (unique in a run) and a call's id.
 //!
-//! Two links are not in the events and are kept per thread: a sub-agent
-//! runs on the thread of its caller's `call_agent` call, so the tool span
-//! open on the thread is its parent; and the chat span open on the thread
-//! is the one whose `traceparent` the provider's request carries.
+//! One link is not in the events and is kept per thread: a sub-agent runs
+//! on the thread of its caller's `call_agent` call, so the tool span open
+//! on the thread is its parent. The `traceparent` a provider's request
+//! carries is its chat span's, asked for by the run ([`RunSpans::traceparent`])
+//! and set in the request.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -84,6 +85,13 @@ impl RunSpans {
         self.parent
     }
 
+    /// The `traceparent` of the chat span open for the agent run at
+    /// `place`: what its request to the provider carries.
+    pub fn traceparent(&self, place: &Place) -> Option<String> {
+        let key = chat_key(place);
+        self.shard(&key).get(&key).map(|o| o.span.ctx.traceparent())
+    }
+
     /// `event` of the run `run_id`, at `place`.
     pub fn event(&self, run_id: &str, place: &Place, event: &TraceEvent) {
         let capture = self.exporter.settings.capture;
@@ -107,7 +115,6 @@ impl RunSpans {
             TraceEvent::Error { error, request } => {
                 let kind = crate::trace::event::error_kind(error);
                 if request.is_some() {
-                    crate::provider::set_traceparent(None);
                     if let Some(mut span) = self.take(&chat_key(place)) {
                         span.fail(&kind, &error.to_string());
                         self.close(span);
@@ -161,13 +168,10 @@ impl RunSpans {
         if capture {
             content::request(&mut span, request);
         }
-        // The request about to be sent from this thread names this span.
-        crate::provider::set_traceparent(Some(span.ctx.traceparent()));
         self.open(chat_key(place), span, None);
     }
 
     fn chat_end(&self, place: &Place, r: &crate::provider::Response, cost: Cost, capture: bool) {
-        crate::provider::set_traceparent(None);
         let Some(mut span) = self.take(&chat_key(place)) else {
             return;
         };
@@ -284,7 +288,6 @@ impl RunSpans {
     fn run_end(&self, place: &Place, end: &Ending) {
         // A request cut short by a signal: its chat span ends with the run.
         if let Some(mut chat) = self.take(&chat_key(place)) {
-            crate::provider::set_traceparent(None);
             chat.fail("interrupted", "the run ended first");
             self.close(chat);
         }
