@@ -170,6 +170,39 @@ fn sub_agents_on_helper_threads_send_their_own_chat_spans_traceparent() {
     assert_eq!(chats.len(), 5, "each request its own chat span");
 }
 
+/// A tool call that panics (a sub-agent's start, by the debug build's
+/// hook) becomes its error result, and its span ends with ERROR status
+/// all the same; the caller goes on.
+#[test]
+fn a_panicking_tool_call_ends_its_span_in_error() {
+    let Some(rx) = Receiver::start("ok") else {
+        return;
+    };
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"boom\"]\n");
+    home.named_agent("boom", "openai/gpt-4o", "");
+    let server = crate::tree_fake::tree_server(
+        crate::tree_fake::plan(&[("lead", &["boom"])]),
+        Duration::ZERO,
+    );
+    let out = run_bounded(
+        home.axe_on(&[(P::OpenAi, &server)])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.url)
+            .env("AXE_DEBUG_PANIC_AGENT", "boom")
+            .args(["run", "lead", "-p", "go"]),
+        LIMIT,
+    );
+    assert_eq!(out.output.status.code(), Some(0), "{}", stderr(&out.output));
+    assert!(stdout(&out.output).contains("internal error in axe"));
+    let spans = rx.lines();
+    let call = one(&spans, "execute_tool call_agent");
+    assert_eq!(call["status"], ERROR, "{call}");
+    assert_eq!(call["attrs"]["error.type"], "tool_error", "{call}");
+    let lead = one(&spans, "invoke_agent lead");
+    assert_eq!(call["parent"], lead["span_id"]);
+    assert_ne!(lead["status"], ERROR, "the caller went on: {lead}");
+}
+
 /// A sub-agent whose request fails: its chat and invoke_agent spans end
 /// in ERROR with axe's kind; its caller goes on.
 #[test]
