@@ -99,8 +99,9 @@ impl Exporter {
     /// Queues `span`; dropped and counted when [`QUEUE`] are waiting. The
     /// thread is woken by a batch's first span and a full batch, not by
     /// every span; it starts with a server's first span, and in a run
-    /// with a full batch or a span that ends after the linger (a run
-    /// shorter than that posts at its end, [`finish`]).
+    /// with the queue half full or a span that ends after the linger (a
+    /// run shorter than that posts at its end, [`finish`], from its own
+    /// thread: a fan-out's threads then share the machine with no post).
     pub fn send(&'static self, span: Span) {
         self.sent.store(true, Ordering::Relaxed);
         let mut q = self.lock();
@@ -117,11 +118,13 @@ impl Exporter {
             q.spans.reserve(BATCH);
         }
         q.spans.push(span);
-        let full = q.spans.len() == BATCH;
+        let waiting = q.spans.len();
+        let full = waiting == BATCH;
         let lingered = q.since.is_some_and(|t| t.elapsed() >= LINGER);
         drop(q);
         if self.thread.get().is_none() {
-            if !(full || lingered || !ONE_SHOT.load(Ordering::Relaxed)) {
+            let start = waiting >= QUEUE / 2 || lingered || !ONE_SHOT.load(Ordering::Relaxed);
+            if !start {
                 return;
             }
             self.thread.get_or_init(|| self.spawn());

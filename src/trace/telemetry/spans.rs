@@ -155,16 +155,16 @@ impl RunSpans {
     ) {
         let name = format!("chat {}", request.model);
         let mut span = self.child(&agent_key(place), name, Kind::Client);
-        span.set("gen_ai.operation.name", s("chat"));
-        span.set("gen_ai.provider.name", s(&provider_name(provider)));
-        span.set("gen_ai.request.model", s(&request.model));
+        span.add("gen_ai.operation.name", s("chat"));
+        span.add("gen_ai.provider.name", s(&provider_name(provider)));
+        span.add("gen_ai.request.model", s(&request.model));
         if let Some(max) = request.max_tokens {
-            span.set("gen_ai.request.max_tokens", int(u64::from(max)));
+            span.add("gen_ai.request.max_tokens", int(u64::from(max)));
         }
         if let Some(t) = request.temperature {
-            span.set("gen_ai.request.temperature", AttrValue::Double(t));
+            span.add("gen_ai.request.temperature", AttrValue::Double(t));
         }
-        span.set("axe.run_id", s(run_id));
+        span.add("axe.run_id", s(run_id));
         if capture {
             content::request(&mut span, request);
         }
@@ -175,25 +175,25 @@ impl RunSpans {
         let Some(mut span) = self.take(&chat_key(place)) else {
             return;
         };
-        span.set("gen_ai.usage.input_tokens", int(r.input_tokens));
-        span.set("gen_ai.usage.output_tokens", int(r.output_tokens));
+        span.add("gen_ai.usage.input_tokens", int(r.input_tokens));
+        span.add("gen_ai.usage.output_tokens", int(r.output_tokens));
         let (read, written) = (r.cache_read_tokens, r.cache_write_tokens);
-        span.set("gen_ai.usage.cache_read.input_tokens", int(read));
-        span.set("gen_ai.usage.cache_creation.input_tokens", int(written));
+        span.add("gen_ai.usage.cache_read.input_tokens", int(read));
+        span.add("gen_ai.usage.cache_creation.input_tokens", int(written));
         let reasons = AttrValue::Strs(vec![r.stop_reason.clone()]);
-        span.set("gen_ai.response.finish_reasons", reasons);
+        span.add("gen_ai.response.finish_reasons", reasons);
         span.set("axe.retries", int(u64::from(r.retries)));
         if !r.id.is_empty() {
-            span.set("gen_ai.response.id", s(&r.id));
+            span.add("gen_ai.response.id", s(&r.id));
         }
         if !r.model.is_empty() {
-            span.set("gen_ai.response.model", s(&r.model));
+            span.add("gen_ai.response.model", s(&r.model));
         }
         if let Some(first) = r.first_token {
-            span.set("axe.first_token_ms", int(crate::deadline::millis(first)));
+            span.add("axe.first_token_ms", int(crate::deadline::millis(first)));
         }
         if let Some(usd) = cost.usd() {
-            span.set("axe.cost_usd", AttrValue::Double(usd));
+            span.add("axe.cost_usd", AttrValue::Double(usd));
         }
         if capture {
             content::response(&mut span, r);
@@ -235,13 +235,13 @@ impl RunSpans {
             format!("invoke_agent {}", place.agent),
             Kind::Internal,
         );
-        span.set("gen_ai.operation.name", s("invoke_agent"));
-        span.set("gen_ai.agent.name", s(&place.agent));
-        span.set("gen_ai.provider.name", s(&provider_name(provider)));
-        span.set("gen_ai.request.model", s(model));
-        span.set("axe.run_id", s(run_id));
-        span.set("axe.agent.path", s(&place.path));
-        span.set("axe.depth", int(u64::from(place.depth)));
+        span.add("gen_ai.operation.name", s("invoke_agent"));
+        span.add("gen_ai.agent.name", s(&place.agent));
+        span.add("gen_ai.provider.name", s(&provider_name(provider)));
+        span.add("gen_ai.request.model", s(model));
+        span.add("axe.run_id", s(run_id));
+        span.add("axe.agent.path", s(&place.path));
+        span.add("axe.depth", int(u64::from(place.depth)));
         self.open(agent_key(place), span, None);
     }
 
@@ -258,11 +258,11 @@ impl RunSpans {
             format!("execute_tool {}", call.name),
             Kind::Internal,
         );
-        span.set("gen_ai.operation.name", s("execute_tool"));
-        span.set("gen_ai.tool.name", s(&call.name));
-        span.set("gen_ai.tool.call.id", s(&call.id));
-        span.set("axe.run_id", s(run_id));
-        span.set(
+        span.add("gen_ai.operation.name", s("execute_tool"));
+        span.add("gen_ai.tool.name", s(&call.name));
+        span.add("gen_ai.tool.call.id", s(&call.id));
+        span.add("axe.run_id", s(run_id));
+        span.add(
             "gen_ai.tool.type",
             s(if agent_called.is_empty() {
                 "function"
@@ -271,10 +271,10 @@ impl RunSpans {
             }),
         );
         if !agent_called.is_empty() {
-            span.set("axe.agent_called", s(agent_called));
+            span.add("axe.agent_called", s(agent_called));
         }
         if capture {
-            span.set("gen_ai.tool.call.arguments", s(&content::arguments(call)));
+            span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
         let key = tool_key(place, &call.id);
         let current = Current {
@@ -296,19 +296,19 @@ impl RunSpans {
         };
         match end {
             Ending::Finished(o) => {
-                span.set("gen_ai.usage.input_tokens", int(o.input_tokens));
-                span.set("gen_ai.usage.output_tokens", int(o.output_tokens));
-                span.set(
+                span.add("gen_ai.usage.input_tokens", int(o.input_tokens));
+                span.add("gen_ai.usage.output_tokens", int(o.output_tokens));
+                span.add(
                     "gen_ai.usage.cache_read.input_tokens",
                     int(o.cache_read_input_tokens),
                 );
-                span.set(
+                span.add(
                     "gen_ai.usage.cache_creation.input_tokens",
                     int(o.cache_creation_input_tokens),
                 );
-                span.set("axe.turns", int(u64::from(o.turns)));
+                span.add("axe.turns", int(u64::from(o.turns)));
                 if let Some(usd) = o.cost.usd() {
-                    span.set("axe.cost_usd", AttrValue::Double(usd));
+                    span.add("axe.cost_usd", AttrValue::Double(usd));
                 }
             }
             Ending::Failed(e) => {
@@ -430,8 +430,8 @@ impl Workflow {
     pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
         let exporter = super::export::exporter()?;
         let mut span = new_span(parent, format!("invoke_workflow {agent}"), Kind::Internal);
-        span.set("gen_ai.operation.name", s("invoke_workflow"));
-        span.set("gen_ai.agent.name", s(agent));
+        span.add("gen_ai.operation.name", s("invoke_workflow"));
+        span.add("gen_ai.agent.name", s(agent));
         Some(Workflow { exporter, span })
     }
 
