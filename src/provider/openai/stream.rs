@@ -235,11 +235,14 @@ impl Stream {
     }
 }
 
+/// A chunk's `id` and `model`, where it has them.
+type IdModel<'a> = [Option<Cow<'a, str>>; 2];
+
 /// The text of a chunk that does nothing but add some: one choice (the
 /// first is the one read) whose delta has content and no refusal or tool
 /// calls, with no finish reason, usage or error.
 /// With the text, the chunk's `id` and `model`.
-fn only_text(data: &str) -> Option<(Cow<'_, str>, [Option<Cow<'_, str>>; 2])> {
+fn only_text(data: &str) -> Option<(Cow<'_, str>, IdModel<'_>)> {
     let Object(chunk) = serde_json::from_str::<Object<TextChunk>>(data).ok()?;
     if chunk.error.is_some() || chunk.usage.is_some() {
         return None;
