@@ -2,8 +2,8 @@
 //! (a span that finds it full is dropped and counted, never waited for),
 //! and a thread of their own posts them in batches to the collector with
 //! the blocking HTTP client. A run's spans wait for its end, and are
-//! posted from its own thread then, unless they fill a batch or the run
-//! outlasts the linger: a short run starts no thread. At exit the queue is
+//! posted from its own thread then, unless they fill half the queue or the
+//! run outlasts the linger: a short run starts no thread. At exit the queue is
 //! flushed within a bound; a collector that is down or slow costs one
 //! warning, never the run.
 
