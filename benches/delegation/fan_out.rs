@@ -34,7 +34,7 @@ pub(crate) struct Marks {
 /// in-flight count, the timeline, and the CPU the fake provider used
 /// meanwhile (it shares the machine with axe).
 pub(crate) struct FanOut {
-    axe: Measured,
+    pub(crate) axe: Measured,
     in_flight: usize,
     timeline: Timeline,
     server_cpu: Duration,
@@ -43,6 +43,11 @@ pub(crate) struct FanOut {
 /// N `call_agent` calls in one instant parent response; every sub-agent
 /// answer takes L.
 pub(crate) fn fan_out(bin: &Bin, n: usize) -> FanOut {
+    fan_out_with(bin, n, &[])
+}
+
+/// [`fan_out`] with `env` set for axe (the telemetry rows' export on).
+pub(crate) fn fan_out_with(bin: &Bin, n: usize, env: &[(&str, &str)]) -> FanOut {
     let home = home_with(&[("lead", "sub_agents = [\"w\"]\n"), ("w", "")]);
     let marks: Arc<Mutex<Marks>> = Arc::default();
     let m = marks.clone();
@@ -69,7 +74,8 @@ pub(crate) fn fan_out(bin: &Bin, n: usize) -> FanOut {
         m.lock().unwrap().calls_sent = Some(Instant::now());
         Reply::Json(200, body)
     });
-    let cmd = axe_at(bin, &home, &server, &["run", "lead"]);
+    let mut cmd = axe_at(bin, &home, &server, &["run", "lead"]);
+    cmd.envs(env.iter().copied());
     let (_, server_cpu_before) = rusage(RUSAGE_SELF);
     let started = Instant::now();
     let axe = measure(&cmd, PROMPT);

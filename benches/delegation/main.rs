@@ -19,7 +19,8 @@
 //!
 //! The scenarios: fan-out and the tree in `fan_out.rs`; the per-run cost,
 //! `--dry-run` and connection reuse in `per_run.rs`; cost accounting's
-//! share of a sub-agent's CPU in `cost.rs`; the table and
+//! share of a sub-agent's CPU in `cost.rs`; OpenTelemetry's cost, export
+//! on against off, in `telemetry.rs`; the table and
 //! `results.json` in `report.rs`.
 
 #![allow(
@@ -39,6 +40,7 @@ mod fan_out;
 mod measure;
 mod per_run;
 mod report;
+mod telemetry;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -86,7 +88,7 @@ fn main() {
     let bins = binaries();
     let mut rows = Vec::new();
     // AXE_BENCH_ONLY=word runs only the scenarios whose name holds it
-    // (fan-out, N=256, tree, per-run, connections): for profiling.
+    // (fan-out, N=256, tree, per-run, telemetry, connections): for profiling.
     let only = std::env::var("AXE_BENCH_ONLY").unwrap_or_default();
     let wanted = |name: &str| name.contains(only.as_str());
 
@@ -103,6 +105,9 @@ fn main() {
     }
     if wanted("per-run") {
         per_run_rows(&bins, &mut rows);
+    }
+    if wanted("telemetry") {
+        telemetry::telemetry_rows(&bins, &mut rows);
     }
     if wanted("connections") {
         let mut row = Row::new("connections, 10-turn conversation", "conn", "<= 1");

@@ -7,8 +7,8 @@ use super::*;
 /// Mean and minimum of a loop of runs.
 #[derive(Clone, Copy)]
 pub(crate) struct Times {
-    mean: Duration,
-    min: Duration,
+    pub(crate) mean: Duration,
+    pub(crate) min: Duration,
 }
 
 /// Runs each of `makes`' commands [`RUNS`] times, taking turns (one run

@@ -18,16 +18,17 @@ use super::retry::{retry_hint, retryable_status, should_retry_hint};
 use super::{MAX_BODY_BYTES, Provider, Response};
 
 impl Provider {
-    /// One HTTP request and its classified outcome; a streamed answer's
-    /// text goes to `on_text` as it comes.
+    /// One HTTP request of `req` and its classified outcome; a streamed
+    /// answer's text goes to `on_text` as it comes.
     pub(super) fn attempt(
         &self,
         url: &str,
         body: &[u8],
         deadline: Instant,
-        stream: bool,
+        req: &super::Request,
         on_text: &dyn Fn(&str),
     ) -> Result<Response, Attempt> {
+        let stream = req.stream;
         if self.cancelled() {
             return Err(self.cancelled_failure());
         }
@@ -42,7 +43,8 @@ impl Provider {
         let sent = Instant::now();
         // A wire that never streams is asked for its answer whole.
         let streams = stream && self.wire.format().streams();
-        let mut resp = self.send_request(url, body, remaining, streams)?;
+        let tp = req.traceparent.as_deref();
+        let mut resp = self.send_request(url, body, remaining, streams, tp)?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(self.failed_status(status, &mut resp));
@@ -69,16 +71,18 @@ impl Provider {
         Ok(answer)
     }
 
-    /// The request to `url` with the wire's headers and the extra ones,
-    /// sent with the time left: its response's head, or why none came.
+    /// The request to `url` with the wire's headers and the extra ones
+    /// (`traceparent`: its chat span's, design §7.9), sent with the time
+    /// left: its response's head, or why none came.
     fn send_request(
         &self,
         url: &str,
         body: &[u8],
         remaining: Duration,
         stream: bool,
+        traceparent: Option<&str>,
     ) -> Result<HttpResponse<Body>, Attempt> {
-        self.request(url, body, remaining, stream)
+        self.request(url, body, remaining, stream, traceparent)
             .send(body)
             .map_err(|e| self.no_answer(e, url))
     }
@@ -93,6 +97,7 @@ impl Provider {
         body: &[u8],
         remaining: Duration,
         stream: bool,
+        traceparent: Option<&str>,
     ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         let format = self.wire.format();
         let accept = if stream {
@@ -113,7 +118,7 @@ impl Provider {
         for (name, value) in &self.headers {
             call = call.header(name, value);
         }
-        if let Some(tp) = super::http::traceparent() {
+        if let Some(tp) = traceparent {
             call = call.header("traceparent", tp);
         }
         // A stream may take as long as the deadline allows, but not go

@@ -55,8 +55,15 @@ pub(super) fn client(wire: Wire) -> &'static ureq::Agent {
             .max_response_header_size(HEAD_LIMIT)
             .output_buffer_size(4 * 1024)
             .build();
-        ureq::Agent::with_parts(config, Direct::default(), LiteralFirst::default())
+        with_parts(config)
     })
+}
+
+/// An agent with `config` that connects as the providers' clients do: an
+/// IP literal host resolved in place (no lookup thread per connection), and
+/// the small-framed connector. The OpenTelemetry exporter's (design §7.9).
+pub(crate) fn with_parts(config: ureq::config::Config) -> ureq::Agent {
+    ureq::Agent::with_parts(config, Direct::default(), LiteralFirst::default())
 }
 
 /// TCP, then TLS for `https`, each step a call of its own. ureq's default

@@ -227,7 +227,7 @@ impl Provider {
             }
         };
         loop {
-            let failed = match self.attempt(&url, &body, deadline, req.stream, &hand_out) {
+            let failed = match self.attempt(&url, &body, deadline, req, &hand_out) {
                 Ok(mut resp) => {
                     resp.retries = retries;
                     return Ok(resp);
@@ -317,23 +317,6 @@ impl Provider {
             )
         })
     }
-}
-
-thread_local! {
-    /// The `traceparent` this thread's requests carry: the chat span that
-    /// sends them (design §7.9), set by the trace's telemetry.
-    static TRACEPARENT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
-}
-
-/// The requests this thread sends from now on carry `traceparent` (none:
-/// no header).
-pub fn set_traceparent(traceparent: Option<String>) {
-    TRACEPARENT.with(|t| *t.borrow_mut() = traceparent);
-}
-
-/// The `traceparent` this thread's requests carry, if any.
-pub(super) fn traceparent() -> Option<String> {
-    TRACEPARENT.with(|t| t.borrow().clone())
 }
 
 #[cfg(test)]

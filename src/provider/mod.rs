@@ -61,10 +61,11 @@ use std::fmt;
 pub use adjust::{Change, Quirks};
 pub use attachment::{Attachment, Kind as AttachmentKind};
 pub use batches::{Counts as BatchCounts, Item as BatchItem, Polled};
+pub(crate) use client::with_parts as http_agent;
 pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,
 };
-pub use http::{MAX_BODY_BYTES, Notice, Provider, Retry, set_traceparent};
+pub use http::{MAX_BODY_BYTES, Notice, Provider, Retry};
 pub use retry::{
     Backoff, RETRYABLE_STATUSES, RetryPolicy, http_date, retry_hint, retryable_status,
     should_retry_hint,

@@ -160,6 +160,9 @@ pub struct Request {
     /// How hard the model is asked to think, in each wire's own form; None
     /// sends nothing and leaves the model's default.
     pub reasoning: Option<Reasoning>,
+    /// The W3C `traceparent` header it carries: its chat span's (design
+    /// §7.9), set as it is sent; None sends no header.
+    pub traceparent: Option<String>,
 }
 
 /// What a request asks of a model's reasoning (`[params]`'s
@@ -284,6 +287,15 @@ pub struct Response {
     /// The model's reasoning as text, where the wire shows it: for
     /// `--verbose` and the trace's bodies, never the answer.
     pub thinking: String,
+    /// The provider's id of this response (Chat Completions' `chatcmpl-…`,
+    /// Anthropic's `msg_…`, the Responses API's `resp_…`), whole or
+    /// streamed; empty where the wire has none (Ollama, Bedrock). The chat
+    /// span's `gen_ai.response.id` (design §7.9).
+    pub id: String,
+    /// The model that answered as the provider names it (often a dated
+    /// version of the one asked for); empty where the wire does not say
+    /// (Bedrock). The chat span's `gen_ai.response.model`.
+    pub model: String,
 }
 
 /// Why an answer ended before the model finished it.

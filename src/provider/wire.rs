@@ -81,6 +81,12 @@ pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
     }
 }
 
+/// A string field of an answer read leniently (a response's id, the model
+/// that answered): anything but a string is empty.
+pub(crate) fn string(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
 /// A token count as a server reports it. Servers send null, leave counts
 /// out, or send floats and negative numbers; none of that is a failed
 /// answer. A non-negative integer is itself; a positive float is rounded

@@ -198,9 +198,11 @@ impl Conversation<'_> {
 
     /// Step 2: the request sent, with the time left; reported before and
     /// after, with every retry (design §6.1).
-    fn send(&self, turn: u32) -> Result<(Response, Cost), Failure> {
-        let (ctx, req) = (self.ctx, &self.req);
+    fn send(&mut self, turn: u32) -> Result<(Response, Cost), Failure> {
         self.sending(turn);
+        // The chat span the trace's event opened names the request.
+        self.req.traceparent = self.ctx.ledger.traceparent(&self.ctx.place);
+        let (ctx, req) = (self.ctx, &self.req);
         let sent = Instant::now();
         let on_notice = |notice: &Notice| self.notice(turn, notice);
         // The top-level answer's text goes to its sink (stdout, or axe

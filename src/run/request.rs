@@ -69,6 +69,7 @@ pub(super) fn first(
         stream: ctx.stream.on || config.stream,
         // The agent's own file's (a sub-agent's too), as its other params.
         reasoning: config.params.reasoning(),
+        traceparent: None,
     };
     (req, offered)
 }

@@ -17,7 +17,7 @@ use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Attachment, AttachmentKind, Cut, Effort, ErrorDetail, Message, Quirks, Request, Response,
     ToolCall, ToolChoice, arguments_from_json, count, input_schema, invalid_json_detail, join_v1,
-    number,
+    number, string,
 };
 use schema::for_anthropic;
 
@@ -242,6 +242,12 @@ fn attached(content: &str, attachments: &[Attachment]) -> Vec<Value> {
 #[derive(Deserialize)]
 struct Wire {
     content: Vec<Block>,
+    /// The response's id and the model that answered (the chat span's,
+    /// design §7.9): read leniently, anything but a string is none.
+    #[serde(default)]
+    id: Value,
+    #[serde(default)]
+    model: Value,
     #[serde(default)]
     stop_reason: Option<String>,
     /// Why the model stopped, beside `stop_reason` (a refusal's category
@@ -298,6 +304,8 @@ pub fn parse(body: &str) -> Result<Response, String> {
             "model_context_window_exceeded" => Some(Cut::ContextWindow),
             _ => None,
         },
+        id: string(&wire.id),
+        model: string(&wire.model),
         ..Response::default()
     };
     if stop_reason == "refusal" {

@@ -22,6 +22,10 @@ use crate::provider::stream::{
 pub(super) struct Stream {
     /// `message_start` came.
     started: bool,
+    /// `message_start`'s message id and model (the chat span's, design
+    /// §7.9).
+    id: Value,
+    model: Value,
     /// The content blocks, in the order they began.
     blocks: Vec<Block>,
     stop_reason: Value,
@@ -92,6 +96,8 @@ impl Assembly for Stream {
             "message_start" => {
                 self.started = true;
                 self.merge_usage(&event["message"]["usage"]);
+                self.id = event["message"]["id"].clone();
+                self.model = event["message"]["model"].clone();
             }
             "content_block_start" => return Ok(self.block_start(&event)),
             "content_block_delta" => return Ok(self.block_delta(&event)),
@@ -127,6 +133,8 @@ impl Assembly for Stream {
             "stop_reason": self.stop_reason,
             "stop_details": self.stop_details,
             "usage": Value::Object(self.usage),
+            "id": self.id,
+            "model": self.model,
         });
         parse_whole(&whole, super::parse)
     }

@@ -13,7 +13,7 @@ use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Attachment, AttachmentKind, Cut, Effort, Message, Quirks, Request, Response, ToolCall,
-    arguments_from_wire, assistant_message, count, invalid_json_detail, number,
+    arguments_from_wire, assistant_message, count, invalid_json_detail, number, string,
 };
 
 /// Ollama's chat API, as the common code calls it.
@@ -168,6 +168,10 @@ fn attached(content: &str, attachments: &[Attachment]) -> Value {
 #[derive(Deserialize)]
 struct Wire {
     message: WireMessage,
+    /// The model that answered (the chat span's, design §7.9); an answer
+    /// has no id. Read leniently: anything but a string is none.
+    #[serde(default)]
+    model: Value,
     #[serde(default)]
     done_reason: Option<String>,
     /// Read leniently: see [`count`].
@@ -223,6 +227,7 @@ pub fn parse(body: &str) -> Result<Response, String> {
     Ok(Response {
         content: wire.message.content.unwrap_or_default(),
         thinking: wire.message.thinking.unwrap_or_default(),
+        model: string(&wire.model),
         cut: (stop_reason == "length").then_some(Cut::OutputLimit),
         stop_reason,
         input_tokens: count(&wire.prompt_eval_count),

@@ -114,6 +114,7 @@ impl Assembly for Stream {
             "done_reason": last["done_reason"],
             "prompt_eval_count": last["prompt_eval_count"],
             "eval_count": last["eval_count"],
+            "model": last["model"],
         });
         parse_whole(&whole, super::parse)
     }

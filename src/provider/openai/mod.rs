@@ -14,7 +14,7 @@ use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Attachment, AttachmentKind, Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall,
     ToolChoice, arguments_from_wire, assistant_message, count, input_schema, invalid_json_detail,
-    join_v1, number,
+    join_v1, number, string,
 };
 
 /// Chat Completions, as the common code calls it.
@@ -220,6 +220,12 @@ fn parts(content: &str, attachments: &[Attachment]) -> Vec<Value> {
 #[derive(Deserialize)]
 struct Wire {
     choices: Vec<Choice>,
+    /// The response's id and the model that answered (the chat span's,
+    /// design §7.9): read leniently, anything but a string is none.
+    #[serde(default)]
+    id: Value,
+    #[serde(default)]
+    model: Value,
     /// Read leniently: see [`count`].
     #[serde(default)]
     usage: Value,
@@ -305,6 +311,8 @@ pub fn parse(body: &str) -> Result<Response, String> {
         cut,
         paused: None,
         cost_usd: wire.usage["cost"].as_f64(),
+        id: string(&wire.id),
+        model: string(&wire.model),
         ..Response::default()
     })
 }

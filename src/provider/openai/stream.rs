@@ -33,6 +33,10 @@ pub(super) struct Stream {
     usage: Value,
     /// `[DONE]` came: the stream is whole.
     done: bool,
+    /// The response's id and model, from the first chunk that names them
+    /// (every chunk carries the same; the chat span's, design §7.9).
+    id: String,
+    model: String,
 }
 
 /// A chunk that only adds answer text, the most of a stream: read without
@@ -46,6 +50,10 @@ struct TextChunk<'a> {
     choices: Vec<Object<TextChoice<'a>>>,
     error: Option<IgnoredAny>,
     usage: Option<IgnoredAny>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -92,7 +100,8 @@ impl Assembly for Stream {
             self.done = true;
             return Ok(Piece::default());
         }
-        if let Some(t) = only_text(data) {
+        if let Some((t, [id, model])) = only_text(data) {
+            self.named(id.as_deref(), model.as_deref());
             self.chose = true;
             self.content.push_str(&t);
             return Ok(Piece {
@@ -104,6 +113,7 @@ impl Assembly for Stream {
         if !chunk["error"].is_null() {
             return Err(failed(data));
         }
+        self.named(chunk["id"].as_str(), chunk["model"].as_str());
         if chunk["usage"].is_object() {
             self.usage = chunk["usage"].clone();
         }
@@ -165,13 +175,23 @@ impl Assembly for Stream {
             json!([])
         };
         parse_whole(
-            &json!({"choices": choices, "usage": self.usage}),
+            &json!({"choices": choices, "usage": self.usage, "id": self.id, "model": self.model}),
             super::parse,
         )
     }
 }
 
 impl Stream {
+    /// The response's `id` and `model`, where the first chunk that has
+    /// them says.
+    fn named(&mut self, id: Option<&str>, model: Option<&str>) {
+        for (mine, theirs) in [(&mut self.id, id), (&mut self.model, model)] {
+            if let Some(v) = theirs.filter(|_| mine.is_empty()) {
+                v.clone_into(mine);
+            }
+        }
+    }
+
     /// A fragment of the call at its `index` (its position in the list
     /// when a server leaves the index out).
     fn call_delta(&mut self, position: usize, c: &Value) {
@@ -215,10 +235,14 @@ impl Stream {
     }
 }
 
+/// A chunk's `id` and `model`, where it has them.
+type IdModel<'a> = [Option<Cow<'a, str>>; 2];
+
 /// The text of a chunk that does nothing but add some: one choice (the
 /// first is the one read) whose delta has content and no refusal or tool
 /// calls, with no finish reason, usage or error.
-fn only_text(data: &str) -> Option<Cow<'_, str>> {
+/// With the text, the chunk's `id` and `model`.
+fn only_text(data: &str) -> Option<(Cow<'_, str>, IdModel<'_>)> {
     let Object(chunk) = serde_json::from_str::<Object<TextChunk>>(data).ok()?;
     if chunk.error.is_some() || chunk.usage.is_some() {
         return None;
@@ -230,7 +254,7 @@ fn only_text(data: &str) -> Option<Cow<'_, str>> {
         && delta.tool_calls.is_none()
         && delta.reasoning_content.is_none()
         && delta.reasoning.is_none();
-    plain.then_some(delta.content)
+    plain.then_some((delta.content, [chunk.id, chunk.model]))
 }
 
 impl Call {

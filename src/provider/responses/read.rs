@@ -6,10 +6,18 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::provider::{Cut, Response, ToolCall, arguments_from_wire, count, invalid_json_detail};
+use crate::provider::{
+    Cut, Response, ToolCall, arguments_from_wire, count, invalid_json_detail, string,
+};
 
 #[derive(Deserialize)]
 struct Wire {
+    /// The response's id and the model that answered (the chat span's,
+    /// design §7.9): read leniently, anything but a string is none.
+    #[serde(default)]
+    id: Value,
+    #[serde(default)]
+    model: Value,
     #[serde(default)]
     status: Option<String>,
     #[serde(default)]
@@ -46,6 +54,8 @@ pub fn parse(body: &str) -> Result<Response, String> {
             Some("content_filter") => Some(Cut::Filtered),
             _ => None,
         },
+        id: string(&wire.id),
+        model: string(&wire.model),
         ..Response::default()
     };
     for (i, item) in wire.output.into_iter().enumerate() {

@@ -48,8 +48,9 @@ fn an_openai_text_stream_prints_its_text_and_reads_its_usage_last() {
         (12, 5, 4)
     );
     assert_eq!(r.stop_reason, "stop");
-    let sent_whole = openai::parse(r#"{"choices":[{"message":{"content":"Héllo wörld ✓"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}"#).unwrap();
+    let sent_whole = openai::parse(r#"{"id":"c1","model":"gpt-4o","choices":[{"message":{"content":"Héllo wörld ✓"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}"#).unwrap();
     assert_eq!(r, sent_whole);
+    assert_eq!((r.id.as_str(), r.model.as_str()), ("c1", "gpt-4o"));
 }
 
 const OPENAI_TWO_CALLS: &str = include_str!("../../../fixtures/streams/openai_two_calls.sse");
@@ -117,7 +118,7 @@ const ANTHROPIC_TOOL: &str = include_str!("../../../fixtures/streams/anthropic_t
 fn an_anthropic_stream_with_text_and_a_tool_call_is_the_message_sent_whole() {
     let r = same_at_every_split(Wire::Anthropic, ANTHROPIC_TOOL);
     assert_eq!(whole(Wire::Anthropic, ANTHROPIC_TOOL).0, "Let me ask ✓");
-    let sent_whole = anthropic::parse(r#"{"content":[{"type":"text","text":"Let me ask ✓"},{"type":"tool_use","id":"toolu_1","name":"call_agent","input":{"agent":"helper","task":3}}],"stop_reason":"tool_use","usage":{"input_tokens":25,"cache_creation_input_tokens":7,"cache_read_input_tokens":100,"output_tokens":42}}"#).unwrap();
+    let sent_whole = anthropic::parse(r#"{"id":"msg_1","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Let me ask ✓"},{"type":"tool_use","id":"toolu_1","name":"call_agent","input":{"agent":"helper","task":3}}],"stop_reason":"tool_use","usage":{"input_tokens":25,"cache_creation_input_tokens":7,"cache_read_input_tokens":100,"output_tokens":42}}"#).unwrap();
     assert_eq!(r, sent_whole);
     assert_eq!(
         r.tool_calls[0].wire_arguments,
@@ -166,7 +167,7 @@ const OLLAMA: &str = include_str!("../../../fixtures/streams/ollama_text_and_too
 fn an_ollama_stream_is_the_answer_sent_whole() {
     let r = same_at_every_split(Wire::Ollama, OLLAMA);
     assert_eq!(whole(Wire::Ollama, OLLAMA).0, "Bonjour ✓");
-    let sent_whole = ollama::parse(r#"{"message":{"role":"assistant","content":"Bonjour ✓","tool_calls":[{"function":{"name":"read_file","arguments":{"path":"a.txt"}}}]},"done":true,"done_reason":"stop","prompt_eval_count":26,"eval_count":8}"#).unwrap();
+    let sent_whole = ollama::parse(r#"{"model":"llama3.2","message":{"role":"assistant","content":"Bonjour ✓","tool_calls":[{"function":{"name":"read_file","arguments":{"path":"a.txt"}}}]},"done":true,"done_reason":"stop","prompt_eval_count":26,"eval_count":8}"#).unwrap();
     assert_eq!(r, sent_whole);
     // The last line needs no newline.
     assert!(whole(Wire::Ollama, OLLAMA.trim_end()).1.is_ok());

@@ -15,6 +15,7 @@ mod mcp_call;
 mod reported;
 
 use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
 use super::call_agent;
@@ -103,14 +104,17 @@ pub(super) fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
 }
 
 /// Runs `call`, numbered `seq`, between its `tool_call` and `tool_result`
-/// trace events.
+/// trace events. A panic in the call is its error result here, so that
+/// the `tool_result` event comes, and the call's span ends, all the same
+/// (design §7.9); the fan-out's own catch stays for what is outside.
 fn run_numbered(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> ToolResult {
     let ctx = caller.ctx;
     let agent_called = argument(call, "agent");
     let event = TraceEvent::ToolCall { call, agent_called };
     ctx.ledger.event(&ctx.place, caller.turn, event);
     let started = Instant::now();
-    let result = dispatch(call, index, caller, seq);
+    let result = catch_unwind(AssertUnwindSafe(|| dispatch(call, index, caller, seq)))
+        .unwrap_or_else(|p| panicked(call, p.as_ref()));
     let event = TraceEvent::ToolResult {
         call,
         agent_called,

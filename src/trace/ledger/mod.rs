@@ -325,6 +325,12 @@ impl Ledger {
         self
     }
 
+    /// The `traceparent` the request of the agent run at `place` carries:
+    /// its chat span's, when spans are exported (design §7.9).
+    pub(crate) fn traceparent(&self, place: &Place) -> Option<String> {
+        self.spans.as_ref()?.traceparent(place)
+    }
+
     /// The run's spans, when they are exported.
     pub(crate) fn spans(&self) -> Option<&crate::trace::telemetry::RunSpans> {
         self.spans.as_ref()

@@ -1,8 +1,11 @@
 //! The exporter (design §7.9): finished spans go into a bounded queue
 //! (a span that finds it full is dropped and counted, never waited for),
 //! and a thread of their own posts them in batches to the collector with
-//! the blocking HTTP client. At exit the queue is flushed within a bound;
-//! a collector that is down or slow costs one warning, never the run.
+//! the blocking HTTP client. A run's spans wait for its end, and are
+//! posted from its own thread then, unless they fill half the queue or the
+//! run outlasts the linger: a short run starts no thread. At exit the queue is
+//! flushed within a bound; a collector that is down or slow costs one
+//! warning, never the run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -18,7 +21,8 @@ const QUEUE: usize = 4096;
 /// Spans posted in one request at most.
 const BATCH: usize = 512;
 /// How long a span waits for others before its batch is posted (in
-/// `axe serve`; a run's are flushed at its end).
+/// `axe serve`, and in a run that lasts longer: a shorter run's are posted
+/// at its end).
 const LINGER: Duration = Duration::from_secs(2);
 /// The most the exit waits for the last spans, after the answer.
 pub const FLUSH_BOUND: Duration = Duration::from_secs(1);
@@ -33,6 +37,9 @@ pub struct Exporter {
     thread: OnceLock<()>,
     sent: AtomicBool,
     dropped: AtomicU64,
+    /// The last export's body, its capacity kept for the next: one post is
+    /// made at a time (the thread's, or the exit's when there is none).
+    body: Mutex<Vec<u8>>,
 }
 
 /// Spans waiting for the thread, and who waits for them to be posted.
@@ -53,6 +60,9 @@ impl std::fmt::Debug for Exporter {
 static EXPORTER: OnceLock<Exporter> = OnceLock::new();
 /// The run's deadline, when a command has one: the flush never passes it.
 static DEADLINE: Mutex<Option<Instant>> = Mutex::new(None);
+/// The process is one run (or one batch) that ends by a deadline, not a
+/// server: its spans may wait for its end.
+static ONE_SHOT: AtomicBool = AtomicBool::new(false);
 /// A failed export was warned of.
 static WARNED: AtomicBool = AtomicBool::new(false);
 
@@ -65,6 +75,7 @@ pub fn start(settings: Settings) {
         thread: OnceLock::new(),
         sent: AtomicBool::new(false),
         dropped: AtomicU64::new(0),
+        body: Mutex::default(),
     });
 }
 
@@ -73,9 +84,11 @@ pub fn exporter() -> Option<&'static Exporter> {
     EXPORTER.get()
 }
 
-/// The run ends by `at` at the latest: the flush never waits past it.
+/// The process is a run (or a batch) that ends by `at` at the latest: the
+/// flush never waits past it, and its spans may wait for its end.
 pub fn deadline(at: Instant) {
     *DEADLINE.lock().unwrap_or_else(PoisonError::into_inner) = Some(at);
+    ONE_SHOT.store(true, Ordering::Relaxed);
 }
 
 impl Exporter {
@@ -84,11 +97,13 @@ impl Exporter {
     }
 
     /// Queues `span`; dropped and counted when [`QUEUE`] are waiting. The
-    /// thread starts with the first span, and is woken by a batch's first
-    /// span and a full batch, not by every span.
+    /// thread is woken by a batch's first span and a full batch, not by
+    /// every span; it starts with a server's first span, and in a run
+    /// with the queue half full or a span that ends after the linger (a
+    /// run shorter than that posts at its end, [`finish`], from its own
+    /// thread: a fan-out's threads then share the machine with no post).
     pub fn send(&'static self, span: Span) {
         self.sent.store(true, Ordering::Relaxed);
-        self.thread.get_or_init(|| self.spawn());
         let mut q = self.lock();
         if q.spans.len() >= QUEUE {
             drop(q);
@@ -100,11 +115,21 @@ impl Exporter {
         let first = q.spans.is_empty();
         if first {
             q.since = Some(Instant::now());
+            q.spans.reserve(BATCH);
         }
         q.spans.push(span);
-        let wake = first || q.spans.len() == BATCH;
+        let waiting = q.spans.len();
+        let full = waiting == BATCH;
+        let lingered = q.since.is_some_and(|t| t.elapsed() >= LINGER);
         drop(q);
-        if wake {
+        if self.thread.get().is_none() {
+            let start = waiting >= QUEUE / 2 || lingered || !ONE_SHOT.load(Ordering::Relaxed);
+            if !start {
+                return;
+            }
+            self.thread.get_or_init(|| self.spawn());
+            self.wake.notify_one();
+        } else if first || full {
             self.wake.notify_one();
         }
     }
@@ -123,6 +148,9 @@ impl Exporter {
     /// waited [`LINGER`], or a flush; posts what is queued; says so to
     /// the flushes.
     fn work(&self) {
+        // The queue's Vec and this one change places at each post, so that
+        // neither is allocated again.
+        let mut spans = Vec::new();
         loop {
             let mut q = self.lock();
             loop {
@@ -142,35 +170,40 @@ impl Exporter {
                     },
                 };
             }
-            let spans = std::mem::take(&mut q.spans);
+            std::mem::swap(&mut spans, &mut q.spans);
             let flushes = std::mem::take(&mut q.flushes);
             q.since = None;
             drop(q);
             for batch in spans.chunks(BATCH) {
-                self.post(batch);
+                self.post(batch, self.settings.timeout);
             }
+            spans.clear();
             for done in flushes {
                 let _ = done.try_send(());
             }
         }
     }
 
-    /// Posts `spans` as one request; a failure is warned of once.
-    fn post(&self, spans: &[Span]) {
+    /// Posts `spans` as one request, taking at most `timeout`; a failure
+    /// is warned of once.
+    fn post(&self, spans: &[Span], timeout: Duration) {
         if spans.is_empty() {
             return;
         }
         let s = &self.settings;
-        let (body, kind) = if s.json {
-            (otlp::json(&s.resource, spans), "application/json")
+        let mut body = self.body.lock().unwrap_or_else(PoisonError::into_inner);
+        let kind = if s.json {
+            otlp::json(&s.resource, spans, &mut body);
+            "application/json"
         } else {
-            (otlp::protobuf(&s.resource, spans), "application/x-protobuf")
+            otlp::protobuf(&s.resource, spans, &mut body);
+            "application/x-protobuf"
         };
         let mut req = client()
             .post(&s.url)
             .header("content-type", kind)
             .config()
-            .timeout_global(Some(s.timeout))
+            .timeout_global(Some(timeout))
             .build();
         for (k, v) in &s.headers {
             req = req.header(k.as_str(), v.as_str());
@@ -194,11 +227,12 @@ fn warn_once(text: &str) {
 }
 
 /// The exporter's HTTP client: its own, so that an export never holds a
-/// provider's connections.
+/// provider's connections; it connects as theirs do (an IP literal
+/// resolved in place, not on a thread of its own per connection).
 fn client() -> &'static ureq::Agent {
     static CLIENT: OnceLock<ureq::Agent> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
@@ -208,8 +242,8 @@ fn client() -> &'static ureq::Agent {
             // pieces.
             .input_buffer_size(8 * 1024)
             .output_buffer_size(16 * 1024)
-            .build()
-            .new_agent()
+            .build();
+        crate::provider::http_agent(config)
     })
 }
 
@@ -228,6 +262,16 @@ pub fn finish() {
         e.lock().flushes.push(tx);
         e.wake.notify_one();
         let _ = rx.recv_timeout(until.saturating_duration_since(Instant::now()));
+    } else {
+        // A run that started no thread: its spans are posted from here.
+        let spans = std::mem::take(&mut e.lock().spans);
+        for batch in spans.chunks(BATCH) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            e.post(batch, left);
+        }
     }
     let dropped = e.dropped.load(Ordering::Relaxed);
     if dropped > 0 {

@@ -5,14 +5,15 @@
 //! `execute_tool` on `tool_call` and `tool_result`. Spans open are keyed
 //! by the agent run's path (unique in a run) and a call's id.
 //!
-//! Two links are not in the events and are kept per thread: a sub-agent
-//! runs on the thread of its caller's `call_agent` call, so the tool span
-//! open on the thread is its parent; and the chat span open on the thread
-//! is the one whose `traceparent` the provider's request carries.
+//! One link is not in the events and is kept per thread: a sub-agent runs
+//! on the thread of its caller's `call_agent` call, so the tool span open
+//! on the thread is its parent. The `traceparent` a provider's request
+//! carries is its chat span's, asked for by the run ([`RunSpans::traceparent`])
+//! and set in the request.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
@@ -29,8 +30,13 @@ pub struct RunSpans {
     exporter: &'static Exporter,
     /// The span the run's top-level agent is under (another process's).
     parent: Option<SpanContext>,
-    open: Mutex<HashMap<String, Open>>,
+    /// In shards by key, so that the threads of a wide fan-out seldom wait
+    /// on one another's spans (design §7.9).
+    open: [Mutex<HashMap<String, Open>>; SHARDS],
 }
+
+/// The shards of [`RunSpans::open`].
+const SHARDS: usize = 16;
 
 #[derive(Debug)]
 struct Open {
@@ -70,13 +76,20 @@ impl RunSpans {
         RunSpans {
             exporter,
             parent,
-            open: Mutex::new(HashMap::new()),
+            open: std::array::from_fn(|_| Mutex::new(HashMap::new())),
         }
     }
 
     /// The span the run's top-level agent is under.
     pub fn parent(&self) -> Option<SpanContext> {
         self.parent
+    }
+
+    /// The `traceparent` of the chat span open for the agent run at
+    /// `place`: what its request to the provider carries.
+    pub fn traceparent(&self, place: &Place) -> Option<String> {
+        let key = chat_key(place);
+        self.shard(&key).get(&key).map(|o| o.span.ctx.traceparent())
     }
 
     /// `event` of the run `run_id`, at `place`.
@@ -102,7 +115,6 @@ impl RunSpans {
             TraceEvent::Error { error, request } => {
                 let kind = crate::trace::event::error_kind(error);
                 if request.is_some() {
-                    crate::provider::set_traceparent(None);
                     if let Some(mut span) = self.take(&chat_key(place)) {
                         span.fail(&kind, &error.to_string());
                         self.close(span);
@@ -143,42 +155,45 @@ impl RunSpans {
     ) {
         let name = format!("chat {}", request.model);
         let mut span = self.child(&agent_key(place), name, Kind::Client);
-        span.set("gen_ai.operation.name", s("chat"));
-        span.set("gen_ai.provider.name", s(&provider_name(provider)));
-        span.set("gen_ai.request.model", s(&request.model));
+        span.add("gen_ai.operation.name", s("chat"));
+        span.add("gen_ai.provider.name", s(&provider_name(provider)));
+        span.add("gen_ai.request.model", s(&request.model));
         if let Some(max) = request.max_tokens {
-            span.set("gen_ai.request.max_tokens", int(u64::from(max)));
+            span.add("gen_ai.request.max_tokens", int(u64::from(max)));
         }
         if let Some(t) = request.temperature {
-            span.set("gen_ai.request.temperature", AttrValue::Double(t));
+            span.add("gen_ai.request.temperature", AttrValue::Double(t));
         }
-        span.set("axe.run_id", s(run_id));
+        span.add("axe.run_id", s(run_id));
         if capture {
             content::request(&mut span, request);
         }
-        // The request about to be sent from this thread names this span.
-        crate::provider::set_traceparent(Some(span.ctx.traceparent()));
         self.open(chat_key(place), span, None);
     }
 
     fn chat_end(&self, place: &Place, r: &crate::provider::Response, cost: Cost, capture: bool) {
-        crate::provider::set_traceparent(None);
         let Some(mut span) = self.take(&chat_key(place)) else {
             return;
         };
-        span.set("gen_ai.usage.input_tokens", int(r.input_tokens));
-        span.set("gen_ai.usage.output_tokens", int(r.output_tokens));
+        span.add("gen_ai.usage.input_tokens", int(r.input_tokens));
+        span.add("gen_ai.usage.output_tokens", int(r.output_tokens));
         let (read, written) = (r.cache_read_tokens, r.cache_write_tokens);
-        span.set("gen_ai.usage.cache_read.input_tokens", int(read));
-        span.set("gen_ai.usage.cache_creation.input_tokens", int(written));
+        span.add("gen_ai.usage.cache_read.input_tokens", int(read));
+        span.add("gen_ai.usage.cache_creation.input_tokens", int(written));
         let reasons = AttrValue::Strs(vec![r.stop_reason.clone()]);
-        span.set("gen_ai.response.finish_reasons", reasons);
+        span.add("gen_ai.response.finish_reasons", reasons);
         span.set("axe.retries", int(u64::from(r.retries)));
+        if !r.id.is_empty() {
+            span.add("gen_ai.response.id", s(&r.id));
+        }
+        if !r.model.is_empty() {
+            span.add("gen_ai.response.model", s(&r.model));
+        }
         if let Some(first) = r.first_token {
-            span.set("axe.first_token_ms", int(crate::deadline::millis(first)));
+            span.add("axe.first_token_ms", int(crate::deadline::millis(first)));
         }
         if let Some(usd) = cost.usd() {
-            span.set("axe.cost_usd", AttrValue::Double(usd));
+            span.add("axe.cost_usd", AttrValue::Double(usd));
         }
         if capture {
             content::response(&mut span, r);
@@ -220,13 +235,13 @@ impl RunSpans {
             format!("invoke_agent {}", place.agent),
             Kind::Internal,
         );
-        span.set("gen_ai.operation.name", s("invoke_agent"));
-        span.set("gen_ai.agent.name", s(&place.agent));
-        span.set("gen_ai.provider.name", s(&provider_name(provider)));
-        span.set("gen_ai.request.model", s(model));
-        span.set("axe.run_id", s(run_id));
-        span.set("axe.agent.path", s(&place.path));
-        span.set("axe.depth", int(u64::from(place.depth)));
+        span.add("gen_ai.operation.name", s("invoke_agent"));
+        span.add("gen_ai.agent.name", s(&place.agent));
+        span.add("gen_ai.provider.name", s(&provider_name(provider)));
+        span.add("gen_ai.request.model", s(model));
+        span.add("axe.run_id", s(run_id));
+        span.add("axe.agent.path", s(&place.path));
+        span.add("axe.depth", int(u64::from(place.depth)));
         self.open(agent_key(place), span, None);
     }
 
@@ -243,11 +258,11 @@ impl RunSpans {
             format!("execute_tool {}", call.name),
             Kind::Internal,
         );
-        span.set("gen_ai.operation.name", s("execute_tool"));
-        span.set("gen_ai.tool.name", s(&call.name));
-        span.set("gen_ai.tool.call.id", s(&call.id));
-        span.set("axe.run_id", s(run_id));
-        span.set(
+        span.add("gen_ai.operation.name", s("execute_tool"));
+        span.add("gen_ai.tool.name", s(&call.name));
+        span.add("gen_ai.tool.call.id", s(&call.id));
+        span.add("axe.run_id", s(run_id));
+        span.add(
             "gen_ai.tool.type",
             s(if agent_called.is_empty() {
                 "function"
@@ -256,10 +271,10 @@ impl RunSpans {
             }),
         );
         if !agent_called.is_empty() {
-            span.set("axe.agent_called", s(agent_called));
+            span.add("axe.agent_called", s(agent_called));
         }
         if capture {
-            span.set("gen_ai.tool.call.arguments", s(&content::arguments(call)));
+            span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
         let key = tool_key(place, &call.id);
         let current = Current {
@@ -273,7 +288,6 @@ impl RunSpans {
     fn run_end(&self, place: &Place, end: &Ending) {
         // A request cut short by a signal: its chat span ends with the run.
         if let Some(mut chat) = self.take(&chat_key(place)) {
-            crate::provider::set_traceparent(None);
             chat.fail("interrupted", "the run ended first");
             self.close(chat);
         }
@@ -282,19 +296,19 @@ impl RunSpans {
         };
         match end {
             Ending::Finished(o) => {
-                span.set("gen_ai.usage.input_tokens", int(o.input_tokens));
-                span.set("gen_ai.usage.output_tokens", int(o.output_tokens));
-                span.set(
+                span.add("gen_ai.usage.input_tokens", int(o.input_tokens));
+                span.add("gen_ai.usage.output_tokens", int(o.output_tokens));
+                span.add(
                     "gen_ai.usage.cache_read.input_tokens",
                     int(o.cache_read_input_tokens),
                 );
-                span.set(
+                span.add(
                     "gen_ai.usage.cache_creation.input_tokens",
                     int(o.cache_creation_input_tokens),
                 );
-                span.set("axe.turns", int(u64::from(o.turns)));
+                span.add("axe.turns", int(u64::from(o.turns)));
                 if let Some(usd) = o.cost.usd() {
-                    span.set("axe.cost_usd", AttrValue::Double(usd));
+                    span.add("axe.cost_usd", AttrValue::Double(usd));
                 }
             }
             Ending::Failed(e) => {
@@ -309,30 +323,36 @@ impl RunSpans {
 
     /// A new span under the one open at `parent_key` (else the run's
     /// parent).
+    /// The shard of the spans open that holds `key`'s.
+    fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, Open>> {
+        // FNV-1a: cheap, and spread enough for picking one of 16.
+        let hash = key.bytes().fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        self.open[hash as usize % SHARDS]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn child(&self, parent_key: &str, name: String, kind: Kind) -> Span {
-        let lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let lock = self.shard(parent_key);
         let parent = lock.get(parent_key).map(|o| o.span.ctx).or(self.parent);
         drop(lock);
         new_span(parent, name, kind)
     }
 
     fn open(&self, key: String, span: Span, outer: Option<Current>) {
-        let mut lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        lock.insert(key, Open { span, outer });
+        self.shard(&key).insert(key, Open { span, outer });
     }
 
     fn with_open(&self, key: &str, f: impl FnOnce(&mut Span)) {
-        let mut lock = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(o) = lock.get_mut(key) {
+        if let Some(o) = self.shard(key).get_mut(key) {
             f(&mut o.span);
         }
     }
 
     fn take_open(&self, key: &str) -> Option<Open> {
-        self.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
+        self.shard(key).remove(key)
     }
 
     fn take(&self, key: &str) -> Option<Span> {
@@ -410,8 +430,8 @@ impl Workflow {
     pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
         let exporter = super::export::exporter()?;
         let mut span = new_span(parent, format!("invoke_workflow {agent}"), Kind::Internal);
-        span.set("gen_ai.operation.name", s("invoke_workflow"));
-        span.set("gen_ai.agent.name", s(agent));
+        span.add("gen_ai.operation.name", s("invoke_workflow"));
+        span.add("gen_ai.agent.name", s(agent));
         Some(Workflow { exporter, span })
     }
 

@@ -7,6 +7,7 @@
 //! documented bound. `tree.rs` has the runs, `joins.rs` the processes.
 
 mod joins;
+mod response;
 mod tree;
 
 use std::io::{BufRead, BufReader};

@@ -126,6 +126,83 @@ fn the_provider_receives_the_chat_spans_traceparent() {
     }
 }
 
+/// Sub-agents called at once run on helper threads: each request still
+/// carries its own chat span's `traceparent`, under the invoke_agent span
+/// of the agent that sent it (the context travels in the request).
+#[test]
+fn sub_agents_on_helper_threads_send_their_own_chat_spans_traceparent() {
+    let Some(rx) = Receiver::start("ok") else {
+        return;
+    };
+    let home = Home::new();
+    home.named_agent(
+        "lead",
+        "openai/gpt-4o",
+        "sub_agents = [\"a\", \"b\", \"c\"]\n",
+    );
+    for name in ["a", "b", "c"] {
+        home.named_agent(name, "openai/gpt-4o", "");
+    }
+    let server = crate::tree_fake::tree_server(
+        crate::tree_fake::plan(&[("lead", &["a", "b", "c"])]),
+        Duration::from_millis(100),
+    );
+    let out = run_bounded(
+        home.axe_on(&[(P::OpenAi, &server)])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.url)
+            .args(["run", "lead", "-p", "go"]),
+        LIMIT,
+    );
+    assert_eq!(out.output.status.code(), Some(0), "{}", stderr(&out.output));
+    let spans = rx.lines();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    let mut chats = std::collections::BTreeSet::new();
+    for r in &requests {
+        let tp = r.header("traceparent").expect("a traceparent header");
+        let parts: Vec<&str> = tp.split('-').collect();
+        let chat = by_id(&spans, parts[2]);
+        assert_eq!(chat["name"], "chat gpt-4o");
+        let agent = by_id(&spans, chat["parent"].as_str().unwrap());
+        assert_eq!(agent["name"], format!("invoke_agent {}", r.who()), "{tp}");
+        chats.insert(parts[2].to_string());
+    }
+    assert_eq!(chats.len(), 5, "each request its own chat span");
+}
+
+/// A tool call that panics (a sub-agent's start, by the debug build's
+/// hook) becomes its error result, and its span ends with ERROR status
+/// all the same; the caller goes on.
+#[test]
+fn a_panicking_tool_call_ends_its_span_in_error() {
+    let Some(rx) = Receiver::start("ok") else {
+        return;
+    };
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"boom\"]\n");
+    home.named_agent("boom", "openai/gpt-4o", "");
+    let server = crate::tree_fake::tree_server(
+        crate::tree_fake::plan(&[("lead", &["boom"])]),
+        Duration::ZERO,
+    );
+    let out = run_bounded(
+        home.axe_on(&[(P::OpenAi, &server)])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.url)
+            .env("AXE_DEBUG_PANIC_AGENT", "boom")
+            .args(["run", "lead", "-p", "go"]),
+        LIMIT,
+    );
+    assert_eq!(out.output.status.code(), Some(0), "{}", stderr(&out.output));
+    assert!(stdout(&out.output).contains("internal error in axe"));
+    let spans = rx.lines();
+    let call = one(&spans, "execute_tool call_agent");
+    assert_eq!(call["status"], ERROR, "{call}");
+    assert_eq!(call["attrs"]["error.type"], "tool_error", "{call}");
+    let lead = one(&spans, "invoke_agent lead");
+    assert_eq!(call["parent"], lead["span_id"]);
+    assert_ne!(lead["status"], ERROR, "the caller went on: {lead}");
+}
+
 /// A sub-agent whose request fails: its chat and invoke_agent spans end
 /// in ERROR with axe's kind; its caller goes on.
 #[test]
