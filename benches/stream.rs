@@ -14,7 +14,9 @@
 //! - beside them, the machine's floor: what a reader paced as axe's is
 //!   costs with nothing decoded (a read of the same stream every 33 ms,
 //!   a write of what it brought to a pipe another thread drains), this
-//!   thread's CPU only.
+//!   thread's CPU only, with its reads and the CPU of each: a count of
+//!   wakes, whatever the read buffer or the segments (design §4.11);
+//! - axe's own part, the streamed run over the whole one less the floor.
 //!
 //! `AXE_BENCH_BIN=PATH` (or `label=PATH,label=PATH`, taking turns in each
 //! repetition) measures other builds of the same CLI;
