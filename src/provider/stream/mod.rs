@@ -167,23 +167,35 @@ impl Decoder {
         match &mut self.framing {
             Framing::Sse(sse) => sse.feed(bytes, &mut |e| take(e.name, e.data), too_long)?,
             Framing::Lines(line) => {
-                for part in bytes.split_inclusive(|&b| b == b'\n') {
+                let mut rest = bytes;
+                while !rest.is_empty() {
+                    let end = sse::line_end(rest, false).map_or(rest.len(), |i| i + 1);
+                    let (part, after) = rest.split_at(end);
+                    rest = after;
                     if line.len().saturating_add(part.len()) > MAX_EVENT_BYTES {
                         return Err(too_long());
                     }
-                    line.extend_from_slice(part);
-                    if line.ends_with(b"\n") {
-                        let text = String::from_utf8_lossy(line).into_owned();
-                        line.clear();
-                        take("line", text.trim())?;
+                    if !part.ends_with(b"\n") {
+                        line.extend_from_slice(part);
+                        break;
                     }
+                    // A line whole in this chunk is read where it is, not
+                    // copied (design §4.11).
+                    let whole: &[u8] = if line.is_empty() {
+                        part
+                    } else {
+                        line.extend_from_slice(part);
+                        line
+                    };
+                    take("line", utf8(whole).trim())?;
+                    line.clear();
                 }
             }
             Framing::EventStream(es) => es.feed(
                 bytes,
                 &mut |m| match m.message_type {
                     "exception" | "error" => Err(exception(&m)),
-                    _ => take(m.kind, &String::from_utf8_lossy(m.payload)),
+                    _ => take(m.kind, &utf8(m.payload)),
                 },
                 StreamError::Invalid,
             )?,
@@ -203,8 +215,7 @@ impl Decoder {
         if let Framing::Lines(line) = &mut self.framing
             && !line.is_empty()
         {
-            let text = String::from_utf8_lossy(line).into_owned();
-            self.assembly.event("line", text.trim())?;
+            self.assembly.event("line", utf8(line).trim())?;
         }
         if let Framing::EventStream(es) = &self.framing
             && es.cut()
@@ -230,6 +241,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
             }
         }
         d.deserialize_map(Fields(PhantomData)).map(Object)
+    }
+}
+
+/// `bytes` as text, borrowed when they are valid UTF-8 (checked a word at
+/// a time for ASCII, where the lossy reading goes a byte at a time).
+fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
