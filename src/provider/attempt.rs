@@ -42,7 +42,25 @@ impl Provider {
         let sent = Instant::now();
         // A wire that never streams is asked for its answer whole.
         let streams = stream && self.wire.format().streams();
-        let mut resp = self.send_request(url, body, remaining, streams)?;
+        let resp = self.send_request(url, body, remaining, streams)?;
+        self.answered(resp, url, sent, stream, on_text)
+    }
+
+    /// What a response whose head came is: its status classified, its body
+    /// read whole and parsed, or its stream read. Out of line, as
+    /// [`Provider::request`] is: inlined, the body, the parsed answer and
+    /// the failures would sit in the frame of every thread waiting on its
+    /// head (design §3.15).
+    #[inline(never)]
+    fn answered(
+        &self,
+        mut resp: HttpResponse<Body>,
+        url: &str,
+        sent: Instant,
+        stream: bool,
+        on_text: &dyn Fn(&str),
+    ) -> Result<Response, Attempt> {
+        let streams = stream && self.wire.format().streams();
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(self.failed_status(status, &mut resp));
@@ -128,6 +146,7 @@ impl Provider {
     /// A request that got no answer, or not all of one: silent past the
     /// idle limit, or a connection refused, reset or cut. Either may be
     /// retried, as long as nothing was handed out; the deadline is not.
+    #[inline(never)]
     pub(super) fn no_answer(&self, e: ureq::Error, url: &str) -> Attempt {
         if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
             return self.idle_failure();

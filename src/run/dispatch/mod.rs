@@ -105,20 +105,35 @@ pub(super) fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
 /// Runs `call`, numbered `seq`, between its `tool_call` and `tool_result`
 /// trace events.
 fn run_numbered(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> ToolResult {
+    report_call(call, caller);
+    let started = Instant::now();
+    let result = dispatch(call, index, caller, seq);
+    report_result(call, caller, &result, started);
+    result
+}
+
+/// The `tool_call` event. This and [`report_result`] are out of line: an
+/// event inlined sits in the frame that a waiting sub-agent's thread holds
+/// under its call (design §3.15).
+#[inline(never)]
+fn report_call(call: &ToolCall, caller: &Caller) {
     let ctx = caller.ctx;
     let agent_called = argument(call, "agent");
     let event = TraceEvent::ToolCall { call, agent_called };
     ctx.ledger.event(&ctx.place, caller.turn, event);
-    let started = Instant::now();
-    let result = dispatch(call, index, caller, seq);
+}
+
+/// The `tool_result` event.
+#[inline(never)]
+fn report_result(call: &ToolCall, caller: &Caller, result: &ToolResult, started: Instant) {
+    let ctx = caller.ctx;
     let event = TraceEvent::ToolResult {
         call,
-        agent_called,
-        result: &result,
+        agent_called: argument(call, "agent"),
+        result,
         took: started.elapsed(),
     };
     ctx.ledger.event(&ctx.place, caller.turn, event);
-    result
 }
 
 /// Runs `call`, the `index`-th of its response, by its tool's name
