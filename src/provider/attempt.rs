@@ -27,7 +27,7 @@ impl Provider {
         deadline: Instant,
         stream: bool,
         on_text: &dyn Fn(&str),
-    ) -> Result<Response, Attempt> {
+    ) -> Result<Box<Response>, Attempt> {
         if self.cancelled() {
             return Err(self.cancelled_failure());
         }
@@ -59,7 +59,7 @@ impl Provider {
         sent: Instant,
         stream: bool,
         on_text: &dyn Fn(&str),
-    ) -> Result<Response, Attempt> {
+    ) -> Result<Box<Response>, Attempt> {
         let streams = stream && self.wire.format().streams();
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
@@ -67,7 +67,9 @@ impl Provider {
         }
         // A server may answer a request for a stream whole, as JSON.
         if streams && !is_json(&resp) {
-            return self.read_stream(resp.body_mut(), sent, on_text, url);
+            return self
+                .read_stream(resp.body_mut(), sent, on_text, url)
+                .map(Box::new);
         }
         // A 2xx whose body cannot be read is the body's failure.
         let bytes = read_body(resp.body_mut())
@@ -84,7 +86,7 @@ impl Provider {
         if stream && !answer.content.is_empty() {
             on_text(&answer.content);
         }
-        Ok(answer)
+        Ok(Box::new(answer))
     }
 
     /// The request to `url` with the wire's headers and the extra ones,

@@ -179,7 +179,7 @@ impl Provider {
     /// retrying as [`Provider::retry`] says; a wait that would pass the
     /// deadline is not started, and the last error is returned instead.
     pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
-        self.send_with(req, deadline, &|_| {}, None)
+        self.send_with(req, deadline, &|_| {}, None).map(|r| *r)
     }
 
     /// [`Provider::send`], telling `on_notice` about each retry before its
@@ -188,14 +188,16 @@ impl Provider {
     /// retry). A streamed answer's text is handed to `on_text` as it comes
     /// (the whole text at once when the server did not stream); once some
     /// was, a failure of that request is final: what was handed out cannot
-    /// be taken back (design §4.11).
+    /// be taken back (design §4.11). The answer comes boxed: it is not
+    /// copied through the frames a thread holds while it waits on its
+    /// answer (design §3.15).
     pub fn send_with(
         &self,
         req: &Request,
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
         on_text: Option<&dyn Fn(&str)>,
-    ) -> Result<Response, ProviderError> {
+    ) -> Result<Box<Response>, ProviderError> {
         self.send_inner(req, deadline, on_notice, on_text)
             .map_err(|mut e| {
                 e.provider.clone_from(&self.name);
@@ -209,7 +211,7 @@ impl Provider {
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
         on_text: Option<&dyn Fn(&str)>,
-    ) -> Result<Response, ProviderError> {
+    ) -> Result<Box<Response>, ProviderError> {
         let mut quirks = adjust::known(self.wire, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
         let format = self.wire.format();

@@ -230,7 +230,7 @@ impl Conversation<'_> {
                 }
             })?;
         let cost = self.received(turn, sent, &response, false);
-        Ok((Box::new(response), cost))
+        Ok((response, cost))
     }
 
     /// The first answer a provider's batch gave already (design §11.8),
