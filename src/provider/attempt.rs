@@ -27,7 +27,7 @@ impl Provider {
         deadline: Instant,
         req: &super::Request,
         on_text: &dyn Fn(&str),
-    ) -> Result<Response, Attempt> {
+    ) -> Result<Box<Response>, Attempt> {
         let stream = req.stream;
         if self.cancelled() {
             return Err(self.cancelled_failure());
@@ -44,14 +44,34 @@ impl Provider {
         // A wire that never streams is asked for its answer whole.
         let streams = stream && self.wire.format().streams();
         let tp = req.traceparent.as_deref();
-        let mut resp = self.send_request(url, body, remaining, streams, tp)?;
+        let resp = self.send_request(url, body, remaining, streams, tp)?;
+        self.answered(resp, url, sent, stream, on_text)
+    }
+
+    /// What a response whose head came is: its status classified, its body
+    /// read whole and parsed, or its stream read. Out of line, as
+    /// [`Provider::request`] is: inlined, the body, the parsed answer and
+    /// the failures would sit in the frame of every thread waiting on its
+    /// head (design §3.15).
+    #[inline(never)]
+    fn answered(
+        &self,
+        mut resp: HttpResponse<Body>,
+        url: &str,
+        sent: Instant,
+        stream: bool,
+        on_text: &dyn Fn(&str),
+    ) -> Result<Box<Response>, Attempt> {
+        let streams = stream && self.wire.format().streams();
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(self.failed_status(status, &mut resp));
         }
         // A server may answer a request for a stream whole, as JSON.
         if streams && !is_json(&resp) {
-            return self.read_stream(resp.body_mut(), sent, on_text, url);
+            return self
+                .read_stream(resp.body_mut(), sent, on_text, url)
+                .map(Box::new);
         }
         // A 2xx whose body cannot be read is the body's failure.
         let bytes = read_body(resp.body_mut())
@@ -68,7 +88,7 @@ impl Provider {
         if stream && !answer.content.is_empty() {
             on_text(&answer.content);
         }
-        Ok(answer)
+        Ok(Box::new(answer))
     }
 
     /// The request to `url` with the wire's headers and the extra ones
@@ -133,6 +153,7 @@ impl Provider {
     /// A request that got no answer, or not all of one: silent past the
     /// idle limit, or a connection refused, reset or cut. Either may be
     /// retried, as long as nothing was handed out; the deadline is not.
+    #[inline(never)]
     pub(super) fn no_answer(&self, e: ureq::Error, url: &str) -> Attempt {
         if matches!(e, ureq::Error::Timeout(ureq::Timeout::PerRead)) {
             return self.idle_failure();

@@ -179,7 +179,7 @@ impl Provider {
     /// retrying as [`Provider::retry`] says; a wait that would pass the
     /// deadline is not started, and the last error is returned instead.
     pub fn send(&self, req: &Request, deadline: Instant) -> Result<Response, ProviderError> {
-        self.send_with(req, deadline, &|_| {}, None)
+        self.send_with(req, deadline, &|_| {}, None).map(|r| *r)
     }
 
     /// [`Provider::send`], telling `on_notice` about each retry before its
@@ -188,14 +188,16 @@ impl Provider {
     /// retry). A streamed answer's text is handed to `on_text` as it comes
     /// (the whole text at once when the server did not stream); once some
     /// was, a failure of that request is final: what was handed out cannot
-    /// be taken back (design §4.11).
+    /// be taken back (design §4.11). The answer comes boxed: it is not
+    /// copied through the frames a thread holds while it waits on its
+    /// answer (design §3.15).
     pub fn send_with(
         &self,
         req: &Request,
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
         on_text: Option<&dyn Fn(&str)>,
-    ) -> Result<Response, ProviderError> {
+    ) -> Result<Box<Response>, ProviderError> {
         self.send_inner(req, deadline, on_notice, on_text)
             .map_err(|mut e| {
                 e.provider.clone_from(&self.name);
@@ -209,7 +211,7 @@ impl Provider {
         deadline: Instant,
         on_notice: &dyn Fn(&Notice),
         on_text: Option<&dyn Fn(&str)>,
-    ) -> Result<Response, ProviderError> {
+    ) -> Result<Box<Response>, ProviderError> {
         let mut quirks = adjust::known(self.wire, &self.base_url, req);
         let mut body = self.encode(req, quirks)?;
         let format = self.wire.format();
@@ -234,53 +236,83 @@ impl Provider {
                 }
                 Err(failed) => failed,
             };
-            if handed_out.get() {
-                let mut error = failed.error;
-                error.retries = retries;
-                return Err(error);
-            }
-            if let Some(status) = failed.error.status
-                && let Some(change) =
-                    adjust::refused(self.wire, status, &failed.detail, req, quirks)
-            {
-                let first = adjust::learn(self.wire, &self.base_url, req, change);
-                on_notice(&Notice::Adjusted {
-                    change,
-                    first,
-                    why: failed.detail.message.clone(),
-                });
-                quirks = quirks.with(change);
-                body = self.encode(req, quirks)?;
-                continue;
-            }
-            let mut error = failed.error.clone();
-            error.retries = retries;
-            if retries >= self.retry.max_retries || !failed.may_retry() {
-                return Err(error);
-            }
-            let wait = failed
-                .retry_after
-                .unwrap_or_else(|| self.retry.backoff(retries));
-            if Instant::now()
-                .checked_add(wait)
-                .is_none_or(|t| t >= deadline)
-            {
-                return Err(error);
-            }
-            retries += 1;
-            let what = match failed.error.status {
-                Some(status) => status.to_string(),
-                None => one_line(&failed.error.message),
+            let again = Again {
+                handed_out: handed_out.get(),
+                quirks: &mut quirks,
+                retries: &mut retries,
+                deadline,
             };
-            on_notice(&Notice::Retry(Retry {
-                what,
-                status: failed.error.status,
-                attempt: u64::from(retries) + 1,
-                of: u64::from(self.retry.max_retries) + 1,
-                wait,
-            }));
-            std::thread::sleep(wait);
+            if let Some(changed) = self.after_failure(failed, req, again, on_notice)? {
+                body = changed;
+            }
         }
+    }
+
+    /// What follows a failed attempt: its error, when it may not be tried
+    /// again; the body sent again without what the server refused (`Some`);
+    /// or, after the wait its retry takes, the same body again (`None`).
+    /// Out of line, as [`Provider::answered`] is: inlined, its notices and
+    /// errors would sit in the frame of every thread waiting on its answer
+    /// (design §3.15).
+    #[inline(never)]
+    fn after_failure(
+        &self,
+        failed: Attempt,
+        req: &Request,
+        again: Again,
+        on_notice: &dyn Fn(&Notice),
+    ) -> Result<Option<Vec<u8>>, ProviderError> {
+        let Again {
+            handed_out,
+            quirks,
+            retries,
+            deadline,
+        } = again;
+        if handed_out {
+            let mut error = failed.error;
+            error.retries = *retries;
+            return Err(error);
+        }
+        if let Some(status) = failed.error.status
+            && let Some(change) = adjust::refused(self.wire, status, &failed.detail, req, *quirks)
+        {
+            let first = adjust::learn(self.wire, &self.base_url, req, change);
+            on_notice(&Notice::Adjusted {
+                change,
+                first,
+                why: failed.detail.message.clone(),
+            });
+            *quirks = quirks.with(change);
+            return self.encode(req, *quirks).map(Some);
+        }
+        let mut error = failed.error.clone();
+        error.retries = *retries;
+        if *retries >= self.retry.max_retries || !failed.may_retry() {
+            return Err(error);
+        }
+        let wait = failed
+            .retry_after
+            .unwrap_or_else(|| self.retry.backoff(*retries));
+        if Instant::now()
+            .checked_add(wait)
+            .is_none_or(|t| t >= deadline)
+        {
+            return Err(error);
+        }
+        *retries += 1;
+        let what = match failed.error.status {
+            Some(status) => status.to_string(),
+            None => one_line(&failed.error.message),
+        };
+        on_notice(&Notice::Retry(Retry {
+            what,
+            status: failed.error.status,
+            attempt: u64::from(*retries) + 1,
+            of: u64::from(self.retry.max_retries) + 1,
+            wait,
+        }));
+        std::thread::sleep(wait);
+        Ok(None)
     }
 
     /// Whether the run this provider serves was cancelled.
@@ -308,6 +340,7 @@ impl Provider {
         ProviderError::new(self.wire, kind, status, message)
     }
 
+    #[inline(never)]
     fn encode(&self, req: &Request, quirks: Quirks) -> Result<Vec<u8>, ProviderError> {
         serde_json::to_vec(&self.body_with(req, quirks)).map_err(|e| {
             self.error(
@@ -317,6 +350,15 @@ impl Provider {
             )
         })
     }
+}
+
+/// Where a request's retries stand, for [`Provider::after_failure`].
+struct Again<'a> {
+    /// Some of the answer's text was handed out: no retry may repeat it.
+    handed_out: bool,
+    quirks: &'a mut Quirks,
+    retries: &'a mut u32,
+    deadline: Instant,
 }
 
 #[cfg(test)]

@@ -138,50 +138,73 @@ pub(super) fn run(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
         argument(call, "task"),
         argument(call, "context"),
     );
-    let rejected = |message: String| {
-        ctx.verbose
-            .line(&format!("[sub-agent] \"{name}\" failed: {message}"));
-        error_result(call, message)
-    };
+    if let Err(message) = check(name, task, caller) {
+        return rejected(call, ctx, name, message);
+    }
+    let started = Instant::now();
+    let message = task_message(name, task, context, ctx);
+    match run_sub_agent(name, &message, caller, seq) {
+        Ok(outcome) => answered(call, caller, name, &outcome, started),
+        Err(SubAgentError::Rejected(message)) => rejected(call, ctx, name, message),
+        Err(SubAgentError::Failed(description)) => failed(call, ctx, name, &description),
+    }
+}
+
+/// Steps 1–5 of design §3.4: the arguments, the allowed names and the
+/// depth. This and the texts below are out of line, as [`answered`] is.
+#[inline(never)]
+fn check(name: &str, task: &str, caller: &Caller) -> Result<(), String> {
+    let ctx = caller.ctx;
     if name.is_empty() {
-        return rejected("call_agent error: \"agent\" argument is required".into());
+        return Err("call_agent error: \"agent\" argument is required".into());
     }
     if task.is_empty() {
-        return rejected("call_agent error: \"task\" argument is required".into());
+        return Err("call_agent error: \"task\" argument is required".into());
     }
     if !caller.allowed_agents.iter().any(|a| a == name) {
-        return rejected(format!(
+        return Err(format!(
             "call_agent error: agent \"{name}\" is not in this agent's sub_agents list"
         ));
     }
     if ctx.depth >= ctx.max_depth {
-        return rejected(format!(
+        return Err(format!(
             "call_agent error: maximum sub-agent depth ({}) reached",
             ctx.max_depth
         ));
     }
+    Ok(())
+}
 
+/// The sub-agent's user message, `--verbose`'s line said as it starts.
+#[inline(never)]
+fn task_message(name: &str, task: &str, context: &str, ctx: &Ctx) -> String {
     let depth = ctx.depth + 1;
     ctx.verbose.line(&format!(
         "[sub-agent] Calling \"{name}\" (depth {depth}) with task: {}",
         preview(task)
     ));
-    let started = Instant::now();
-    let message = if context.is_empty() {
+    if context.is_empty() {
         format!("Task: {task}")
     } else {
         format!("Task: {task}\n\nContext:\n{context}")
-    };
-    match run_sub_agent(name, &message, caller, seq) {
-        Ok(outcome) => answered(call, caller, name, &outcome, started),
-        Err(SubAgentError::Rejected(message)) => rejected(message),
-        Err(SubAgentError::Failed(description)) => {
-            let description = description.trim_end_matches('.');
-            ctx.verbose
-                .line(&format!("[sub-agent] \"{name}\" failed: {description}"));
-            error_result(call, sub_agent_failed(name, description))
-        }
     }
+}
+
+/// The result of a call that could not start: `message` as it is.
+#[inline(never)]
+fn rejected(call: &ToolCall, ctx: &Ctx, name: &str, message: String) -> ToolResult {
+    ctx.verbose
+        .line(&format!("[sub-agent] \"{name}\" failed: {message}"));
+    error_result(call, message)
+}
+
+/// The result of a call whose sub-agent started and failed.
+#[inline(never)]
+fn failed(call: &ToolCall, ctx: &Ctx, name: &str, description: &str) -> ToolResult {
+    let description = description.trim_end_matches('.');
+    ctx.verbose
+        .line(&format!("[sub-agent] \"{name}\" failed: {description}"));
+    error_result(call, sub_agent_failed(name, description))
 }
 
 /// The result of a call whose sub-agent answered, cut to the caller's
@@ -234,17 +257,32 @@ fn run_sub_agent(
     if resolved.agent.config.model.is_none() && resolved.model != *caller.model {
         resolved = on_model(&resolved, caller.model);
     }
+    // Field by field, not `..ctx.clone()`: that builds a whole second Ctx
+    // in this frame, which every waiting sub-agent's thread holds (design
+    // §3.15).
     let sub_ctx = Ctx {
+        global: ctx.global,
+        agents: ctx.agents,
+        cwd: ctx.cwd,
         depth: ctx.depth + 1,
+        max_depth: ctx.max_depth,
         deadline,
         verbose: ctx.verbose.nested(name, ctx.depth + 1),
+        retries: ctx.retries,
+        ledger: ctx.ledger.clone(),
         place: ctx.place.child(name, seq),
+        budgets: ctx.budgets.clone(),
+        snapshot: ctx.snapshot.clone(),
+        mcp: ctx.mcp.clone(),
         // A sub-agent's answer is its caller's tool result, never printed.
         stream: crate::run::Streaming {
             print: false,
             ..ctx.stream
         },
-        ..ctx.clone()
+        text: ctx.text.clone(),
+        cancel: ctx.cancel.clone(),
+        seed: ctx.seed.clone(),
+        conversation: ctx.conversation.clone(),
     };
     // Its memory records the whole message as its task (design §10.2).
     run::run_agent(&resolved, message, message, &sub_ctx)

@@ -197,8 +197,11 @@ impl Conversation<'_> {
     }
 
     /// Step 2: the request sent, with the time left; reported before and
-    /// after, with every retry (design §6.1).
-    fn send(&mut self, turn: u32) -> Result<(Response, Cost), Failure> {
+    /// after, with every retry (design §6.1). Out of line, its response
+    /// boxed: `run`'s frame, above it on every waiting thread's stack,
+    /// then holds no response of its own (design §3.15).
+    #[inline(never)]
+    fn send(&mut self, turn: u32) -> Result<(Box<Response>, Cost), Failure> {
         self.sending(turn);
         // The chat span the trace's event opened names the request.
         self.req.traceparent = self.ctx.ledger.traceparent(&self.ctx.place);
@@ -212,9 +215,8 @@ impl Conversation<'_> {
         let print = |text: &str| ctx.text.text(text, new_line.replace(false));
         let on_text: Option<&dyn Fn(&str)> = if ctx.stream.print { Some(&print) } else { None };
         // A provider's batch gave the first answer already (design §11.8).
-        if let Some(response) = ctx.seed.as_ref().and_then(|s| s.take()) {
-            let cost = self.received(turn, sent, &response, true);
-            return Ok((response, cost));
+        if let Some(seeded) = self.seeded(turn, sent) {
+            return Ok(seeded);
         }
         let response = self
             .provider
@@ -231,6 +233,15 @@ impl Conversation<'_> {
             })?;
         let cost = self.received(turn, sent, &response, false);
         Ok((response, cost))
+    }
+
+    /// The first answer a provider's batch gave already (design §11.8),
+    /// reported as a response is. Out of line, as `received` is.
+    #[inline(never)]
+    fn seeded(&self, turn: u32, sent: Instant) -> Option<(Box<Response>, Cost)> {
+        let response = self.ctx.seed.as_ref().and_then(|s| s.take())?;
+        let cost = self.received(turn, sent, &response, true);
+        Some((Box::new(response), cost))
     }
 
     /// Step 2's reports before the request: `--verbose`'s line, the trace's
@@ -364,7 +375,8 @@ impl Conversation<'_> {
 
     /// Steps 4 to 7: what the response of turn `turn` leads to.
     #[inline(never)]
-    fn next(&mut self, turn: u32, mut response: Response) -> Result<Next, Failure> {
+    fn next(&mut self, turn: u32, response: Box<Response>) -> Result<Next, Failure> {
+        let mut response = *response;
         // Step 4: a refusal ends the run (design §5.2); a paused turn goes
         // back as it came (design §5.5).
         if let Some(what) = response.declined {

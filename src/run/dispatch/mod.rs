@@ -108,21 +108,36 @@ pub(super) fn argument<'c>(call: &'c ToolCall, key: &str) -> &'c str {
 /// the `tool_result` event comes, and the call's span ends, all the same
 /// (design §7.9); the fan-out's own catch stays for what is outside.
 fn run_numbered(call: &ToolCall, index: usize, caller: &Caller, seq: u32) -> ToolResult {
+    report_call(call, caller);
+    let started = Instant::now();
+    let result = catch_unwind(AssertUnwindSafe(|| dispatch(call, index, caller, seq)))
+        .unwrap_or_else(|p| panicked(call, p.as_ref()));
+    report_result(call, caller, &result, started);
+    result
+}
+
+/// The `tool_call` event. This and [`report_result`] are out of line: an
+/// event inlined sits in the frame that a waiting sub-agent's thread holds
+/// under its call (design §3.15).
+#[inline(never)]
+fn report_call(call: &ToolCall, caller: &Caller) {
     let ctx = caller.ctx;
     let agent_called = argument(call, "agent");
     let event = TraceEvent::ToolCall { call, agent_called };
     ctx.ledger.event(&ctx.place, caller.turn, event);
-    let started = Instant::now();
-    let result = catch_unwind(AssertUnwindSafe(|| dispatch(call, index, caller, seq)))
-        .unwrap_or_else(|p| panicked(call, p.as_ref()));
+}
+
+/// The `tool_result` event.
+#[inline(never)]
+fn report_result(call: &ToolCall, caller: &Caller, result: &ToolResult, started: Instant) {
+    let ctx = caller.ctx;
     let event = TraceEvent::ToolResult {
         call,
-        agent_called,
-        result: &result,
+        agent_called: argument(call, "agent"),
+        result,
         took: started.elapsed(),
     };
     ctx.ledger.event(&ctx.place, caller.turn, event);
-    result
 }
 
 /// Runs `call`, the `index`-th of its response, by its tool's name
