@@ -75,8 +75,8 @@ unit: deps
 ## (1,000 inputs, --jobs 32, beside xargs -P 32 of single runs), and axe serve's requests
 ## per second and added latency, and `axe mcp serve`'s cost per tools/call in both eras. The static build is
 ## made first; if it cannot be, its column is left out. Last, the binary's
-## size by crate against the 6 MiB budget (scripts/sizes.py, from the
-## release code built with its symbols: `cargo build --profile sizes`)
+## size by crate against the 6 MiB budget, of each build (scripts/sizes.py,
+## from the release code built with its symbols: `--profile sizes`)
 bench:
 	@bash scripts/static.sh || echo "bench: no static build; benching the glibc build only" >&2
 	$(CARGO) bench --bench delegation
@@ -88,8 +88,11 @@ bench:
 	$(CARGO) bench --bench batch
 	$(CARGO) bench --bench serve
 	AXE_KEEP_SYMBOLS=1 $(CARGO) build --profile sizes
-	python3 scripts/sizes.py target/sizes/axe target/release/axe \
-		target/x86_64-unknown-linux-musl/release/axe
+	python3 scripts/sizes.py target/sizes/axe target/release/axe
+	@if AXE_KEEP_SYMBOLS=1 bash scripts/static.sh sizes; then \
+		python3 scripts/sizes.py target/x86_64-unknown-linux-musl/sizes/axe \
+			target/x86_64-unknown-linux-musl/release/axe; \
+	else echo "bench: no static build; its size by crate left out" >&2; fi
 
 ## fuzz: every fuzzer in tests/fuzz/ (response bodies, streams, TOML files, retry
 ## hints, whole HTTP responses) with FUZZ_EXECS executions each (default a

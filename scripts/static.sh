@@ -3,7 +3,10 @@
 # libraries) at target/<arch>-unknown-linux-musl/release/axe, for servers
 # and containers built FROM scratch. Installs what a fresh machine lacks:
 # rustup's musl target, and Debian's musl-tools (ring, under ureq's TLS,
-# compiles a little C and needs musl-gcc for it).
+# compiles a little C and needs musl-gcc for it). An argument names another
+# cargo profile (`sizes`, with AXE_KEEP_SYMBOLS=1: make bench's size by
+# crate, scripts/sizes.py); the binary is then under target/<arch>-unknown-
+# linux-musl/<profile>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +29,9 @@ fi
 # cc-rs reads the C compiler for a target from CC_<target with underscores>.
 cc_var="CC_${target//-/_}"
 export "$cc_var=musl-gcc"
-cargo build --release --target "$target"
+profile=${1:-release}
+cargo build --profile "$profile" --target "$target"
 
-bin="target/$target/release/axe"
+bin="target/$target/$profile/axe"
 size=$(stat -c %s "$bin")
 echo "static: $bin ($size bytes)"

@@ -135,6 +135,17 @@ fn the_static_build_has_no_loader_and_no_shared_libraries() {
     );
 }
 
+#[test]
+fn the_static_build_is_linked_by_lld_which_takes_the_run_order() {
+    // GNU ld, the musl target's default, cannot place a single run's
+    // functions first (build.rs): the static build is linked by lld, which
+    // signs the binary's `.comment`.
+    let Some(bin) = static_binary() else { return };
+    let bytes = std::fs::read(&bin).unwrap();
+    let signed = bytes.windows(11).any(|w| w == b"Linker: LLD");
+    assert!(signed, "{} was not linked by lld", bin.display());
+}
+
 /// Runs `/bin/axe args` chrooted into `root`, which holds nothing but the
 /// binary and the agents, with only `env` in the environment. None when
 /// namespaces are not available here.

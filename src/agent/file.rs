@@ -180,25 +180,25 @@ pub(super) struct BudgetFile {
     max_cost: Option<f64>,
 }
 
-/// The fields of each table, for "did you mean" (`""`: the top level).
-pub(super) fn known_keys(table: &str) -> &'static [&'static str] {
+/// The fields of each of an agent file's tables that is a struct's (`[]`:
+/// the top level), for its unknown keys and their "did you mean"; None for
+/// a table that is not (a schema, a server's `env`).
+pub(super) fn known_keys(table: &[&str]) -> Option<&'static [&'static str]> {
     use crate::config::tomlfile::fields;
-    match table {
-        "" => fields::<AgentFile>(),
-        "sub_agents_config" => fields::<SubAgentsFile>(),
-        "params" => fields::<ParamsFile>(),
-        "retry" => fields::<RetrySettings>(),
-        "budget" => fields::<BudgetFile>(),
-        "memory" => fields::<MemoryFile>(),
-        "artifacts" => fields::<ArtifactsFile>(),
-        "output" => fields::<OutputFile>(),
-        "sandbox" => fields::<super::tools::SandboxFile>(),
-        t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
-            fields::<crate::mcp::config::SandboxFile>()
-        }
-        t if t.starts_with("mcp_servers.") => fields::<crate::mcp::ServerFile>(),
-        _ => &[],
-    }
+    Some(match table {
+        [] => fields::<AgentFile>(),
+        ["sub_agents_config"] => fields::<SubAgentsFile>(),
+        ["params"] => fields::<ParamsFile>(),
+        ["retry"] => fields::<RetrySettings>(),
+        ["budget"] => fields::<BudgetFile>(),
+        ["memory"] => fields::<MemoryFile>(),
+        ["artifacts"] => fields::<ArtifactsFile>(),
+        ["output"] => fields::<OutputFile>(),
+        ["sandbox"] => fields::<super::tools::SandboxFile>(),
+        ["mcp_servers", _] => fields::<crate::mcp::ServerFile>(),
+        ["mcp_servers", _, "sandbox"] => fields::<crate::mcp::config::SandboxFile>(),
+        _ => return None,
+    })
 }
 
 impl ParamsFile {

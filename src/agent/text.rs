@@ -329,7 +329,11 @@ model = "provider/model-name"
             "memory",
         ]
         .into_iter()
-        .flat_map(super::super::file::known_keys)
+        .flat_map(|t| match t {
+            "" => super::super::file::known_keys(&[]),
+            t => super::super::file::known_keys(&[t]),
+        })
+        .flatten()
         {
             assert!(
                 s.contains(&format!("# {key}"))

@@ -441,22 +441,22 @@ impl GlobalConfig {
     }
 }
 
-/// The fields of each table of `config.toml`, for "did you mean".
-fn known_keys(table: &str) -> &'static [&'static str] {
-    match table {
-        "" => tomlfile::fields::<GlobalConfig>(),
-        "retry" => tomlfile::fields::<RetrySettings>(),
-        "run_log" => tomlfile::fields::<crate::trace::run_log::Settings>(),
-        "import" => tomlfile::fields::<ImportSettings>(),
-        "telemetry" => tomlfile::fields::<crate::trace::telemetry::TelemetrySettings>(),
-        t if t.starts_with("mcp_servers.") && t.ends_with(".sandbox") => {
-            tomlfile::fields::<crate::mcp::config::SandboxFile>()
-        }
-        t if t.starts_with("mcp_servers") => tomlfile::fields::<crate::mcp::ServerFile>(),
-        t if t.starts_with("providers.") => tomlfile::fields::<ProviderSettings>(),
-        t if t.starts_with("prices.") => tomlfile::fields::<crate::cost::PriceSettings>(),
-        _ => &[],
-    }
+/// The fields of each of `config.toml`'s tables that is a struct's, for
+/// its unknown keys and their "did you mean" (design §2.3); None for a map.
+fn known_keys(table: &[&str]) -> Option<&'static [&'static str]> {
+    use tomlfile::fields;
+    Some(match table {
+        [] => fields::<GlobalConfig>(),
+        ["retry"] => fields::<RetrySettings>(),
+        ["run_log"] => fields::<crate::trace::run_log::Settings>(),
+        ["import"] => fields::<ImportSettings>(),
+        ["telemetry"] => fields::<crate::trace::telemetry::TelemetrySettings>(),
+        ["mcp_servers", _] => fields::<crate::mcp::ServerFile>(),
+        ["mcp_servers", _, "sandbox"] => fields::<crate::mcp::config::SandboxFile>(),
+        ["providers", _] => fields::<ProviderSettings>(),
+        ["prices", _] => fields::<crate::cost::PriceSettings>(),
+        _ => return None,
+    })
 }
 
 /// `OLLAMA_HOST` read as Ollama's own client reads it: the scheme defaults

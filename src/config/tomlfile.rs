@@ -1,44 +1,75 @@
 //! Reading TOML documents: parse errors on one line with their position, and
-//! a warning for every key that serde did not use, at any depth (a typo such
+//! a warning for every key that no struct reads, at any depth (a typo such
 //! as `sub_agent` must not pass silently), with a "did you mean" drawn from
 //! the fields of the struct that table is read into.
+//!
+//! The unknown keys are found by walking the parsed document against the
+//! caller's map of which table is read into which struct, not by wrapping
+//! serde's deserializer (serde_ignored did, and its copy of every struct's
+//! reading code cost ~185 KB of the binary, issue 34).
 
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use toml::de::{DeTable, DeValue};
+
+/// The fields of the struct the table at a path (its keys, an array's
+/// index as a number) is read into, or None for a table that is not a
+/// struct's (a map such as `headers`, a schema): its keys are not checked.
+pub type Known<'a> = &'a dyn Fn(&[&str]) -> Option<&'static [&'static str]>;
 
 /// Parses `text` into `T`. The error is one line: the parser's message and
-/// the line and column where it happened. Every key serde ignored becomes a
-/// warning, `unknown key "params.temprature" (did you mean
-/// "params.temperature"?)`, the suggestion taken from `known(table)`, the
-/// fields of the table the key was in (`""` for the top level).
-pub fn parse<T: DeserializeOwned>(
-    text: &str,
-    known: &dyn Fn(&str) -> &'static [&'static str],
-) -> Result<(T, Vec<String>), String> {
-    let doc = toml::Deserializer::parse(text).map_err(|e| one_line_error(text, &e))?;
-    let mut ignored = Vec::new();
-    let value: T = serde_ignored::deserialize(doc, |path| ignored.push(path.to_string()))
-        .map_err(|e| one_line_error(text, &e))?;
-    let warnings = ignored
-        .into_iter()
-        .map(|path| {
-            // A table read through a hand-written `Deserialize` (a value
-            // that is a name or a table) shows as a `?` segment.
-            let path = path.replace(".?.", ".");
-            let (table, key) = path.rsplit_once('.').unwrap_or(("", &path));
-            let prefix = if table.is_empty() {
-                String::new()
-            } else {
-                format!("{table}.")
-            };
-            match nearest(key, known(table)) {
-                Some(near) => {
-                    format!("unknown key \"{path}\" (did you mean \"{prefix}{near}\"?)")
-                }
-                None => format!("unknown key \"{path}\""),
-            }
-        })
-        .collect();
+/// the line and column where it happened. Every key in a struct's table
+/// that is not one of its fields (`known(path)`) becomes a warning,
+/// `unknown key "params.temprature" (did you mean "params.temperature"?)`,
+/// in the order of the paths.
+pub fn parse<T: DeserializeOwned>(text: &str, known: Known) -> Result<(T, Vec<String>), String> {
+    let doc = DeTable::parse(text).map_err(|e| one_line_error(text, &e))?;
+    let mut warnings = Vec::new();
+    unknown_keys(doc.get_ref(), &mut Vec::new(), known, &mut warnings);
+    let value =
+        T::deserialize(toml::Deserializer::from(doc)).map_err(|e| one_line_error(text, &e))?;
     Ok((value, warnings))
+}
+
+/// Warns, into `out`, of each key of `table` (at `path`) and below that
+/// its struct does not have.
+fn unknown_keys(table: &DeTable, path: &mut Vec<String>, known: Known, out: &mut Vec<String>) {
+    let segments: Vec<&str> = path.iter().map(String::as_str).collect();
+    let fields = known(&segments);
+    for (key, value) in table {
+        let key: &str = key.get_ref();
+        if let Some(fields) = fields.filter(|f| !f.contains(&key)) {
+            out.push(warning(path, key, fields));
+            continue;
+        }
+        path.push(key.to_string());
+        unknown_below(value.get_ref(), path, known, out);
+        path.pop();
+    }
+}
+
+/// [`unknown_keys`] for a value: a table's keys, an array's tables (the
+/// index a segment of the path).
+fn unknown_below(value: &DeValue, path: &mut Vec<String>, known: Known, out: &mut Vec<String>) {
+    match value {
+        DeValue::Table(table) => unknown_keys(table, path, known, out),
+        DeValue::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(i.to_string());
+                unknown_below(item.get_ref(), path, known, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `unknown key "a.b" (did you mean "a.c"?)`.
+fn warning(path: &[String], key: &str, fields: &[&str]) -> String {
+    let prefix: String = path.iter().map(|p| format!("{p}.")).collect();
+    match nearest(key, fields) {
+        Some(near) => format!("unknown key \"{prefix}{key}\" (did you mean \"{prefix}{near}\"?)"),
+        None => format!("unknown key \"{prefix}{key}\""),
+    }
 }
 
 /// The field names of the struct `T` deserializes into, as serde's derive
@@ -140,11 +171,11 @@ mod tests {
         temperature: Option<f64>,
     }
 
-    fn known(table: &str) -> &'static [&'static str] {
+    fn known(table: &[&str]) -> Option<&'static [&'static str]> {
         match table {
-            "" => fields::<Doc>(),
-            "params" => fields::<Params>(),
-            _ => &[],
+            [] => Some(fields::<Doc>()),
+            ["params"] => Some(fields::<Params>()),
+            _ => None,
         }
     }
 
@@ -172,5 +203,36 @@ mod tests {
             ]
         );
         assert_eq!(fields::<Params>(), ["temperature"]);
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code, reason = "only the keys are tested")]
+    struct Servers {
+        #[serde(default)]
+        servers: Vec<Server>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code, reason = "only the keys are tested")]
+    struct Server {
+        args: Option<Vec<String>>,
+        #[serde(default)]
+        env: std::collections::BTreeMap<String, String>,
+    }
+
+    #[test]
+    fn arrays_of_tables_are_walked_and_maps_are_not_checked() {
+        let known = |table: &[&str]| match table {
+            [] => Some(fields::<Servers>()),
+            ["servers", _] => Some(fields::<Server>()),
+            _ => None,
+        };
+        let text = "[[servers]]\nargs = []\n[servers.env]\nANY = \"x\"\n\
+                    [[servers]]\nagrs = []\n";
+        let (_, w) = parse::<Servers>(text, &known).unwrap();
+        assert_eq!(
+            w,
+            ["unknown key \"servers.1.agrs\" (did you mean \"servers.1.args\"?)"]
+        );
     }
 }

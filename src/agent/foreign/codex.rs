@@ -20,7 +20,7 @@ pub(super) const WRITING: [&str; 3] = ["write_file", "edit_file", "run_command"]
 
 /// The file `text` of agent `id` as axe's keys, or why it cannot be read.
 pub(super) fn read(cx: &Context, id: &str, text: &str) -> Result<Imported, String> {
-    let (file, _): (Table, _) = tomlfile::parse(text, &|_| &[])?;
+    let (file, _): (Table, _) = tomlfile::parse(text, &|_| None)?;
     let mut out = Imported {
         table: Table::new(),
         warnings: Vec::new(),

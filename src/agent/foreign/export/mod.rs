@@ -40,7 +40,7 @@ pub fn export(dirs: &AgentDirs, name: &str, to: Format) -> Result<Exported, Erro
             });
         }
         Format::Axe => {
-            tomlfile::parse::<Table>(&text, &|_| &[])
+            tomlfile::parse::<Table>(&text, &|_| None)
                 .map_err(|why| Error::InvalidAgentFile {
                     path: path.clone(),
                     why,
