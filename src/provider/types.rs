@@ -298,6 +298,35 @@ pub struct Response {
     pub model: String,
 }
 
+impl Response {
+    /// The tokens this response billed, as its cost is reckoned from.
+    pub fn billed(&self) -> crate::cost::Billed {
+        crate::cost::Billed {
+            input: self.input_tokens,
+            output: self.output_tokens,
+            cache_read: self.cache_read_tokens,
+            cache_write: self.cache_write_tokens,
+        }
+    }
+
+    /// What this response says of the prompt cache and reasoning, for its
+    /// `--verbose` line: `, cache: 1200 read, 300 written`, or nothing when
+    /// it used neither.
+    pub fn cache_note(&self) -> String {
+        let mut note = String::new();
+        if self.cache_read_tokens != 0 || self.cache_write_tokens != 0 {
+            note = format!(
+                ", cache: {} read, {} written",
+                self.cache_read_tokens, self.cache_write_tokens
+            );
+        }
+        if self.reasoning_tokens != 0 {
+            note.push_str(&format!(", {} reasoning tokens", self.reasoning_tokens));
+        }
+        note
+    }
+}
+
 /// Why an answer ended before the model finished it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cut {

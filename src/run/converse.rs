@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::dispatch;
 use super::repair::{self, Shaped};
 use super::{Ctx, MAX_TURNS, Outcome};
-use crate::cost::{Billed, Cost};
+use crate::cost::Cost;
 use crate::error::Error;
 use crate::io::stderr;
 use crate::provider::{
@@ -78,32 +78,6 @@ impl From<Error> for Failure {
             request: None,
         }
     }
-}
-
-/// The tokens a response billed, as its cost is reckoned from.
-fn billed(r: &Response) -> Billed {
-    Billed {
-        input: r.input_tokens,
-        output: r.output_tokens,
-        cache_read: r.cache_read_tokens,
-        cache_write: r.cache_write_tokens,
-    }
-}
-
-/// What a response says of the prompt cache, for its `--verbose` line:
-/// `, cache: 1200 read, 300 written`, or nothing when it used none.
-fn cache_note(r: &Response) -> String {
-    let mut note = String::new();
-    if r.cache_read_tokens != 0 || r.cache_write_tokens != 0 {
-        note = format!(
-            ", cache: {} read, {} written",
-            r.cache_read_tokens, r.cache_write_tokens
-        );
-    }
-    if r.reasoning_tokens != 0 {
-        note.push_str(&format!(", {} reasoning tokens", r.reasoning_tokens));
-    }
-    note
 }
 
 /// Runs the conversation that starts with `req`. With `tools`, every
@@ -273,7 +247,7 @@ impl Conversation<'_> {
         let price = self.provider.price.as_ref();
         let mut cost = match (price, response.cost_usd) {
             (None, Some(usd)) if self.provider.reports_cost => Cost::reported(usd),
-            _ => Cost::of(price, &billed(response)),
+            _ => Cost::of(price, &response.billed()),
         };
         if batch {
             cost = cost.at_batch_price(price);
@@ -303,7 +277,7 @@ impl Conversation<'_> {
                 "[turn {turn}] Received response: {} ({} tool calls{})",
                 response.stop_reason,
                 response.tool_calls.len(),
-                cache_note(response)
+                response.cache_note()
             ));
         }
         cost
