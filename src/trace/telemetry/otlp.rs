@@ -5,6 +5,8 @@
 //! The field numbers are opentelemetry-proto's `trace/v1/trace.proto` and
 //! `common/v1/common.proto`.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::context::{SpanContext, hex};
@@ -13,6 +15,11 @@ use super::context::{SpanContext, hex};
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
     Str(String),
+    /// A string the same in every span (an operation's name): nothing
+    /// allocated per span.
+    Static(&'static str),
+    /// A string many spans share (the run's id), counted, not copied.
+    Shared(Arc<str>),
     Int(i64),
     Double(f64),
     Bool(bool),
@@ -201,6 +208,8 @@ fn kv_len(key: &str, value: &AttrValue) -> usize {
 fn any_value(v: &mut Vec<u8>, value: &AttrValue) {
     match value {
         AttrValue::Str(s) => string(v, 1, s),
+        AttrValue::Static(s) => string(v, 1, s),
+        AttrValue::Shared(s) => string(v, 1, s),
         AttrValue::Bool(b) => {
             tag(v, 2, 0);
             varint(v, u64::from(*b));
@@ -227,6 +236,8 @@ fn any_value(v: &mut Vec<u8>, value: &AttrValue) {
 fn any_len(value: &AttrValue) -> usize {
     match value {
         AttrValue::Str(s) => msg_len(1, s.len()),
+        AttrValue::Static(s) => msg_len(1, s.len()),
+        AttrValue::Shared(s) => msg_len(1, s.len()),
         AttrValue::Bool(_) => tag_len(2) + 1,
         AttrValue::Int(i) => tag_len(3) + varint_len(*i as u64),
         AttrValue::Double(_) => tag_len(4) + 8,
@@ -334,6 +345,8 @@ fn attrs_json<K: AsRef<str>>(attrs: &[(K, AttrValue)]) -> Value {
 fn value_json(v: &AttrValue) -> Value {
     match v {
         AttrValue::Str(s) => json!({"stringValue": s}),
+        AttrValue::Static(s) => json!({"stringValue": s}),
+        AttrValue::Shared(s) => json!({"stringValue": &**s}),
         AttrValue::Bool(b) => json!({"boolValue": b}),
         AttrValue::Int(i) => json!({"intValue": i.to_string()}),
         AttrValue::Double(d) => json!({"doubleValue": d}),
