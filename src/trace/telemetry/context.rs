@@ -27,12 +27,16 @@ impl SpanContext {
     /// The `traceparent` header naming this span:
     /// `00-<trace id>-<span id>-<flags>`.
     pub fn traceparent(&self) -> String {
-        format!(
-            "00-{}-{}-{:02x}",
-            hex(&self.trace_id),
-            hex(&self.span_id),
-            self.flags
-        )
+        // Written byte by byte into one buffer, not formatted: one is
+        // made for each request a provider is sent (design §7.9).
+        let mut out = Vec::with_capacity(55);
+        out.extend_from_slice(b"00-");
+        hex_into(&mut out, &self.trace_id);
+        out.push(b'-');
+        hex_into(&mut out, &self.span_id);
+        out.push(b'-');
+        hex_into(&mut out, &[self.flags]);
+        String::from_utf8(out).unwrap_or_default()
     }
 }
 
@@ -78,13 +82,19 @@ pub fn new_span_id() -> [u8; 8] {
 
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(2 * bytes.len());
+    hex_into(&mut out, bytes);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Lowercase hex of `bytes`, after `out`'s.
+fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(2 * bytes.len());
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
-    out
+    out.extend(
+        bytes
+            .iter()
+            .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]),
+    );
 }
 
 fn is_hex(s: &str) -> bool {

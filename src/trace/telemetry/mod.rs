@@ -8,6 +8,7 @@
 mod content;
 pub mod context;
 mod export;
+mod open;
 mod otlp;
 mod settings;
 mod spans;

@@ -5,6 +5,8 @@
 //! The field numbers are opentelemetry-proto's `trace/v1/trace.proto` and
 //! `common/v1/common.proto`.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::context::{SpanContext, hex};
@@ -13,6 +15,11 @@ use super::context::{SpanContext, hex};
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
     Str(String),
+    /// A string the same in every span (an operation's name): nothing
+    /// allocated per span.
+    Static(&'static str),
+    /// A string many spans share (the run's id), counted, not copied.
+    Shared(Arc<str>),
     Int(i64),
     Double(f64),
     Bool(bool),
@@ -100,7 +107,9 @@ pub fn protobuf(resource: &Resource, spans: &[Span], out: &mut Vec<u8>) {
     let scope_spans_len =
         msg_len(1, scope_len) + lens.iter().map(|&n| msg_len(2, n)).sum::<usize>();
     let resource_spans_len = msg_len(1, resource_len) + msg_len(2, scope_spans_len);
-    out.reserve(msg_len(1, resource_spans_len));
+    let total = msg_len(1, resource_spans_len);
+    out.resize(total, 0);
+    let out = &mut Out { buf: out, at: 0 };
     head(out, 1, resource_spans_len);
     head(out, 1, resource_len);
     for (k, v) in &resource.attrs {
@@ -115,10 +124,41 @@ pub fn protobuf(resource: &Resource, spans: &[Span], out: &mut Vec<u8>) {
         head(out, 2, len);
         span_pb(out, span);
     }
+    debug_assert_eq!(
+        out.at, total,
+        "the lengths computed are the lengths written"
+    );
+}
+
+/// The body being written into a buffer of its length, computed
+/// beforehand: a byte stored through an index, not pushed (`Vec::push`,
+/// a call at opt-level "z", was the encoder's largest cost; design §7.9).
+/// A write past the end, which the lengths computed rule out, is dropped
+/// rather than a panic.
+struct Out<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Out<'_> {
+    #[inline(always)]
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.buf.get_mut(self.at) {
+            *slot = b;
+        }
+        self.at += 1;
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        if let Some(dst) = self.buf.get_mut(self.at..self.at + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
+        self.at += bytes.len();
+    }
 }
 
 /// One `Span` message's fields.
-fn span_pb(s: &mut Vec<u8>, span: &Span) {
+fn span_pb(s: &mut Out, span: &Span) {
     bytes(s, 1, &span.ctx.trace_id);
     bytes(s, 2, &span.ctx.span_id);
     if let Some(p) = &span.parent {
@@ -188,7 +228,7 @@ fn flags(span: &Span) -> u32 {
     u32::from(span.ctx.flags) | 0x100 | (u32::from(remote) << 9)
 }
 
-fn key_value(kv: &mut Vec<u8>, key: &str, value: &AttrValue) {
+fn key_value(kv: &mut Out, key: &str, value: &AttrValue) {
     string(kv, 1, key);
     head(kv, 2, any_len(value));
     any_value(kv, value);
@@ -198,9 +238,11 @@ fn kv_len(key: &str, value: &AttrValue) -> usize {
     msg_len(1, key.len()) + msg_len(2, any_len(value))
 }
 
-fn any_value(v: &mut Vec<u8>, value: &AttrValue) {
+fn any_value(v: &mut Out, value: &AttrValue) {
     match value {
         AttrValue::Str(s) => string(v, 1, s),
+        AttrValue::Static(s) => string(v, 1, s),
+        AttrValue::Shared(s) => string(v, 1, s),
         AttrValue::Bool(b) => {
             tag(v, 2, 0);
             varint(v, u64::from(*b));
@@ -227,6 +269,8 @@ fn any_value(v: &mut Vec<u8>, value: &AttrValue) {
 fn any_len(value: &AttrValue) -> usize {
     match value {
         AttrValue::Str(s) => msg_len(1, s.len()),
+        AttrValue::Static(s) => msg_len(1, s.len()),
+        AttrValue::Shared(s) => msg_len(1, s.len()),
         AttrValue::Bool(_) => tag_len(2) + 1,
         AttrValue::Int(i) => tag_len(3) + varint_len(*i as u64),
         AttrValue::Double(_) => tag_len(4) + 8,
@@ -239,7 +283,7 @@ fn array_len(list: &[String]) -> usize {
     list.iter().map(|s| msg_len(1, msg_len(1, s.len()))).sum()
 }
 
-fn tag(out: &mut Vec<u8>, field: u32, wire: u8) {
+fn tag(out: &mut Out, field: u32, wire: u8) {
     varint(out, (u64::from(field) << 3) | u64::from(wire));
 }
 
@@ -247,7 +291,7 @@ fn tag_len(field: u32) -> usize {
     varint_len(u64::from(field) << 3)
 }
 
-fn varint(out: &mut Vec<u8>, mut n: u64) {
+fn varint(out: &mut Out, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
         n >>= 7;
@@ -263,7 +307,7 @@ fn varint_len(n: u64) -> usize {
 }
 
 /// A length-delimited field's head: its tag and the length that follows.
-fn head(out: &mut Vec<u8>, field: u32, len: usize) {
+fn head(out: &mut Out, field: u32, len: usize) {
     tag(out, field, 2);
     varint(out, len as u64);
 }
@@ -273,12 +317,12 @@ fn msg_len(field: u32, len: usize) -> usize {
     tag_len(field) + varint_len(len as u64) + len
 }
 
-fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+fn bytes(out: &mut Out, field: u32, b: &[u8]) {
     head(out, field, b.len());
     out.extend_from_slice(b);
 }
 
-fn string(out: &mut Vec<u8>, field: u32, s: &str) {
+fn string(out: &mut Out, field: u32, s: &str) {
     bytes(out, field, s.as_bytes());
 }
 
@@ -334,6 +378,8 @@ fn attrs_json<K: AsRef<str>>(attrs: &[(K, AttrValue)]) -> Value {
 fn value_json(v: &AttrValue) -> Value {
     match v {
         AttrValue::Str(s) => json!({"stringValue": s}),
+        AttrValue::Static(s) => json!({"stringValue": s}),
+        AttrValue::Shared(s) => json!({"stringValue": &**s}),
         AttrValue::Bool(b) => json!({"boolValue": b}),
         AttrValue::Int(i) => json!({"intValue": i.to_string()}),
         AttrValue::Double(d) => json!({"doubleValue": d}),
@@ -350,16 +396,20 @@ mod tests {
 
     #[test]
     fn varints_are_protobufs() {
-        let mut out = Vec::new();
-        varint(&mut out, 300);
-        assert_eq!(out, [0xac, 0x02]);
-        let mut out = Vec::new();
-        varint(&mut out, (-1i64) as u64);
-        assert_eq!(out.len(), 10);
+        let encoded = |n: u64| {
+            let mut buf = [0u8; 10];
+            let out = &mut Out {
+                buf: &mut buf,
+                at: 0,
+            };
+            varint(out, n);
+            let at = out.at;
+            buf[..at].to_vec()
+        };
+        assert_eq!(encoded(300), [0xac, 0x02]);
+        assert_eq!(encoded((-1i64) as u64).len(), 10);
         for n in [0, 1, 127, 128, 16_383, 16_384, u64::MAX] {
-            let mut out = Vec::new();
-            varint(&mut out, n);
-            assert_eq!(varint_len(n), out.len(), "{n}");
+            assert_eq!(varint_len(n), encoded(n).len(), "{n}");
         }
     }
 

@@ -12,13 +12,13 @@
 //! and set in the request.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
 use super::context::SpanContext;
 use super::export::Exporter;
+use super::open::{Current, Open, OpenSpans, Slot};
 use super::otlp::{AttrValue, Code, Kind, Span};
 use crate::cost::Cost;
 use crate::trace::event::{Ending, TraceEvent};
@@ -30,26 +30,10 @@ pub struct RunSpans {
     exporter: &'static Exporter,
     /// The span the run's top-level agent is under (another process's).
     parent: Option<SpanContext>,
-    /// In shards by key, so that the threads of a wide fan-out seldom wait
-    /// on one another's spans (design §7.9).
-    open: [Mutex<HashMap<String, Open>>; SHARDS],
-}
-
-/// The shards of [`RunSpans::open`].
-const SHARDS: usize = 16;
-
-#[derive(Debug)]
-struct Open {
-    span: Span,
-    /// The tool span the thread had open before this one.
-    outer: Option<Current>,
-}
-
-/// A tool span open on a thread: its context and its key.
-#[derive(Debug, Clone)]
-struct Current {
-    ctx: SpanContext,
-    key: String,
+    open: OpenSpans,
+    /// The run's id, shared by its spans' `axe.run_id` rather than copied
+    /// into each (design §7.9).
+    run_id: OnceLock<Arc<str>>,
 }
 
 thread_local! {
@@ -67,6 +51,11 @@ fn s(v: &str) -> AttrValue {
     AttrValue::Str(v.to_string())
 }
 
+/// A value the same in every span: nothing allocated for it.
+fn fixed(v: &'static str) -> AttrValue {
+    AttrValue::Static(v)
+}
+
 fn int(v: u64) -> AttrValue {
     AttrValue::Int(i64::try_from(v).unwrap_or(i64::MAX))
 }
@@ -76,7 +65,8 @@ impl RunSpans {
         RunSpans {
             exporter,
             parent,
-            open: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            open: OpenSpans::default(),
+            run_id: OnceLock::new(),
         }
     }
 
@@ -88,8 +78,18 @@ impl RunSpans {
     /// The `traceparent` of the chat span open for the agent run at
     /// `place`: what its request to the provider carries.
     pub fn traceparent(&self, place: &Place) -> Option<String> {
-        let key = chat_key(place);
-        self.shard(&key).get(&key).map(|o| o.span.ctx.traceparent())
+        self.open
+            .with(&place.path, Slot::Chat, |o| o.span.ctx.traceparent())
+    }
+
+    /// `axe.run_id`: the run's id, shared (a ledger has one id; another
+    /// is copied, as before).
+    fn run_id(&self, run_id: &str) -> AttrValue {
+        let shared = self.run_id.get_or_init(|| Arc::from(run_id));
+        match &**shared == run_id {
+            true => AttrValue::Shared(shared.clone()),
+            false => s(run_id),
+        }
     }
 
     /// `event` of the run `run_id`, at `place`.
@@ -102,7 +102,7 @@ impl RunSpans {
             TraceEvent::Request { provider, request } => {
                 self.chat_start(run_id, place, &provider.name, request, capture);
             }
-            TraceEvent::Retry { .. } => self.with_open(&chat_key(place), |span| {
+            TraceEvent::Retry { .. } => self.with_open(place, Slot::Chat, |span| {
                 let n = match span.attrs.iter().find(|(k, _)| *k == "axe.retries") {
                     Some((_, AttrValue::Int(n))) => *n,
                     _ => 0,
@@ -115,12 +115,12 @@ impl RunSpans {
             TraceEvent::Error { error, request } => {
                 let kind = crate::trace::event::error_kind(error);
                 if request.is_some() {
-                    if let Some(mut span) = self.take(&chat_key(place)) {
+                    if let Some(mut span) = self.take(place, Slot::Chat) {
                         span.fail(&kind, &error.to_string());
                         self.close(span);
                     }
                 }
-                self.with_open(&agent_key(place), |span| {
+                self.with_open(place, Slot::Agent, |span| {
                     span.fail(&kind, &error.to_string())
                 });
             }
@@ -131,14 +131,12 @@ impl RunSpans {
                 self.tool_result(place, call, result, capture);
             }
             TraceEvent::Tool { bytes, exit, .. } => {
-                if let Some(key) = TOOL.with(|t| t.borrow().as_ref().map(|c| c.key.clone())) {
-                    self.with_open(&key, |span| {
-                        span.set("axe.tool.bytes", int(*bytes));
-                        if let Some(code) = exit {
-                            span.set("process.exit.code", AttrValue::Int(i64::from(*code)));
-                        }
-                    });
-                }
+                on_current_tool(&self.open, |span| {
+                    span.set("axe.tool.bytes", int(*bytes));
+                    if let Some(code) = exit {
+                        span.set("process.exit.code", AttrValue::Int(i64::from(*code)));
+                    }
+                });
             }
             TraceEvent::RunEnd { end, .. } => self.run_end(place, end),
             TraceEvent::Repair { .. } | TraceEvent::Mcp { .. } => {}
@@ -154,9 +152,9 @@ impl RunSpans {
         capture: bool,
     ) {
         let name = format!("chat {}", request.model);
-        let mut span = self.child(&agent_key(place), name, Kind::Client);
-        span.add("gen_ai.operation.name", s("chat"));
-        span.add("gen_ai.provider.name", s(&provider_name(provider)));
+        let mut span = self.child(place, name, Kind::Client);
+        span.add("gen_ai.operation.name", fixed("chat"));
+        span.add("gen_ai.provider.name", provider_name(provider));
         span.add("gen_ai.request.model", s(&request.model));
         if let Some(max) = request.max_tokens {
             span.add("gen_ai.request.max_tokens", int(u64::from(max)));
@@ -164,15 +162,15 @@ impl RunSpans {
         if let Some(t) = request.temperature {
             span.add("gen_ai.request.temperature", AttrValue::Double(t));
         }
-        span.add("axe.run_id", s(run_id));
+        span.add("axe.run_id", self.run_id(run_id));
         if capture {
             content::request(&mut span, request);
         }
-        self.open(chat_key(place), span, None);
+        self.put(place, Slot::Chat, span, None);
     }
 
     fn chat_end(&self, place: &Place, r: &crate::provider::Response, cost: Cost, capture: bool) {
-        let Some(mut span) = self.take(&chat_key(place)) else {
+        let Some(mut span) = self.take(place, Slot::Chat) else {
             return;
         };
         span.add("gen_ai.usage.input_tokens", int(r.input_tokens));
@@ -208,7 +206,7 @@ impl RunSpans {
         result: &crate::provider::ToolResult,
         capture: bool,
     ) {
-        let Some(mut open) = self.take_open(&tool_key(place, &call.id)) else {
+        let Some(mut open) = self.open.take(&place.path, Slot::Tool(&call.id)) else {
             return;
         };
         TOOL.with(|t| *t.borrow_mut() = open.outer.take());
@@ -235,14 +233,14 @@ impl RunSpans {
             format!("invoke_agent {}", place.agent),
             Kind::Internal,
         );
-        span.add("gen_ai.operation.name", s("invoke_agent"));
+        span.add("gen_ai.operation.name", fixed("invoke_agent"));
         span.add("gen_ai.agent.name", s(&place.agent));
-        span.add("gen_ai.provider.name", s(&provider_name(provider)));
+        span.add("gen_ai.provider.name", provider_name(provider));
         span.add("gen_ai.request.model", s(model));
-        span.add("axe.run_id", s(run_id));
+        span.add("axe.run_id", self.run_id(run_id));
         span.add("axe.agent.path", s(&place.path));
         span.add("axe.depth", int(u64::from(place.depth)));
-        self.open(agent_key(place), span, None);
+        self.put(place, Slot::Agent, span, None);
     }
 
     fn tool_call(
@@ -253,18 +251,14 @@ impl RunSpans {
         agent_called: &str,
         capture: bool,
     ) {
-        let mut span = self.child(
-            &agent_key(place),
-            format!("execute_tool {}", call.name),
-            Kind::Internal,
-        );
-        span.add("gen_ai.operation.name", s("execute_tool"));
+        let mut span = self.child(place, format!("execute_tool {}", call.name), Kind::Internal);
+        span.add("gen_ai.operation.name", fixed("execute_tool"));
         span.add("gen_ai.tool.name", s(&call.name));
         span.add("gen_ai.tool.call.id", s(&call.id));
-        span.add("axe.run_id", s(run_id));
+        span.add("axe.run_id", self.run_id(run_id));
         span.add(
             "gen_ai.tool.type",
-            s(if agent_called.is_empty() {
+            fixed(if agent_called.is_empty() {
                 "function"
             } else {
                 "agent"
@@ -276,22 +270,22 @@ impl RunSpans {
         if capture {
             span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
-        let key = tool_key(place, &call.id);
         let current = Current {
             ctx: span.ctx,
-            key: key.clone(),
+            path: place.path.clone(),
+            id: call.id.clone(),
         };
         let outer = TOOL.with(|t| t.borrow_mut().replace(current));
-        self.open(key, span, outer);
+        self.put(place, Slot::Tool(&call.id), span, outer);
     }
 
     fn run_end(&self, place: &Place, end: &Ending) {
         // A request cut short by a signal: its chat span ends with the run.
-        if let Some(mut chat) = self.take(&chat_key(place)) {
+        if let Some(mut chat) = self.take(place, Slot::Chat) {
             chat.fail("interrupted", "the run ended first");
             self.close(chat);
         }
-        let Some(mut span) = self.take(&agent_key(place)) else {
+        let Some(mut span) = self.take(place, Slot::Agent) else {
             return;
         };
         match end {
@@ -321,42 +315,23 @@ impl RunSpans {
         self.close(span);
     }
 
-    /// A new span under the one open at `parent_key` (else the run's
+    /// A new span under the agent run's at `place` (else the run's
     /// parent).
-    /// The shard of the spans open that holds `key`'s.
-    fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, Open>> {
-        // FNV-1a: cheap, and spread enough for picking one of 16.
-        let hash = key.bytes().fold(0x811c_9dc5_u32, |h, b| {
-            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-        });
-        self.open[hash as usize % SHARDS]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn child(&self, place: &Place, name: String, kind: Kind) -> Span {
+        let parent = self.open.with(&place.path, Slot::Agent, |o| o.span.ctx);
+        new_span(parent.or(self.parent), name, kind)
     }
 
-    fn child(&self, parent_key: &str, name: String, kind: Kind) -> Span {
-        let lock = self.shard(parent_key);
-        let parent = lock.get(parent_key).map(|o| o.span.ctx).or(self.parent);
-        drop(lock);
-        new_span(parent, name, kind)
+    fn put(&self, place: &Place, slot: Slot, span: Span, outer: Option<Current>) {
+        self.open.put(&place.path, slot, Open { span, outer });
     }
 
-    fn open(&self, key: String, span: Span, outer: Option<Current>) {
-        self.shard(&key).insert(key, Open { span, outer });
+    fn with_open(&self, place: &Place, slot: Slot, f: impl FnOnce(&mut Span)) {
+        self.open.with(&place.path, slot, |o| f(&mut o.span));
     }
 
-    fn with_open(&self, key: &str, f: impl FnOnce(&mut Span)) {
-        if let Some(o) = self.shard(key).get_mut(key) {
-            f(&mut o.span);
-        }
-    }
-
-    fn take_open(&self, key: &str) -> Option<Open> {
-        self.shard(key).remove(key)
-    }
-
-    fn take(&self, key: &str) -> Option<Span> {
-        self.take_open(key).map(|o| o.span)
+    fn take(&self, place: &Place, slot: Slot) -> Option<Span> {
+        self.open.take(&place.path, slot).map(|o| o.span)
     }
 
     fn close(&self, mut span: Span) {
@@ -373,45 +348,42 @@ fn new_span(parent: Option<SpanContext>, name: String, kind: Kind) -> Span {
         kind,
         start: now(),
         end: 0,
-        attrs: Vec::with_capacity(12),
+        // A chat span's attributes, so that none grows (measured: a
+        // realloc per chat span with 12).
+        attrs: Vec::with_capacity(16),
         status: Code::Unset,
         message: String::new(),
     }
 }
 
-fn agent_key(place: &Place) -> String {
-    format!("a\0{}", place.path)
-}
-
-fn chat_key(place: &Place) -> String {
-    format!("c\0{}", place.path)
-}
-
-fn tool_key(place: &Place, id: &str) -> String {
-    format!("t\0{}\0{id}", place.path)
+/// `f` on the tool span open on this thread, if there is one (its key
+/// borrowed, not copied).
+fn on_current_tool(open: &OpenSpans, f: impl FnOnce(&mut Span)) {
+    TOOL.with(|t| {
+        if let Some(c) = t.borrow().as_ref() {
+            open.with(&c.path, Slot::Tool(&c.id), |o| f(&mut o.span));
+        }
+    });
 }
 
 /// `gen_ai.provider.name`: the conventions' name for the providers they
 /// list, else the provider's name in axe.
-fn provider_name(name: &str) -> String {
+fn provider_name(name: &str) -> AttrValue {
     match name {
-        "bedrock" => "aws.bedrock".to_string(),
-        other => other.to_string(),
+        "bedrock" => fixed("aws.bedrock"),
+        other => s(other),
     }
 }
 
 /// Notes that the tool call running on this thread is an MCP server's
 /// `tool` (design §9.3): the MCP conventions' attributes on its span.
 pub fn mcp_call(spans: Option<&RunSpans>, server: &str, tool: &str) {
-    let (Some(spans), Some(key)) = (
-        spans,
-        TOOL.with(|t| t.borrow().as_ref().map(|c| c.key.clone())),
-    ) else {
+    let Some(spans) = spans else {
         return;
     };
-    spans.with_open(&key, |span| {
-        span.set("mcp.method.name", s("tools/call"));
-        span.set("gen_ai.tool.type", s("extension"));
+    on_current_tool(&spans.open, |span| {
+        span.set("mcp.method.name", fixed("tools/call"));
+        span.set("gen_ai.tool.type", fixed("extension"));
         span.set("axe.mcp.server", s(server));
         span.set("axe.mcp.tool", s(tool));
     });
@@ -430,7 +402,7 @@ impl Workflow {
     pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
         let exporter = super::export::exporter()?;
         let mut span = new_span(parent, format!("invoke_workflow {agent}"), Kind::Internal);
-        span.add("gen_ai.operation.name", s("invoke_workflow"));
+        span.add("gen_ai.operation.name", fixed("invoke_workflow"));
         span.add("gen_ai.agent.name", s(agent));
         Some(Workflow { exporter, span })
     }
