@@ -12,7 +12,7 @@
 //! and set in the request.
 
 use std::cell::RefCell;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
@@ -34,7 +34,15 @@ pub struct RunSpans {
     /// The run's id, shared by its spans' `axe.run_id` rather than copied
     /// into each (design §7.9).
     run_id: OnceLock<Arc<str>>,
+    /// The agents', models', providers' and tools' names the run's spans
+    /// repeat (a fan-out's 256 sub-agents have one), each counted, not
+    /// copied into each span (design §7.9).
+    names: Mutex<Vec<Arc<str>>>,
 }
+
+/// The names [`RunSpans::names`] keeps at most: a run has few; past them
+/// a name is copied, as before.
+const NAMES: usize = 32;
 
 thread_local! {
     static TOOL: RefCell<Option<Current>> = const { RefCell::new(None) };
@@ -67,6 +75,7 @@ impl RunSpans {
             parent,
             open: OpenSpans::default(),
             run_id: OnceLock::new(),
+            names: Mutex::default(),
         }
     }
 
@@ -89,6 +98,29 @@ impl RunSpans {
         match &**shared == run_id {
             true => AttrValue::Shared(shared.clone()),
             false => s(run_id),
+        }
+    }
+
+    /// `v`, one of the names spans repeat: shared with the spans before.
+    fn name(&self, v: &str) -> AttrValue {
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = names.iter().find(|n| &***n == v) {
+            return AttrValue::Shared(n.clone());
+        }
+        if names.len() == NAMES {
+            return s(v);
+        }
+        let n: Arc<str> = Arc::from(v);
+        names.push(n.clone());
+        AttrValue::Shared(n)
+    }
+
+    /// `gen_ai.provider.name`: the conventions' name for the providers
+    /// they list, else the provider's name in axe.
+    fn provider(&self, name: &str) -> AttrValue {
+        match name {
+            "bedrock" => fixed("aws.bedrock"),
+            other => self.name(other),
         }
     }
 
@@ -154,8 +186,8 @@ impl RunSpans {
         let name = format!("chat {}", request.model);
         let mut span = self.child(place, name, Kind::Client);
         span.add("gen_ai.operation.name", fixed("chat"));
-        span.add("gen_ai.provider.name", provider_name(provider));
-        span.add("gen_ai.request.model", s(&request.model));
+        span.add("gen_ai.provider.name", self.provider(provider));
+        span.add("gen_ai.request.model", self.name(&request.model));
         if let Some(max) = request.max_tokens {
             span.add("gen_ai.request.max_tokens", int(u64::from(max)));
         }
@@ -185,7 +217,7 @@ impl RunSpans {
             span.add("gen_ai.response.id", s(&r.id));
         }
         if !r.model.is_empty() {
-            span.add("gen_ai.response.model", s(&r.model));
+            span.add("gen_ai.response.model", self.name(&r.model));
         }
         if let Some(first) = r.first_token {
             span.add("axe.first_token_ms", int(crate::deadline::millis(first)));
@@ -234,9 +266,9 @@ impl RunSpans {
             Kind::Internal,
         );
         span.add("gen_ai.operation.name", fixed("invoke_agent"));
-        span.add("gen_ai.agent.name", s(&place.agent));
-        span.add("gen_ai.provider.name", provider_name(provider));
-        span.add("gen_ai.request.model", s(model));
+        span.add("gen_ai.agent.name", self.name(&place.agent));
+        span.add("gen_ai.provider.name", self.provider(provider));
+        span.add("gen_ai.request.model", self.name(model));
         span.add("axe.run_id", self.run_id(run_id));
         span.add("axe.agent.path", s(&place.path));
         span.add("axe.depth", int(u64::from(place.depth)));
@@ -253,7 +285,7 @@ impl RunSpans {
     ) {
         let mut span = self.child(place, format!("execute_tool {}", call.name), Kind::Internal);
         span.add("gen_ai.operation.name", fixed("execute_tool"));
-        span.add("gen_ai.tool.name", s(&call.name));
+        span.add("gen_ai.tool.name", self.name(&call.name));
         span.add("gen_ai.tool.call.id", s(&call.id));
         span.add("axe.run_id", self.run_id(run_id));
         span.add(
@@ -265,7 +297,7 @@ impl RunSpans {
             }),
         );
         if !agent_called.is_empty() {
-            span.add("axe.agent_called", s(agent_called));
+            span.add("axe.agent_called", self.name(agent_called));
         }
         if capture {
             span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
@@ -364,15 +396,6 @@ fn on_current_tool(open: &OpenSpans, f: impl FnOnce(&mut Span)) {
             open.with(&c.path, Slot::Tool(&c.id), |o| f(&mut o.span));
         }
     });
-}
-
-/// `gen_ai.provider.name`: the conventions' name for the providers they
-/// list, else the provider's name in axe.
-fn provider_name(name: &str) -> AttrValue {
-    match name {
-        "bedrock" => fixed("aws.bedrock"),
-        other => s(other),
-    }
 }
 
 /// Notes that the tool call running on this thread is an MCP server's
