@@ -19,7 +19,7 @@ use super::content;
 use super::context::SpanContext;
 use super::export::Exporter;
 use super::open::{Current, Open, OpenSpans, Slot};
-use super::otlp::{AttrValue, Code, Kind, Span};
+use super::otlp::{AttrValue, Code, Kind, Name, Span};
 use crate::cost::Cost;
 use crate::trace::event::{Ending, TraceEvent};
 use crate::trace::ledger::Place;
@@ -102,17 +102,21 @@ impl RunSpans {
     }
 
     /// `v`, one of the names spans repeat: shared with the spans before.
-    fn name(&self, v: &str) -> AttrValue {
+    fn shared(&self, v: &str) -> Arc<str> {
         let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(n) = names.iter().find(|n| &***n == v) {
-            return AttrValue::Shared(n.clone());
-        }
-        if names.len() == NAMES {
-            return s(v);
+            return n.clone();
         }
         let n: Arc<str> = Arc::from(v);
-        names.push(n.clone());
-        AttrValue::Shared(n)
+        if names.len() < NAMES {
+            names.push(n.clone());
+        }
+        n
+    }
+
+    /// `v`, one of the names spans repeat, as an attribute's value.
+    fn name(&self, v: &str) -> AttrValue {
+        AttrValue::Shared(self.shared(v))
     }
 
     /// `gen_ai.provider.name`: the conventions' name for the providers
@@ -183,11 +187,12 @@ impl RunSpans {
         request: &crate::provider::Request,
         capture: bool,
     ) {
-        let name = format!("chat {}", request.model);
+        let model = self.shared(&request.model);
+        let name = Name::new("chat", model.clone());
         let mut span = self.child(place, name, Kind::Client);
         span.add("gen_ai.operation.name", fixed("chat"));
         span.add("gen_ai.provider.name", self.provider(provider));
-        span.add("gen_ai.request.model", self.name(&request.model));
+        span.add("gen_ai.request.model", AttrValue::Shared(model));
         if let Some(max) = request.max_tokens {
             span.add("gen_ai.request.max_tokens", int(u64::from(max)));
         }
@@ -260,13 +265,11 @@ impl RunSpans {
                 .with(|t| t.borrow().as_ref().map(|c| c.ctx))
                 .or(self.parent),
         };
-        let mut span = new_span(
-            parent,
-            format!("invoke_agent {}", place.agent),
-            Kind::Internal,
-        );
+        let agent = self.shared(&place.agent);
+        let name = Name::new("invoke_agent", agent.clone());
+        let mut span = new_span(parent, name, Kind::Internal);
         span.add("gen_ai.operation.name", fixed("invoke_agent"));
-        span.add("gen_ai.agent.name", self.name(&place.agent));
+        span.add("gen_ai.agent.name", AttrValue::Shared(agent));
         span.add("gen_ai.provider.name", self.provider(provider));
         span.add("gen_ai.request.model", self.name(model));
         span.add("axe.run_id", self.run_id(run_id));
@@ -283,9 +286,11 @@ impl RunSpans {
         agent_called: &str,
         capture: bool,
     ) {
-        let mut span = self.child(place, format!("execute_tool {}", call.name), Kind::Internal);
+        let tool = self.shared(&call.name);
+        let name = Name::new("execute_tool", tool.clone());
+        let mut span = self.child(place, name, Kind::Internal);
         span.add("gen_ai.operation.name", fixed("execute_tool"));
-        span.add("gen_ai.tool.name", self.name(&call.name));
+        span.add("gen_ai.tool.name", AttrValue::Shared(tool));
         span.add("gen_ai.tool.call.id", s(&call.id));
         span.add("axe.run_id", self.run_id(run_id));
         span.add(
@@ -349,7 +354,7 @@ impl RunSpans {
 
     /// A new span under the agent run's at `place` (else the run's
     /// parent).
-    fn child(&self, place: &Place, name: String, kind: Kind) -> Span {
+    fn child(&self, place: &Place, name: Name, kind: Kind) -> Span {
         let parent = self.open.with(&place.path, Slot::Agent, |o| o.span.ctx);
         new_span(parent.or(self.parent), name, kind)
     }
@@ -372,7 +377,7 @@ impl RunSpans {
     }
 }
 
-fn new_span(parent: Option<SpanContext>, name: String, kind: Kind) -> Span {
+fn new_span(parent: Option<SpanContext>, name: Name, kind: Kind) -> Span {
     Span {
         ctx: SpanContext::child_of(parent.as_ref()),
         parent,
@@ -424,7 +429,11 @@ impl Workflow {
     /// `invoke_workflow <agent>` under `parent`, when spans are exported.
     pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
         let exporter = super::export::exporter()?;
-        let mut span = new_span(parent, format!("invoke_workflow {agent}"), Kind::Internal);
+        let mut span = new_span(
+            parent,
+            Name::new("invoke_workflow", agent.into()),
+            Kind::Internal,
+        );
         span.add("gen_ai.operation.name", fixed("invoke_workflow"));
         span.add("gen_ai.agent.name", s(agent));
         Some(Workflow { exporter, span })
