@@ -291,7 +291,8 @@ impl RunSpans {
         let mut span = self.child(place, name, Kind::Internal);
         span.add("gen_ai.operation.name", fixed("execute_tool"));
         span.add("gen_ai.tool.name", AttrValue::Shared(tool));
-        span.add("gen_ai.tool.call.id", s(&call.id));
+        let id: Arc<str> = Arc::from(call.id.as_str());
+        span.add("gen_ai.tool.call.id", AttrValue::Shared(id.clone()));
         span.add("axe.run_id", self.run_id(run_id));
         span.add(
             "gen_ai.tool.type",
@@ -309,11 +310,12 @@ impl RunSpans {
         }
         let current = Current {
             ctx: span.ctx,
-            path: place.path.clone(),
-            id: call.id.clone(),
+            path: self.shared(&place.path),
+            id: id.clone(),
         };
         let outer = TOOL.with(|t| t.borrow_mut().replace(current));
-        self.put(place, Slot::Tool(&call.id), span, outer);
+        let open = Open { span, outer };
+        self.open.put_tool(&place.path, id, open);
     }
 
     fn run_end(&self, place: &Place, end: &Ending) {
