@@ -5,7 +5,7 @@
 //! most of a span's allocations, measured).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::context::SpanContext;
 use super::otlp::Span;
@@ -27,12 +27,12 @@ pub struct Open {
 }
 
 /// A tool span open on a thread: its context, its agent run's path and
-/// its call's id.
+/// its call's id (both counted, shared with the span and the map).
 #[derive(Debug, Clone)]
 pub struct Current {
     pub ctx: SpanContext,
-    pub path: String,
-    pub id: String,
+    pub path: Arc<str>,
+    pub id: Arc<str>,
 }
 
 /// One agent run's spans open.
@@ -42,7 +42,7 @@ struct Spans {
     chat: Option<Open>,
     /// By call id: a fan-out's caller has hundreds open at once, which a
     /// list searched would make quadratic (measured).
-    tools: HashMap<String, Open>,
+    tools: HashMap<Arc<str>, Open>,
 }
 
 impl Spans {
@@ -67,7 +67,7 @@ impl Spans {
             Slot::Agent => self.agent = Some(open),
             Slot::Chat => self.chat = Some(open),
             Slot::Tool(id) => {
-                self.tools.insert(id.to_string(), open);
+                self.tools.insert(Arc::from(id), open);
             }
         }
     }
@@ -124,12 +124,24 @@ impl OpenSpans {
 
     /// `open` at `path`'s `slot` (replacing one there).
     pub fn put(&self, path: &str, slot: Slot, open: Open) {
+        self.put_with(path, |spans| spans.put(slot, open));
+    }
+
+    /// `open`, the tool span of the call `id`, at `path` (its id shared,
+    /// not copied).
+    pub fn put_tool(&self, path: &str, id: Arc<str>, open: Open) {
+        self.put_with(path, |spans| {
+            spans.tools.insert(id, open);
+        });
+    }
+
+    fn put_with(&self, path: &str, f: impl FnOnce(&mut Spans)) {
         let mut shard = self.shard(path);
         match shard.get_mut(path) {
-            Some(spans) => spans.put(slot, open),
+            Some(spans) => f(spans),
             None => {
                 let mut spans = Spans::default();
-                spans.put(slot, open);
+                f(&mut spans);
                 shard.insert(path.to_string(), spans);
             }
         }

@@ -40,12 +40,38 @@ pub enum Code {
     Error = 2,
 }
 
+/// A span's name: its operation and what it is of (`chat gpt-4o`), the
+/// one static, the other shared with the run's other spans, joined by the
+/// encoder rather than formatted into a string per span (design §7.9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Name {
+    pub op: &'static str,
+    pub of: Arc<str>,
+}
+
+impl Name {
+    pub fn new(op: &'static str, of: Arc<str>) -> Name {
+        Name { op, of }
+    }
+
+    /// Its length written.
+    fn len(&self) -> usize {
+        self.op.len() + 1 + self.of.len()
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.op, self.of)
+    }
+}
+
 /// One span, finished or being built.
 #[derive(Debug, Clone)]
 pub struct Span {
     pub ctx: SpanContext,
     pub parent: Option<SpanContext>,
-    pub name: String,
+    pub name: Name,
     pub kind: Kind,
     /// Unix nanoseconds.
     pub start: u64,
@@ -164,7 +190,10 @@ fn span_pb(s: &mut Out, span: &Span) {
     if let Some(p) = &span.parent {
         bytes(s, 4, &p.span_id);
     }
-    string(s, 5, &span.name);
+    head(s, 5, span.name.len());
+    s.extend_from_slice(span.name.op.as_bytes());
+    s.push(b' ');
+    s.extend_from_slice(span.name.of.as_bytes());
     tag(s, 6, 0);
     varint(s, span.kind as u64);
     tag(s, 7, 1);
@@ -354,7 +383,7 @@ fn span_json(span: &Span) -> Value {
     let mut v = json!({
         "traceId": hex(&span.ctx.trace_id),
         "spanId": hex(&span.ctx.span_id),
-        "name": span.name,
+        "name": span.name.to_string(),
         "kind": span.kind as u8,
         "startTimeUnixNano": span.start.to_string(),
         "endTimeUnixNano": span.end.to_string(),

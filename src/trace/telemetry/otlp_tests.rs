@@ -67,7 +67,7 @@ fn lengths_computed_are_lengths_written() {
     let mut span = Span {
         ctx,
         parent: Some(SpanContext::child_of(Some(&ctx))),
-        name: "chat m".into(),
+        name: Name::new("chat", "m".into()),
         kind: Kind::Client,
         start: 1,
         end: 2,

@@ -12,14 +12,14 @@
 //! and set in the request.
 
 use std::cell::RefCell;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
 use super::context::SpanContext;
 use super::export::Exporter;
 use super::open::{Current, Open, OpenSpans, Slot};
-use super::otlp::{AttrValue, Code, Kind, Span};
+use super::otlp::{AttrValue, Code, Kind, Name, Span};
 use crate::cost::Cost;
 use crate::trace::event::{Ending, TraceEvent};
 use crate::trace::ledger::Place;
@@ -34,7 +34,15 @@ pub struct RunSpans {
     /// The run's id, shared by its spans' `axe.run_id` rather than copied
     /// into each (design §7.9).
     run_id: OnceLock<Arc<str>>,
+    /// The agents', models', providers' and tools' names the run's spans
+    /// repeat (a fan-out's 256 sub-agents have one), each counted, not
+    /// copied into each span (design §7.9).
+    names: Mutex<Vec<Arc<str>>>,
 }
+
+/// The names [`RunSpans::names`] keeps at most: a run has few; past them
+/// a name is copied, as before.
+const NAMES: usize = 32;
 
 thread_local! {
     static TOOL: RefCell<Option<Current>> = const { RefCell::new(None) };
@@ -67,6 +75,7 @@ impl RunSpans {
             parent,
             open: OpenSpans::default(),
             run_id: OnceLock::new(),
+            names: Mutex::default(),
         }
     }
 
@@ -89,6 +98,33 @@ impl RunSpans {
         match &**shared == run_id {
             true => AttrValue::Shared(shared.clone()),
             false => s(run_id),
+        }
+    }
+
+    /// `v`, one of the names spans repeat: shared with the spans before.
+    fn shared(&self, v: &str) -> Arc<str> {
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = names.iter().find(|n| &***n == v) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(v);
+        if names.len() < NAMES {
+            names.push(n.clone());
+        }
+        n
+    }
+
+    /// `v`, one of the names spans repeat, as an attribute's value.
+    fn name(&self, v: &str) -> AttrValue {
+        AttrValue::Shared(self.shared(v))
+    }
+
+    /// `gen_ai.provider.name`: the conventions' name for the providers
+    /// they list, else the provider's name in axe.
+    fn provider(&self, name: &str) -> AttrValue {
+        match name {
+            "bedrock" => fixed("aws.bedrock"),
+            other => self.name(other),
         }
     }
 
@@ -151,11 +187,12 @@ impl RunSpans {
         request: &crate::provider::Request,
         capture: bool,
     ) {
-        let name = format!("chat {}", request.model);
+        let model = self.shared(&request.model);
+        let name = Name::new("chat", model.clone());
         let mut span = self.child(place, name, Kind::Client);
         span.add("gen_ai.operation.name", fixed("chat"));
-        span.add("gen_ai.provider.name", provider_name(provider));
-        span.add("gen_ai.request.model", s(&request.model));
+        span.add("gen_ai.provider.name", self.provider(provider));
+        span.add("gen_ai.request.model", AttrValue::Shared(model));
         if let Some(max) = request.max_tokens {
             span.add("gen_ai.request.max_tokens", int(u64::from(max)));
         }
@@ -185,7 +222,7 @@ impl RunSpans {
             span.add("gen_ai.response.id", s(&r.id));
         }
         if !r.model.is_empty() {
-            span.add("gen_ai.response.model", s(&r.model));
+            span.add("gen_ai.response.model", self.name(&r.model));
         }
         if let Some(first) = r.first_token {
             span.add("axe.first_token_ms", int(crate::deadline::millis(first)));
@@ -228,15 +265,13 @@ impl RunSpans {
                 .with(|t| t.borrow().as_ref().map(|c| c.ctx))
                 .or(self.parent),
         };
-        let mut span = new_span(
-            parent,
-            format!("invoke_agent {}", place.agent),
-            Kind::Internal,
-        );
+        let agent = self.shared(&place.agent);
+        let name = Name::new("invoke_agent", agent.clone());
+        let mut span = new_span(parent, name, Kind::Internal);
         span.add("gen_ai.operation.name", fixed("invoke_agent"));
-        span.add("gen_ai.agent.name", s(&place.agent));
-        span.add("gen_ai.provider.name", provider_name(provider));
-        span.add("gen_ai.request.model", s(model));
+        span.add("gen_ai.agent.name", AttrValue::Shared(agent));
+        span.add("gen_ai.provider.name", self.provider(provider));
+        span.add("gen_ai.request.model", self.name(model));
         span.add("axe.run_id", self.run_id(run_id));
         span.add("axe.agent.path", s(&place.path));
         span.add("axe.depth", int(u64::from(place.depth)));
@@ -251,10 +286,13 @@ impl RunSpans {
         agent_called: &str,
         capture: bool,
     ) {
-        let mut span = self.child(place, format!("execute_tool {}", call.name), Kind::Internal);
+        let tool = self.shared(&call.name);
+        let name = Name::new("execute_tool", tool.clone());
+        let mut span = self.child(place, name, Kind::Internal);
         span.add("gen_ai.operation.name", fixed("execute_tool"));
-        span.add("gen_ai.tool.name", s(&call.name));
-        span.add("gen_ai.tool.call.id", s(&call.id));
+        span.add("gen_ai.tool.name", AttrValue::Shared(tool));
+        let id: Arc<str> = Arc::from(call.id.as_str());
+        span.add("gen_ai.tool.call.id", AttrValue::Shared(id.clone()));
         span.add("axe.run_id", self.run_id(run_id));
         span.add(
             "gen_ai.tool.type",
@@ -265,18 +303,19 @@ impl RunSpans {
             }),
         );
         if !agent_called.is_empty() {
-            span.add("axe.agent_called", s(agent_called));
+            span.add("axe.agent_called", self.name(agent_called));
         }
         if capture {
             span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
         let current = Current {
             ctx: span.ctx,
-            path: place.path.clone(),
-            id: call.id.clone(),
+            path: self.shared(&place.path),
+            id: id.clone(),
         };
         let outer = TOOL.with(|t| t.borrow_mut().replace(current));
-        self.put(place, Slot::Tool(&call.id), span, outer);
+        let open = Open { span, outer };
+        self.open.put_tool(&place.path, id, open);
     }
 
     fn run_end(&self, place: &Place, end: &Ending) {
@@ -317,7 +356,7 @@ impl RunSpans {
 
     /// A new span under the agent run's at `place` (else the run's
     /// parent).
-    fn child(&self, place: &Place, name: String, kind: Kind) -> Span {
+    fn child(&self, place: &Place, name: Name, kind: Kind) -> Span {
         let parent = self.open.with(&place.path, Slot::Agent, |o| o.span.ctx);
         new_span(parent.or(self.parent), name, kind)
     }
@@ -340,7 +379,7 @@ impl RunSpans {
     }
 }
 
-fn new_span(parent: Option<SpanContext>, name: String, kind: Kind) -> Span {
+fn new_span(parent: Option<SpanContext>, name: Name, kind: Kind) -> Span {
     Span {
         ctx: SpanContext::child_of(parent.as_ref()),
         parent,
@@ -364,15 +403,6 @@ fn on_current_tool(open: &OpenSpans, f: impl FnOnce(&mut Span)) {
             open.with(&c.path, Slot::Tool(&c.id), |o| f(&mut o.span));
         }
     });
-}
-
-/// `gen_ai.provider.name`: the conventions' name for the providers they
-/// list, else the provider's name in axe.
-fn provider_name(name: &str) -> AttrValue {
-    match name {
-        "bedrock" => fixed("aws.bedrock"),
-        other => s(other),
-    }
 }
 
 /// Notes that the tool call running on this thread is an MCP server's
@@ -401,7 +431,11 @@ impl Workflow {
     /// `invoke_workflow <agent>` under `parent`, when spans are exported.
     pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
         let exporter = super::export::exporter()?;
-        let mut span = new_span(parent, format!("invoke_workflow {agent}"), Kind::Internal);
+        let mut span = new_span(
+            parent,
+            Name::new("invoke_workflow", agent.into()),
+            Kind::Internal,
+        );
         span.add("gen_ai.operation.name", fixed("invoke_workflow"));
         span.add("gen_ai.agent.name", s(agent));
         Some(Workflow { exporter, span })
