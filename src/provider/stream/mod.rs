@@ -187,7 +187,7 @@ impl Decoder {
                         line.extend_from_slice(part);
                         line
                     };
-                    take("line", utf8(whole).trim())?;
+                    take("line", sse::utf8(whole).trim())?;
                     line.clear();
                 }
             }
@@ -195,7 +195,7 @@ impl Decoder {
                 bytes,
                 &mut |m| match m.message_type {
                     "exception" | "error" => Err(exception(&m)),
-                    _ => take(m.kind, &utf8(m.payload)),
+                    _ => take(m.kind, &sse::utf8(m.payload)),
                 },
                 StreamError::Invalid,
             )?,
@@ -215,7 +215,7 @@ impl Decoder {
         if let Framing::Lines(line) = &mut self.framing
             && !line.is_empty()
         {
-            self.assembly.event("line", utf8(line).trim())?;
+            self.assembly.event("line", sse::utf8(line).trim())?;
         }
         if let Framing::EventStream(es) = &self.framing
             && es.cut()
@@ -241,15 +241,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
             }
         }
         d.deserialize_map(Fields(PhantomData)).map(Object)
-    }
-}
-
-/// `bytes` as text, borrowed when they are valid UTF-8 (checked a word at
-/// a time for ASCII, where the lossy reading goes a byte at a time).
-fn utf8(bytes: &[u8]) -> Cow<'_, str> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 

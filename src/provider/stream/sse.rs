@@ -149,12 +149,7 @@ impl Sse {
         on_event: &mut dyn FnMut(Event<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         let result = if self.has_data {
-            // `from_utf8` first: it takes ASCII a word at a time, where the
-            // lossy reading goes a byte at a time, and events are valid.
-            let data = match std::str::from_utf8(&self.data) {
-                Ok(text) => std::borrow::Cow::Borrowed(text),
-                Err(_) => String::from_utf8_lossy(&self.data),
-            };
+            let data = utf8(&self.data);
             let name = if self.name.is_empty() {
                 "message"
             } else {
@@ -171,6 +166,16 @@ impl Sse {
             self.data = Vec::new();
         }
         result
+    }
+}
+
+/// `bytes` as text, borrowed when they are valid UTF-8, as a stream's
+/// events are: `from_utf8` first, since it takes ASCII a word at a time
+/// where the lossy reading goes a byte at a time.
+pub(crate) fn utf8(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }
 
