@@ -3,6 +3,7 @@
 //! of all of it (`redact`).
 
 pub mod base64;
+pub mod hex;
 pub mod redact;
 
 /// `text` on one line: runs of whitespace (line ends included) as one

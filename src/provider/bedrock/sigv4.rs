@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use ring::{digest, hmac};
 
-use crate::text::redact;
+use crate::text::{hex, redact};
 
 /// AWS's keys and the region they sign for. Its `Debug` shows no secret.
 #[derive(Clone)]
@@ -96,20 +96,20 @@ pub fn sign(keys: &AwsKeys, service: &str, req: &Unsigned<'_>, amz_date: &str) -
         req.method.to_ascii_uppercase(),
         canonical_uri(req.path),
         canonical_query(req.query),
-        hex(digest::digest(&digest::SHA256, req.payload).as_ref()),
+        hex::encode(digest::digest(&digest::SHA256, req.payload).as_ref()),
     );
     let date = &amz_date[..amz_date.len().min(8)];
     let scope = format!("{date}/{}/{service}/aws4_request", keys.region);
     let string_to_sign = format!(
         "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
-        hex(digest::digest(&digest::SHA256, canonical_request.as_bytes()).as_ref())
+        hex::encode(digest::digest(&digest::SHA256, canonical_request.as_bytes()).as_ref())
     );
     let secret = format!("AWS4{}", keys.secret_access_key);
     let mut key = mac(secret.as_bytes(), date);
     for part in [keys.region.as_str(), service, "aws4_request"] {
         key = mac(&key, part);
     }
-    let signature = hex(&mac(&key, &string_to_sign));
+    let signature = hex::encode(&mac(&key, &string_to_sign));
     let authorization = format!(
         "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, \
          Signature={signature}",
@@ -218,10 +218,6 @@ fn collapse(v: &str) -> String {
 fn mac(key: &[u8], data: &str) -> Vec<u8> {
     let key = hmac::Key::new(hmac::HMAC_SHA256, key);
     hmac::sign(&key, data.as_bytes()).as_ref().to_vec()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! `traceparent` header read strictly and written, and new random ids
 //! (design §7.9).
 
+use crate::text::hex;
+
 /// Where a span sits: its trace and its own id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpanContext {
@@ -31,11 +33,11 @@ impl SpanContext {
         // made for each request a provider is sent (design §7.9).
         let mut out = Vec::with_capacity(55);
         out.extend_from_slice(b"00-");
-        hex_into(&mut out, &self.trace_id);
+        hex::encode_into(&mut out, &self.trace_id);
         out.push(b'-');
-        hex_into(&mut out, &self.span_id);
+        hex::encode_into(&mut out, &self.span_id);
         out.push(b'-');
-        hex_into(&mut out, &[self.flags]);
+        hex::encode_into(&mut out, &[self.flags]);
         String::from_utf8(out).unwrap_or_default()
     }
 }
@@ -78,23 +80,6 @@ pub fn new_trace_id() -> [u8; 16] {
 /// A random span id, never all zeros.
 pub fn new_span_id() -> [u8; 8] {
     fastrand::u64(1..).to_be_bytes()
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(2 * bytes.len());
-    hex_into(&mut out, bytes);
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Lowercase hex of `bytes`, after `out`'s.
-fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    out.extend(
-        bytes
-            .iter()
-            .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]),
-    );
 }
 
 fn is_hex(s: &str) -> bool {

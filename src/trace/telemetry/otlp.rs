@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::context::{SpanContext, hex};
+use super::context::SpanContext;
+use crate::text::hex;
 
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -381,8 +382,8 @@ fn span_json(span: &Span) -> Value {
         status["message"] = span.message.clone().into();
     }
     let mut v = json!({
-        "traceId": hex(&span.ctx.trace_id),
-        "spanId": hex(&span.ctx.span_id),
+        "traceId": hex::encode(&span.ctx.trace_id),
+        "spanId": hex::encode(&span.ctx.span_id),
         "name": span.name.to_string(),
         "kind": span.kind as u8,
         "startTimeUnixNano": span.start.to_string(),
@@ -392,7 +393,7 @@ fn span_json(span: &Span) -> Value {
         "flags": flags(span),
     });
     if let Some(p) = &span.parent {
-        v["parentSpanId"] = hex(&p.span_id).into();
+        v["parentSpanId"] = hex::encode(&p.span_id).into();
     }
     v
 }
