@@ -111,8 +111,11 @@ impl Hasher for Fnv {
     }
 }
 
-/// One shard: agent runs' paths to their spans open.
-type Shard = HashMap<String, Spans, BuildHasherDefault<Fnv>>;
+/// One shard: agent runs' paths to their spans open, boxed: an agent
+/// run's entry (two spans and a map, about 500 bytes) was moved whole at
+/// each insert, removal and growth of its shard, and a fan-out's shards
+/// see one of each for every sub-agent (measured, design §7.9).
+type Shard = HashMap<String, Box<Spans>, BuildHasherDefault<Fnv>>;
 
 /// A run's spans open, in shards by agent run, so that the threads of a
 /// wide fan-out seldom wait on one another's spans.
@@ -184,11 +187,11 @@ impl OpenSpans {
             }
             return out;
         }
-        let mut spans = Spans {
+        let mut spans = Box::new(Spans {
             agent: None,
             chat: None,
             tools: HashMap::with_hasher(self.keys.clone()),
-        };
+        });
         let out = f(&mut spans);
         if !spans.is_empty() {
             shard.insert(path.to_string(), spans);
