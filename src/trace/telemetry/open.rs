@@ -5,6 +5,7 @@
 //! most of a span's allocations, measured).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::context::SpanContext;
@@ -36,10 +37,10 @@ pub struct Current {
 }
 
 /// One agent run's spans open.
-#[derive(Debug, Default)]
-struct Spans {
-    agent: Option<Open>,
-    chat: Option<Open>,
+#[derive(Debug)]
+pub struct Spans {
+    pub agent: Option<Open>,
+    pub chat: Option<Open>,
     /// By call id: a fan-out's caller has hundreds open at once, which a
     /// list searched would make quadratic (measured).
     tools: HashMap<Arc<str>, Open>,
@@ -72,6 +73,11 @@ impl Spans {
         }
     }
 
+    /// `open`, the tool span of the call `id` (its id shared, not copied).
+    pub fn put_tool(&mut self, id: Arc<str>, open: Open) {
+        self.tools.insert(id, open);
+    }
+
     fn is_empty(&self) -> bool {
         self.agent.is_none() && self.chat.is_none() && self.tools.is_empty()
     }
@@ -80,23 +86,60 @@ impl Spans {
 /// The shards of [`OpenSpans`].
 const SHARDS: usize = 16;
 
+/// FNV-1a over a key's bytes: an agent run's path is axe's own (agent
+/// names from the agents' files, call numbers), never a model's, so it
+/// needs no SipHash against chosen collisions, which cost a fan-out's
+/// open spans more than the rest of their map (measured, design §7.9).
+/// Call ids, which a model writes, stay under SipHash ([`Spans::tools`]).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        self.0 = bytes
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// One shard: agent runs' paths to their spans open, boxed: an agent
+/// run's entry (two spans and a map, about 500 bytes) was moved whole at
+/// each insert, removal and growth of its shard, and a fan-out's shards
+/// see one of each for every sub-agent (measured, design §7.9).
+type Shard = HashMap<String, Box<Spans>, BuildHasherDefault<Fnv>>;
+
 /// A run's spans open, in shards by agent run, so that the threads of a
 /// wide fan-out seldom wait on one another's spans.
 #[derive(Debug)]
 pub struct OpenSpans {
-    shards: [Mutex<HashMap<String, Spans>>; SHARDS],
+    shards: [Mutex<Shard>; SHARDS],
+    /// The keys of every agent run's map of tool spans, made once: a map
+    /// made with keys of its own reads the thread's, which the first time
+    /// on each of a fan-out's helper threads asks the kernel for random
+    /// bytes (measured, design §7.9).
+    keys: RandomState,
 }
 
 impl Default for OpenSpans {
     fn default() -> OpenSpans {
         OpenSpans {
             shards: std::array::from_fn(|_| Mutex::default()),
+            keys: RandomState::new(),
         }
     }
 }
 
 impl OpenSpans {
-    fn shard(&self, path: &str) -> MutexGuard<'_, HashMap<String, Spans>> {
+    fn shard(&self, path: &str) -> MutexGuard<'_, Shard> {
         // FNV-1a: cheap, and spread enough for picking one of 16.
         let hash = path.bytes().fold(0x811c_9dc5_u32, |h, b| {
             (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
@@ -127,23 +170,32 @@ impl OpenSpans {
         self.put_with(path, |spans| spans.put(slot, open));
     }
 
-    /// `open`, the tool span of the call `id`, at `path` (its id shared,
-    /// not copied).
-    pub fn put_tool(&self, path: &str, id: Arc<str>, open: Open) {
-        self.put_with(path, |spans| {
-            spans.tools.insert(id, open);
-        });
+    fn put_with(&self, path: &str, f: impl FnOnce(&mut Spans)) {
+        self.update(path, f);
     }
 
-    fn put_with(&self, path: &str, f: impl FnOnce(&mut Spans)) {
+    /// `f` on the spans open at `path` (none yet: an entry made for it),
+    /// in one look-up where an event reads one of them and puts or takes
+    /// another (a chat span under its agent's, both taken at the run's
+    /// end): each look-up locks a shard and hashes the path (design §7.9).
+    pub fn update<T>(&self, path: &str, f: impl FnOnce(&mut Spans) -> T) -> T {
         let mut shard = self.shard(path);
-        match shard.get_mut(path) {
-            Some(spans) => f(spans),
-            None => {
-                let mut spans = Spans::default();
-                f(&mut spans);
-                shard.insert(path.to_string(), spans);
+        if let Some(spans) = shard.get_mut(path) {
+            let out = f(spans);
+            if spans.is_empty() {
+                shard.remove(path);
             }
+            return out;
         }
+        let mut spans = Box::new(Spans {
+            agent: None,
+            chat: None,
+            tools: HashMap::with_hasher(self.keys.clone()),
+        });
+        let out = f(&mut spans);
+        if !spans.is_empty() {
+            shard.insert(path.to_string(), spans);
+        }
+        out
     }
 }

@@ -12,7 +12,7 @@
 //! and set in the request.
 
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
@@ -36,8 +36,11 @@ pub struct RunSpans {
     run_id: OnceLock<Arc<str>>,
     /// The agents', models', providers' and tools' names the run's spans
     /// repeat (a fan-out's 256 sub-agents have one), each counted, not
-    /// copied into each span (design §7.9).
-    names: Mutex<Vec<Arc<str>>>,
+    /// copied into each span (design §7.9). Read far more often than
+    /// written (a fan-out's threads all look up the same few), so under a
+    /// lock they read at once: a mutex here made them wait on one another
+    /// in the kernel (measured, design §7.9).
+    names: RwLock<Vec<Arc<str>>>,
 }
 
 /// The names [`RunSpans::names`] keeps at most: a run has few; past them
@@ -75,7 +78,7 @@ impl RunSpans {
             parent,
             open: OpenSpans::default(),
             run_id: OnceLock::new(),
-            names: Mutex::default(),
+            names: RwLock::default(),
         }
     }
 
@@ -103,9 +106,15 @@ impl RunSpans {
 
     /// `v`, one of the names spans repeat: shared with the spans before.
     fn shared(&self, v: &str) -> Arc<str> {
-        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = names.iter().find(|n| &***n == v) {
-            return n.clone();
+        let find = |names: &[Arc<str>]| names.iter().find(|n| &***n == v).cloned();
+        let names = self.names.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = find(&names) {
+            return n;
+        }
+        drop(names);
+        let mut names = self.names.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = find(&names) {
+            return n;
         }
         let n: Arc<str> = Arc::from(v);
         if names.len() < NAMES {
@@ -189,7 +198,7 @@ impl RunSpans {
     ) {
         let model = self.shared(&request.model);
         let name = Name::new("chat", model.clone());
-        let mut span = self.child(place, name, Kind::Client);
+        let mut span = unplaced(name, Kind::Client);
         span.add("gen_ai.operation.name", fixed("chat"));
         span.add("gen_ai.provider.name", self.provider(provider));
         span.add("gen_ai.request.model", AttrValue::Shared(model));
@@ -203,7 +212,14 @@ impl RunSpans {
         if capture {
             content::request(&mut span, request);
         }
-        self.put(place, Slot::Chat, span, None);
+        // Its parent read and the span put in one look-up.
+        self.open.update(&place.path, |o| {
+            place_under(
+                &mut span,
+                o.agent.as_ref().map(|a| a.span.ctx).or(self.parent),
+            );
+            o.chat = Some(Open { span, outer: None });
+        });
     }
 
     fn chat_end(&self, place: &Place, r: &crate::provider::Response, cost: Cost, capture: bool) {
@@ -288,7 +304,7 @@ impl RunSpans {
     ) {
         let tool = self.shared(&call.name);
         let name = Name::new("execute_tool", tool.clone());
-        let mut span = self.child(place, name, Kind::Internal);
+        let mut span = unplaced(name, Kind::Internal);
         span.add("gen_ai.operation.name", fixed("execute_tool"));
         span.add("gen_ai.tool.name", AttrValue::Shared(tool));
         let id: Arc<str> = Arc::from(call.id.as_str());
@@ -308,23 +324,36 @@ impl RunSpans {
         if capture {
             span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
-        let current = Current {
-            ctx: span.ctx,
-            path: self.shared(&place.path),
-            id: id.clone(),
-        };
-        let outer = TOOL.with(|t| t.borrow_mut().replace(current));
-        let open = Open { span, outer };
-        self.open.put_tool(&place.path, id, open);
+        let path = self.shared(&place.path);
+        // Its parent read and the span put in one look-up; the thread's
+        // note of it made in between (a sub-agent on this thread is under
+        // it).
+        self.open.update(&place.path, |o| {
+            place_under(
+                &mut span,
+                o.agent.as_ref().map(|a| a.span.ctx).or(self.parent),
+            );
+            let current = Current {
+                ctx: span.ctx,
+                path,
+                id: id.clone(),
+            };
+            let outer = TOOL.with(|t| t.borrow_mut().replace(current));
+            o.put_tool(id, Open { span, outer });
+        });
     }
 
     fn run_end(&self, place: &Place, end: &Ending) {
+        // Both taken in one look-up.
+        let (chat, agent) = self
+            .open
+            .update(&place.path, |o| (o.chat.take(), o.agent.take()));
         // A request cut short by a signal: its chat span ends with the run.
-        if let Some(mut chat) = self.take(place, Slot::Chat) {
-            chat.fail("interrupted", "the run ended first");
-            self.close(chat);
+        if let Some(mut chat) = chat {
+            chat.span.fail("interrupted", "the run ended first");
+            self.close(chat.span);
         }
-        let Some(mut span) = self.take(place, Slot::Agent) else {
+        let Some(Open { mut span, .. }) = agent else {
             return;
         };
         match end {
@@ -354,13 +383,6 @@ impl RunSpans {
         self.close(span);
     }
 
-    /// A new span under the agent run's at `place` (else the run's
-    /// parent).
-    fn child(&self, place: &Place, name: Name, kind: Kind) -> Span {
-        let parent = self.open.with(&place.path, Slot::Agent, |o| o.span.ctx);
-        new_span(parent.or(self.parent), name, kind)
-    }
-
     fn put(&self, place: &Place, slot: Slot, span: Span, outer: Option<Current>) {
         self.open.put(&place.path, slot, Open { span, outer });
     }
@@ -380,9 +402,22 @@ impl RunSpans {
 }
 
 fn new_span(parent: Option<SpanContext>, name: Name, kind: Kind) -> Span {
+    let mut span = unplaced(name, kind);
+    place_under(&mut span, parent);
+    span
+}
+
+/// A span whose parent is not known yet: [`place_under`] says it, where
+/// the parent is read (under the lock of its agent run's spans).
+fn unplaced(name: Name, kind: Kind) -> Span {
     Span {
-        ctx: SpanContext::child_of(parent.as_ref()),
-        parent,
+        ctx: SpanContext {
+            trace_id: [0; 16],
+            span_id: [0; 8],
+            flags: 0,
+            remote: false,
+        },
+        parent: None,
         name,
         kind,
         start: now(),
@@ -393,6 +428,12 @@ fn new_span(parent: Option<SpanContext>, name: Name, kind: Kind) -> Span {
         status: Code::Unset,
         message: String::new(),
     }
+}
+
+/// `span` under `parent` (none: the root of a new trace).
+fn place_under(span: &mut Span, parent: Option<SpanContext>) {
+    span.ctx = SpanContext::child_of(parent.as_ref());
+    span.parent = parent;
 }
 
 /// `f` on the tool span open on this thread, if there is one (its key
