@@ -20,7 +20,9 @@
 //!
 //! `AXE_BENCH_BIN=PATH` (or `label=PATH,label=PATH`, taking turns in each
 //! repetition) measures other builds of the same CLI;
-//! `AXE_BENCH_REPEATS=n` the runs of each (default 5).
+//! `AXE_BENCH_REPEATS=n` the runs of each (default 5);
+//! `AXE_BENCH_PACE_MS=n` the floor's wait (default axe's, 33), for builds
+//! of another wait.
 
 #![allow(
     clippy::unwrap_used,
@@ -52,7 +54,8 @@ const GAP: Duration = Duration::from_millis(1);
 /// Runs of each kind; medians are reported.
 const RUNS: usize = 5;
 /// The wait of axe's stream reader after a read that brought text
-/// (`provider/streamed.rs`), for the floor.
+/// (`provider/streamed.rs`), for the floor, unless `AXE_BENCH_PACE_MS`
+/// says another.
 const PACE: Duration = Duration::from_millis(33);
 
 /// What the drip server noticed about one request.
@@ -68,6 +71,10 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(RUNS);
     let bins = binaries();
+    let pace = std::env::var("AXE_BENCH_PACE_MS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .map_or(PACE, Duration::from_millis);
     println!("stream bench: {TOKENS} tokens, one every {GAP:?}, {runs} runs each");
     let home = Home::new();
     home.named_agent("solo", "openai/m", "");
@@ -85,12 +92,12 @@ fn main() {
             fig.cpu_whole.push(cpu);
             fig.rss_whole.push(rss);
         }
-        floors.push(floor());
+        floors.push(floor(pace));
     }
     let floor = median(floors.iter().map(|f| f.0).collect());
     let reads = median(floors.iter().map(|f| f.1).collect());
     println!(
-        "floor: a reader paced at {PACE:?} that decodes nothing, CPU {:.2} ms, {reads} reads, {:.0} us a read (runs: {})",
+        "floor: a reader paced at {pace:?} that decodes nothing, CPU {:.2} ms, {reads} reads, {:.0} us a read (runs: {})",
         ms(floor),
         ms(floor) * 1000.0 / f64::from(reads.max(1)),
         floors
@@ -108,10 +115,10 @@ fn main() {
 }
 
 /// The machine's floor for a paced reader: one read of the dripped stream
-/// every [`PACE`] while it brings text, what it brought written to a pipe
+/// every `pace` while it brings text, what it brought written to a pipe
 /// that another thread drains, nothing decoded; the CPU of this thread
 /// only (a loopback connection's ACKs included, as for axe).
-fn floor() -> (Duration, u32) {
+fn floor(pace: Duration) -> (Duration, u32) {
     let url = serve(true, Arc::default());
     let mut conn = TcpStream::connect(url.trim_start_matches("http://")).expect("connect");
     conn.write_all(b"POST / HTTP/1.1\r\ncontent-length: 0\r\n\r\n")
@@ -132,7 +139,7 @@ fn floor() -> (Duration, u32) {
             break;
         }
         to.write_all(&buf[..n.min(64)]).expect("write");
-        std::thread::sleep(PACE);
+        std::thread::sleep(pace);
     }
     let cpu = thread_cpu().saturating_sub(start);
     drop(to);

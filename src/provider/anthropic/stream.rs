@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::provider::Response;
+use crate::provider::stream::shape::Shape;
 use crate::provider::stream::{
     Assembly, Object, Piece, StreamError, failed, json, parse_whole, text,
 };
@@ -35,6 +36,9 @@ pub(super) struct Stream {
     usage: serde_json::Map<String, Value>,
     /// `message_stop` came: the stream is whole.
     stopped: bool,
+    /// The last text delta read in full, and its block's index: its like
+    /// is read by its bytes (`stream/shape.rs`).
+    shape: Option<(Shape, u64)>,
 }
 
 /// A `content_block_delta` with a `text_delta`, the most of a stream: read
@@ -83,10 +87,22 @@ impl Assembly for Stream {
         if self.stopped {
             return Ok(Piece::default());
         }
+        if let Some((index, t)) = self
+            .shape
+            .as_ref()
+            .and_then(|(shape, index)| Some((*index, shape.text(data)?)))
+        {
+            return Ok(self.text_delta(index, t));
+        }
         if let Ok(Object(e)) = serde_json::from_str::<Object<TextEvent>>(data)
             && e.kind == "content_block_delta"
             && e.delta.0.kind == "text_delta"
         {
+            if let Cow::Borrowed(t) = e.delta.0.text
+                && let Some(shape) = Shape::learn(data, t, &[])
+            {
+                self.shape = Some((shape, e.index));
+            }
             return Ok(self.text_delta(e.index, e.delta.0.text));
         }
         let event = json(data)?;

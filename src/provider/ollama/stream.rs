@@ -9,9 +9,11 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::provider::Response;
+use crate::provider::stream::shape::Shape;
 use crate::provider::stream::{Assembly, Object, Piece, StreamError, failed, json, parse_whole};
 
 /// A line that only adds answer text, the most of a stream: read without
@@ -25,6 +27,9 @@ struct TextLine<'a> {
     message: Object<TextMessage<'a>>,
     done: Option<bool>,
     error: Option<IgnoredAny>,
+    /// The time of each line, a hole in the shape.
+    #[serde(borrow)]
+    created_at: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -44,6 +49,9 @@ pub(super) struct Stream {
     tool_calls: Vec<Value>,
     /// The `done: true` object: the stream is whole.
     last: Option<Value>,
+    /// The last text line read in full, whose like is read by its bytes
+    /// (`stream/shape.rs`).
+    shape: Option<Shape>,
 }
 
 impl Assembly for Stream {
@@ -57,18 +65,21 @@ impl Assembly for Stream {
         if line.is_empty() || self.last.is_some() {
             return Ok(Piece::default());
         }
+        if let Some(t) = self.shape.as_ref().and_then(|s| s.text(line)) {
+            return Ok(self.text(t));
+        }
         if let Ok(Object(l)) = serde_json::from_str::<Object<TextLine>>(line)
             && l.error.is_none()
             && l.done != Some(true)
             && l.message.0.tool_calls.is_none()
             && l.message.0.thinking.is_none()
         {
-            let t = l.message.0.content;
-            self.content.push_str(&t);
-            return Ok(Piece {
-                delta: !t.is_empty(),
-                text: Some(t),
-            });
+            if let Cow::Borrowed(t) = l.message.0.content
+                && let Some(shape) = Shape::learn(line, t, &[l.created_at])
+            {
+                self.shape = Some(shape);
+            }
+            return Ok(self.text(l.message.0.content));
         }
         let object = json(line)?;
         if !object["error"].is_null() {
@@ -117,5 +128,16 @@ impl Assembly for Stream {
             "model": last["model"],
         });
         parse_whole(&whole, super::parse)
+    }
+}
+
+impl Stream {
+    /// A text line's text, added to the answer.
+    fn text<'a>(&mut self, t: Cow<'a, str>) -> Piece<'a> {
+        self.content.push_str(&t);
+        Piece {
+            delta: !t.is_empty(),
+            text: Some(t),
+        }
     }
 }

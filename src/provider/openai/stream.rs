@@ -11,9 +11,11 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::provider::Response;
+use crate::provider::stream::shape::Shape;
 use crate::provider::stream::{
     Assembly, Object, Piece, StreamError, failed, json, parse_whole, text,
 };
@@ -37,6 +39,9 @@ pub(super) struct Stream {
     /// (every chunk carries the same; the chat span's, design §7.9).
     id: String,
     model: String,
+    /// The last text chunk read in full, whose like is read by its bytes
+    /// (`stream/shape.rs`).
+    shape: Option<Shape>,
 }
 
 /// A chunk that only adds answer text, the most of a stream: read without
@@ -54,6 +59,10 @@ struct TextChunk<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
+    /// Random characters that change with each chunk (OpenAI's, unless
+    /// `stream_options.include_obfuscation` is false): a hole in the shape.
+    #[serde(borrow)]
+    obfuscation: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -96,18 +105,21 @@ impl Assembly for Stream {
         if self.done {
             return Ok(Piece::default());
         }
+        if let Some(t) = self.shape.as_ref().and_then(|s| s.text(data)) {
+            return Ok(self.text(t));
+        }
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(Piece::default());
         }
-        if let Some((t, [id, model])) = only_text(data) {
-            self.named(id.as_deref(), model.as_deref());
-            self.chose = true;
-            self.content.push_str(&t);
-            return Ok(Piece {
-                delta: !t.is_empty(),
-                text: Some(t),
-            });
+        if let Some(chunk) = only_text(data) {
+            self.named(chunk.id.as_deref(), chunk.model.as_deref());
+            if let Cow::Borrowed(t) = chunk.text
+                && let Some(shape) = Shape::learn(data, t, &[chunk.obfuscation])
+            {
+                self.shape = Some(shape);
+            }
+            return Ok(self.text(chunk.text));
         }
         let chunk = json(data)?;
         if !chunk["error"].is_null() {
@@ -182,6 +194,16 @@ impl Assembly for Stream {
 }
 
 impl Stream {
+    /// A text chunk's text, added to the answer.
+    fn text<'a>(&mut self, t: Cow<'a, str>) -> Piece<'a> {
+        self.chose = true;
+        self.content.push_str(&t);
+        Piece {
+            delta: !t.is_empty(),
+            text: Some(t),
+        }
+    }
+
     /// The response's `id` and `model`, where the first chunk that has
     /// them says.
     fn named(&mut self, id: Option<&str>, model: Option<&str>) {
@@ -235,14 +257,19 @@ impl Stream {
     }
 }
 
-/// A chunk's `id` and `model`, where it has them.
-type IdModel<'a> = [Option<Cow<'a, str>>; 2];
+/// What a chunk that only adds text says: the text, the chunk's `id`,
+/// `model` and `obfuscation`.
+struct Text<'a> {
+    text: Cow<'a, str>,
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    obfuscation: Option<&'a RawValue>,
+}
 
 /// The text of a chunk that does nothing but add some: one choice (the
 /// first is the one read) whose delta has content and no refusal or tool
 /// calls, with no finish reason, usage or error.
-/// With the text, the chunk's `id` and `model`.
-fn only_text(data: &str) -> Option<(Cow<'_, str>, IdModel<'_>)> {
+fn only_text(data: &str) -> Option<Text<'_>> {
     let Object(chunk) = serde_json::from_str::<Object<TextChunk>>(data).ok()?;
     if chunk.error.is_some() || chunk.usage.is_some() {
         return None;
@@ -254,7 +281,12 @@ fn only_text(data: &str) -> Option<(Cow<'_, str>, IdModel<'_>)> {
         && delta.tool_calls.is_none()
         && delta.reasoning_content.is_none()
         && delta.reasoning.is_none();
-    plain.then_some((delta.content, [chunk.id, chunk.model]))
+    plain.then_some(Text {
+        text: delta.content,
+        id: chunk.id,
+        model: chunk.model,
+        obfuscation: chunk.obfuscation,
+    })
 }
 
 impl Call {

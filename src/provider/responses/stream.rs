@@ -9,14 +9,19 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::provider::stream::{Assembly, Piece, StreamError, json, parse_whole};
+use crate::provider::stream::shape::Shape;
+use crate::provider::stream::{Assembly, Object, Piece, StreamError, json, parse_whole};
 use crate::provider::{ErrorDetail, Response, error_detail};
 
 /// What the stream has said so far: the response it ended with.
 #[derive(Debug, Default)]
 pub(super) struct Stream {
     whole: Option<Value>,
+    /// The last text delta read in full, whose like is read by its bytes
+    /// (`stream/shape.rs`).
+    shape: Option<Shape>,
 }
 
 /// A text delta, the most of a stream: read without a JSON tree, its text
@@ -27,6 +32,12 @@ struct TextDelta<'a> {
     kind: Cow<'a, str>,
     #[serde(borrow)]
     delta: Cow<'a, str>,
+    /// Counts the events, and OpenAI's random characters: holes in the
+    /// shape.
+    #[serde(borrow)]
+    sequence_number: Option<&'a RawValue>,
+    #[serde(borrow)]
+    obfuscation: Option<&'a RawValue>,
 }
 
 impl Assembly for Stream {
@@ -35,12 +46,26 @@ impl Assembly for Stream {
     }
 
     fn event<'a>(&mut self, _name: &str, data: &'a str) -> Result<Piece<'a>, StreamError> {
-        if self.whole.is_some() || data.trim() == "[DONE]" {
+        if self.whole.is_some() {
             return Ok(Piece::default());
         }
-        if let Ok(e) = serde_json::from_str::<TextDelta>(data)
+        if let Some(t) = self.shape.as_ref().and_then(|s| s.text(data)) {
+            return Ok(Piece {
+                delta: !t.is_empty(),
+                text: Some(t),
+            });
+        }
+        if data.trim() == "[DONE]" {
+            return Ok(Piece::default());
+        }
+        if let Ok(Object(e)) = serde_json::from_str::<Object<TextDelta>>(data)
             && e.kind == "response.output_text.delta"
         {
+            if let Cow::Borrowed(t) = e.delta
+                && let Some(shape) = Shape::learn(data, t, &[e.sequence_number, e.obfuscation])
+            {
+                self.shape = Some(shape);
+            }
             return Ok(Piece {
                 delta: !e.delta.is_empty(),
                 text: Some(e.delta),

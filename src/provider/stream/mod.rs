@@ -17,6 +17,7 @@
 //! error event (or an event-stream exception) is the provider's failure.
 
 pub mod eventstream;
+pub(crate) mod shape;
 pub mod sse;
 
 use std::borrow::Cow;

@@ -254,6 +254,45 @@ fn openai_text_chunks_that_carry_more_than_text_lose_none_of_it() {
     ));
 }
 
+/// Text chunks of one shape (`shape.rs`) are read by their bytes: the
+/// same text, and a chunk like them but for a field that is no hole (a
+/// finish reason, a refusal) or with a hole that is not JSON is read in
+/// full, as it would be alone.
+#[test]
+fn openai_text_chunks_of_one_shape_mean_what_each_means_alone() {
+    let chunk = |content: &str, finish: &str, obfuscation: &str| {
+        format!(
+            r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{content}}},"finish_reason":{finish}}}],"obfuscation":{obfuscation}}}"#
+        )
+    };
+    let events = [
+        chunk(r#""a""#, "null", r#""xy""#),
+        chunk(r#""b\n\u00e9""#, "null", r#""q\"rs""#),
+        chunk(r#""""#, "null", r#""""#),
+        chunk(r#""c""#, "null", "null"),
+        chunk(r#""d""#, r#""length""#, r#""xy""#),
+        chunk(r#""e""#, "null", r#""x""#),
+        r#"{"id":"c","choices":[{"index":0,"delta":{"content":"f","refusal":"no"},"finish_reason":null}],"obfuscation":"xy"}"#.into(),
+        r#"{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#.into(),
+        "[DONE]".into(),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let stream = sse(&events);
+    let r = same_at_every_split(Wire::OpenAi, &stream);
+    assert_eq!(whole(Wire::OpenAi, &stream).0, "ab\nécdef");
+    assert_eq!(r.stop_reason, "length");
+    assert!(r.declined.unwrap().ends_with(": no"));
+    assert_eq!((r.input_tokens, r.output_tokens), (3, 4));
+    // A hole that is no JSON string is no text: the event is not JSON.
+    let broken = sse(&[
+        &chunk(r#""a""#, "null", r#""xy""#),
+        &chunk(r#""b\x""#, "null", r#""xy""#),
+    ]);
+    let (printed, r) = whole(Wire::OpenAi, &broken);
+    assert_eq!(printed, "a");
+    assert!(matches!(r, Err(StreamError::Invalid(e)) if e.contains("not JSON")));
+}
+
 #[test]
 fn anthropic_text_deltas_print_only_for_text_blocks_that_began() {
     let stream = format!(
@@ -302,5 +341,81 @@ fn ollama_text_lines_that_end_call_or_fail_are_read_whole() {
     assert!(matches!(
         whole(Wire::Ollama, error).1,
         Err(StreamError::Failed(_))
+    ));
+}
+
+/// Anthropic's text deltas, Ollama's lines and the Responses API's text
+/// deltas of one shape (`shape.rs`), some with a field that changes every
+/// event (the time, the sequence number), give their text; one like them
+/// but of another block, done, or of another type, is read in full.
+#[test]
+fn text_events_of_one_shape_mean_what_each_means_alone_on_every_wire() {
+    let delta = |index: u32, text: &str| {
+        format!(
+            r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"text_delta","text":"{text}"}}}}"#
+        )
+    };
+    let start = |index: u32, kind: &str| {
+        format!(
+            r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"{kind}","{kind}":""}}}}"#
+        )
+    };
+    let events = [
+        r#"{"type":"message_start","message":{"id":"m1","model":"c","content":[],"usage":{"input_tokens":2}}}"#.to_string(),
+        start(0, "text"),
+        delta(0, "a"),
+        delta(0, r"b\n"),
+        start(1, "thinking"),
+        delta(1, "hidden"),
+        delta(0, "c"),
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}"#.into(),
+        r#"{"type":"message_stop"}"#.into(),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let r = same_at_every_split(Wire::Anthropic, &sse(&events));
+    assert_eq!(whole(Wire::Anthropic, &sse(&events)).0, "ab\nc");
+    assert_eq!(r.content, "ab\nc");
+
+    let line = |at: &str, content: &str, done: &str| {
+        format!(
+            r#"{{"model":"m","created_at":"{at}","message":{{"role":"assistant","content":"{content}"}},"done":{done}}}"#
+        )
+    };
+    let lines = [
+        line("2025-01-01T00:00:00.1Z", "a", "false"),
+        line("2025-01-01T00:00:00.22Z", r"b\n", "false"),
+        line("2025-01-01T00:00:00.333Z", "c", "false"),
+        line("2025-01-01T00:00:00.4Z", "d", "true"),
+        line("2025-01-01T00:00:00.5Z", "after", "false"),
+    ];
+    let (printed, r) = whole(Wire::Ollama, &format!("{}\n", lines.join("\n")));
+    assert_eq!(printed, "ab\ncd");
+    assert_eq!(r.unwrap().content, "ab\ncd");
+
+    let delta = |seq: u32, kind: &str, text: &str| {
+        format!(
+            r#"{{"type":"response.{kind}.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"{text}","sequence_number":{seq},"obfuscation":"o{seq}"}}"#
+        )
+    };
+    let completed = r#"{"type":"response.completed","response":{"id":"r","model":"m","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi there\n"}]}],"usage":{"input_tokens":1,"output_tokens":2}}}"#;
+    let events = [
+        delta(1, "output_text", "Hi"),
+        delta(2, "output_text", " there"),
+        delta(10, "reasoning_text", "hidden"),
+        delta(11, "output_text", r"\n"),
+        completed.to_string(),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let stream = sse(&events);
+    let (printed, r) = whole(Wire::Responses, &stream);
+    assert_eq!(printed, "Hi there\n");
+    assert_eq!(r.unwrap().content, "Hi there\n");
+    let cut = sse(&[
+        &delta(1, "output_text", "a"),
+        &delta(2, "output_text", "b\\"),
+    ]);
+    assert!(matches!(
+        whole(Wire::Responses, &cut).1,
+        Err(StreamError::Invalid(_))
     ));
 }
