@@ -9,9 +9,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::conn::{Connect, Direct, Resolve};
 use super::otlp::{self, Span};
 use super::settings::Settings;
 use crate::io::stderr;
@@ -40,6 +41,7 @@ pub struct Exporter {
     /// The last export's body, its capacity kept for the next: one post is
     /// made at a time (the thread's, or the exit's when there is none).
     body: Mutex<Vec<u8>>,
+    client: OnceLock<Client>,
 }
 
 /// Spans waiting for the thread, and who waits for them to be posted.
@@ -76,6 +78,7 @@ pub fn start(settings: Settings) {
         sent: AtomicBool::new(false),
         dropped: AtomicU64::new(0),
         body: Mutex::default(),
+        client: OnceLock::new(),
     });
 }
 
@@ -85,15 +88,24 @@ pub fn exporter() -> Option<&'static Exporter> {
 }
 
 /// The process is a run (or a batch) that ends by `at` at the latest: the
-/// flush never waits past it, and its spans may wait for its end.
+/// flush never waits past it, and its spans may wait for its end. The
+/// connection they will be posted on is opened now, when it can be
+/// (`conn.rs`), so that its handshake overlaps the run.
 pub fn deadline(at: Instant) {
     *DEADLINE.lock().unwrap_or_else(PoisonError::into_inner) = Some(at);
     ONE_SHOT.store(true, Ordering::Relaxed);
+    if let Some(direct) = EXPORTER.get().and_then(|e| e.client().direct.as_ref()) {
+        direct.open_early();
+    }
 }
 
 impl Exporter {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn client(&self) -> &Client {
+        self.client.get_or_init(|| Client::new(&self.settings.url))
     }
 
     /// Queues `span`; dropped and counted when [`QUEUE`] are waiting. The
@@ -199,7 +211,9 @@ impl Exporter {
             otlp::protobuf(&s.resource, spans, &mut body);
             "application/x-protobuf"
         };
-        let mut req = client()
+        let mut req = self
+            .client()
+            .agent
             .post(&s.url)
             .header("content-type", kind)
             .config()
@@ -227,24 +241,41 @@ fn warn_once(text: &str) {
 }
 
 /// The exporter's HTTP client: its own, so that an export never holds a
-/// provider's connections; it connects as theirs do (an IP literal
-/// resolved in place, not on a thread of its own per connection).
-fn client() -> &'static ureq::Agent {
-    static CLIENT: OnceLock<ureq::Agent> = OnceLock::new();
-    CLIENT.get_or_init(|| {
+/// provider's connections. To a collector at an IP address over plain
+/// `http` (no proxy), it connects through `conn.rs`: the connection a run
+/// opens early, and a request in one write; otherwise as the providers'
+/// clients do (an IP literal resolved in place, not on a thread of its own
+/// per connection).
+struct Client {
+    agent: ureq::Agent,
+    direct: Option<Arc<Direct>>,
+}
+
+impl Client {
+    fn new(url: &str) -> Client {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
             // ureq's 128 KiB each way, zeroed per connection, for a
             // collector's answer of a few bytes: small buffers (as the
-            // providers' client has, design §3.15); a body is written in
-            // pieces.
+            // providers' client has, design §3.15). The input buffer holds
+            // the answer's head, the output one a header line whole (a long
+            // token); a body is written in pieces.
             .input_buffer_size(8 * 1024)
-            .output_buffer_size(16 * 1024)
+            .output_buffer_size(8 * 1024)
             .build();
-        crate::provider::http_agent(config)
-    })
+        let direct = config
+            .proxy()
+            .is_none()
+            .then(|| Direct::for_url(url))
+            .flatten();
+        let agent = match &direct {
+            Some(d) => ureq::Agent::with_parts(config, Connect(d.clone()), Resolve(d.addr())),
+            None => crate::provider::http_agent(config),
+        };
+        Client { agent, direct }
+    }
 }
 
 /// At exit: the spans queued are posted, waiting at most [`FLUSH_BOUND`]

@@ -1,10 +1,12 @@
 //! OpenTelemetry traces (design §7.9): a run's trace events turned into
 //! spans in the GenAI conventions (`spans`, with `content` when asked),
 //! exported as OTLP over HTTP, protobuf or JSON, written by hand (`otlp`)
-//! by a thread of their own (`export`); where they go (`settings`); the
+//! by a thread of their own (`export`, on a connection of its own to a
+//! collector at an IP address: `conn`); where they go (`settings`); the
 //! W3C trace context a run joins and passes on (`context`). Nothing is
 //! built or sent unless an endpoint is set.
 
+mod conn;
 mod content;
 pub mod context;
 mod export;

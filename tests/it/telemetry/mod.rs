@@ -4,8 +4,10 @@
 //! in target/conformance), both encodings; the spans of a tree, their
 //! parents, attributes and status; the trace joined across processes; and
 //! a receiver that hangs, fails or is absent costing the run at most the
-//! documented bound. `tree.rs` has the runs, `joins.rs` the processes.
+//! documented bound. `tree.rs` has the runs, `joins.rs` the processes,
+//! `early.rs` a run's connection to the collector.
 
+mod early;
 mod joins;
 mod response;
 mod tree;

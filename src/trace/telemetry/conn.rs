@@ -1,0 +1,374 @@
+//! The exporter's connection to a collector at an IP address over plain
+//! `http` (design §7.9): a run's is opened as the run starts, without
+//! waiting for it, so that its handshake (and the collector's accepting it)
+//! overlaps the run rather than following the answer; and a request goes
+//! out in one write, head and body together. ureq still speaks the HTTP:
+//! this is its connector, resolver and transport for that one address.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{
+    Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, Transport,
+};
+
+/// An early connection older than this is not used: a collector or a
+/// firewall may have dropped it without a word (a run that long does not
+/// notice a connect at its end).
+const FRESH: Duration = Duration::from_secs(30);
+/// The most of a request held back to be written in one piece: a larger
+/// body goes out in writes of about this much.
+const HOLD: usize = 64 * 1024;
+
+/// Where the exporter posts, when it is `http://` to an IP address: the
+/// agent's connector and resolver, and the connection opened early.
+pub struct Direct {
+    addr: SocketAddr,
+    early: Mutex<Option<(TcpStream, Instant)>>,
+}
+
+impl Direct {
+    /// For `url` when it is plain `http` to an IP address (`[::1]` too);
+    /// `None` for a host name or `https`, which ureq's own connector serves.
+    pub fn for_url(url: &str) -> Option<Arc<Direct>> {
+        let uri: ureq::http::Uri = url.parse().ok()?;
+        if uri.scheme_str() != Some("http") {
+            return None;
+        }
+        let host = uri.host()?;
+        let ip: std::net::IpAddr = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .ok()?;
+        let addr = SocketAddr::new(ip, uri.port_u16().unwrap_or(80));
+        Some(Arc::new(Direct {
+            addr,
+            early: Mutex::new(None),
+        }))
+    }
+
+    /// The collector's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Starts connecting, not waiting for it: the first post takes the
+    /// connection (see [`Direct::take_early`]). A connect that cannot even
+    /// start is left to the post, which says why.
+    pub fn open_early(&self) {
+        if let Some(stream) = connect_started(self.addr) {
+            // ureq's default, set now rather than at the exit.
+            let _ = stream.set_nodelay(true);
+            *self.early.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some((stream, Instant::now()));
+        }
+    }
+
+    /// The early connection once it is made (waiting for it at most
+    /// `timeout`), when it is fresh and still open; `None` sends the post
+    /// to a connection of its own, as without one (a collector that refused
+    /// it then refuses that too, and the post says so). A connect still
+    /// under way when the time is up is the post's timeout.
+    fn take_early(&self, timeout: NextTimeout) -> Result<Option<TcpStream>, ureq::Error> {
+        let taken = self
+            .early
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some((stream, _)) = taken.filter(|(_, at)| at.elapsed() < FRESH) else {
+            return Ok(None);
+        };
+        if !writable(&stream, timeout.not_zero().map(|t| *t))? {
+            return Err(ureq::Error::Timeout(timeout.reason));
+        }
+        if stream.take_error()?.is_some() || !still_open(&stream) {
+            return Ok(None);
+        }
+        stream.set_nonblocking(false)?;
+        Ok(Some(stream))
+    }
+}
+
+/// The agent's connector: the early connection when there is one, else a
+/// new one to the address.
+#[derive(Debug)]
+pub struct Connect(pub Arc<Direct>);
+
+impl Connector for Connect {
+    type Out = Box<dyn Transport>;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        _: Option<()>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if details.timeout.after.is_zero() {
+            return Err(ureq::Error::Timeout(details.timeout.reason));
+        }
+        let config = details.config;
+        let stream = match self.0.take_early(details.timeout)? {
+            Some(stream) => stream,
+            None => {
+                let stream = match details.timeout.not_zero() {
+                    Some(t) => TcpStream::connect_timeout(&self.0.addr, *t)?,
+                    None => TcpStream::connect(self.0.addr)?,
+                };
+                stream.set_nodelay(config.no_delay())?;
+                stream
+            }
+        };
+        Ok(Some(Box::new(Plain {
+            stream,
+            buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
+            held: Vec::new(),
+        })))
+    }
+}
+
+/// The agent's resolver: the one address, no lookup.
+#[derive(Debug)]
+pub struct Resolve(pub SocketAddr);
+
+impl Resolver for Resolve {
+    fn resolve(
+        &self,
+        _: &ureq::http::Uri,
+        _: &ureq::config::Config,
+        _: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let mut found = self.empty();
+        found.push(self.0);
+        Ok(found)
+    }
+}
+
+/// A plain TCP connection whose request is written when its answer is
+/// awaited, in one write (ureq writes the head and then the body, two
+/// segments the collector wakes for twice).
+struct Plain {
+    stream: TcpStream,
+    buffers: LazyBuffers,
+    /// What ureq has written and the socket not yet.
+    held: Vec<u8>,
+}
+
+// Debug, which ureq requires, by name only: a derived one pulls in the
+// socket's and the clock's own (about 2 KB of the binary).
+impl std::fmt::Debug for Direct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Direct")
+    }
+}
+
+impl std::fmt::Debug for Plain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Plain")
+    }
+}
+
+impl Plain {
+    fn send_held(&mut self, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let timeout = timeout.for_write();
+        if timeout.after.is_zero() {
+            return Err(ureq::Error::Timeout(timeout.reason));
+        }
+        self.stream
+            .set_write_timeout(timeout.not_zero().map(|t| *t))?;
+        let written = self.stream.write_all(&self.held);
+        self.held.clear();
+        written.map_err(|e| io_error(e, timeout))
+    }
+}
+
+impl Transport for Plain {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        &mut self.buffers
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.held
+            .extend_from_slice(&self.buffers.output()[..amount]);
+        if self.held.len() >= HOLD {
+            self.send_held(timeout)?;
+        }
+        Ok(())
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.send_held(timeout)?;
+        let timeout = timeout.for_read();
+        if timeout.after.is_zero() {
+            return Err(ureq::Error::Timeout(timeout.reason));
+        }
+        self.stream
+            .set_read_timeout(timeout.not_zero().map(|t| *t))?;
+        let input = self.buffers.input_append_buf();
+        let read = loop {
+            match self.stream.read(input) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        let n = read.map_err(|e| io_error(e, timeout))?;
+        self.buffers.input_appended(n);
+        Ok(n > 0)
+    }
+
+    fn is_open(&mut self) -> bool {
+        still_open(&self.stream)
+    }
+}
+
+/// A read or write that timed out is ureq's timeout, as its own transport
+/// reports it.
+fn io_error(e: std::io::Error, timeout: NextTimeout) -> ureq::Error {
+    match e.kind() {
+        ErrorKind::WouldBlock | ErrorKind::TimedOut => ureq::Error::Timeout(timeout.reason),
+        _ => e.into(),
+    }
+}
+
+/// Nothing to read and no end: the collector has not closed the idle
+/// connection. One peek that does not wait (no switching the socket to
+/// non-blocking and back, three calls, as ureq's own probe does).
+#[cfg(target_os = "linux")]
+fn still_open(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: `byte` is one writable byte, as the length says.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&raw mut byte).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::WouldBlock
+}
+
+#[cfg(not(target_os = "linux"))]
+fn still_open(mut stream: &TcpStream) -> bool {
+    let open = stream.set_nonblocking(true).is_ok()
+        && matches!(stream.read(&mut [0u8]), Err(e) if e.kind() == ErrorKind::WouldBlock);
+    stream.set_nonblocking(false).is_ok() && open
+}
+
+/// A TCP connect to `addr` started and not waited for: a non-blocking
+/// socket, closed on exec (a tool's command never inherits it).
+#[cfg(target_os = "linux")]
+fn connect_started(addr: SocketAddr) -> Option<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let (storage, len) = sockaddr(addr);
+    let family = libc::c_int::from(storage.ss_family);
+    // SAFETY: socket takes no pointers; a negative result is checked.
+    let fd = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is a socket just opened and owned by nothing else; the
+    // stream closes it.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    // SAFETY: `storage` holds a sockaddr of `len` bytes for the family the
+    // socket was opened with, and outlives the call.
+    let r = unsafe { libc::connect(fd, (&raw const storage).cast(), len) };
+    let started =
+        r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EINPROGRESS);
+    started.then_some(stream)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn connect_started(_: SocketAddr) -> Option<TcpStream> {
+    None
+}
+
+/// `addr` as the C socket API has it.
+#[cfg(target_os = "linux")]
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all zeros is a valid sockaddr_storage.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than a sockaddr_in and
+            // aligned for it.
+            unsafe { std::ptr::write((&raw mut storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than a sockaddr_in6 and
+            // aligned for it.
+            unsafe { std::ptr::write((&raw mut storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// Waits until `stream`'s connect is done, one way or the other: `false`
+/// when `timeout` passed first.
+#[cfg(unix)]
+fn writable(stream: &TcpStream, timeout: Option<Duration>) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let until = timeout.map(|t| Instant::now() + t);
+    loop {
+        let ms = match until {
+            Some(at) => {
+                let left = at.saturating_duration_since(Instant::now());
+                // Rounded up, so that a wait of less than 1 ms is not none.
+                i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+            }
+            None => -1,
+        };
+        let mut p = libc::pollfd {
+            fd: stream.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: `p` is one valid pollfd, as the count says.
+        match unsafe { libc::poll(&mut p, 1, ms) } {
+            n if n > 0 => return Ok(true),
+            0 => return Ok(false),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn writable(_: &TcpStream, _: Option<Duration>) -> std::io::Result<bool> {
+    Ok(true)
+}

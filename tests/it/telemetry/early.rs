@@ -1,0 +1,134 @@
+//! A run's connection to the collector (design §7.9): opened as the run
+//! starts, so that it is there before the model answers, and posted on at
+//! the end; one the collector has closed meanwhile is not used. Both
+//! collectors here are Rust's own (no Python, never skipped).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// One agent `one` on a provider answering by `handler`.
+fn run_one(
+    collector: &str,
+    handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
+) -> std::process::Output {
+    let home = Home::new();
+    home.plain_agent("one", "openai/gpt-4o");
+    let provider = FakeServer::route(handler);
+    run_bounded(
+        home.axe_on(&[(P::OpenAi, &provider)])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+            .args(["run", "one", "-p", "go"]),
+        Duration::from_secs(60),
+    )
+    .output
+}
+
+#[test]
+fn a_runs_connection_to_the_collector_is_open_before_the_model_answers() {
+    let collector = Arc::new(FakeServer::json(200, "{}"));
+    // How many connections the collector had when the model was asked
+    // (waiting a while for the first, so that a slow accept is not taken
+    // for none).
+    let seen = Arc::new(Mutex::new(None));
+    let out = {
+        let (collector, seen) = (collector.clone(), seen.clone());
+        run_one(&collector.url.clone(), move |_| {
+            let start = Instant::now();
+            while collector.connections() == 0 && start.elapsed() < Duration::from_secs(3) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            *seen.lock().unwrap() = Some(collector.connections());
+            Reply::Json(200, openai_text("hi", 5, 5))
+        })
+    };
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some(1),
+        "the collector's connection was not open when the model was asked"
+    );
+    // And the spans came on it, in one request: no second connection.
+    let posts = collector.requests();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert_eq!(posts[0].path, "/v1/traces");
+    assert!(
+        posts[0].body.contains("invoke_agent"),
+        "{:?}",
+        posts[0].body
+    );
+    assert_eq!(collector.connections(), 1);
+    assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
+}
+
+/// A collector that closes a connection idle for 100 ms (as collectors
+/// close idle ones, after longer); the bodies of the requests it answered.
+fn impatient_collector() -> (String, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let bodies: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let kept = bodies.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let bodies = kept.clone();
+            std::thread::spawn(move || answer_or_close(conn, &bodies));
+        }
+    });
+    (url, bodies)
+}
+
+/// One request answered 200, unless nothing comes for 100 ms: then the
+/// connection is closed.
+fn answer_or_close(conn: TcpStream, bodies: &Mutex<Vec<Vec<u8>>>) {
+    conn.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut out = conn.try_clone().unwrap();
+    let mut r = BufReader::new(conn);
+    let mut line = String::new();
+    if r.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    r.get_ref().set_read_timeout(None).unwrap();
+    let mut length = 0;
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    r.read_exact(&mut body).unwrap();
+    bodies.lock().unwrap().push(body);
+    out.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+        .unwrap();
+}
+
+#[test]
+fn a_connection_the_collector_closed_during_the_run_is_not_posted_on() {
+    let (url, bodies) = impatient_collector();
+    let out = run_one(&url, |_| {
+        Reply::Delay(
+            Duration::from_millis(400),
+            Box::new(Reply::Json(200, openai_text("hi", 5, 5))),
+        )
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 1);
+    assert!(
+        String::from_utf8_lossy(&bodies[0]).contains("invoke_agent"),
+        "{bodies:?}"
+    );
+}
