@@ -30,10 +30,14 @@ pub struct Measured {
 pub fn measure(cmd: &Command, stdin: &str) -> Measured {
     let me = std::env::current_exe().expect("the bench's own path");
     let mut shim = Command::new(me);
-    shim.arg(SHIM_FLAG)
-        .arg(stdin)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
+    shim.arg(SHIM_FLAG).arg(stdin);
+    // AXE_BENCH_WRAP="strace -c -f -o FILE" (or `perf record ...`, `valgrind
+    // ...`) runs the measured command under that wrapper: for profiling one
+    // scenario as the bench sets it up; the figures then include the wrapper.
+    if let Ok(wrap) = std::env::var("AXE_BENCH_WRAP") {
+        shim.args(wrap.split_whitespace());
+    }
+    shim.arg(cmd.get_program()).args(cmd.get_args());
     for (k, v) in cmd.get_envs() {
         match v {
             Some(v) => shim.env(k, v),

@@ -12,6 +12,7 @@ use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnecto
 use ureq::unversioned::transport::{RustlsConnector, TcpConnector, Transport};
 
 use super::Wire;
+use super::one_write::OneWrite;
 
 /// The longest response head axe reads: a provider's is one or two KiB,
 /// a CDN's cookies and tracing headers can double that.
@@ -66,7 +67,8 @@ pub(crate) fn with_parts(config: ureq::config::Config) -> ureq::Agent {
     ureq::Agent::with_parts(config, Direct::default(), LiteralFirst::default())
 }
 
-/// TCP, then TLS for `https`, each step a call of its own. ureq's default
+/// TCP, then TLS for `https`, each step a call of its own, and a request's
+/// head sent with its body (`one_write.rs`). ureq's default
 /// connector is a chain of generic connectors (proxies, TCP, TLS) inlined
 /// into one 11 KiB stack frame, whose pages every sub-agent's thread keeps
 /// touched while it waits on its answer: 2.7 MiB at a 256-way fan-out
@@ -93,11 +95,12 @@ impl Connector for Direct {
         let Some(tcp) = open_tcp(&self.tcp, details)? else {
             return Ok(None);
         };
-        if details.needs_tls() {
-            wrap_tls(&self.tls, details, tcp)
+        let connection = if details.needs_tls() {
+            wrap_tls(&self.tls, details, tcp)?
         } else {
-            Ok(Some(tcp))
-        }
+            Some(tcp)
+        };
+        Ok(connection.map(|c| Box::new(OneWrite::new(c)) as Box<dyn Transport>))
     }
 }
 

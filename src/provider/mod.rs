@@ -47,6 +47,7 @@ mod error;
 mod format;
 mod http;
 pub mod ollama;
+mod one_write;
 pub mod openai;
 pub mod presets;
 pub mod responses;

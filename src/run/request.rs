@@ -19,7 +19,10 @@ use crate::trace::ledger::Budget;
 /// sit in `run_agent`'s frame while it waits on its answer (design §3.15).
 #[inline(never)]
 pub(super) fn provider(resolved: &Resolved, ctx: &Ctx) -> Result<Provider, Error> {
-    let mut provider = ctx.global.provider(&resolved.model)?;
+    let model = &resolved.model;
+    let mut provider = ctx
+        .snapshot
+        .provider(model, || ctx.global.provider(model))?;
     let mut retry = resolved
         .agent
         .config

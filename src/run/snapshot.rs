@@ -12,6 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use crate::agent::{Agent, Catalog};
 use crate::deadline::Deadline;
 use crate::error::Error;
+use crate::provider::{ModelRef, Provider, Wire};
 use crate::resolve::Resolved;
 
 /// Why an agent could not be loaded (design §3.4 steps 7–10): what its
@@ -36,6 +37,9 @@ pub struct Snapshot {
     /// The agent files read at the run's start; none: every file is read
     /// when first asked for.
     catalog: Option<Arc<Catalog>>,
+    /// The providers made so far, by model: what each agent run of the tree
+    /// clones (see [`Snapshot::provider`]).
+    providers: Mutex<Vec<(ModelRef, Provider)>>,
 }
 
 /// One agent of a [`Snapshot`]. An agent that was never loaded, or whose
@@ -101,6 +105,35 @@ impl Snapshot {
             .entry(name.to_string())
             .or_insert_with(|| agent.clone())
             .clone())
+    }
+
+    /// The provider `model` runs on in this run: `make`'s the first time,
+    /// a clone of it after, so that the agent runs of a fan-out do not
+    /// each read config.toml's settings and the environment again (design
+    /// §3.15). A failure is not kept, nor a Bedrock provider, whose AWS
+    /// keys are read afresh for each agent run (a credentials file may be
+    /// renewed during a long run).
+    pub fn provider(
+        &self,
+        model: &ModelRef,
+        make: impl FnOnce() -> Result<Provider, Error>,
+    ) -> Result<Provider, Error> {
+        let made = || {
+            self.providers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some((_, provider)) = made().iter().find(|(m, _)| m == model) {
+            return Ok(provider.clone());
+        }
+        let provider = make()?;
+        if provider.wire != Wire::Bedrock {
+            let mut made = made();
+            if !made.iter().any(|(m, _)| m == model) {
+                made.push((model.clone(), provider.clone()));
+            }
+        }
+        Ok(provider)
     }
 
     /// The agent `name` as loaded in this run: the loaded agent if there is
@@ -410,5 +443,37 @@ mod tests {
         assert_eq!(loader.join().unwrap().unwrap_err(), timed_out);
         // The waiter, with time left, loaded it itself.
         assert!(waiter.join().unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_provider_is_made_once_per_model_and_a_failure_is_not_kept() {
+        let snapshot = Snapshot::default();
+        let made = AtomicUsize::new(0);
+        let make = |url: &str| {
+            made.fetch_add(1, Ordering::SeqCst);
+            Ok(Provider::new(Wire::OpenAi, url, None))
+        };
+        let gpt = ModelRef::parse("openai/gpt-4o").unwrap();
+        let mini = ModelRef::parse("openai/gpt-4o-mini").unwrap();
+        let failed = snapshot.provider(&gpt, || Err(Error::general("no key")));
+        assert!(failed.is_err());
+        let first = snapshot.provider(&gpt, || make("http://a")).unwrap();
+        let again = snapshot.provider(&gpt, || make("http://b")).unwrap();
+        assert_eq!(
+            (first.base_url.as_str(), again.base_url.as_str()),
+            ("http://a", "http://a")
+        );
+        let other = snapshot.provider(&mini, || make("http://c")).unwrap();
+        assert_eq!(other.base_url, "http://c");
+        assert_eq!(made.load(Ordering::SeqCst), 2);
+        // Bedrock's keys are read for each run.
+        let bedrock = ModelRef::parse("bedrock/anthropic.claude").unwrap();
+        for _ in 0..2 {
+            let p = snapshot.provider(&bedrock, || {
+                Ok(Provider::new(Wire::Bedrock, "http://d", None))
+            });
+            assert!(p.is_ok());
+        }
+        assert_eq!(snapshot.providers.lock().unwrap().len(), 2);
     }
 }
