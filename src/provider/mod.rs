@@ -48,6 +48,7 @@ mod format;
 mod http;
 pub mod ollama;
 mod one_write;
+pub(crate) use one_write::OneWrite;
 pub mod openai;
 pub mod presets;
 pub mod responses;

@@ -13,7 +13,7 @@ use ureq::unversioned::transport::{Buffers, NextTimeout, Transport};
 
 /// A connection whose requests' heads wait for their bodies.
 #[derive(Debug)]
-pub(super) struct OneWrite {
+pub(crate) struct OneWrite {
     inner: Box<dyn Transport>,
     /// The head kept aside, to go in front of what is sent next.
     head: Vec<u8>,
@@ -23,7 +23,7 @@ pub(super) struct OneWrite {
 }
 
 impl OneWrite {
-    pub(super) fn new(inner: Box<dyn Transport>) -> OneWrite {
+    pub(crate) fn new(inner: Box<dyn Transport>) -> OneWrite {
         OneWrite {
             inner,
             head: Vec::new(),

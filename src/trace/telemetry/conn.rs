@@ -1,9 +1,10 @@
 //! The exporter's connection to a collector at an IP address over plain
 //! `http` (design §7.9): a run's is opened as the run starts, without
 //! waiting for it, so that its handshake (and the collector's accepting it)
-//! overlaps the run rather than following the answer; and a request goes
-//! out in one write, head and body together. ureq still speaks the HTTP:
-//! this is its connector, resolver and transport for that one address.
+//! overlaps the run rather than following the answer. ureq still speaks the
+//! HTTP: this is its connector, resolver and transport for that one address,
+//! the transport under the providers' [`OneWrite`] (a request's head and
+//! body in one write, not two segments the collector wakes for twice).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -15,13 +16,12 @@ use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, Transport,
 };
 
+use crate::provider::OneWrite;
+
 /// An early connection older than this is not used: a collector or a
 /// firewall may have dropped it without a word (a run that long does not
 /// notice a connect at its end).
 const FRESH: Duration = Duration::from_secs(30);
-/// The most of a request held back to be written in one piece: a larger
-/// body goes out in writes of about this much.
-const HOLD: usize = 64 * 1024;
 
 /// Where the exporter posts, when it is `http://` to an IP address: the
 /// agent's connector and resolver, and the connection opened early.
@@ -121,11 +121,11 @@ impl Connector for Connect {
                 stream
             }
         };
-        Ok(Some(Box::new(Plain {
+        let plain = Plain {
             stream,
             buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
-            held: Vec::new(),
-        })))
+        };
+        Ok(Some(Box::new(OneWrite::new(Box::new(plain)))))
     }
 }
 
@@ -146,14 +146,11 @@ impl Resolver for Resolve {
     }
 }
 
-/// A plain TCP connection whose request is written when its answer is
-/// awaited, in one write (ureq writes the head and then the body, two
-/// segments the collector wakes for twice).
+/// A plain TCP connection, made here (ureq's own TCP transport cannot be
+/// given a connection it did not make).
 struct Plain {
     stream: TcpStream,
     buffers: LazyBuffers,
-    /// What ureq has written and the socket not yet.
-    held: Vec<u8>,
 }
 
 // Debug, which ureq requires, by name only: a derived one pulls in the
@@ -170,39 +167,25 @@ impl std::fmt::Debug for Plain {
     }
 }
 
-impl Plain {
-    fn send_held(&mut self, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        if self.held.is_empty() {
-            return Ok(());
-        }
-        let timeout = timeout.for_write();
-        if timeout.after.is_zero() {
-            return Err(ureq::Error::Timeout(timeout.reason));
-        }
-        self.stream
-            .set_write_timeout(timeout.not_zero().map(|t| *t))?;
-        let written = self.stream.write_all(&self.held);
-        self.held.clear();
-        written.map_err(|e| io_error(e, timeout))
-    }
-}
-
 impl Transport for Plain {
     fn buffers(&mut self) -> &mut dyn Buffers {
         &mut self.buffers
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        self.held
-            .extend_from_slice(&self.buffers.output()[..amount]);
-        if self.held.len() >= HOLD {
-            self.send_held(timeout)?;
+        let timeout = timeout.for_write();
+        if timeout.after.is_zero() {
+            return Err(ureq::Error::Timeout(timeout.reason));
         }
-        Ok(())
+        self.stream
+            .set_write_timeout(timeout.not_zero().map(|t| *t))?;
+        let output = &self.buffers.output()[..amount];
+        self.stream
+            .write_all(output)
+            .map_err(|e| io_error(e, timeout))
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.send_held(timeout)?;
         let timeout = timeout.for_read();
         if timeout.after.is_zero() {
             return Err(ureq::Error::Timeout(timeout.reason));
