@@ -84,7 +84,7 @@ pub(crate) fn arguments_from_json(v: &Value) -> BTreeMap<String, String> {
 /// holds one. Invalid JSON gives no arguments (design §4.3).
 pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
     match v {
-        Value::String(s) => serde_json::from_str::<Value>(s)
+        Value::String(s) => json_value::from_str(s)
             .map(|v| arguments_from_json(&v))
             .unwrap_or_default(),
         other => arguments_from_json(other),
