@@ -342,13 +342,7 @@ impl Provider {
 
     #[inline(never)]
     fn encode(&self, req: &Request, quirks: Quirks) -> Result<Vec<u8>, ProviderError> {
-        serde_json::to_vec(&self.body_with(req, quirks)).map_err(|e| {
-            self.error(
-                ErrorKind::BadRequest,
-                None,
-                format!("cannot encode request: {e}"),
-            )
-        })
+        Ok(json_value::to_vec(&self.body_with(req, quirks)))
     }
 }
 

@@ -58,7 +58,7 @@ impl ToolCall {
     pub fn arguments_object(&self) -> Value {
         match &self.wire_arguments {
             Value::Object(_) => self.wire_arguments.clone(),
-            Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Value::String(s) => match json_value::from_str(s) {
                 Ok(v @ Value::Object(_)) => v,
                 _ => self.strings_object(),
             },

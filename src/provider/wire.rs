@@ -22,6 +22,16 @@ pub(crate) fn assistant_message(
     message
 }
 
+/// A message of `role` with `content`, moved in: `json!` would copy the
+/// content whole (its `to_value`) and drop the original, which in a
+/// fan-out's parent request is most of its cost (design §3.15).
+pub(crate) fn role_content(role: &str, content: impl Into<Value>) -> Value {
+    let mut message = serde_json::Map::new();
+    message.insert("role".into(), Value::String(role.into()));
+    message.insert("content".into(), content.into());
+    Value::Object(message)
+}
+
 /// The JSON Schema object for a tool's parameters: its own schema when it
 /// has one.
 pub(crate) fn input_schema(tool: &Tool) -> Value {
@@ -74,7 +84,7 @@ pub(crate) fn arguments_from_json(v: &Value) -> BTreeMap<String, String> {
 /// holds one. Invalid JSON gives no arguments (design §4.3).
 pub(crate) fn arguments_from_wire(v: &Value) -> BTreeMap<String, String> {
     match v {
-        Value::String(s) => serde_json::from_str::<Value>(s)
+        Value::String(s) => json_value::from_str(s)
             .map(|v| arguments_from_json(&v))
             .unwrap_or_default(),
         other => arguments_from_json(other),

@@ -17,7 +17,7 @@ use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Attachment, AttachmentKind, Cut, Effort, ErrorDetail, Message, Quirks, Request, Response,
     ToolCall, ToolChoice, arguments_from_json, count, input_schema, invalid_json_detail, join_v1,
-    number, string,
+    number, role_content, string,
 };
 use schema::for_anthropic;
 
@@ -126,8 +126,9 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
     let mut body = json!({
         "model": req.model,
         "max_tokens": thinking.map_or(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS), |t| t.1),
-        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
     });
+    // Moved in, not copied through `json!` (design §3.15).
+    body["messages"] = req.messages.iter().map(message).collect();
     if !req.system.is_empty() {
         body["system"] = json!(req.system);
     }
@@ -182,7 +183,7 @@ fn message(m: &Message) -> Value {
         Message::Attached {
             content,
             attachments,
-        } => json!({"role": "user", "content": attached(content, attachments)}),
+        } => role_content("user", attached(content, attachments)),
         Message::Assistant {
             content,
             tool_calls,
@@ -207,15 +208,15 @@ fn message(m: &Message) -> Value {
             for c in tool_calls {
                 blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments_object()}));
             }
-            json!({"role": "assistant", "content": blocks})
+            role_content("assistant", blocks)
         }
-        Message::Paused(blocks) => json!({"role": "assistant", "content": blocks}),
+        Message::Paused(blocks) => role_content("assistant", blocks.clone()),
         Message::ToolResults(results) => {
             let blocks: Vec<Value> = results
                 .iter()
                 .map(|r| json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}))
                 .collect();
-            json!({"role": "user", "content": blocks})
+            role_content("user", blocks)
         }
     }
 }

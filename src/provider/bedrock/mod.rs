@@ -19,6 +19,7 @@ use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Attachment, AttachmentKind, Cut, Message, Quirks, Request, Response, ToolCall, ToolChoice,
     arguments_from_json, count, input_schema, invalid_json_detail, number, path_segment,
+    role_content,
 };
 pub use keys::{base_url, from_env, region, register_env_secrets};
 pub use sigv4::AwsKeys;
@@ -83,9 +84,9 @@ impl Format for Converse {
 
 /// The Converse request body for `req`.
 pub fn body(req: &Request) -> Value {
-    let mut body = json!({
-        "messages": req.messages.iter().map(message).collect::<Vec<_>>(),
-    });
+    // Moved in, not copied through `json!` (design §3.15).
+    let mut body = json!({});
+    body["messages"] = req.messages.iter().map(message).collect();
     if !req.system.is_empty() {
         body["system"] = json!([{"text": req.system}]);
     }
@@ -123,7 +124,8 @@ pub fn body(req: &Request) -> Value {
                 }})
             })
             .collect();
-        body["toolConfig"] = json!({"tools": tools});
+        body["toolConfig"] = json!({});
+        body["toolConfig"]["tools"] = Value::Array(tools);
         if req.tool_choice == ToolChoice::Auto {
             body["toolConfig"]["toolChoice"] = json!({"auto": {}});
         }
@@ -137,7 +139,7 @@ fn message(m: &Message) -> Value {
         Message::Attached {
             content,
             attachments,
-        } => json!({"role": "user", "content": attached(content, attachments)}),
+        } => role_content("user", attached(content, attachments)),
         Message::Assistant {
             content,
             tool_calls,
@@ -157,9 +159,9 @@ fn message(m: &Message) -> Value {
                     "input": c.arguments_object(),
                 }}));
             }
-            json!({"role": "assistant", "content": blocks})
+            role_content("assistant", blocks)
         }
-        Message::Paused(blocks) => json!({"role": "assistant", "content": blocks}),
+        Message::Paused(blocks) => role_content("assistant", blocks.clone()),
         Message::ToolResults(results) => {
             let blocks: Vec<Value> = results
                 .iter()
@@ -171,7 +173,7 @@ fn message(m: &Message) -> Value {
                     }})
                 })
                 .collect();
-            json!({"role": "user", "content": blocks})
+            role_content("user", blocks)
         }
     }
 }

@@ -73,7 +73,9 @@ pub fn body(req: &Request) -> Value {
     for m in &req.messages {
         push_message(&mut messages, m);
     }
-    let mut body = json!({"model": req.model, "messages": messages, "stream": req.stream});
+    // Moved in, not copied through `json!` (design §3.15).
+    let mut body = json!({"model": req.model, "stream": req.stream});
+    body["messages"] = Value::Array(messages);
     let mut options = serde_json::Map::new();
     if let Some(t) = req.temperature {
         options.insert("temperature".into(), number(t));

@@ -14,7 +14,7 @@ use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Attachment, AttachmentKind, Cut, ErrorDetail, Message, Quirks, Request, Response, ToolCall,
     ToolChoice, arguments_from_wire, assistant_message, count, input_schema, invalid_json_detail,
-    join_v1, number, string,
+    join_v1, number, role_content, string,
 };
 
 /// Chat Completions, as the common code calls it.
@@ -102,7 +102,10 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
     for m in &req.messages {
         push_message(&mut messages, m);
     }
-    let mut body = json!({"model": req.model, "messages": messages});
+    // Moved in, not through `json!`, which would copy the whole tree
+    // (`to_value` of it) and drop the original (design §3.15).
+    let mut body = json!({"model": req.model});
+    body["messages"] = Value::Array(messages);
     if let Some(t) = req.temperature
         && !quirks.no_temperature
     {
@@ -177,7 +180,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         Message::Attached {
             content,
             attachments,
-        } => out.push(json!({"role": "user", "content": parts(content, attachments)})),
+        } => out.push(role_content("user", parts(content, attachments))),
         Message::Assistant {
             content,
             tool_calls,

@@ -18,7 +18,7 @@ use crate::provider::format::Format;
 use crate::provider::stream::{Assembly, Frames};
 use crate::provider::{
     Change, Effort, ErrorDetail, Message, Quirks, Request, Response, ToolChoice, adjust,
-    input_schema, join_v1, number,
+    input_schema, join_v1, number, role_content,
 };
 
 pub use read::parse;
@@ -84,7 +84,9 @@ pub fn body(req: &Request, quirks: Quirks) -> Value {
     for m in &req.messages {
         push_items(&mut input, m);
     }
-    let mut body = json!({"model": req.model, "input": input, "store": false});
+    // Moved in, not copied through `json!` (design §3.15).
+    let mut body = json!({"model": req.model, "store": false});
+    body["input"] = Value::Array(input);
     if !quirks.no_encrypted_reasoning {
         body["include"] = json!(["reasoning.encrypted_content"]);
     }
@@ -145,7 +147,7 @@ fn push_items(out: &mut Vec<Value>, m: &Message) {
         Message::Attached {
             content,
             attachments,
-        } => out.push(json!({"role": "user", "content": attach::items(content, attachments)})),
+        } => out.push(role_content("user", attach::items(content, attachments))),
         Message::Assistant {
             content,
             tool_calls,

@@ -72,6 +72,35 @@ impl Kept {
         }
     }
 
+    /// Writes the history as run `run_id`'s file (see [`write_file`]) under the
+    /// name of `agent`, continuing run `continues`; whether there was one
+    /// to write. Written from the history as it is held: neither copied
+    /// nor made a `Value` first (design §3.15).
+    pub fn save(
+        &self,
+        dir: &Path,
+        run_id: &str,
+        agent: &str,
+        continues: Option<&str>,
+    ) -> io::Result<bool> {
+        let text = {
+            let now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
+            if now.messages.is_empty() {
+                return Ok(false);
+            }
+            let saved = SavedOut {
+                run_id,
+                agent,
+                wire: &now.wire,
+                continues,
+                messages: now.messages.iter().map(stored).collect(),
+            };
+            // Serializing strings and JSON values cannot fail.
+            serde_json::to_vec(&saved).unwrap_or_default()
+        };
+        write_file(dir, run_id, &text).map(|()| true)
+    }
+
     /// The history so far and its wire (empty before the first request).
     pub fn snapshot(&self) -> (String, Vec<Message>) {
         let now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
@@ -93,31 +122,57 @@ pub struct Saved {
     pub messages: Vec<Value>,
 }
 
-/// One message as it is stored and printed by `--json-messages`.
+/// One message as it is stored and printed by `--json-messages`, written
+/// straight from the history rather than through a `Value` of each
+/// message (design §3.15). Each variant's fields are in the order of their
+/// names and `role` among them, as a JSON object's keys are when written
+/// from a `Value`: the file's bytes are those of the tree it once went
+/// through.
 #[derive(Debug, Serialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
-enum Stored {
+#[serde(untagged)]
+enum Stored<'a> {
     User {
+        /// Files sent with the words (design §4.16), their bytes as
+        /// base64, each as a `Value` for its keys' order.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Value>,
         content: String,
-        /// Files sent with the words (design §4.16), their bytes as base64.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        attachments: Vec<Attachment>,
+        role: &'static str,
     },
     Assistant {
         content: String,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<Call>,
         /// The wire's own reasoning items, exactly as they came.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        reasoning: Vec<Value>,
+        #[serde(skip_serializing_if = "no_items")]
+        reasoning: &'a [Value],
+        role: &'static str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<Call>,
     },
     Tool {
         results: Vec<Outcome>,
+        role: &'static str,
     },
     /// A turn the server paused, its blocks exactly as they came.
     Paused {
-        blocks: Value,
+        blocks: &'a Value,
+        role: &'static str,
     },
+}
+
+fn no_items(items: &&[Value]) -> bool {
+    items.is_empty()
+}
+
+/// A conversation's file as it is written: [`Saved`]'s keys in its order,
+/// its messages written straight from the history.
+#[derive(Serialize)]
+struct SavedOut<'a> {
+    run_id: &'a str,
+    agent: &'a str,
+    wire: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continues: Option<&'a str>,
+    messages: Vec<Stored<'a>>,
 }
 
 /// A [`Stored`] message read back: every variant's fields, flat, told
@@ -140,23 +195,25 @@ struct StoredIn {
     blocks: Option<Value>,
 }
 
+/// A call, its fields in the order of their names (see [`Stored`]).
 #[derive(Debug, Serialize, Deserialize)]
 struct Call {
-    id: String,
-    name: String,
     /// As the wire carried them (a JSON text or an object).
     arguments: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     foreign: Option<Value>,
+    id: String,
+    name: String,
 }
 
+/// A result, its fields in the order of their names (see [`Stored`]).
 #[derive(Debug, Serialize, Deserialize)]
 struct Outcome {
     call_id: String,
-    tool_name: String,
     content: String,
     #[serde(default)]
     is_error: bool,
+    tool_name: String,
 }
 
 /// The messages as JSON, every string redacted (design §6.7) but the
@@ -183,18 +240,23 @@ pub fn from_json(values: Vec<Value>) -> Result<Vec<Message>, String> {
         .collect()
 }
 
-fn stored(m: &Message) -> Stored {
+fn stored(m: &Message) -> Stored<'_> {
     match m {
         Message::User(text) => Stored::User {
-            content: redact(text),
             attachments: Vec::new(),
+            content: redact(text),
+            role: "user",
         },
         Message::Attached {
             content,
             attachments,
         } => Stored::User {
+            attachments: attachments
+                .iter()
+                .map(|a| serde_json::to_value(a).unwrap_or_default())
+                .collect(),
             content: redact(content),
-            attachments: attachments.clone(),
+            role: "user",
         },
         Message::Assistant {
             content,
@@ -202,10 +264,12 @@ fn stored(m: &Message) -> Stored {
             reasoning,
         } => Stored::Assistant {
             content: redact(content),
+            reasoning,
+            role: "assistant",
             tool_calls: tool_calls.iter().map(call).collect(),
-            reasoning: reasoning.clone(),
         },
         Message::ToolResults(results) => Stored::Tool {
+            role: "tool",
             results: results
                 .iter()
                 .map(|r| Outcome {
@@ -217,7 +281,8 @@ fn stored(m: &Message) -> Stored {
                 .collect(),
         },
         Message::Paused(blocks) => Stored::Paused {
-            blocks: blocks.clone(),
+            blocks,
+            role: "paused",
         },
     }
 }
@@ -320,15 +385,13 @@ fn path(dir: &Path, id: &str) -> Option<PathBuf> {
     plain(id).then(|| dir.join(DIR).join(format!("{id}.json")))
 }
 
-/// Writes `saved` as its run's file: a temporary file (0600) renamed over
+/// Writes `text` as run `id`'s file: a temporary file (0600) renamed over
 /// it, so that a reader finds the whole file or none. A conversation past
 /// [`MAX_BYTES`] is refused.
-pub fn save(dir: &Path, saved: &Saved) -> io::Result<()> {
-    let Some(path) = path(dir, &saved.run_id) else {
+fn write_file(dir: &Path, id: &str, text: &[u8]) -> io::Result<()> {
+    let Some(path) = path(dir, id) else {
         return Err(io::Error::other("not a run id"));
     };
-    // Serializing strings and JSON values cannot fail.
-    let text = serde_json::to_vec(saved).unwrap_or_default();
     if text.len() > MAX_BYTES {
         return Err(io::Error::other(format!(
             "the conversation ({} MiB) is larger than the {} MiB kept, so it was not kept",
@@ -341,8 +404,8 @@ pub fn save(dir: &Path, saved: &Saved) -> io::Result<()> {
     b.recursive(true);
     std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
     b.create(&folder)?;
-    let tmp = folder.join(format!(".{}.tmp-{}", saved.run_id, std::process::id()));
-    let written = write_new(&tmp, &text).and_then(|()| std::fs::rename(&tmp, &path));
+    let tmp = folder.join(format!(".{}.tmp-{}", id, std::process::id()));
+    let written = write_new(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -397,56 +460,5 @@ pub fn remove(dir: &Path, id: &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every variant goes to JSON and back as it was; a reasoning item is
-    /// kept byte for byte even where it holds a registered key, which the
-    /// text around it does not.
-    #[test]
-    fn every_message_round_trips_and_reasoning_is_never_redacted() {
-        let key = "sk-unit-test-secret-0123456789";
-        crate::text::redact::register(key);
-        let thinking =
-            serde_json::json!({"type": "thinking", "thinking": key, "signature": "c2ln"});
-        let call = ToolCall {
-            id: "c1".into(),
-            name: "read_file".into(),
-            arguments: [("path".to_string(), "a".to_string())].into(),
-            wire_arguments: Value::String("{\"path\":\"a\"}".into()),
-            foreign: None,
-        };
-        let history = vec![
-            Message::User("hi".into()),
-            Message::Assistant {
-                content: format!("the key {key}"),
-                tool_calls: vec![call.clone()],
-                reasoning: vec![thinking.clone()],
-            },
-            Message::ToolResults(vec![ToolResult {
-                call_id: "c1".into(),
-                tool_name: "read_file".into(),
-                content: "x".into(),
-                is_error: true,
-            }]),
-            Message::Paused(serde_json::json!([{"type": "server_tool_use"}])),
-        ];
-        let json = to_json(&history);
-        let back = from_json(json).unwrap();
-        let Message::Assistant {
-            content,
-            tool_calls,
-            reasoning,
-        } = &back[1]
-        else {
-            panic!("{back:?}");
-        };
-        assert_eq!(content, "the key [redacted]");
-        assert_eq!(tool_calls, &vec![call]);
-        assert_eq!(reasoning, &vec![thinking]);
-        assert_eq!(
-            (&back[0], &back[2], &back[3]),
-            (&history[0], &history[2], &history[3])
-        );
-    }
-}
+#[path = "messages_tests.rs"]
+mod tests;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
-use super::messages::{self, Kept, Saved};
+use super::messages::{self, Kept};
 use super::{ANSWER_BYTES, FIRST_LINE_CHARS, Record, Settings};
 use crate::deadline::millis;
 use crate::error::Error;
@@ -193,19 +193,7 @@ impl State {
         let Some(kept) = &self.conversation else {
             return Ok(false);
         };
-        let (wire, history) = kept.snapshot();
-        if history.is_empty() {
-            return Ok(false);
-        }
-        let saved = Saved {
-            run_id: id.to_string(),
-            agent: self.agent.clone(),
-            wire,
-            continues: self.continues.clone(),
-            messages: messages::to_json(&history),
-        };
-        messages::save(dir, &saved)
-            .map(|()| true)
+        kept.save(dir, id, &self.agent, self.continues.as_deref())
             .map_err(|e| e.to_string())
     }
 
