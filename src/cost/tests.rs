@@ -121,3 +121,126 @@ fn a_decimal_price_is_read_exactly_in_millionths() {
         assert_eq!(micros(bad), None, "{bad}");
     }
 }
+
+/// The lookup as it was before its scan was made byte-level: the results
+/// must not change.
+fn look_up_as_before(provider: &str, model: &str) -> Option<Price> {
+    let (_, rows) = table::PROVIDERS.iter().find(|(p, _)| *p == provider)?;
+    let model = model.to_ascii_lowercase();
+    rows.lines().find_map(|line| {
+        let mut f = line.split(' ');
+        let (id, clause) = (f.next()?, f.next()?);
+        let matched = match clause {
+            "=" => model == id,
+            _ => matches!(clause_as_before(clause, &model), Some((true, ""))),
+        };
+        if !matched {
+            return None;
+        }
+        let base = rates(f.next()?)?;
+        let tier = match f.next()? {
+            "-" => None,
+            t => {
+                let (from, r) = t.split_once(':')?;
+                Some((from.parse().ok()?, rates(r)?))
+            }
+        };
+        Some(Price {
+            rates: base,
+            tier,
+            batch_discount: f.next()?.parse().ok()?,
+            source: id,
+        })
+    })
+}
+
+fn clause_as_before<'a>(text: &'a str, model: &str) -> Option<(bool, &'a str)> {
+    let kind = *text.as_bytes().first()?;
+    let rest = text.get(1..)?;
+    if kind != b'(' {
+        let end = rest.find([',', ')']).unwrap_or(rest.len());
+        let (lit, after) = rest.split_at(end);
+        let yes = match kind {
+            b'=' => model == lit,
+            b'^' => model.starts_with(lit),
+            b'$' => model.ends_with(lit),
+            b'~' => model.contains(lit),
+            b'@' => model.strip_prefix(lit).is_some_and(|date| {
+                !date.is_empty() && date.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+            }),
+            _ => return None,
+        };
+        return Some((yes, after));
+    }
+    let op = *rest.as_bytes().first()?;
+    let mut at = rest.get(1..)?;
+    let mut all = op != b'|';
+    loop {
+        let (yes, after) = clause_as_before(at, model)?;
+        all = match op {
+            b'|' => all || yes,
+            b'&' => all && yes,
+            b'!' => !yes,
+            _ => return None,
+        };
+        match after.as_bytes().first()? {
+            b',' => at = after.get(1..)?,
+            b')' => return Some((all, after.get(1..)?)),
+            _ => return None,
+        }
+    }
+}
+
+#[test]
+fn the_byte_level_scan_finds_what_the_old_one_found() {
+    // Every id of every provider's table, and names near them: dated,
+    // cut short, lengthened, upper case, a part of one, unknown, non-ASCII.
+    let mut models: Vec<String> = vec![
+        String::new(),
+        "gpt-5o-fake".into(),
+        "ünïcode-gpt-4o".into(),
+        "gpt-4o-ü".into(),
+        "x".into(),
+    ];
+    for (_, rows) in table::PROVIDERS {
+        for id in rows.lines().filter_map(|l| l.split(' ').next()) {
+            models.push(id.to_string());
+            models.push(format!("{id}-2025-01-01"));
+            models.push(format!("{id}20250101"));
+            models.push(format!("x-{id}"));
+            models.push(format!("{id}-tts"));
+            models.push(id.to_ascii_uppercase());
+            models.push(id.chars().take(id.chars().count() / 2).collect());
+        }
+    }
+    let mut priced = 0;
+    for (provider, _) in table::PROVIDERS {
+        for model in &models {
+            let now = look_up(provider, model);
+            assert_eq!(
+                now,
+                look_up_as_before(provider, model),
+                "{provider}/{model}"
+            );
+            priced += usize::from(now.is_some());
+        }
+    }
+    assert!(priced > 1000, "{priced}");
+    // Clauses past the table's: a part at either end, empty, none.
+    for (clause, model) in [
+        ("~4o", "gpt-4o"),
+        ("~gpt", "gpt-4o"),
+        ("~", "a"),
+        ("~abc", "ab"),
+        ("(|~x,(&^g,$o))", "gpt-4o"),
+        ("(!=a", "a"),
+        ("?a", "a"),
+        ("", "a"),
+    ] {
+        assert_eq!(
+            clause_at(clause, model),
+            clause_as_before(clause, model),
+            "{clause} {model}"
+        );
+    }
+}
