@@ -1,19 +1,22 @@
-//! The exporter's connection to a collector at an IP address over plain
-//! `http` (design §7.9): a run's is opened as the run starts, without
+//! The exporter's connection to a collector at an IP address or `localhost`
+//! over plain `http` (design §7.9): a run's is opened as the run starts, without
 //! waiting for it, so that its handshake (and the collector's accepting it)
 //! overlaps the run rather than following the answer. ureq still speaks the
 //! HTTP: this is its connector, resolver and transport for that one address,
 //! the transport under the providers' [`OneWrite`] (a request's head and
 //! body in one write, not two segments the collector wakes for twice).
+//! `localhost` is taken as 127.0.0.1 for the early connection (RFC 6761
+//! makes the name the loopback's); when that one cannot be used, the post
+//! connects as ureq does, the name looked up (a collector on `::1` alone).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{
-    Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, Transport,
+    Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, TcpConnector, Transport,
 };
 
 use crate::provider::OneWrite;
@@ -23,30 +26,40 @@ use crate::provider::OneWrite;
 /// notice a connect at its end).
 const FRESH: Duration = Duration::from_secs(30);
 
-/// Where the exporter posts, when it is `http://` to an IP address: the
-/// agent's connector and resolver, and the connection opened early.
+/// Where the exporter posts, when it is `http://` to an IP address or
+/// `localhost`: the agent's connector and resolver, and the connection
+/// opened early.
 pub struct Direct {
     addr: SocketAddr,
+    /// The URL named `localhost`: `addr` is its IPv4 loopback, and a post
+    /// without the early connection looks the name up.
+    named: bool,
     early: Mutex<Option<(TcpStream, Instant)>>,
 }
 
 impl Direct {
-    /// For `url` when it is plain `http` to an IP address (`[::1]` too);
-    /// `None` for a host name or `https`, which ureq's own connector serves.
+    /// For `url` when it is plain `http` to an IP address (`[::1]` too) or
+    /// to `localhost` (any case); `None` for another host name or `https`,
+    /// which ureq's own connector serves.
     pub fn for_url(url: &str) -> Option<Arc<Direct>> {
         let uri: ureq::http::Uri = url.parse().ok()?;
         if uri.scheme_str() != Some("http") {
             return None;
         }
         let host = uri.host()?;
-        let ip: std::net::IpAddr = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .ok()?;
+        let named = host.eq_ignore_ascii_case("localhost");
+        let ip: std::net::IpAddr = if named {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse()
+                .ok()?
+        };
         let addr = SocketAddr::new(ip, uri.port_u16().unwrap_or(80));
         Some(Arc::new(Direct {
             addr,
+            named,
             early: Mutex::new(None),
         }))
     }
@@ -94,7 +107,7 @@ impl Direct {
 }
 
 /// The agent's connector: the early connection when there is one, else a
-/// new one to the address.
+/// new one to the address (to `localhost`: ureq's own, the name looked up).
 #[derive(Debug)]
 pub struct Connect(pub Arc<Direct>);
 
@@ -112,6 +125,7 @@ impl Connector for Connect {
         let config = details.config;
         let stream = match self.0.take_early(details.timeout)? {
             Some(stream) => stream,
+            None if self.0.named => return by_name(details),
             None => {
                 let stream = match details.timeout.not_zero() {
                     Some(t) => TcpStream::connect_timeout(&self.0.addr, *t)?,
@@ -129,7 +143,27 @@ impl Connector for Connect {
     }
 }
 
-/// The agent's resolver: the one address, no lookup.
+/// A connection to `localhost` as the providers' client makes one: the name
+/// looked up by ureq's resolver (whose addresses may be `::1` first, or
+/// only), each address tried in turn by its TCP connector, under OneWrite.
+#[inline(never)]
+fn by_name(details: &ConnectionDetails) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
+    let addrs = DefaultResolver::default().resolve(details.uri, details.config, details.timeout)?;
+    let looked_up = ConnectionDetails {
+        addrs,
+        current_time: details.current_time.clone(),
+        run_connector: details.run_connector.clone(),
+        register_shutdown: details.register_shutdown.clone(),
+        ..*details
+    };
+    Ok(
+        Connector::<()>::connect(&TcpConnector::default(), &looked_up, None)?
+            .map(|t| Box::new(OneWrite::new(Box::new(t))) as Box<dyn Transport>),
+    )
+}
+
+/// The agent's resolver: the one address, no lookup (for `localhost`, the
+/// connector looks the name up when it needs to).
 #[derive(Debug)]
 pub struct Resolve(pub SocketAddr);
 

@@ -27,8 +27,10 @@ fn run_one(
     .output
 }
 
-#[test]
-fn a_runs_connection_to_the_collector_is_open_before_the_model_answers() {
+/// A run against a collector at 127.0.0.1 whose URL `url_of` makes from
+/// its own: its connection is open before the model answers, and the spans
+/// come on it.
+fn connection_open_before_the_model_answers(url_of: impl Fn(&str) -> String) {
     let collector = Arc::new(FakeServer::json(200, "{}"));
     // How many connections the collector had when the model was asked
     // (waiting a while for the first, so that a slow accept is not taken
@@ -36,7 +38,7 @@ fn a_runs_connection_to_the_collector_is_open_before_the_model_answers() {
     let seen = Arc::new(Mutex::new(None));
     let out = {
         let (collector, seen) = (collector.clone(), seen.clone());
-        run_one(&collector.url.clone(), move |_| {
+        run_one(&url_of(&collector.url), move |_| {
             let start = Instant::now();
             while collector.connections() == 0 && start.elapsed() < Duration::from_secs(3) {
                 std::thread::sleep(Duration::from_millis(5));
@@ -63,6 +65,22 @@ fn a_runs_connection_to_the_collector_is_open_before_the_model_answers() {
     );
     assert_eq!(collector.connections(), 1);
     assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_runs_connection_to_the_collector_is_open_before_the_model_answers() {
+    connection_open_before_the_model_answers(str::to_string);
+}
+
+/// The guide's endpoint names the collector `localhost` (any case: RFC
+/// 6761's loopback), taken as 127.0.0.1 for the early connection.
+#[test]
+fn a_collector_named_localhost_has_its_connection_open_before_the_model_answers() {
+    connection_open_before_the_model_answers(|url| {
+        let named = url.replace("127.0.0.1", "LocalHost");
+        assert_ne!(named, url, "the fake's URL is not at 127.0.0.1: {url}");
+        named
+    });
 }
 
 /// A collector that closes a connection idle for 100 ms (as collectors
@@ -121,6 +139,39 @@ fn a_connection_the_collector_closed_during_the_run_is_not_posted_on() {
             Duration::from_millis(400),
             Box::new(Reply::Json(200, openai_text("hi", 5, 5))),
         )
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 1);
+    assert!(
+        String::from_utf8_lossy(&bodies[0]).contains("invoke_agent"),
+        "{bodies:?}"
+    );
+}
+
+/// A collector at `localhost` that was not listening when the run began
+/// (the early connection refused) and is when it ends: the post connects
+/// as ureq does, the name looked up, and the spans arrive.
+#[test]
+fn a_localhost_collector_that_refused_the_early_connection_still_gets_the_spans() {
+    let port = {
+        let held = TcpListener::bind("127.0.0.1:0").unwrap();
+        held.local_addr().unwrap().port()
+    };
+    let bodies: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let kept = bodies.clone();
+    let out = run_one(&format!("http://localhost:{port}"), move |_| {
+        // Listening from the model's answer on: the early connect is over.
+        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        let bodies = kept.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                answer_or_close(conn, &bodies);
+            }
+        });
+        Reply::Json(200, openai_text("hi", 5, 5))
     });
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "hi\n");
