@@ -122,19 +122,10 @@ impl Connector for Connect {
         if details.timeout.after.is_zero() {
             return Err(ureq::Error::Timeout(details.timeout.reason));
         }
-        let config = details.config;
-        let stream = match self.0.take_early(details.timeout)? {
-            Some(stream) => stream,
-            None if self.0.named => return by_name(details),
-            None => {
-                let stream = match details.timeout.not_zero() {
-                    Some(t) => TcpStream::connect_timeout(&self.0.addr, *t)?,
-                    None => TcpStream::connect(self.0.addr)?,
-                };
-                stream.set_nodelay(config.no_delay())?;
-                stream
-            }
+        let Some(stream) = self.0.take_early(details.timeout)? else {
+            return fresh(details, self.0.named);
         };
+        let config = details.config;
         let plain = Plain {
             stream,
             buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
@@ -143,23 +134,31 @@ impl Connector for Connect {
     }
 }
 
-/// A connection to `localhost` as the providers' client makes one: the name
-/// looked up by ureq's resolver (whose addresses may be `::1` first, or
-/// only), each address tried in turn by its TCP connector, under OneWrite.
+/// A connection of its own, as the providers' client makes one: ureq's TCP
+/// connector under OneWrite, to the one address, or for `localhost` to the
+/// addresses ureq's resolver looks the name up as (`::1` may be first, or
+/// the only one), each tried in turn.
 #[inline(never)]
-fn by_name(details: &ConnectionDetails) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
-    let addrs = DefaultResolver::default().resolve(details.uri, details.config, details.timeout)?;
-    let looked_up = ConnectionDetails {
-        addrs,
-        current_time: details.current_time.clone(),
-        run_connector: details.run_connector.clone(),
-        register_shutdown: details.register_shutdown.clone(),
-        ..*details
+fn fresh(
+    details: &ConnectionDetails,
+    named: bool,
+) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
+    let tcp = TcpConnector::default();
+    let connected = if named {
+        let addrs =
+            DefaultResolver::default().resolve(details.uri, details.config, details.timeout)?;
+        let looked_up = ConnectionDetails {
+            addrs,
+            current_time: details.current_time.clone(),
+            run_connector: details.run_connector.clone(),
+            register_shutdown: details.register_shutdown.clone(),
+            ..*details
+        };
+        Connector::<()>::connect(&tcp, &looked_up, None)?
+    } else {
+        Connector::<()>::connect(&tcp, details, None)?
     };
-    Ok(
-        Connector::<()>::connect(&TcpConnector::default(), &looked_up, None)?
-            .map(|t| Box::new(OneWrite::new(Box::new(t))) as Box<dyn Transport>),
-    )
+    Ok(connected.map(|t| Box::new(OneWrite::new(Box::new(t))) as Box<dyn Transport>))
 }
 
 /// The agent's resolver: the one address, no lookup (for `localhost`, the
