@@ -188,8 +188,9 @@ fn micros(text: &str) -> Option<u64> {
 }
 
 /// Whether the clause at the start of `text` (up to a space at most)
-/// matches `model`, and the text after it: `=name`, `^prefix`, `$suffix`, `~part`, `@prefix` then a date
-/// (digits and `-`), `(|a,...)`, `(&a,...)`, `(!a)`.
+/// matches `model`, and the text after it: `=name`, `^prefix`, `$suffix`,
+/// `~part`, `@prefix` then a date (digits and `-`), `(|a,...)`, `(&a,...)`,
+/// `(!a)`.
 fn clause_at<'a>(text: &'a str, model: &str) -> Option<(bool, &'a str)> {
     let kind = *text.as_bytes().first()?;
     let rest = text.get(1..)?;
