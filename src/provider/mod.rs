@@ -55,6 +55,8 @@ pub mod responses;
 mod retry;
 pub mod stream;
 mod streamed;
+#[cfg(target_os = "linux")]
+mod tcp;
 mod types;
 pub(crate) mod wire;
 
