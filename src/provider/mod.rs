@@ -42,6 +42,8 @@ pub mod attachment;
 mod attempt;
 mod batches;
 pub mod bedrock;
+#[cfg(target_os = "linux")]
+mod buffers;
 mod client;
 mod error;
 mod format;
