@@ -19,6 +19,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ureq::Timeout;
@@ -37,7 +38,20 @@ pub(super) struct Tcp {
     /// unchanged one is not set again.
     write_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    /// In the pool, counted in [`POOLED`].
+    pooled: bool,
+    /// The most idle connections kept (the agent's setting).
+    keep: usize,
 }
+
+/// Connections of axe's own in the pools, idle. ureq asks a connection it
+/// is given back whether it is open before it takes its pool's lock, and
+/// then purges the pool under that lock (comparing every idle connection
+/// with every other, design §3.15) and closes what is past its limit:
+/// when 256 answers come back together, 192 of them only to be closed.
+/// A connection given back while the pools hold as many as they keep says
+/// it is closed instead, and is closed by its own thread outside the lock.
+static POOLED: AtomicUsize = AtomicUsize::new(0);
 
 impl std::fmt::Debug for Tcp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,6 +125,8 @@ fn connected(
         buffers: Grown::new(config.input_buffer_size(), config.output_buffer_size()),
         write_timeout: share.map(at_least_a_microsecond),
         read_timeout: None,
+        pooled: false,
+        keep: config.max_idle_connections(),
     })
 }
 
@@ -321,18 +337,44 @@ impl Transport for Tcp {
     }
 
     fn is_open(&mut self) -> bool {
-        let mut byte = 0u8;
-        // SAFETY: one byte of this frame's; the descriptor is ours.
-        let n = unsafe {
-            libc::recv(
-                self.stream.as_raw_fd(),
-                std::ptr::from_mut(&mut byte).cast(),
-                1,
-                libc::MSG_DONTWAIT,
-            )
-        };
-        // Nothing to read is an open, idle connection; bytes nobody asked
-        // for, an end or an error are not.
-        n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+        if std::mem::take(&mut self.pooled) {
+            // Taken from the pool.
+            POOLED.fetch_sub(1, Ordering::Relaxed);
+        } else if POOLED.fetch_add(1, Ordering::Relaxed) < self.keep {
+            // Given back, and room for it.
+            self.pooled = true;
+        } else {
+            POOLED.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        let open = probe(&self.stream);
+        if !open && std::mem::take(&mut self.pooled) {
+            POOLED.fetch_sub(1, Ordering::Relaxed);
+        }
+        open
     }
+}
+
+impl Drop for Tcp {
+    fn drop(&mut self) {
+        if self.pooled {
+            POOLED.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether `stream` is open and idle: nothing to read, no end, no error.
+fn probe(stream: &TcpStream) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: one byte of this frame's; the descriptor is ours.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            std::ptr::from_mut(&mut byte).cast(),
+            1,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    // Bytes nobody asked for, an end or an error are not idle.
+    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
 }

@@ -7,7 +7,8 @@ use crate::common::*;
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::sync::mpsc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 /// A listener on loopback that takes one connection, hands back the first
@@ -138,7 +139,10 @@ fn a_connect_that_never_completes_is_cut_at_the_calls_timeout() {
     let b = run_bounded(&mut cmd, HUNG);
     let err = stderr(&b.output);
     assert_eq!(code(&b.output), 3, "{err}");
-    assert!(err.contains("timed out") || err.contains("timeout"), "{err}");
+    assert!(
+        err.contains("timed out") || err.contains("timeout"),
+        "{err}"
+    );
     assert!(
         b.took >= Duration::from_millis(1500) && b.took < Duration::from_secs(8),
         "{:?}: {err}",
@@ -206,8 +210,7 @@ fn a_pooled_connection_the_server_closed_is_not_used_again() {
     // with that failure as the call's result: two requests answered, not
     // three).
     let calls: Vec<Call> = vec![("call_1", "call_agent", delegate("helper", "work"))];
-    let (port, answered) =
-        closes_after_first(P::OpenAi.tool_calls(&calls), P::OpenAi.text("done"));
+    let (port, answered) = closes_after_first(P::OpenAi.tool_calls(&calls), P::OpenAi.text("done"));
     let home = Home::fast_retries();
     home.named_agent("lead", P::OpenAi.model(), "sub_agents = [\"helper\"]\n");
     home.named_agent("helper", P::OpenAi.model(), "");
@@ -218,4 +221,50 @@ fn a_pooled_connection_the_server_closed_is_not_used_again() {
     let b = run_bounded(&mut cmd, HUNG);
     assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
     assert_eq!(answered.try_iter().last(), Some(3));
+}
+
+#[test]
+fn a_wide_fan_out_keeps_64_idle_connections_for_the_next_and_closes_the_rest() {
+    // Two 80-way fan-outs, every call in flight at once (a barrier): the
+    // first opens 79 connections besides the parent's, of which 64 are
+    // kept when the answers come back; the second takes those 64 and opens
+    // 16; the parent's turns take a kept one each. axe's connections count
+    // themselves into the pool (src/provider/tcp.rs): a count that drifted
+    // would keep fewer (more connections) or more.
+    const N: usize = 80;
+    let home = Home::new();
+    let names: Vec<String> = (0..N).map(|i| format!("w{i}")).collect();
+    home.named_agent(
+        "lead",
+        P::OpenAi.model(),
+        &format!("sub_agents = {names:?}\nmax_turns = 10\n"),
+    );
+    for n in &names {
+        home.named_agent(n, P::OpenAi.model(), "");
+    }
+    let gates = [Arc::new(Gate::new(N)), Arc::new(Gate::new(N))];
+    let g = gates.clone();
+    let server = FakeServer::route(move |req| {
+        let results = req.tool_messages().len();
+        if req.who() == "lead" {
+            if results >= 2 * N {
+                return Reply::Json(200, P::OpenAi.text("done"));
+            }
+            let task = if results == 0 { "one" } else { "two" };
+            let ids: Vec<String> = (0..N).map(|i| format!("call_{task}_{i}")).collect();
+            let calls: Vec<Call> = ids
+                .iter()
+                .zip(&names)
+                .map(|(id, n)| (id.as_str(), "call_agent", delegate(n, task)))
+                .collect();
+            return Reply::Json(200, P::OpenAi.tool_calls(&calls));
+        }
+        let gate = &g[usize::from(req.first_user_text().contains("two"))];
+        gate.arrive(Duration::from_secs(10));
+        Reply::Json(200, P::OpenAi.text("ok"))
+    });
+    let b = home.run_bounded(&[(P::OpenAi, &server)], &["run", "lead"], HUNG);
+    assert_eq!(code(&b.output), 0, "{}", stderr(&b.output));
+    assert!(gates.iter().all(|g| !g.timed_out.load(Ordering::SeqCst)));
+    assert_eq!(server.connections(), N + (N - 64));
 }
