@@ -1,5 +1,5 @@
 //! A connection's buffers, the input one grown as it fills (design §3.15,
-//! fifth round).
+//! sixth round).
 //!
 //! ureq's `LazyBuffers` zeroes the whole input buffer (the response head's
 //! bound, 8 KiB) when a connection opens, and grows it to 10 KiB more

@@ -1,5 +1,5 @@
 //! A provider's plain TCP connection, in fewer system calls than ureq's
-//! (design §3.15, fifth round).
+//! (design §3.15, sixth round).
 //!
 //! ureq's `TcpTransport` connects with std's `connect_timeout` (the socket
 //! made non-blocking, a `poll`, made blocking again: two `ioctl` and a

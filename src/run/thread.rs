@@ -1,4 +1,4 @@
-//! Starting a helper thread (design §3.15, fifth round): on Linux by
+//! Starting a helper thread (design §3.15, sixth round): on Linux by
 //! `pthread_create` itself rather than through `std::thread`, which gives
 //! every thread it starts a signal stack of its own for reporting a stack
 //! overflow: an `mmap`, an `mprotect` for its guard page, two `sigaltstack`
@@ -26,7 +26,8 @@ pub(super) type Main = Box<dyn FnOnce() + Send + 'static>;
 pub(super) fn spawn(main: Main) -> bool {
     // Boxed again: a thin pointer is what pthread_create passes on.
     let arg = Box::into_raw(Box::new(main));
-    // SAFETY: `attr` is initialised before use and destroyed after; `arg`
+    // SAFETY: `attr` and `thread` are written by pthread before they are
+    // read (all-zero is a valid value of either type); `arg`
     // goes to exactly one owner: the thread (`start` takes it back once),
     // or, when no thread started, this function, which drops it.
     unsafe {
@@ -35,7 +36,8 @@ pub(super) fn spawn(main: Main) -> bool {
             drop(Box::from_raw(arg));
             return false;
         }
-        let mut thread: libc::pthread_t = 0;
+        // An integer on glibc, a pointer on musl: zeroed is either's none.
+        let mut thread: libc::pthread_t = std::mem::zeroed();
         let started = libc::pthread_attr_setstacksize(&mut attr, STACK) == 0
             && libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED) == 0
             && libc::pthread_create(&mut thread, &attr, start, arg.cast()) == 0;
