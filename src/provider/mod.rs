@@ -42,6 +42,8 @@ pub mod attachment;
 mod attempt;
 mod batches;
 pub mod bedrock;
+#[cfg(target_os = "linux")]
+mod buffers;
 mod client;
 mod error;
 mod format;
@@ -55,6 +57,8 @@ pub mod responses;
 mod retry;
 pub mod stream;
 mod streamed;
+#[cfg(target_os = "linux")]
+mod tcp;
 mod types;
 pub(crate) mod wire;
 

@@ -17,6 +17,7 @@ mod pool;
 mod repair;
 mod request;
 mod snapshot;
+mod thread;
 pub mod top;
 
 use std::path::Path;

@@ -205,10 +205,7 @@ fn hand_out(mut job: Job) -> bool {
         }
     }
     let (tx, rx) = channel();
-    std::thread::Builder::new()
-        .name("axe-call".into())
-        .spawn(move || helper(job, &rx, tx))
-        .is_ok()
+    super::thread::spawn(Box::new(move || helper(job, &rx, tx)))
 }
 
 /// A helper thread: runs `first`, then every job sent on `jobs`, parked
