@@ -10,13 +10,14 @@ mod conn;
 mod content;
 pub mod context;
 mod export;
+mod oneshot;
 mod open;
 mod otlp;
 mod settings;
 mod spans;
 
 pub use context::{SpanContext, parse_traceparent};
-pub use export::{FLUSH_BOUND, deadline, finish};
+pub use export::{FLUSH_BOUND, deadline, ended, finish};
 pub use settings::TelemetrySettings;
 pub use spans::{RunSpans, Workflow, mcp_call};
 
