@@ -345,8 +345,9 @@ pub fn ended() {
     *EARLY.lock().unwrap_or_else(PoisonError::into_inner) = Some(Early { spans, exchange });
 }
 
-/// At exit: the spans queued are posted, waiting at most [`FLUSH_BOUND`]
-/// and never past the run's deadline; spans dropped are warned of.
+/// At exit (the process ends next): the spans queued are posted, waiting
+/// at most [`FLUSH_BOUND`] and never past the run's deadline; spans dropped
+/// are warned of.
 pub fn finish() {
     let Some(e) = EXPORTER.get().filter(|e| e.sent.load(Ordering::Relaxed)) else {
         return;
@@ -374,6 +375,8 @@ pub fn finish() {
             }
             e.post(batch, left);
         }
+        // The process ends next: its spans are not freed one by one.
+        std::mem::forget(spans);
     }
     let dropped = e.dropped.load(Ordering::Relaxed);
     if dropped > 0 {
@@ -387,21 +390,26 @@ impl Early {
     /// The early post's answer, by `until`: a failure warned of as ureq's
     /// post's is; a request none of which went is posted through ureq.
     fn answered(self, e: &Exporter, until: Instant) {
-        let failed = match self.exchange.answer(until) {
-            Ok(status) if (200..300).contains(&status) => return,
-            Ok(status) => format!("HTTP {status}"),
-            Err(Failed::Post(why)) => why,
+        let Early { spans, exchange } = self;
+        let failed = match exchange.answer(until) {
+            Ok(status) if (200..300).contains(&status) => None,
+            Ok(status) => Some(format!("HTTP {status}")),
+            Err(Failed::Post(why)) => Some(why),
             Err(Failed::NotSent) => {
                 let left = until.saturating_duration_since(Instant::now());
                 if !left.is_zero() {
-                    e.post(&self.spans, left);
+                    e.post(&spans, left);
                 }
-                return;
+                None
             }
         };
-        warn_once(&format!(
-            "telemetry: cannot export spans to {}: {failed} (spans are lost; the run goes on)",
-            e.settings.url
-        ));
+        if let Some(failed) = failed {
+            warn_once(&format!(
+                "telemetry: cannot export spans to {}: {failed} (spans are lost; the run goes on)",
+                e.settings.url
+            ));
+        }
+        // The process ends next: its spans are not freed one by one.
+        std::mem::forget(spans);
     }
 }
