@@ -242,3 +242,45 @@ fn the_spans_reach_the_collector_while_the_answer_is_still_being_printed() {
     assert_eq!(collector.requests().len(), 1);
     assert_eq!(collector.connections(), 1);
 }
+
+/// A run that times out: its spans went as its last span ended, and the
+/// exit, with no time left, neither waits for the collector's answer nor
+/// says anything of it (the post at exit was skipped with no time left:
+/// one written early is not taken for lost).
+#[test]
+fn a_run_past_its_deadline_sends_its_spans_and_says_nothing_of_the_answer() {
+    let collector = FakeServer::route(|_| {
+        Reply::Delay(
+            Duration::from_millis(500),
+            Box::new(Reply::Json(200, "{}".into())),
+        )
+    });
+    let home = Home::new();
+    home.plain_agent("one", "openai/gpt-4o");
+    let provider = FakeServer::route(|_| {
+        Reply::Delay(
+            Duration::from_secs(5),
+            Box::new(Reply::Json(200, openai_text("hi", 5, 5))),
+        )
+    });
+    let out = run_bounded(
+        home.axe_on(&[(P::OpenAi, &provider)])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+            .args(["run", "one", "-p", "go", "--timeout", "1"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code(&out.output), 3, "{}", stderr(&out.output));
+    assert!(
+        !stderr(&out.output).contains("telemetry"),
+        "{}",
+        stderr(&out.output)
+    );
+    assert!(out.took < Duration::from_secs(4), "{:?}", out.took);
+    let posts = collector.requests_settled(1);
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert!(
+        posts[0].body.contains("invoke_agent"),
+        "{:?}",
+        posts[0].body
+    );
+}
