@@ -226,6 +226,9 @@ fn run(cmd: RunCmd, log: &RunLog) -> Result<(), Error> {
         && !(ctx.stream.print && std::io::stdout().is_terminal()))
     .then(|| Progress::start(ctx.ledger.clone(), progress::color()));
     let outcome = run::run_agent(resolved, input.text(), &input.task(), &ctx);
+    // The run's last span has ended: its spans go to the collector while
+    // the answer is printed (design §7.9).
+    crate::trace::telemetry::ended();
     // Erases the view before anything else is printed.
     drop(progress);
     if ctx.stream.print {

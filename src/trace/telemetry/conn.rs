@@ -34,6 +34,10 @@ pub struct Direct {
     /// The URL named `localhost`: `addr` is its IPv4 loopback, and a post
     /// without the early connection looks the name up.
     named: bool,
+    /// The request line and `host` of a post written by hand
+    /// (`oneshot.rs`); `None` for a URL with a user's name or password,
+    /// which only ureq's post sends as it should.
+    start: Option<String>,
     early: Mutex<Option<(TcpStream, Instant)>>,
 }
 
@@ -57,11 +61,25 @@ impl Direct {
                 .ok()?
         };
         let addr = SocketAddr::new(ip, uri.port_u16().unwrap_or(80));
+        let start = uri
+            .authority()
+            .filter(|a| !a.as_str().contains('@'))
+            .map(|a| {
+                let target = uri.path_and_query().map_or("/", |p| p.as_str());
+                format!("POST {target} HTTP/1.1\r\nhost: {a}\r\n")
+            });
         Some(Arc::new(Direct {
             addr,
             named,
+            start,
             early: Mutex::new(None),
         }))
+    }
+
+    /// The request line and `host` of a post written by hand, when one may
+    /// be.
+    pub fn start(&self) -> Option<&str> {
+        self.start.as_deref()
     }
 
     /// The collector's address.
@@ -81,6 +99,20 @@ impl Direct {
         }
     }
 
+    /// The early connection, for a post written on it by hand now
+    /// (`oneshot.rs`): fresh, and neither refused nor closed by the
+    /// collector as far as one peek sees (it may still be connecting: the
+    /// write then waits for the exit). `None` leaves the post to ureq at
+    /// exit, on a connection of its own.
+    pub fn take_open(&self) -> Option<TcpStream> {
+        let (stream, at) = self
+            .early
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        (at.elapsed() < FRESH && still_open(&stream)).then_some(stream)
+    }
+
     /// The early connection once it is made (waiting for it at most
     /// `timeout`), when it is fresh and still open; `None` sends the post
     /// to a connection of its own, as without one (a collector that refused
@@ -95,7 +127,7 @@ impl Direct {
         let Some((stream, _)) = taken.filter(|(_, at)| at.elapsed() < FRESH) else {
             return Ok(None);
         };
-        if !writable(&stream, timeout.not_zero().map(|t| *t))? {
+        if !wait(&stream, Wait::Write, timeout.not_zero().map(|t| *t))? {
             return Err(ureq::Error::Timeout(timeout.reason));
         }
         if stream.take_error()?.is_some() || !still_open(&stream) {
@@ -350,10 +382,18 @@ fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     (storage, len as libc::socklen_t)
 }
 
-/// Waits until `stream`'s connect is done, one way or the other: `false`
-/// when `timeout` passed first.
+/// What [`wait`] waits for.
+#[derive(Clone, Copy)]
+pub enum Wait {
+    Read,
+    /// A connect done (one way or the other), or room to write.
+    Write,
+}
+
+/// Waits until `stream` is ready for `what`, or has failed: `false` when
+/// `timeout` passed first.
 #[cfg(unix)]
-fn writable(stream: &TcpStream, timeout: Option<Duration>) -> std::io::Result<bool> {
+pub fn wait(stream: &TcpStream, what: Wait, timeout: Option<Duration>) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     let until = timeout.map(|t| Instant::now() + t);
     loop {
@@ -367,7 +407,10 @@ fn writable(stream: &TcpStream, timeout: Option<Duration>) -> std::io::Result<bo
         };
         let mut p = libc::pollfd {
             fd: stream.as_raw_fd(),
-            events: libc::POLLOUT,
+            events: match what {
+                Wait::Read => libc::POLLIN,
+                Wait::Write => libc::POLLOUT,
+            },
             revents: 0,
         };
         // SAFETY: `p` is one valid pollfd, as the count says.
@@ -385,6 +428,6 @@ fn writable(stream: &TcpStream, timeout: Option<Duration>) -> std::io::Result<bo
 }
 
 #[cfg(not(unix))]
-fn writable(_: &TcpStream, _: Option<Duration>) -> std::io::Result<bool> {
+pub fn wait(_: &TcpStream, _: Wait, _: Option<Duration>) -> std::io::Result<bool> {
     Ok(true)
 }

@@ -3,7 +3,8 @@
 //! and a thread of their own posts them in batches to the collector with
 //! the blocking HTTP client. A run's spans wait for its end, and are
 //! posted from its own thread then, unless they fill half the queue or the
-//! run outlasts the linger: a short run starts no thread. At exit the queue is
+//! run outlasts the linger: a short run starts no thread. A single run's
+//! are written as its last span ends, their answer read at exit ([`ended`]). At exit the queue is
 //! flushed within a bound; a collector that is down or slow costs one
 //! warning, never the run.
 
@@ -13,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::conn::{Connect, Direct, Resolve};
+use super::oneshot::{self, Exchange, Failed};
 use super::otlp::{self, Span};
 use super::settings::Settings;
 use crate::io::stderr;
@@ -213,7 +215,7 @@ impl Exporter {
         };
         let mut req = self
             .client()
-            .agent
+            .agent()
             .post(&s.url)
             .header("content-type", kind)
             .config()
@@ -245,41 +247,107 @@ fn warn_once(text: &str) {
 /// `http` (no proxy), it connects through `conn.rs`: the connection a run
 /// opens early, and a request in one write; otherwise as the providers'
 /// clients do (an IP literal resolved in place, not on a thread of its own
-/// per connection).
+/// per connection). The agent is made when a post needs it: a single run
+/// that posts by hand (`oneshot.rs`) never does.
 struct Client {
-    agent: ureq::Agent,
     direct: Option<Arc<Direct>>,
+    agent: OnceLock<ureq::Agent>,
 }
 
 impl Client {
     fn new(url: &str) -> Client {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
-            // ureq's 128 KiB each way, zeroed per connection, for a
-            // collector's answer of a few bytes: small buffers (as the
-            // providers' client has, design §3.15). The input buffer holds
-            // the answer's head, the output one a header line whole (a long
-            // token); a body is written in pieces.
-            .input_buffer_size(8 * 1024)
-            .output_buffer_size(8 * 1024)
-            .build();
-        let direct = config
-            .proxy()
+        // What ureq's configuration reads the proxy from, read alone.
+        let direct = ureq::Proxy::try_from_env()
             .is_none()
             .then(|| Direct::for_url(url))
             .flatten();
-        let agent = match &direct {
-            Some(d) => ureq::Agent::with_parts(config, Connect(d.clone()), Resolve(d.addr())),
-            None => crate::provider::http_agent(config),
-        };
-        Client { agent, direct }
+        Client {
+            direct,
+            agent: OnceLock::new(),
+        }
+    }
+
+    fn agent(&self) -> &ureq::Agent {
+        self.agent.get_or_init(|| {
+            let config = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+                // ureq's 128 KiB each way, zeroed per connection, for a
+                // collector's answer of a few bytes: small buffers (as the
+                // providers' client has, design §3.15). The input buffer
+                // holds the answer's head, the output one a header line
+                // whole (a long token); a body is written in pieces.
+                .input_buffer_size(8 * 1024)
+                .output_buffer_size(8 * 1024)
+                .build();
+            match (&self.direct, config.proxy()) {
+                (Some(d), None) => {
+                    ureq::Agent::with_parts(config, Connect(d.clone()), Resolve(d.addr()))
+                }
+                _ => crate::provider::http_agent(config),
+            }
+        })
     }
 }
 
-/// At exit: the spans queued are posted, waiting at most [`FLUSH_BOUND`]
-/// and never past the run's deadline; spans dropped are warned of.
+/// A single run's post written by hand as its last span ended ([`ended`]),
+/// its answer read at exit; its spans kept, for a post through ureq should
+/// none of the request have gone.
+struct Early {
+    spans: Vec<Span>,
+    exchange: Exchange,
+}
+
+static EARLY: Mutex<Option<Early>> = Mutex::new(None);
+
+/// A single run's last span has ended (its answer not yet printed): its
+/// spans are written to the collector now, on the connection the run
+/// opened, so that the collector reads and answers them while axe prints
+/// and tears down; [`finish`] reads the answer. Only a run with no export
+/// thread, one batch of spans and an open early connection; else the exit
+/// posts them, as it did.
+pub fn ended() {
+    let Some(e) = EXPORTER.get() else {
+        return;
+    };
+    if !ONE_SHOT.load(Ordering::Relaxed) || e.thread.get().is_some() {
+        return;
+    }
+    let Some(direct) = e.client().direct.as_ref() else {
+        return;
+    };
+    let Some(start) = direct.start() else {
+        return;
+    };
+    let mut q = e.lock();
+    if q.spans.is_empty() || q.spans.len() > BATCH {
+        return;
+    }
+    let Some(stream) = direct.take_open() else {
+        return;
+    };
+    let s = &e.settings;
+    let mut body = e.body.lock().unwrap_or_else(PoisonError::into_inner);
+    let kind = if s.json {
+        otlp::json(&s.resource, &q.spans, &mut body);
+        "application/json"
+    } else {
+        otlp::protobuf(&s.resource, &q.spans, &mut body);
+        "application/x-protobuf"
+    };
+    let Some(head) = oneshot::head(start, kind, body.len(), &s.headers) else {
+        return;
+    };
+    let exchange = Exchange::start(stream, &head, &body);
+    let spans = std::mem::take(&mut q.spans);
+    q.since = None;
+    *EARLY.lock().unwrap_or_else(PoisonError::into_inner) = Some(Early { spans, exchange });
+}
+
+/// At exit (the process ends next): the spans queued are posted, waiting
+/// at most [`FLUSH_BOUND`] and never past the run's deadline; spans dropped
+/// are warned of.
 pub fn finish() {
     let Some(e) = EXPORTER.get().filter(|e| e.sent.load(Ordering::Relaxed)) else {
         return;
@@ -287,6 +355,10 @@ pub fn finish() {
     let mut until = Instant::now() + FLUSH_BOUND;
     if let Some(at) = *DEADLINE.lock().unwrap_or_else(PoisonError::into_inner) {
         until = until.min(at.max(Instant::now()));
+    }
+    let early = EARLY.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(early) = early {
+        early.answered(e, until);
     }
     if e.thread.get().is_some() {
         let (tx, rx) = sync_channel(1);
@@ -303,11 +375,47 @@ pub fn finish() {
             }
             e.post(batch, left);
         }
+        // The process ends next: its spans are not freed one by one.
+        std::mem::forget(spans);
     }
     let dropped = e.dropped.load(Ordering::Relaxed);
     if dropped > 0 {
         stderr::warn(&format!(
             "telemetry: {dropped} spans dropped (the export queue was full)"
         ));
+    }
+}
+
+impl Early {
+    /// The early post's answer, by `until`: a failure warned of as ureq's
+    /// post's is; a request none of which went is posted through ureq. A
+    /// run past its deadline waits for none and says nothing, as a post
+    /// with no time left was not made.
+    fn answered(self, e: &Exporter, until: Instant) {
+        let Early { spans, exchange } = self;
+        if until <= Instant::now() {
+            std::mem::forget(spans);
+            return;
+        }
+        let failed = match exchange.answer(until) {
+            Ok(status) if (200..300).contains(&status) => None,
+            Ok(status) => Some(format!("HTTP {status}")),
+            Err(Failed::Post(why)) => Some(why),
+            Err(Failed::NotSent) => {
+                let left = until.saturating_duration_since(Instant::now());
+                if !left.is_zero() {
+                    e.post(&spans, left);
+                }
+                None
+            }
+        };
+        if let Some(failed) = failed {
+            warn_once(&format!(
+                "telemetry: cannot export spans to {}: {failed} (spans are lost; the run goes on)",
+                e.settings.url
+            ));
+        }
+        // The process ends next: its spans are not freed one by one.
+        std::mem::forget(spans);
     }
 }

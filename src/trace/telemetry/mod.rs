@@ -10,13 +10,14 @@ mod conn;
 mod content;
 pub mod context;
 mod export;
+mod oneshot;
 mod open;
 mod otlp;
 mod settings;
 mod spans;
 
 pub use context::{SpanContext, parse_traceparent};
-pub use export::{FLUSH_BOUND, deadline, finish};
+pub use export::{FLUSH_BOUND, deadline, ended, finish};
 pub use settings::TelemetrySettings;
 pub use spans::{RunSpans, Workflow, mcp_call};
 
@@ -24,7 +25,8 @@ pub use spans::{RunSpans, Workflow, mcp_call};
 /// a setting axe cannot follow is the returned warning, and nothing is
 /// exported then.
 pub fn init(file: &TelemetrySettings) -> Result<(), String> {
-    let env = |name: &str| std::env::var(name).ok();
+    let vars = settings::otel_vars();
+    let env = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     if let Some(settings) = settings::settle(file, &env)? {
         export::start(settings);
     }

@@ -124,6 +124,48 @@ pub fn settle(
     }))
 }
 
+/// The process's `OTEL_*` variables, read in one pass over the environment
+/// (a dozen `std::env::var` look-ups were a dozen scans of it, about 7 k
+/// instructions a run, design §7.9). A name or value that is not UTF-8 is
+/// left out, as `std::env::var` leaves it; of a name set twice, the first.
+#[cfg(unix)]
+pub fn otel_vars() -> Vec<(String, String)> {
+    unsafe extern "C" {
+        static environ: *const *const std::ffi::c_char;
+    }
+    let mut found = Vec::new();
+    // SAFETY: `environ` is the C library's array of NUL-terminated strings,
+    // ended by a null pointer. Nothing writes it meanwhile: axe sets no
+    // environment variable while it runs (only tests call `set_var`). The
+    // prefix is compared byte by byte up to its first difference, which a
+    // shorter string's NUL is, so no string is read past its end.
+    unsafe {
+        let mut at = environ;
+        while !at.is_null() && !(*at).is_null() {
+            let p = (*at).cast::<u8>();
+            if (0..5).all(|i| *p.add(i) == b"OTEL_"[i]) {
+                let entry = std::ffi::CStr::from_ptr(*at).to_bytes();
+                if let Some((k, v)) = std::str::from_utf8(entry)
+                    .ok()
+                    .and_then(|e| e.split_once('='))
+                {
+                    found.push((k.to_string(), v.to_string()));
+                }
+            }
+            at = at.add(1);
+        }
+    }
+    found
+}
+
+#[cfg(not(unix))]
+pub fn otel_vars() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k.starts_with("OTEL_"))
+        .collect()
+}
+
 /// The traces URL under a base endpoint: `<base>/v1/traces`.
 fn signal_url(base: &str) -> String {
     format!("{}/v1/traces", base.trim_end_matches('/'))

@@ -1,7 +1,8 @@
 //! A run's connection to the collector (design §7.9): opened as the run
-//! starts, so that it is there before the model answers, and posted on at
-//! the end; one the collector has closed meanwhile is not used. Both
-//! collectors here are Rust's own (no Python, never skipped).
+//! starts, so that it is there before the model answers, and posted on as
+//! the run's last span ends, before the answer is printed; one the
+//! collector has closed meanwhile is not used. The collectors here are
+//! Rust's own (no Python, never skipped).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -181,5 +182,105 @@ fn a_localhost_collector_that_refused_the_early_connection_still_gets_the_spans(
     assert!(
         String::from_utf8_lossy(&bodies[0]).contains("invoke_agent"),
         "{bodies:?}"
+    );
+}
+
+/// The spans are written as the run's last span ends, before the answer is
+/// printed: with stdout a pipe nobody reads yet and an answer larger than
+/// the pipe holds, axe is held in printing it, and the collector has the
+/// spans all the same; read, the answer is whole and the run exits 0.
+#[test]
+fn the_spans_reach_the_collector_while_the_answer_is_still_being_printed() {
+    let collector = FakeServer::json(200, "{}");
+    let home = Home::new();
+    home.plain_agent("one", "openai/gpt-4o");
+    // Four times a pipe's 64 KiB.
+    let answer = "a".repeat(256 * 1024);
+    let provider = FakeServer::json(200, &openai_text(&answer, 5, 5));
+    let mut child = home
+        .axe_on(&[(P::OpenAi, &provider)])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .args(["run", "one", "-p", "go"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while collector.requests().is_empty() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let posted_while_printing = collector.requests();
+    // Read now (on a thread each: stderr could fill too), so that the run ends either way.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    let status = child.wait().unwrap();
+    let (printed, err) = (reader.join().unwrap(), err_reader.join().unwrap());
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(printed.len(), answer.len() + 1);
+    assert!(!err.contains("telemetry"), "{err}");
+    assert_eq!(
+        posted_while_printing.len(),
+        1,
+        "the collector had no spans while the answer waited to be read"
+    );
+    assert!(
+        posted_while_printing[0].body.contains("invoke_agent"),
+        "{:?}",
+        posted_while_printing[0].body
+    );
+    // And on the connection opened early: no other.
+    assert_eq!(collector.requests().len(), 1);
+    assert_eq!(collector.connections(), 1);
+}
+
+/// A run that times out: its spans went as its last span ended, and the
+/// exit, with no time left, neither waits for the collector's answer nor
+/// says anything of it (the post at exit was skipped with no time left:
+/// one written early is not taken for lost).
+#[test]
+fn a_run_past_its_deadline_sends_its_spans_and_says_nothing_of_the_answer() {
+    let collector = FakeServer::route(|_| {
+        Reply::Delay(
+            Duration::from_millis(500),
+            Box::new(Reply::Json(200, "{}".into())),
+        )
+    });
+    let home = Home::new();
+    home.plain_agent("one", "openai/gpt-4o");
+    let provider = FakeServer::route(|_| {
+        Reply::Delay(
+            Duration::from_secs(5),
+            Box::new(Reply::Json(200, openai_text("hi", 5, 5))),
+        )
+    });
+    let out = run_bounded(
+        home.axe_on(&[(P::OpenAi, &provider)])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+            .args(["run", "one", "-p", "go", "--timeout", "1"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code(&out.output), 3, "{}", stderr(&out.output));
+    assert!(
+        !stderr(&out.output).contains("telemetry"),
+        "{}",
+        stderr(&out.output)
+    );
+    assert!(out.took < Duration::from_secs(4), "{:?}", out.took);
+    let posts = collector.requests_settled(1);
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert!(
+        posts[0].body.contains("invoke_agent"),
+        "{:?}",
+        posts[0].body
     );
 }
