@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ureq::Body;
 use ureq::http::Response as HttpResponse;
+use ureq::http::{HeaderName, HeaderValue};
 
 use super::client::client;
 use super::error::{
@@ -139,7 +140,13 @@ impl Provider {
             call = call.header(name, value);
         }
         if let Some(tp) = traceparent {
-            call = call.header("traceparent", tp);
+            // Into the map in place, its name made at compile time: through
+            // `header` the builder is moved in and out and the name parsed,
+            // for every request a provider is sent (design §7.9).
+            const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+            if let (Some(headers), Ok(value)) = (call.headers_mut(), HeaderValue::from_str(tp)) {
+                headers.insert(TRACEPARENT, value);
+            }
         }
         // A stream may take as long as the deadline allows, but not go
         // quiet for longer than the idle limit (the wait for the head too).
