@@ -59,6 +59,8 @@ pub mod stream;
 mod streamed;
 #[cfg(target_os = "linux")]
 mod tcp;
+#[cfg(target_os = "linux")]
+pub(crate) use tcp::socket_addr;
 mod types;
 pub(crate) mod wire;
 

@@ -203,8 +203,9 @@ fn at_least_a_microsecond(d: Duration) -> Duration {
     d.max(Duration::from_micros(1))
 }
 
-/// `addr` as the C sockaddr connect() takes.
-fn socket_addr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+/// `addr` as the C sockaddr connect() takes (the telemetry's early
+/// connection's too, `trace/telemetry/conn.rs`).
+pub(crate) fn socket_addr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: all-zero is a valid sockaddr_storage, and of the two
     // structures written into it each fits (sockaddr_storage holds any).
     unsafe {

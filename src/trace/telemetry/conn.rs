@@ -314,7 +314,7 @@ fn still_open(mut stream: &TcpStream) -> bool {
 #[cfg(target_os = "linux")]
 fn connect_started(addr: SocketAddr) -> Option<TcpStream> {
     use std::os::fd::FromRawFd;
-    let (storage, len) = sockaddr(addr);
+    let (storage, len) = crate::provider::socket_addr(&addr);
     let family = libc::c_int::from(storage.ss_family);
     // SAFETY: socket takes no pointers; a negative result is checked.
     let fd = unsafe {
@@ -341,45 +341,6 @@ fn connect_started(addr: SocketAddr) -> Option<TcpStream> {
 #[cfg(not(target_os = "linux"))]
 fn connect_started(_: SocketAddr) -> Option<TcpStream> {
     None
-}
-
-/// `addr` as the C socket API has it.
-#[cfg(target_os = "linux")]
-fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: all zeros is a valid sockaddr_storage.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than a sockaddr_in and
-            // aligned for it.
-            unsafe { std::ptr::write((&raw mut storage).cast(), sin) };
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: sockaddr_storage is larger than a sockaddr_in6 and
-            // aligned for it.
-            unsafe { std::ptr::write((&raw mut storage).cast(), sin6) };
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (storage, len as libc::socklen_t)
 }
 
 /// What [`wait`] waits for.
