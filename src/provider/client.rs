@@ -8,8 +8,10 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+#[cfg(not(target_os = "linux"))]
+use ureq::unversioned::transport::TcpConnector;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, NextTimeout};
-use ureq::unversioned::transport::{RustlsConnector, TcpConnector, Transport};
+use ureq::unversioned::transport::{RustlsConnector, Transport};
 
 use super::Wire;
 use super::one_write::OneWrite;
@@ -77,8 +79,12 @@ pub(crate) fn with_parts(config: ureq::config::Config) -> ureq::Agent {
 #[derive(Debug, Default)]
 struct Direct {
     chain: DefaultConnector,
+    #[cfg(not(target_os = "linux"))]
     tcp: TcpConnector,
     tls: RustlsConnector,
+    /// Its pool's idle connections of axe's own (`tcp.rs`).
+    #[cfg(target_os = "linux")]
+    pooled: super::tcp::Pooled,
 }
 
 impl Connector for Direct {
@@ -92,7 +98,7 @@ impl Connector for Direct {
         if details.config.proxy().is_some() {
             return self.chain.connect(details, chained);
         }
-        let Some(tcp) = open_tcp(&self.tcp, details)? else {
+        let Some(tcp) = open_tcp(self, details)? else {
             return Ok(None);
         };
         let connection = if details.needs_tls() {
@@ -109,16 +115,19 @@ impl Connector for Direct {
 /// connection), elsewhere ureq's.
 #[inline(never)]
 fn open_tcp(
-    tcp: &TcpConnector,
+    direct: &Direct,
     details: &ConnectionDetails,
 ) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
     #[cfg(target_os = "linux")]
     {
-        let _ = tcp;
-        Ok(Some(Box::new(super::tcp::connect(details)?)))
+        Ok(Some(Box::new(super::tcp::connect(
+            details,
+            &direct.pooled,
+        )?)))
     }
     #[cfg(not(target_os = "linux"))]
-    Ok(Connector::<()>::connect(tcp, details, None)?.map(|t| Box::new(t) as Box<dyn Transport>))
+    Ok(Connector::<()>::connect(&direct.tcp, details, None)?
+        .map(|t| Box::new(t) as Box<dyn Transport>))
 }
 
 /// The TLS handshake over `tcp` (rustls, as ureq's chain does it), out of

@@ -38,20 +38,24 @@ pub(super) struct Tcp {
     /// unchanged one is not set again.
     write_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
-    /// In the pool, counted in [`POOLED`].
+    /// In the pool, counted in `count`.
     pooled: bool,
     /// The most idle connections kept (the agent's setting).
     keep: usize,
+    /// The agent's idle connections ([`Pooled`]).
+    count: Pooled,
 }
 
-/// Connections of axe's own in the pools, idle. ureq asks a connection it
-/// is given back whether it is open before it takes its pool's lock, and
-/// then purges the pool under that lock (comparing every idle connection
-/// with every other, design §3.15) and closes what is past its limit:
-/// when 256 answers come back together, 192 of them only to be closed.
-/// A connection given back while the pools hold as many as they keep says
-/// it is closed instead, and is closed by its own thread outside the lock.
-static POOLED: AtomicUsize = AtomicUsize::new(0);
+/// An agent's connections of axe's own in its pool, idle: one count per
+/// agent, as each keeps its own number (`max_idle_connections`; the
+/// providers' 64, the exporter's ureq's 10). ureq asks a connection it is
+/// given back whether it is open before it takes its pool's lock, and then
+/// purges the pool under that lock (comparing every idle connection with
+/// every other, design §3.15) and closes what is past its limit: when 256
+/// answers come back together, 192 of them only to be closed. A connection
+/// given back while its pool holds as many as it keeps says it is closed
+/// instead, and is closed by its own thread outside the lock.
+pub(super) type Pooled = Arc<AtomicUsize>;
 
 impl std::fmt::Debug for Tcp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,7 +69,7 @@ impl std::fmt::Debug for Tcp {
 /// share of the connect's time as ureq gives it (half to the first, a
 /// quarter to the next, and so on, at least 10 ms), and registers the
 /// socket for the agent's shutdown.
-pub(super) fn connect(details: &ConnectionDetails) -> Result<Tcp, ureq::Error> {
+pub(super) fn connect(details: &ConnectionDetails, count: &Pooled) -> Result<Tcp, ureq::Error> {
     let started = std::time::Instant::now();
     let total = details.timeout.not_zero().map(|t| *t);
     let n = i32::try_from(details.addrs.len()).unwrap_or(i32::MAX);
@@ -78,7 +82,7 @@ pub(super) fn connect(details: &ConnectionDetails) -> Result<Tcp, ureq::Error> {
                 .max(Duration::from_millis(10))
         });
         match connect_one(*addr, share) {
-            Ok(stream) => return connected(stream, share, details),
+            Ok(stream) => return connected(stream, share, details, count),
             Err(e) if tries_next(&e) => last = Some(ureq::Error::Io(e)),
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                 if started.elapsed() > *details.timeout.after {
@@ -112,6 +116,7 @@ fn connected(
     stream: TcpStream,
     share: Option<Duration>,
     details: &ConnectionDetails,
+    count: &Pooled,
 ) -> Result<Tcp, ureq::Error> {
     let config = details.config;
     if config.no_delay() {
@@ -127,6 +132,7 @@ fn connected(
         read_timeout: None,
         pooled: false,
         keep: config.max_idle_connections(),
+        count: Arc::clone(count),
     })
 }
 
@@ -150,6 +156,7 @@ fn connect_one(addr: SocketAddr, within: Option<Duration>) -> io::Result<TcpStre
         stream.set_write_timeout(Some(at_least_a_microsecond(within)))?;
     }
     let (raw, len) = socket_addr(&addr);
+    let deadline = within.map(|w| std::time::Instant::now() + w);
     // SAFETY: `raw` is a sockaddr_storage holding `len` bytes of `addr`.
     let done = unsafe { libc::connect(stream.as_raw_fd(), std::ptr::from_ref(&raw).cast(), len) };
     if done == 0 {
@@ -160,24 +167,35 @@ fn connect_one(addr: SocketAddr, within: Option<Duration>) -> io::Result<TcpStre
         // The send timeout passed while connecting.
         Some(libc::EINPROGRESS) => Err(io::ErrorKind::TimedOut.into()),
         // A signal: the connect goes on, and is waited for with what is left.
-        Some(libc::EINTR) => finish_interrupted(stream, within),
+        Some(libc::EINTR) => finish_interrupted(stream, deadline),
         _ => Err(e),
     }
 }
 
-/// Waits for a connect a signal interrupted, up to `within` (not counting
-/// what the interrupted wait had already spent: at most that much longer).
+/// Waits for a connect a signal interrupted, until `deadline` (the one the
+/// connect was given: what the interrupted wait spent counts, and so does
+/// each wait a further signal cuts short).
 #[inline(never)]
-fn finish_interrupted(stream: TcpStream, within: Option<Duration>) -> io::Result<TcpStream> {
-    let ms = within.map_or(-1, |w| {
-        i32::try_from(w.as_millis().max(1)).unwrap_or(i32::MAX)
-    });
+fn finish_interrupted(
+    stream: TcpStream,
+    deadline: Option<std::time::Instant>,
+) -> io::Result<TcpStream> {
     let mut fd = libc::pollfd {
         fd: stream.as_raw_fd(),
         events: libc::POLLOUT,
         revents: 0,
     };
     loop {
+        let ms = match deadline {
+            None => -1,
+            Some(at) => {
+                let left = at.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX)
+            }
+        };
         // SAFETY: one pollfd, owned by this frame.
         let n = unsafe { libc::poll(&mut fd, 1, ms) };
         if n > 0 {
@@ -340,17 +358,17 @@ impl Transport for Tcp {
     fn is_open(&mut self) -> bool {
         if std::mem::take(&mut self.pooled) {
             // Taken from the pool.
-            POOLED.fetch_sub(1, Ordering::Relaxed);
-        } else if POOLED.fetch_add(1, Ordering::Relaxed) < self.keep {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        } else if self.count.fetch_add(1, Ordering::Relaxed) < self.keep {
             // Given back, and room for it.
             self.pooled = true;
         } else {
-            POOLED.fetch_sub(1, Ordering::Relaxed);
+            self.count.fetch_sub(1, Ordering::Relaxed);
             return false;
         }
         let open = probe(&self.stream);
         if !open && std::mem::take(&mut self.pooled) {
-            POOLED.fetch_sub(1, Ordering::Relaxed);
+            self.count.fetch_sub(1, Ordering::Relaxed);
         }
         open
     }
@@ -359,7 +377,7 @@ impl Transport for Tcp {
 impl Drop for Tcp {
     fn drop(&mut self) {
         if self.pooled {
-            POOLED.fetch_sub(1, Ordering::Relaxed);
+            self.count.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
