@@ -109,7 +109,10 @@ impl Buffers for Grown {
     fn tmp_and_output(&mut self) -> (&mut [u8], &mut [u8]) {
         self.shift();
         if self.input.len() - self.filled < LEAST_SCRATCH {
-            self.grow_to(self.filled + LEAST_SCRATCH);
+            // At least the first read's size: ureq asks for this scratch
+            // before every request with a body, before the answer's first
+            // read, which would otherwise find 1 KiB and read a head in two.
+            self.grow_to((self.filled + LEAST_SCRATCH).max(FIRST.min(self.limit)));
         }
         if self.output.is_empty() {
             self.output = vec![0; self.output_size];
@@ -153,6 +156,14 @@ mod tests {
         assert_eq!(read, 8 * 1024 + 1);
         assert_eq!(b.input(), &head[..read]);
         assert!(b.input_append_buf().is_empty());
+    }
+
+    #[test]
+    fn a_request_with_a_body_leaves_the_answers_first_read_its_whole_size() {
+        let mut b = Grown::new(8 * 1024 + 1, 4096);
+        let (scratch, _) = b.tmp_and_output();
+        assert!(scratch.len() >= LEAST_SCRATCH);
+        assert_eq!(b.input_append_buf().len(), FIRST);
     }
 
     #[test]
