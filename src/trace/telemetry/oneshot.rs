@@ -20,7 +20,10 @@ const ANSWER: usize = 4096;
 /// The request's head: `start` (the request line and `host`, from the URL),
 /// the body's type and length, the user's headers. `None` when a header
 /// could not be sent as it is (a name that is not a token, a value with a
-/// line break): ureq's post then says why, as it always did.
+/// line break): ureq's post then says why, as it always did. `None` too
+/// when the user names a header this head writes or frames the body by
+/// (`host`, `content-length`, `transfer-encoding`): ureq's post lets the
+/// user's replace its own, which two of a kind here would not.
 pub fn head(start: &str, kind: &str, len: usize, headers: &[(String, String)]) -> Option<Vec<u8>> {
     let mut h = Vec::with_capacity(start.len() + 128 + 64 * headers.len());
     h.extend_from_slice(start.as_bytes());
@@ -35,6 +38,12 @@ pub fn head(start: &str, kind: &str, len: usize, headers: &[(String, String)]) -
         // it sends them.
         let name = ureq::http::HeaderName::from_bytes(k.as_bytes()).ok()?;
         ureq::http::HeaderValue::from_str(v).ok()?;
+        if name == ureq::http::header::HOST
+            || name == ureq::http::header::CONTENT_LENGTH
+            || name == ureq::http::header::TRANSFER_ENCODING
+        {
+            return None;
+        }
         h.extend_from_slice(name.as_str().as_bytes());
         h.extend_from_slice(b": ");
         h.extend_from_slice(v.as_bytes());
@@ -242,5 +251,16 @@ mod tests {
         assert!(text.ends_with("\r\nx-api-key: abc\r\n\r\n"), "{text:?}");
         assert!(head("", "k", 1, &[("x".into(), "a\r\nb: c".into())]).is_none());
         assert!(head("", "k", 1, &[("x y".into(), "a".into())]).is_none());
+    }
+
+    #[test]
+    fn a_header_the_head_writes_itself_is_left_to_ureqs_post() {
+        for name in ["Host", "content-length", "Transfer-Encoding"] {
+            assert!(
+                head("", "k", 1, &[(name.into(), "1".into())]).is_none(),
+                "{name}"
+            );
+        }
+        assert!(head("", "k", 1, &[("x-host".into(), "1".into())]).is_some());
     }
 }
