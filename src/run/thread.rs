@@ -51,7 +51,9 @@ pub(super) fn spawn(main: Main) -> bool {
 
 /// The thread's first function: names it, runs its main, and never lets
 /// a panic unwind into glibc (the helper catches its calls' own; one here
-/// is a bug in the helper's loop, and ends the process as std would).
+/// is a bug in the helper's loop, and aborts the process: std would end
+/// only this thread, and the fan-out waiting on its call would never hear
+/// of it).
 #[cfg(target_os = "linux")]
 extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: `arg` is the box `spawn` leaked for this thread alone.

@@ -34,19 +34,10 @@ impl SpanContext {
         // made for each request a provider is sent, and the iterator the
         // hex codec writes through was most of its cost (design §7.9).
         let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
-        digits(&mut out[3..35], &self.trace_id);
-        digits(&mut out[36..52], &self.span_id);
-        digits(&mut out[53..55], &[self.flags]);
+        crate::text::hex::encode_to_slice(&mut out[3..35], &self.trace_id);
+        crate::text::hex::encode_to_slice(&mut out[36..52], &self.span_id);
+        crate::text::hex::encode_to_slice(&mut out[53..55], &[self.flags]);
         String::from_utf8(out.to_vec()).unwrap_or_default()
-    }
-}
-
-/// `bytes` in lowercase hex, two digits a byte, over `out`.
-fn digits(out: &mut [u8], bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 15)];
     }
 }
 
