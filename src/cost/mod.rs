@@ -128,6 +128,11 @@ fn priced(line: &'static str, model: &str) -> Option<Price> {
             (false, _) => return None,
         },
     };
+    prices(after, id)
+}
+
+/// The prices that follow a line's clause (`after`), for the line `id`.
+fn prices(after: &str, id: &'static str) -> Option<Price> {
     let mut f = after.split(' ');
     let base = rates(f.next()?)?;
     let tier = match f.next()? {

@@ -128,7 +128,7 @@ fn look_up_as_before(provider: &str, model: &str) -> Option<Price> {
     let (_, rows) = table::PROVIDERS.iter().find(|(p, _)| *p == provider)?;
     let model = model.to_ascii_lowercase();
     rows.lines().find_map(|line| {
-        let mut f = line.split(' ');
+        let mut f = line.splitn(3, ' ');
         let (id, clause) = (f.next()?, f.next()?);
         let matched = match clause {
             "=" => model == id,
@@ -137,20 +137,7 @@ fn look_up_as_before(provider: &str, model: &str) -> Option<Price> {
         if !matched {
             return None;
         }
-        let base = rates(f.next()?)?;
-        let tier = match f.next()? {
-            "-" => None,
-            t => {
-                let (from, r) = t.split_once(':')?;
-                Some((from.parse().ok()?, rates(r)?))
-            }
-        };
-        Some(Price {
-            rates: base,
-            tier,
-            batch_discount: f.next()?.parse().ok()?,
-            source: id,
-        })
+        prices(f.next()?, id)
     })
 }
 

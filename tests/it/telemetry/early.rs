@@ -132,6 +132,20 @@ fn answer_or_close(conn: TcpStream, bodies: &Mutex<Vec<Vec<u8>>>) {
         .unwrap();
 }
 
+/// The run answered "hi", exited 0 without a word of telemetry, and the
+/// collector got one request carrying its spans.
+fn answered_with_one_post_of_its_spans(out: &std::process::Output, bodies: &Mutex<Vec<Vec<u8>>>) {
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    assert_eq!(stdout(out), "hi\n");
+    assert!(!stderr(out).contains("telemetry"), "{}", stderr(out));
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 1);
+    assert!(
+        String::from_utf8_lossy(&bodies[0]).contains("invoke_agent"),
+        "{bodies:?}"
+    );
+}
+
 #[test]
 fn a_connection_the_collector_closed_during_the_run_is_not_posted_on() {
     let (url, bodies) = impatient_collector();
@@ -141,15 +155,7 @@ fn a_connection_the_collector_closed_during_the_run_is_not_posted_on() {
             Box::new(Reply::Json(200, openai_text("hi", 5, 5))),
         )
     });
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "hi\n");
-    assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
-    let bodies = bodies.lock().unwrap();
-    assert_eq!(bodies.len(), 1);
-    assert!(
-        String::from_utf8_lossy(&bodies[0]).contains("invoke_agent"),
-        "{bodies:?}"
-    );
+    answered_with_one_post_of_its_spans(&out, &bodies);
 }
 
 /// A collector at `localhost` that was not listening when the run began
@@ -174,15 +180,7 @@ fn a_localhost_collector_that_refused_the_early_connection_still_gets_the_spans(
         });
         Reply::Json(200, openai_text("hi", 5, 5))
     });
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "hi\n");
-    assert!(!stderr(&out).contains("telemetry"), "{}", stderr(&out));
-    let bodies = bodies.lock().unwrap();
-    assert_eq!(bodies.len(), 1);
-    assert!(
-        String::from_utf8_lossy(&bodies[0]).contains("invoke_agent"),
-        "{bodies:?}"
-    );
+    answered_with_one_post_of_its_spans(&out, &bodies);
 }
 
 /// The spans are written as the run's last span ends, before the answer is
