@@ -8,8 +8,6 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-#[cfg(not(target_os = "linux"))]
-use ureq::unversioned::transport::TcpConnector;
 use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, NextTimeout};
 use ureq::unversioned::transport::{RustlsConnector, Transport};
 
@@ -79,13 +77,14 @@ pub(crate) fn with_parts(config: ureq::config::Config) -> ureq::Agent {
 #[derive(Debug, Default)]
 struct Direct {
     chain: DefaultConnector,
-    #[cfg(not(target_os = "linux"))]
-    tcp: TcpConnector,
     tls: RustlsConnector,
     /// Its pool's idle connections of axe's own (`tcp.rs`).
-    #[cfg(target_os = "linux")]
-    pooled: super::tcp::Pooled,
+    pooled: Pooled,
 }
+
+/// An agent's idle connections of axe's own, counted (`tcp.rs`; unused
+/// where ureq makes the connections).
+pub(crate) type Pooled = std::sync::Arc<std::sync::atomic::AtomicUsize>;
 
 impl Connector for Direct {
     type Out = Box<dyn Transport>;
@@ -98,7 +97,7 @@ impl Connector for Direct {
         if details.config.proxy().is_some() {
             return self.chain.connect(details, chained);
         }
-        let Some(tcp) = open_tcp(self, details)? else {
+        let Some(tcp) = open_tcp(details, &self.pooled)? else {
             return Ok(None);
         };
         let connection = if details.needs_tls() {
@@ -112,22 +111,24 @@ impl Connector for Direct {
 
 /// The TCP connection, boxed: out of line, so that its frame is gone once
 /// connected. On Linux axe's own (`tcp.rs`: fewer system calls a
-/// connection), elsewhere ureq's.
+/// connection), elsewhere ureq's. The OpenTelemetry exporter's connections
+/// are made here too (`trace/telemetry/conn.rs`).
 #[inline(never)]
-fn open_tcp(
-    direct: &Direct,
+pub(crate) fn open_tcp(
     details: &ConnectionDetails,
+    pooled: &Pooled,
 ) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
     #[cfg(target_os = "linux")]
     {
-        Ok(Some(Box::new(super::tcp::connect(
-            details,
-            &direct.pooled,
-        )?)))
+        Ok(Some(Box::new(super::tcp::connect(details, pooled)?)))
     }
     #[cfg(not(target_os = "linux"))]
-    Ok(Connector::<()>::connect(&direct.tcp, details, None)?
-        .map(|t| Box::new(t) as Box<dyn Transport>))
+    {
+        let _ = pooled;
+        let tcp = ureq::unversioned::transport::TcpConnector::default();
+        Ok(Connector::<()>::connect(&tcp, details, None)?
+            .map(|t| Box::new(t) as Box<dyn Transport>))
+    }
 }
 
 /// The TLS handshake over `tcp` (rustls, as ureq's chain does it), out of

@@ -60,7 +60,7 @@ mod streamed;
 #[cfg(target_os = "linux")]
 mod tcp;
 #[cfg(target_os = "linux")]
-pub(crate) use tcp::socket_addr;
+pub(crate) use tcp::{adopt as adopt_tcp, probe as tcp_is_idle, socket_addr};
 mod types;
 pub(crate) mod wire;
 
@@ -69,7 +69,7 @@ use std::fmt;
 pub use adjust::{Change, Quirks};
 pub use attachment::{Attachment, Kind as AttachmentKind};
 pub use batches::{Counts as BatchCounts, Item as BatchItem, Polled};
-pub(crate) use client::with_parts as http_agent;
+pub(crate) use client::{Pooled, open_tcp, with_parts as http_agent};
 pub use error::{
     ErrorDetail, ErrorKind, ProviderError, error_detail, invalid_json_detail, looks_like_html,
 };

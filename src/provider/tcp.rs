@@ -19,7 +19,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ureq::Timeout;
@@ -28,6 +28,7 @@ use ureq::unversioned::transport::{
 };
 
 use super::buffers::Grown;
+use super::client::Pooled;
 
 /// A connected socket and ureq's buffers for it.
 pub(super) struct Tcp {
@@ -42,20 +43,17 @@ pub(super) struct Tcp {
     pooled: bool,
     /// The most idle connections kept (the agent's setting).
     keep: usize,
-    /// The agent's idle connections ([`Pooled`]).
+    /// The agent's idle connections of axe's own in its pool: one count per
+    /// agent, as each keeps its own number (`max_idle_connections`; the
+    /// providers' 64, the exporter's ureq's 10). ureq asks a connection it is
+    /// given back whether it is open before it takes its pool's lock, and then
+    /// purges the pool under that lock (comparing every idle connection with
+    /// every other, design §3.15) and closes what is past its limit: when 256
+    /// answers come back together, 192 of them only to be closed. A connection
+    /// given back while its pool holds as many as it keeps says it is closed
+    /// instead, and is closed by its own thread outside the lock.
     count: Pooled,
 }
-
-/// An agent's connections of axe's own in its pool, idle: one count per
-/// agent, as each keeps its own number (`max_idle_connections`; the
-/// providers' 64, the exporter's ureq's 10). ureq asks a connection it is
-/// given back whether it is open before it takes its pool's lock, and then
-/// purges the pool under that lock (comparing every idle connection with
-/// every other, design §3.15) and closes what is past its limit: when 256
-/// answers come back together, 192 of them only to be closed. A connection
-/// given back while its pool holds as many as it keeps says it is closed
-/// instead, and is closed by its own thread outside the lock.
-pub(super) type Pooled = Arc<AtomicUsize>;
 
 impl std::fmt::Debug for Tcp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,7 +67,7 @@ impl std::fmt::Debug for Tcp {
 /// share of the connect's time as ureq gives it (half to the first, a
 /// quarter to the next, and so on, at least 10 ms), and registers the
 /// socket for the agent's shutdown.
-pub(super) fn connect(details: &ConnectionDetails, count: &Pooled) -> Result<Tcp, ureq::Error> {
+pub(crate) fn connect(details: &ConnectionDetails, count: &Pooled) -> Result<Tcp, ureq::Error> {
     let started = std::time::Instant::now();
     let total = details.timeout.not_zero().map(|t| *t);
     let n = i32::try_from(details.addrs.len()).unwrap_or(i32::MAX);
@@ -108,6 +106,17 @@ fn tries_next(e: &io::Error) -> bool {
             | io::ErrorKind::NetworkDown
             | io::ErrorKind::AddrNotAvailable
     )
+}
+
+/// A connection made elsewhere (the telemetry's early one,
+/// `trace/telemetry/conn.rs`), connected and blocking, made a transport
+/// as [`connect`] makes its own.
+pub(crate) fn adopt(
+    stream: TcpStream,
+    details: &ConnectionDetails,
+    count: &Pooled,
+) -> Result<Box<dyn Transport>, ureq::Error> {
+    Ok(Box::new(connected(stream, None, details, count)?))
 }
 
 /// `stream`, its send timeout set to `share` by [`connect_one`], made a
@@ -383,7 +392,7 @@ impl Drop for Tcp {
 }
 
 /// Whether `stream` is open and idle: nothing to read, no end, no error.
-fn probe(stream: &TcpStream) -> bool {
+pub(crate) fn probe(stream: &TcpStream) -> bool {
     let mut byte = 0u8;
     // SAFETY: one byte of this frame's; the descriptor is ours.
     let n = unsafe {

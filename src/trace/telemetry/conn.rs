@@ -2,24 +2,27 @@
 //! over plain `http` (design §7.9): a run's is opened as the run starts, without
 //! waiting for it, so that its handshake (and the collector's accepting it)
 //! overlaps the run rather than following the answer. ureq still speaks the
-//! HTTP: this is its connector, resolver and transport for that one address,
-//! the transport under the providers' [`OneWrite`] (a request's head and
-//! body in one write, not two segments the collector wakes for twice).
+//! HTTP: this is its connector and resolver for that one address, the
+//! connection made a transport as the providers' are (`provider/tcp.rs`,
+//! under their [`OneWrite`]: a request's head and body in one write, not two
+//! segments the collector wakes for twice).
 //! `localhost` is taken as 127.0.0.1 for the early connection (RFC 6761
 //! makes the name the loopback's); when that one cannot be used, the post
 //! connects as ureq does, the name looked up (a collector on `::1` alone).
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{
-    Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, TcpConnector, Transport,
-};
+use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Transport};
 
-use crate::provider::OneWrite;
+// The early connection made a transport as the providers' connector makes
+// its own (`provider/tcp.rs`).
+#[cfg(target_os = "linux")]
+use crate::provider::adopt_tcp as adopt;
+use crate::provider::{OneWrite, Pooled, open_tcp};
 
 /// An early connection older than this is not used: a collector or a
 /// firewall may have dropped it without a word (a run that long does not
@@ -39,6 +42,9 @@ pub struct Direct {
     /// which only ureq's post sends as it should.
     start: Option<String>,
     early: Mutex<Option<(TcpStream, Instant)>>,
+    /// The exporter agent's idle connections (the providers' connector's
+    /// count, `provider/client.rs`).
+    pooled: Pooled,
 }
 
 impl Direct {
@@ -73,6 +79,7 @@ impl Direct {
             named,
             start,
             early: Mutex::new(None),
+            pooled: Pooled::default(),
         }))
     }
 
@@ -154,43 +161,45 @@ impl Connector for Connect {
         if details.timeout.after.is_zero() {
             return Err(ureq::Error::Timeout(details.timeout.reason));
         }
-        let Some(stream) = self.0.take_early(details.timeout)? else {
-            return fresh(details, self.0.named);
+        let connection = match self.0.take_early(details.timeout)? {
+            Some(stream) => Some(adopt(stream, details, &self.0.pooled)?),
+            None => fresh(details, &self.0)?,
         };
-        let config = details.config;
-        let plain = Plain {
-            stream,
-            buffers: LazyBuffers::new(config.input_buffer_size(), config.output_buffer_size()),
-        };
-        Ok(Some(Box::new(OneWrite::new(Box::new(plain)))))
+        Ok(connection.map(|c| Box::new(OneWrite::new(c)) as Box<dyn Transport>))
     }
 }
 
-/// A connection of its own, as the providers' client makes one: ureq's TCP
-/// connector under OneWrite, to the one address, or for `localhost` to the
+/// Elsewhere there is no early connection (`connect_started`).
+#[cfg(not(target_os = "linux"))]
+fn adopt(
+    _: TcpStream,
+    _: &ConnectionDetails,
+    _: &Pooled,
+) -> Result<Box<dyn Transport>, ureq::Error> {
+    Err(std::io::Error::from(ErrorKind::Unsupported).into())
+}
+
+/// A connection of its own, as the providers' client makes one
+/// (`provider::open_tcp`), to the one address, or for `localhost` to the
 /// addresses ureq's resolver looks the name up as (`::1` may be first, or
 /// the only one), each tried in turn.
 #[inline(never)]
 fn fresh(
     details: &ConnectionDetails,
-    named: bool,
+    direct: &Direct,
 ) -> Result<Option<Box<dyn Transport>>, ureq::Error> {
-    let tcp = TcpConnector::default();
-    let connected = if named {
-        let addrs =
-            DefaultResolver::default().resolve(details.uri, details.config, details.timeout)?;
-        let looked_up = ConnectionDetails {
-            addrs,
-            current_time: details.current_time.clone(),
-            run_connector: details.run_connector.clone(),
-            register_shutdown: details.register_shutdown.clone(),
-            ..*details
-        };
-        Connector::<()>::connect(&tcp, &looked_up, None)?
-    } else {
-        Connector::<()>::connect(&tcp, details, None)?
+    if !direct.named {
+        return open_tcp(details, &direct.pooled);
+    }
+    let addrs = DefaultResolver::default().resolve(details.uri, details.config, details.timeout)?;
+    let looked_up = ConnectionDetails {
+        addrs,
+        current_time: details.current_time.clone(),
+        run_connector: details.run_connector.clone(),
+        register_shutdown: details.register_shutdown.clone(),
+        ..*details
     };
-    Ok(connected.map(|t| Box::new(OneWrite::new(Box::new(t))) as Box<dyn Transport>))
+    open_tcp(&looked_up, &direct.pooled)
 }
 
 /// The agent's resolver: the one address, no lookup (for `localhost`, the
@@ -211,13 +220,6 @@ impl Resolver for Resolve {
     }
 }
 
-/// A plain TCP connection, made here (ureq's own TCP transport cannot be
-/// given a connection it did not make).
-struct Plain {
-    stream: TcpStream,
-    buffers: LazyBuffers,
-}
-
 // Debug, which ureq requires, by name only: a derived one pulls in the
 // socket's and the clock's own (about 2 KB of the binary).
 impl std::fmt::Debug for Direct {
@@ -226,84 +228,17 @@ impl std::fmt::Debug for Direct {
     }
 }
 
-impl std::fmt::Debug for Plain {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Plain")
-    }
-}
-
-impl Transport for Plain {
-    fn buffers(&mut self) -> &mut dyn Buffers {
-        &mut self.buffers
-    }
-
-    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        let timeout = timeout.for_write();
-        if timeout.after.is_zero() {
-            return Err(ureq::Error::Timeout(timeout.reason));
-        }
-        self.stream
-            .set_write_timeout(timeout.not_zero().map(|t| *t))?;
-        let output = &self.buffers.output()[..amount];
-        self.stream
-            .write_all(output)
-            .map_err(|e| io_error(e, timeout))
-    }
-
-    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        let timeout = timeout.for_read();
-        if timeout.after.is_zero() {
-            return Err(ureq::Error::Timeout(timeout.reason));
-        }
-        self.stream
-            .set_read_timeout(timeout.not_zero().map(|t| *t))?;
-        let input = self.buffers.input_append_buf();
-        let read = loop {
-            match self.stream.read(input) {
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                other => break other,
-            }
-        };
-        let n = read.map_err(|e| io_error(e, timeout))?;
-        self.buffers.input_appended(n);
-        Ok(n > 0)
-    }
-
-    fn is_open(&mut self) -> bool {
-        still_open(&self.stream)
-    }
-}
-
-/// A read or write that timed out is ureq's timeout, as its own transport
-/// reports it.
-fn io_error(e: std::io::Error, timeout: NextTimeout) -> ureq::Error {
-    match e.kind() {
-        ErrorKind::WouldBlock | ErrorKind::TimedOut => ureq::Error::Timeout(timeout.reason),
-        _ => e.into(),
-    }
-}
-
 /// Nothing to read and no end: the collector has not closed the idle
-/// connection. One peek that does not wait (no switching the socket to
-/// non-blocking and back, three calls, as ureq's own probe does).
+/// connection. One `recv` that does not wait, the providers' pool check
+/// (`provider/tcp.rs`).
 #[cfg(target_os = "linux")]
 fn still_open(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut byte = 0u8;
-    // SAFETY: `byte` is one writable byte, as the length says.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            (&raw mut byte).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::WouldBlock
+    crate::provider::tcp_is_idle(stream)
 }
 
 #[cfg(not(target_os = "linux"))]
 fn still_open(mut stream: &TcpStream) -> bool {
+    use std::io::Read;
     let open = stream.set_nonblocking(true).is_ok()
         && matches!(stream.read(&mut [0u8]), Err(e) if e.kind() == ErrorKind::WouldBlock);
     stream.set_nonblocking(false).is_ok() && open
