@@ -87,5 +87,5 @@ fn call_part(c: &ToolCall) -> Value {
 
 /// `v` as one JSON string, redacted.
 fn text(v: &Value) -> AttrValue {
-    AttrValue::Str(redact(&v.to_string()))
+    AttrValue::Str(redact(&v.to_string()).into())
 }

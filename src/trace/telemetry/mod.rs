@@ -14,6 +14,7 @@ mod oneshot;
 mod open;
 mod otlp;
 mod settings;
+mod shared;
 mod spans;
 
 pub use context::{SpanContext, parse_traceparent};

@@ -15,7 +15,9 @@ use crate::text::hex;
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
-    Str(String),
+    /// Boxed, not a `String`: a span holds a list of these while it is
+    /// open, and a wide fan-out holds hundreds of spans (design §7.9).
+    Str(Box<str>),
     /// A string the same in every span (an operation's name): nothing
     /// allocated per span.
     Static(&'static str),
@@ -24,7 +26,8 @@ pub enum AttrValue {
     Int(i64),
     Double(f64),
     Bool(bool),
-    Strs(Vec<String>),
+    /// An array of one string, shared (a chat's finish reason).
+    OneStr(Arc<str>),
 }
 
 /// A span's kind, as OTLP numbers it.
@@ -67,6 +70,32 @@ impl std::fmt::Display for Name {
     }
 }
 
+/// Attributes, each a key and its value.
+pub type Attrs = [(&'static str, AttrValue)];
+
+/// Attributes spans share, with their protobuf fields written once: a
+/// span writes them by one copy (design §7.9).
+#[derive(Debug)]
+pub struct SharedAttrs {
+    pub list: Box<Attrs>,
+    pb: Box<[u8]>,
+}
+
+impl SharedAttrs {
+    pub fn new(list: Vec<(&'static str, AttrValue)>) -> SharedAttrs {
+        let mut pb = vec![0; attrs_len(&list)];
+        let out = &mut Out {
+            buf: &mut pb,
+            at: 0,
+        };
+        attrs_pb(out, &list);
+        SharedAttrs {
+            list: list.into_boxed_slice(),
+            pb: pb.into_boxed_slice(),
+        }
+    }
+}
+
 /// One span, finished or being built.
 #[derive(Debug, Clone)]
 pub struct Span {
@@ -77,6 +106,11 @@ pub struct Span {
     /// Unix nanoseconds.
     pub start: u64,
     pub end: u64,
+    /// The attributes it shares with the run's other spans of its kind
+    /// (a fan-out's 256 chat spans have one provider, model and run id):
+    /// one counted list, written first, never set again (design §7.9).
+    pub shared: Option<Arc<SharedAttrs>>,
+    /// Its own attributes.
     pub attrs: Vec<(&'static str, AttrValue)>,
     pub status: Code,
     pub message: String,
@@ -90,19 +124,26 @@ impl Span {
         self.attrs.push((key, value));
     }
 
-    /// Sets `key` to `value`, replacing an earlier value.
+    /// Sets `key` to `value`, replacing an earlier value (of its own: a
+    /// shared attribute is never set again).
     pub fn set(&mut self, key: &'static str, value: AttrValue) {
+        debug_assert!(self.shared().iter().all(|(k, _)| *k != key), "{key} shared");
         match self.attrs.iter_mut().find(|(k, _)| *k == key) {
             Some(kv) => kv.1 = value,
             None => self.attrs.push((key, value)),
         }
     }
 
+    /// The attributes it shares with other spans.
+    pub fn shared(&self) -> &Attrs {
+        self.shared.as_ref().map_or(&[], |s| &s.list)
+    }
+
     /// The span ended in an error of the kind `kind`.
     pub fn fail(&mut self, kind: &str, message: &str) {
         self.status = Code::Error;
         self.message = crate::text::redact::redact(message);
-        self.set("error.type", AttrValue::Str(kind.to_string()));
+        self.set("error.type", AttrValue::Str(kind.into()));
     }
 }
 
@@ -211,10 +252,10 @@ fn span_pb(s: &mut Out, span: &Span) {
     s.extend_from_slice(&span.start.to_le_bytes());
     tag(s, 8, 1);
     s.extend_from_slice(&span.end.to_le_bytes());
-    for (k, v) in &span.attrs {
-        head(s, 9, kv_len(k, v));
-        key_value(s, k, v);
+    if let Some(shared) = &span.shared {
+        s.extend_from_slice(&shared.pb);
     }
+    attrs_pb(s, &span.attrs);
     head(s, 15, status_len(span));
     if !span.message.is_empty() {
         string(s, 2, &span.message);
@@ -230,11 +271,7 @@ fn span_pb(s: &mut Out, span: &Span) {
 /// The length of [`span_pb`]'s fields.
 fn span_len(span: &Span) -> usize {
     let parent = span.parent.map_or(0, |_| msg_len(4, 8));
-    let attrs: usize = span
-        .attrs
-        .iter()
-        .map(|(k, v)| msg_len(9, kv_len(k, v)))
-        .sum();
+    let attrs = span.shared.as_ref().map_or(0, |s| s.pb.len()) + attrs_len(&span.attrs);
     msg_len(1, 16)
         + msg_len(2, 8)
         + parent
@@ -246,6 +283,26 @@ fn span_len(span: &Span) -> usize {
         + msg_len(15, status_len(span))
         + tag_len(16)
         + 4
+}
+
+/// The length of `list`'s fields in a span: a loop, not an iterator's
+/// sum nor the two lists chained, each a call per attribute at opt-level
+/// "z" (measured).
+#[inline(always)]
+fn attrs_len(list: &Attrs) -> usize {
+    let mut n = 0;
+    for (k, v) in list {
+        n += msg_len(9, kv_len(k, v));
+    }
+    n
+}
+
+/// `list` as a span's attribute fields.
+fn attrs_pb(out: &mut Out, list: &Attrs) {
+    for (k, v) in list {
+        head(out, 9, kv_len(k, v));
+        key_value(out, k, v);
+    }
 }
 
 /// The length of a span's `Status` message.
@@ -297,12 +354,10 @@ fn any_value(v: &mut Out, value: &AttrValue) {
             tag(v, 4, 1);
             v.extend_from_slice(&d.to_le_bytes());
         }
-        AttrValue::Strs(list) => {
-            head(v, 5, array_len(list));
-            for s in list {
-                head(v, 1, msg_len(1, s.len()));
-                string(v, 1, s);
-            }
+        AttrValue::OneStr(s) => {
+            head(v, 5, msg_len(1, msg_len(1, s.len())));
+            head(v, 1, msg_len(1, s.len()));
+            string(v, 1, s);
         }
     }
 }
@@ -316,13 +371,8 @@ fn any_len(value: &AttrValue) -> usize {
         AttrValue::Bool(_) => tag_len(2) + 1,
         AttrValue::Int(i) => tag_len(3) + varint_len(*i as u64),
         AttrValue::Double(_) => tag_len(4) + 8,
-        AttrValue::Strs(list) => msg_len(5, array_len(list)),
+        AttrValue::OneStr(s) => msg_len(5, msg_len(1, msg_len(1, s.len()))),
     }
-}
-
-/// An `ArrayValue` of strings' length.
-fn array_len(list: &[String]) -> usize {
-    list.iter().map(|s| msg_len(1, msg_len(1, s.len()))).sum()
 }
 
 #[inline(always)]
@@ -408,7 +458,7 @@ fn span_json(span: &Span) -> Value {
         "kind": span.kind as u8,
         "startTimeUnixNano": span.start.to_string(),
         "endTimeUnixNano": span.end.to_string(),
-        "attributes": attrs_json(&span.attrs),
+        "attributes": span.shared().iter().chain(&span.attrs).map(attr_json).collect::<Value>(),
         "status": status,
         "flags": flags(span),
     });
@@ -419,24 +469,22 @@ fn span_json(span: &Span) -> Value {
 }
 
 fn attrs_json<K: AsRef<str>>(attrs: &[(K, AttrValue)]) -> Value {
-    attrs
-        .iter()
-        .map(|(k, v)| json!({"key": k.as_ref(), "value": value_json(v)}))
-        .collect()
+    attrs.iter().map(attr_json).collect()
+}
+
+fn attr_json<K: AsRef<str>>((k, v): &(K, AttrValue)) -> Value {
+    json!({"key": k.as_ref(), "value": value_json(v)})
 }
 
 fn value_json(v: &AttrValue) -> Value {
     match v {
-        AttrValue::Str(s) => json!({"stringValue": s}),
+        AttrValue::Str(s) => json!({"stringValue": &**s}),
         AttrValue::Static(s) => json!({"stringValue": s}),
         AttrValue::Shared(s) => json!({"stringValue": &**s}),
         AttrValue::Bool(b) => json!({"boolValue": b}),
         AttrValue::Int(i) => json!({"intValue": i.to_string()}),
         AttrValue::Double(d) => json!({"doubleValue": d}),
-        AttrValue::Strs(list) => {
-            let values: Vec<Value> = list.iter().map(|s| json!({"stringValue": s})).collect();
-            json!({"arrayValue": {"values": values}})
-        }
+        AttrValue::OneStr(s) => json!({"arrayValue": {"values": [{"stringValue": &**s}]}}),
     }
 }
 

@@ -71,15 +71,19 @@ fn lengths_computed_are_lengths_written() {
         kind: Kind::Client,
         start: 1,
         end: 2,
+        shared: Some(std::sync::Arc::new(SharedAttrs::new(vec![(
+            "gen_ai.operation.name",
+            AttrValue::Static("chat"),
+        )]))),
         attrs: Vec::new(),
         status: Code::Unset,
         message: String::new(),
     };
-    span.set("s", AttrValue::Str("x".repeat(200)));
+    span.set("s", AttrValue::Str("x".repeat(200).into()));
     span.set("i", AttrValue::Int(-5));
     span.set("d", AttrValue::Double(0.5));
     span.set("b", AttrValue::Bool(true));
-    span.set("l", AttrValue::Strs(vec!["stop".into(), "y".repeat(130)]));
+    span.set("l", AttrValue::OneStr("y".repeat(130).into()));
     span.fail("kind", &"why".repeat(50));
     let resource = Resource {
         attrs: vec![("service.name".into(), AttrValue::Str("axe".into()))],
@@ -99,7 +103,7 @@ fn lengths_computed_are_lengths_written() {
             .into_iter()
             .filter(|(f, _)| *f == 9)
             .collect();
-        assert_eq!(attrs.len(), 6);
+        assert_eq!(attrs.len(), 7, "the shared one, then the span's own six");
         for (_, kv) in attrs {
             let kv = fields(kv).unwrap();
             assert!(fields(kv[1].1).is_some());

@@ -194,21 +194,25 @@ fn resource(file: &TelemetrySettings, var: &dyn Fn(&str) -> Option<String>) -> R
         .unwrap_or_else(|| "axe".to_string());
     attrs.retain(|(k, _)| k != "service.name");
     let mut all = vec![
-        ("service.name".to_string(), AttrValue::Str(service)),
+        ("service.name".to_string(), AttrValue::Str(service.into())),
         (
             "service.version".to_string(),
-            AttrValue::Str(env!("CARGO_PKG_VERSION").to_string()),
+            AttrValue::Str(env!("CARGO_PKG_VERSION").into()),
         ),
         (
             "telemetry.sdk.name".to_string(),
-            AttrValue::Str("axe".to_string()),
+            AttrValue::Str("axe".into()),
         ),
         (
             "telemetry.sdk.language".to_string(),
-            AttrValue::Str("rust".to_string()),
+            AttrValue::Str("rust".into()),
         ),
     ];
-    all.extend(attrs.into_iter().map(|(k, v)| (k, AttrValue::Str(v))));
+    all.extend(
+        attrs
+            .into_iter()
+            .map(|(k, v)| (k, AttrValue::Str(v.into()))),
+    );
     Resource { attrs: all }
 }
 

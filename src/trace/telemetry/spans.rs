@@ -12,14 +12,15 @@
 //! and set in the request.
 
 use std::cell::RefCell;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
 use super::context::SpanContext;
 use super::export::Exporter;
 use super::open::{Current, Open, OpenSpans, Slot};
-use super::otlp::{AttrValue, Code, Kind, Name, Span};
+use super::otlp::{AttrValue, Code, Kind, Name, SharedAttrs, Span};
+use super::shared::Shared;
 use crate::cost::Cost;
 use crate::trace::event::{Ending, TraceEvent};
 use crate::trace::ledger::Place;
@@ -31,21 +32,9 @@ pub struct RunSpans {
     /// The span the run's top-level agent is under (another process's).
     parent: Option<SpanContext>,
     open: OpenSpans,
-    /// The run's id, shared by its spans' `axe.run_id` rather than copied
-    /// into each (design §7.9).
-    run_id: OnceLock<Arc<str>>,
-    /// The agents', models', providers' and tools' names the run's spans
-    /// repeat (a fan-out's 256 sub-agents have one), each counted, not
-    /// copied into each span (design §7.9). Read far more often than
-    /// written (a fan-out's threads all look up the same few), so under a
-    /// lock they read at once: a mutex here made them wait on one another
-    /// in the kernel (measured, design §7.9).
-    names: RwLock<Vec<Arc<str>>>,
+    /// The names, the run's id and the attribute lists its spans share.
+    shared: Shared,
 }
-
-/// The names [`RunSpans::names`] keeps at most: a run has few; past them
-/// a name is copied, as before.
-const NAMES: usize = 32;
 
 thread_local! {
     static TOOL: RefCell<Option<Current>> = const { RefCell::new(None) };
@@ -59,7 +48,7 @@ fn now() -> u64 {
 }
 
 fn s(v: &str) -> AttrValue {
-    AttrValue::Str(v.to_string())
+    AttrValue::Str(v.into())
 }
 
 /// A value the same in every span: nothing allocated for it.
@@ -77,8 +66,7 @@ impl RunSpans {
             exporter,
             parent,
             open: OpenSpans::default(),
-            run_id: OnceLock::new(),
-            names: RwLock::default(),
+            shared: Shared::default(),
         }
     }
 
@@ -92,49 +80,6 @@ impl RunSpans {
     pub fn traceparent(&self, place: &Place) -> Option<String> {
         self.open
             .with(&place.path, Slot::Chat, |o| o.span.ctx.traceparent())
-    }
-
-    /// `axe.run_id`: the run's id, shared (a ledger has one id; another
-    /// is copied, as before).
-    fn run_id(&self, run_id: &str) -> AttrValue {
-        let shared = self.run_id.get_or_init(|| Arc::from(run_id));
-        match &**shared == run_id {
-            true => AttrValue::Shared(shared.clone()),
-            false => s(run_id),
-        }
-    }
-
-    /// `v`, one of the names spans repeat: shared with the spans before.
-    fn shared(&self, v: &str) -> Arc<str> {
-        let find = |names: &[Arc<str>]| names.iter().find(|n| &***n == v).cloned();
-        let names = self.names.read().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = find(&names) {
-            return n;
-        }
-        drop(names);
-        let mut names = self.names.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = find(&names) {
-            return n;
-        }
-        let n: Arc<str> = Arc::from(v);
-        if names.len() < NAMES {
-            names.push(n.clone());
-        }
-        n
-    }
-
-    /// `v`, one of the names spans repeat, as an attribute's value.
-    fn name(&self, v: &str) -> AttrValue {
-        AttrValue::Shared(self.shared(v))
-    }
-
-    /// `gen_ai.provider.name`: the conventions' name for the providers
-    /// they list, else the provider's name in axe.
-    fn provider(&self, name: &str) -> AttrValue {
-        match name {
-            "bedrock" => fixed("aws.bedrock"),
-            other => self.name(other),
-        }
     }
 
     /// `event` of the run `run_id`, at `place`.
@@ -196,19 +141,32 @@ impl RunSpans {
         request: &crate::provider::Request,
         capture: bool,
     ) {
-        let model = self.shared(&request.model);
-        let name = Name::new("chat", model.clone());
-        let mut span = unplaced(name, Kind::Client);
-        span.add("gen_ai.operation.name", fixed("chat"));
-        span.add("gen_ai.provider.name", self.provider(provider));
-        span.add("gen_ai.request.model", AttrValue::Shared(model));
-        if let Some(max) = request.max_tokens {
-            span.add("gen_ai.request.max_tokens", int(u64::from(max)));
-        }
-        if let Some(t) = request.temperature {
-            span.add("gen_ai.request.temperature", AttrValue::Double(t));
-        }
-        span.add("axe.run_id", self.run_id(run_id));
+        let (max, t) = (request.max_tokens, request.temperature);
+        let nums = [
+            max.map_or(0, |m| u64::from(m) + 1),
+            u64::from(t.is_some()),
+            t.map_or(0, f64::to_bits),
+        ];
+        let parts = [request.model.as_str(), provider, run_id];
+        let (model, shared) = self.shared.list("chat", &parts, nums, |sh| {
+            let model = sh.name(&request.model);
+            let mut attrs = vec![
+                ("gen_ai.operation.name", fixed("chat")),
+                ("gen_ai.provider.name", sh.provider(provider)),
+                ("gen_ai.request.model", AttrValue::Shared(model.clone())),
+            ];
+            if let Some(max) = max {
+                attrs.push(("gen_ai.request.max_tokens", int(u64::from(max))));
+            }
+            if let Some(t) = t {
+                attrs.push(("gen_ai.request.temperature", AttrValue::Double(t)));
+            }
+            attrs.push(("axe.run_id", sh.run_id(run_id)));
+            (model, attrs)
+        });
+        // Its own: the usage, the reasons, the retries, the response's id
+        // and model, the first token, the cost (content comes on top).
+        let mut span = unplaced(Name::new("chat", model), Kind::Client, Some(shared), 10);
         if capture {
             content::request(&mut span, request);
         }
@@ -231,14 +189,14 @@ impl RunSpans {
         let (read, written) = (r.cache_read_tokens, r.cache_write_tokens);
         span.add("gen_ai.usage.cache_read.input_tokens", int(read));
         span.add("gen_ai.usage.cache_creation.input_tokens", int(written));
-        let reasons = AttrValue::Strs(vec![r.stop_reason.clone()]);
+        let reasons = AttrValue::OneStr(self.shared.name(&r.stop_reason));
         span.add("gen_ai.response.finish_reasons", reasons);
         span.set("axe.retries", int(u64::from(r.retries)));
         if !r.id.is_empty() {
             span.add("gen_ai.response.id", s(&r.id));
         }
         if !r.model.is_empty() {
-            span.add("gen_ai.response.model", self.name(&r.model));
+            span.add("gen_ai.response.model", self.shared.value(&r.model));
         }
         if let Some(first) = r.first_token {
             span.add("axe.first_token_ms", int(crate::deadline::millis(first)));
@@ -281,14 +239,26 @@ impl RunSpans {
                 .with(|t| t.borrow().as_ref().map(|c| c.ctx))
                 .or(self.parent),
         };
-        let agent = self.shared(&place.agent);
-        let name = Name::new("invoke_agent", agent.clone());
-        let mut span = new_span(parent, name, Kind::Internal);
-        span.add("gen_ai.operation.name", fixed("invoke_agent"));
-        span.add("gen_ai.agent.name", AttrValue::Shared(agent));
-        span.add("gen_ai.provider.name", self.provider(provider));
-        span.add("gen_ai.request.model", self.name(model));
-        span.add("axe.run_id", self.run_id(run_id));
+        let parts = [place.agent.as_str(), provider, model, run_id];
+        let (agent, shared) = self.shared.list("invoke_agent", &parts, [0; 3], |sh| {
+            let agent = sh.name(&place.agent);
+            let attrs = vec![
+                ("gen_ai.operation.name", fixed("invoke_agent")),
+                ("gen_ai.agent.name", AttrValue::Shared(agent.clone())),
+                ("gen_ai.provider.name", sh.provider(provider)),
+                ("gen_ai.request.model", sh.value(model)),
+                ("axe.run_id", sh.run_id(run_id)),
+            ];
+            (agent, attrs)
+        });
+        // Its own: the path and depth, then the usage, turns and cost.
+        let mut span = unplaced(
+            Name::new("invoke_agent", agent),
+            Kind::Internal,
+            Some(shared),
+            8,
+        );
+        place_under(&mut span, parent);
         span.add("axe.agent.path", s(&place.path));
         span.add("axe.depth", int(u64::from(place.depth)));
         self.put(place, Slot::Agent, span, None);
@@ -302,14 +272,29 @@ impl RunSpans {
         agent_called: &str,
         capture: bool,
     ) {
-        let tool = self.shared(&call.name);
-        let name = Name::new("execute_tool", tool.clone());
-        let mut span = unplaced(name, Kind::Internal);
-        span.add("gen_ai.operation.name", fixed("execute_tool"));
-        span.add("gen_ai.tool.name", AttrValue::Shared(tool));
+        let parts = [call.name.as_str(), agent_called, run_id];
+        let (tool, shared) = self.shared.list("execute_tool", &parts, [0; 3], |sh| {
+            let tool = sh.name(&call.name);
+            let mut attrs = vec![
+                ("gen_ai.operation.name", fixed("execute_tool")),
+                ("gen_ai.tool.name", AttrValue::Shared(tool.clone())),
+                ("axe.run_id", sh.run_id(run_id)),
+            ];
+            if !agent_called.is_empty() {
+                attrs.push(("axe.agent_called", sh.value(agent_called)));
+            }
+            (tool, attrs)
+        });
+        // Its own: the call's id and the tool's type (an MCP call's sets
+        // it again).
+        let mut span = unplaced(
+            Name::new("execute_tool", tool),
+            Kind::Internal,
+            Some(shared),
+            2,
+        );
         let id: Arc<str> = Arc::from(call.id.as_str());
         span.add("gen_ai.tool.call.id", AttrValue::Shared(id.clone()));
-        span.add("axe.run_id", self.run_id(run_id));
         span.add(
             "gen_ai.tool.type",
             fixed(if agent_called.is_empty() {
@@ -318,13 +303,10 @@ impl RunSpans {
                 "agent"
             }),
         );
-        if !agent_called.is_empty() {
-            span.add("axe.agent_called", self.name(agent_called));
-        }
         if capture {
             span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
-        let path = self.shared(&place.path);
+        let path = self.shared.name(&place.path);
         // Its parent read and the span put in one look-up; the thread's
         // note of it made in between (a sub-agent on this thread is under
         // it).
@@ -401,15 +383,10 @@ impl RunSpans {
     }
 }
 
-fn new_span(parent: Option<SpanContext>, name: Name, kind: Kind) -> Span {
-    let mut span = unplaced(name, kind);
-    place_under(&mut span, parent);
-    span
-}
-
 /// A span whose parent is not known yet: [`place_under`] says it, where
-/// the parent is read (under the lock of its agent run's spans).
-fn unplaced(name: Name, kind: Kind) -> Span {
+/// the parent is read (under the lock of its agent run's spans). It
+/// shares `shared` and has room for `own` attributes of its own.
+fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>, own: usize) -> Span {
     Span {
         ctx: SpanContext {
             trace_id: [0; 16],
@@ -422,9 +399,8 @@ fn unplaced(name: Name, kind: Kind) -> Span {
         kind,
         start: now(),
         end: 0,
-        // A chat span's attributes, so that none grows (measured: a
-        // realloc per chat span with 12).
-        attrs: Vec::with_capacity(16),
+        shared,
+        attrs: Vec::with_capacity(own),
         status: Code::Unset,
         message: String::new(),
     }
@@ -472,11 +448,9 @@ impl Workflow {
     /// `invoke_workflow <agent>` under `parent`, when spans are exported.
     pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
         let exporter = super::export::exporter()?;
-        let mut span = new_span(
-            parent,
-            Name::new("invoke_workflow", agent.into()),
-            Kind::Internal,
-        );
+        let name = Name::new("invoke_workflow", agent.into());
+        let mut span = unplaced(name, Kind::Internal, None, 2);
+        place_under(&mut span, parent);
         span.add("gen_ai.operation.name", fixed("invoke_workflow"));
         span.add("gen_ai.agent.name", s(agent));
         Some(Workflow { exporter, span })
