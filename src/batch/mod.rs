@@ -195,6 +195,8 @@ impl Batch<'_> {
             deadline: Deadline::after(self.timeout),
             budgets,
             seed,
+            // Its own spans: inputs run at once from the one context.
+            place: self.proto.place.again(),
             ..self.proto.clone()
         };
         self.live(&ledger, true);

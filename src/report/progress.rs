@@ -265,6 +265,7 @@ mod tests {
                 agent: path.rsplit('/').next().unwrap().into(),
                 path: path.into(),
                 depth,
+                spans: Default::default(),
             },
             turn,
             started: Instant::now(),

@@ -39,6 +39,9 @@ pub struct Place {
     /// `lead`, `lead/researcher#1`, `lead/researcher#1/fetcher#3`, ...
     pub path: String,
     pub depth: u32,
+    /// Its OpenTelemetry spans open, when they are exported (design
+    /// §7.9): found by the place an event comes with, not looked up.
+    pub spans: crate::trace::telemetry::AgentSpans,
 }
 
 /// Usage of one agent, summed over every time it ran in the tree.
@@ -248,6 +251,18 @@ impl Place {
             agent: agent.to_string(),
             path: agent.to_string(),
             depth: 0,
+            spans: crate::trace::telemetry::AgentSpans::new(),
+        }
+    }
+
+    /// The same place for another run (a batch's next input): its own
+    /// spans, where a clone shares them.
+    pub fn again(&self) -> Place {
+        Place {
+            agent: self.agent.clone(),
+            path: self.path.clone(),
+            depth: self.depth,
+            spans: crate::trace::telemetry::AgentSpans::new(),
         }
     }
 
@@ -262,6 +277,7 @@ impl Place {
             agent: name.to_string(),
             path,
             depth: self.depth + 1,
+            spans: crate::trace::telemetry::AgentSpans::new(),
         }
     }
 }

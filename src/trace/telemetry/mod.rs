@@ -19,6 +19,7 @@ mod spans;
 
 pub use context::{SpanContext, parse_traceparent};
 pub use export::{FLUSH_BOUND, deadline, ended, finish};
+pub use open::AgentSpans;
 pub use settings::TelemetrySettings;
 pub use spans::{RunSpans, Workflow, mcp_call};
 

@@ -12,13 +12,14 @@
 //! and set in the request.
 
 use std::cell::RefCell;
+use std::hash::RandomState;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
 use super::context::SpanContext;
 use super::export::Exporter;
-use super::open::{Current, Open, OpenSpans, Slot};
+use super::open::{Current, Open, Slot};
 use super::otlp::{AttrValue, Code, Kind, Name, SharedAttrs, Span};
 use super::shared::Shared;
 use crate::cost::Cost;
@@ -31,7 +32,9 @@ pub struct RunSpans {
     exporter: &'static Exporter,
     /// The span the run's top-level agent is under (another process's).
     parent: Option<SpanContext>,
-    open: OpenSpans,
+    /// The keys of every agent run's map of tool spans, made once
+    /// ([`super::open::Spans::put_tool`]).
+    keys: RandomState,
     /// The names, the run's id and the attribute lists its spans share.
     shared: Shared,
 }
@@ -65,7 +68,7 @@ impl RunSpans {
         RunSpans {
             exporter,
             parent,
-            open: OpenSpans::default(),
+            keys: RandomState::new(),
             shared: Shared::default(),
         }
     }
@@ -78,8 +81,7 @@ impl RunSpans {
     /// The `traceparent` of the chat span open for the agent run at
     /// `place`: what its request to the provider carries.
     pub fn traceparent(&self, place: &Place) -> Option<String> {
-        self.open
-            .with(&place.path, Slot::Chat, |o| o.span.ctx.traceparent())
+        place.spans.with(Slot::Chat, |o| o.span.ctx.traceparent())
     }
 
     /// `event` of the run `run_id`, at `place`.
@@ -121,7 +123,7 @@ impl RunSpans {
                 self.tool_result(place, call, result, capture);
             }
             TraceEvent::Tool { bytes, exit, .. } => {
-                on_current_tool(&self.open, |span| {
+                on_current_tool(|span| {
                     span.set("axe.tool.bytes", int(*bytes));
                     if let Some(code) = exit {
                         span.set("process.exit.code", AttrValue::Int(i64::from(*code)));
@@ -170,8 +172,8 @@ impl RunSpans {
         if capture {
             content::request(&mut span, request);
         }
-        // Its parent read and the span put in one look-up.
-        self.open.update(&place.path, |o| {
+        // Its parent read and the span put under one lock.
+        place.spans.update(|o| {
             place_under(
                 &mut span,
                 o.agent.as_ref().map(|a| a.span.ctx).or(self.parent),
@@ -217,7 +219,7 @@ impl RunSpans {
         result: &crate::provider::ToolResult,
         capture: bool,
     ) {
-        let Some(mut open) = self.open.take(&place.path, Slot::Tool(&call.id)) else {
+        let Some(mut open) = place.spans.take(Slot::Tool(&call.id)) else {
             return;
         };
         TOOL.with(|t| *t.borrow_mut() = open.outer.take());
@@ -306,30 +308,27 @@ impl RunSpans {
         if capture {
             span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
-        let path = self.shared.name(&place.path);
-        // Its parent read and the span put in one look-up; the thread's
+        // Its parent read and the span put under one lock; the thread's
         // note of it made in between (a sub-agent on this thread is under
         // it).
-        self.open.update(&place.path, |o| {
+        place.spans.update(|o| {
             place_under(
                 &mut span,
                 o.agent.as_ref().map(|a| a.span.ctx).or(self.parent),
             );
             let current = Current {
                 ctx: span.ctx,
-                path,
+                spans: place.spans.clone(),
                 id: id.clone(),
             };
             let outer = TOOL.with(|t| t.borrow_mut().replace(current));
-            o.put_tool(id, Open { span, outer });
+            o.put_tool(id, Open { span, outer }, &self.keys);
         });
     }
 
     fn run_end(&self, place: &Place, end: &Ending) {
-        // Both taken in one look-up.
-        let (chat, agent) = self
-            .open
-            .update(&place.path, |o| (o.chat.take(), o.agent.take()));
+        // Both taken under one lock.
+        let (chat, agent) = place.spans.update(|o| (o.chat.take(), o.agent.take()));
         // A request cut short by a signal: its chat span ends with the run.
         if let Some(mut chat) = chat {
             chat.span.fail("interrupted", "the run ended first");
@@ -366,15 +365,19 @@ impl RunSpans {
     }
 
     fn put(&self, place: &Place, slot: Slot, span: Span, outer: Option<Current>) {
-        self.open.put(&place.path, slot, Open { span, outer });
+        place.spans.update(|o| match slot {
+            Slot::Agent => o.agent = Some(Open { span, outer }),
+            Slot::Chat => o.chat = Some(Open { span, outer }),
+            Slot::Tool(_) => {}
+        });
     }
 
     fn with_open(&self, place: &Place, slot: Slot, f: impl FnOnce(&mut Span)) {
-        self.open.with(&place.path, slot, |o| f(&mut o.span));
+        place.spans.with(slot, |o| f(&mut o.span));
     }
 
     fn take(&self, place: &Place, slot: Slot) -> Option<Span> {
-        self.open.take(&place.path, slot).map(|o| o.span)
+        place.spans.take(slot).map(|o| o.span)
     }
 
     fn close(&self, mut span: Span) {
@@ -414,10 +417,10 @@ fn place_under(span: &mut Span, parent: Option<SpanContext>) {
 
 /// `f` on the tool span open on this thread, if there is one (its key
 /// borrowed, not copied).
-fn on_current_tool(open: &OpenSpans, f: impl FnOnce(&mut Span)) {
+fn on_current_tool(f: impl FnOnce(&mut Span)) {
     TOOL.with(|t| {
         if let Some(c) = t.borrow().as_ref() {
-            open.with(&c.path, Slot::Tool(&c.id), |o| f(&mut o.span));
+            c.spans.with(Slot::Tool(&c.id), |o| f(&mut o.span));
         }
     });
 }
@@ -425,10 +428,10 @@ fn on_current_tool(open: &OpenSpans, f: impl FnOnce(&mut Span)) {
 /// Notes that the tool call running on this thread is an MCP server's
 /// `tool` (design §9.3): the MCP conventions' attributes on its span.
 pub fn mcp_call(spans: Option<&RunSpans>, server: &str, tool: &str) {
-    let Some(spans) = spans else {
+    if spans.is_none() {
         return;
-    };
-    on_current_tool(&spans.open, |span| {
+    }
+    on_current_tool(|span| {
         span.set("mcp.method.name", fixed("tools/call"));
         span.set("gen_ai.tool.type", fixed("extension"));
         span.set("axe.mcp.server", s(server));

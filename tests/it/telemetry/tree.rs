@@ -345,3 +345,50 @@ fn content_is_exported_only_when_asked_and_redacted() {
         }
     }
 }
+
+/// A run stopped by SIGTERM while a sub-agent waits on its provider: the
+/// spans of every agent still running end in ERROR, `interrupted`, and
+/// reach the collector (the ledger's list of runs going on ends them, on
+/// places cloned from the runs' own).
+#[test]
+fn a_terminated_runs_spans_end_interrupted() {
+    let Some(rx) = Receiver::start("ok") else {
+        return;
+    };
+    let home = Home::new();
+    home.named_agent("lead", "openai/gpt-4o", "sub_agents = [\"w\"]\n");
+    home.named_agent("w", "openai/gpt-4o", "");
+    let server = FakeServer::route(|req| {
+        if req.who() == "w" {
+            return Reply::Hang;
+        }
+        Reply::Json(
+            200,
+            openai_tool_calls(&[("c1", "call_agent", delegate("w", "go"))], 5, 5),
+        )
+    });
+    let child = home
+        .axe_on(&[(P::OpenAi, &server)])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &rx.url)
+        .args(["run", "lead", "-p", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    server.wait_for_requests(2);
+    signal(&child, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let spans = rx.spans(4, LIMIT);
+    for name in ["invoke_agent lead", "invoke_agent w"] {
+        let run = one(&spans, name);
+        assert_eq!(run["status"], ERROR, "{run}");
+        assert_eq!(run["attrs"]["error.type"], "interrupted", "{run}");
+    }
+    let w = one(&spans, "invoke_agent w");
+    let chat = named(&spans, "chat gpt-4o")
+        .into_iter()
+        .find(|c| c["parent"] == w["span_id"])
+        .expect("w's chat span");
+    assert_eq!(chat["status"], ERROR, "{chat}");
+}
