@@ -49,7 +49,11 @@ pub struct Exporter {
 /// Spans waiting for the thread, and who waits for them to be posted.
 #[derive(Default)]
 struct Queue {
-    spans: Vec<Span>,
+    #[allow(
+        clippy::vec_box,
+        reason = "a span is built boxed and moved as a pointer (otlp::Span)"
+    )]
+    spans: Vec<Box<Span>>,
     /// When the first of `spans` came.
     since: Option<Instant>,
     flushes: Vec<SyncSender<()>>,
@@ -116,7 +120,7 @@ impl Exporter {
     /// with the queue half full or a span that ends after the linger (a
     /// run shorter than that posts at its end, [`finish`], from its own
     /// thread: a fan-out's threads then share the machine with no post).
-    pub fn send(&'static self, span: Span) {
+    pub fn send(&'static self, span: Box<Span>) {
         self.sent.store(true, Ordering::Relaxed);
         let mut q = self.lock();
         if q.spans.len() >= QUEUE {
@@ -200,7 +204,7 @@ impl Exporter {
 
     /// Posts `spans` as one request, taking at most `timeout`; a failure
     /// is warned of once.
-    fn post(&self, spans: &[Span], timeout: Duration) {
+    fn post(&self, spans: &[Box<Span>], timeout: Duration) {
         if spans.is_empty() {
             return;
         }
@@ -295,7 +299,11 @@ impl Client {
 /// its answer read at exit; its spans kept, for a post through ureq should
 /// none of the request have gone.
 struct Early {
-    spans: Vec<Span>,
+    #[allow(
+        clippy::vec_box,
+        reason = "a span is built boxed and moved as a pointer (otlp::Span)"
+    )]
+    spans: Vec<Box<Span>>,
     exchange: Exchange,
 }
 

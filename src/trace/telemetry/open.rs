@@ -25,7 +25,7 @@ pub enum Slot<'a> {
 /// A span open, and the tool span its thread had open before it.
 #[derive(Debug)]
 pub struct Open {
-    pub span: Span,
+    pub span: Box<Span>,
     pub outer: Option<Current>,
 }
 

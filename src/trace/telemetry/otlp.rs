@@ -96,7 +96,10 @@ impl SharedAttrs {
     }
 }
 
-/// One span, finished or being built.
+/// One span, finished or being built: boxed wherever it goes (its slot,
+/// the queue), so that each move is a pointer's, not 176 bytes copied by a
+/// loop at opt-level "z" (measured: about 165 instructions a move, a
+/// dozen moves a span; design §7.9).
 #[derive(Debug, Clone)]
 pub struct Span {
     pub ctx: SpanContext,
@@ -164,7 +167,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// length is computed before it is written, so the body is written once,
 /// into one buffer sized beforehand: no buffer per nested message, no copy
 /// of one into its parent (design §7.9).
-pub fn protobuf(resource: &Resource, spans: &[Span], out: &mut Vec<u8>) {
+pub fn protobuf(resource: &Resource, spans: &[Box<Span>], out: &mut Vec<u8>) {
     out.clear();
     let resource_len: usize = resource
         .attrs
@@ -173,7 +176,7 @@ pub fn protobuf(resource: &Resource, spans: &[Span], out: &mut Vec<u8>) {
         .sum();
     let scope_len = msg_len(1, SCOPE.len()) + msg_len(2, VERSION.len());
     // Each span's length once: the sum needs it, and so does its head.
-    let lens: Vec<usize> = spans.iter().map(span_len).collect();
+    let lens: Vec<usize> = spans.iter().map(|s| span_len(s)).collect();
     let scope_spans_len =
         msg_len(1, scope_len) + lens.iter().map(|&n| msg_len(2, n)).sum::<usize>();
     let resource_spans_len = msg_len(1, resource_len) + msg_len(2, scope_spans_len);
@@ -428,9 +431,9 @@ fn string(out: &mut Out, field: u32, s: &str) {
 
 /// `spans` as an `ExportTraceServiceRequest` in OTLP's JSON, into `out`
 /// (cleared first).
-pub fn json(resource: &Resource, spans: &[Span], out: &mut Vec<u8>) {
+pub fn json(resource: &Resource, spans: &[Box<Span>], out: &mut Vec<u8>) {
     out.clear();
-    let spans: Vec<Value> = spans.iter().map(span_json).collect();
+    let spans: Vec<Value> = spans.iter().map(|s| span_json(s)).collect();
     let body = json!({"resourceSpans": [{
         "resource": {"attributes": attrs_json(&resource.attrs)},
         "scopeSpans": [{

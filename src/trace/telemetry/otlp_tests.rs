@@ -88,7 +88,7 @@ fn lengths_computed_are_lengths_written() {
     let resource = Resource {
         attrs: vec![("service.name".into(), AttrValue::Str("axe".into()))],
     };
-    let spans = vec![span; 40];
+    let spans = vec![Box::new(span); 40];
     let mut out = vec![1, 2, 3];
     protobuf(&resource, &spans, &mut out);
     let top = fields(&out).unwrap();

@@ -364,7 +364,7 @@ impl RunSpans {
         self.close(span);
     }
 
-    fn put(&self, place: &Place, slot: Slot, span: Span, outer: Option<Current>) {
+    fn put(&self, place: &Place, slot: Slot, span: Box<Span>, outer: Option<Current>) {
         place.spans.update(|o| match slot {
             Slot::Agent => o.agent = Some(Open { span, outer }),
             Slot::Chat => o.chat = Some(Open { span, outer }),
@@ -376,11 +376,11 @@ impl RunSpans {
         place.spans.with(slot, |o| f(&mut o.span));
     }
 
-    fn take(&self, place: &Place, slot: Slot) -> Option<Span> {
+    fn take(&self, place: &Place, slot: Slot) -> Option<Box<Span>> {
         place.spans.take(slot).map(|o| o.span)
     }
 
-    fn close(&self, mut span: Span) {
+    fn close(&self, mut span: Box<Span>) {
         span.end = now();
         self.exporter.send(span);
     }
@@ -389,8 +389,8 @@ impl RunSpans {
 /// A span whose parent is not known yet: [`place_under`] says it, where
 /// the parent is read (under the lock of its agent run's spans). It
 /// shares `shared` and has room for `own` attributes of its own.
-fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>, own: usize) -> Span {
-    Span {
+fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>, own: usize) -> Box<Span> {
+    Box::new(Span {
         ctx: SpanContext {
             trace_id: [0; 16],
             span_id: [0; 8],
@@ -406,7 +406,7 @@ fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>, own: usize
         attrs: Vec::with_capacity(own),
         status: Code::Unset,
         message: String::new(),
-    }
+    })
 }
 
 /// `span` under `parent` (none: the root of a new trace).
@@ -444,7 +444,7 @@ pub fn mcp_call(spans: Option<&RunSpans>, server: &str, tool: &str) {
 #[derive(Debug)]
 pub struct Workflow {
     exporter: &'static Exporter,
-    span: Span,
+    span: Box<Span>,
 }
 
 impl Workflow {
