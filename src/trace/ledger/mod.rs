@@ -25,24 +25,13 @@ use crate::error::Exceeded;
 use crate::trace::event::{Ending, TraceEvent};
 use crate::trace::writer::Trace;
 
+mod place;
 mod tools;
 mod totals;
 
+pub use place::Place;
 pub use tools::{DETAIL_OUTPUT_BYTES, RunningTool, ToolDetail, ToolRunning};
 pub use totals::{Totals, totals};
-
-/// Where one agent run sits in the tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Place {
-    /// The agent's name (its file stem).
-    pub agent: String,
-    /// `lead`, `lead/researcher#1`, `lead/researcher#1/fetcher#3`, ...
-    pub path: String,
-    pub depth: u32,
-    /// Its OpenTelemetry spans open, when they are exported (design
-    /// §7.9): found by the place an event comes with, not looked up.
-    pub spans: crate::trace::telemetry::AgentSpans,
-}
 
 /// Usage of one agent, summed over every time it ran in the tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -241,44 +230,6 @@ pub fn spend_tokens(budgets: &[Arc<Budget>], input: u64, output: u64, cost: u64)
             input.saturating_add(output)
         };
         b.spend(tokens, cost);
-    }
-}
-
-impl Place {
-    /// The top-level agent.
-    pub fn root(agent: &str) -> Place {
-        Place {
-            agent: agent.to_string(),
-            path: agent.to_string(),
-            depth: 0,
-            spans: crate::trace::telemetry::AgentSpans::new(),
-        }
-    }
-
-    /// The same place for another run (a batch's next input): its own
-    /// spans, where a clone shares them.
-    pub fn again(&self) -> Place {
-        Place {
-            agent: self.agent.clone(),
-            path: self.path.clone(),
-            depth: self.depth,
-            spans: crate::trace::telemetry::AgentSpans::new(),
-        }
-    }
-
-    /// The `seq`-th call (from 1) this place makes to the agent `name`.
-    pub fn child(&self, name: &str, seq: u32) -> Place {
-        let path = if self.path.is_empty() {
-            format!("{name}#{seq}")
-        } else {
-            format!("{}/{name}#{seq}", self.path)
-        };
-        Place {
-            agent: name.to_string(),
-            path,
-            depth: self.depth + 1,
-            spans: crate::trace::telemetry::AgentSpans::new(),
-        }
     }
 }
 
