@@ -13,6 +13,7 @@ mod export;
 mod oneshot;
 mod open;
 mod otlp;
+mod own;
 mod settings;
 mod shared;
 mod spans;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::context::SpanContext;
+use super::own::Own;
 use crate::text::hex;
 
 /// An attribute's value.
@@ -114,7 +115,7 @@ pub struct Span {
     /// one counted list, written first, never set again (design §7.9).
     pub shared: Option<Arc<SharedAttrs>>,
     /// Its own attributes.
-    pub attrs: Vec<(&'static str, AttrValue)>,
+    pub attrs: Own,
     pub status: Code,
     pub message: String,
 }
@@ -131,8 +132,8 @@ impl Span {
     /// shared attribute is never set again).
     pub fn set(&mut self, key: &'static str, value: AttrValue) {
         debug_assert!(self.shared().iter().all(|(k, _)| *k != key), "{key} shared");
-        match self.attrs.iter_mut().find(|(k, _)| *k == key) {
-            Some(kv) => kv.1 = value,
+        match self.attrs.get_mut(key) {
+            Some(v) => *v = value,
             None => self.attrs.push((key, value)),
         }
     }
@@ -258,7 +259,9 @@ fn span_pb(s: &mut Out, span: &Span) {
     if let Some(shared) = &span.shared {
         s.extend_from_slice(&shared.pb);
     }
-    attrs_pb(s, &span.attrs);
+    for list in span.attrs.lists() {
+        attrs_pb(s, list);
+    }
     head(s, 15, status_len(span));
     if !span.message.is_empty() {
         string(s, 2, &span.message);
@@ -274,7 +277,8 @@ fn span_pb(s: &mut Out, span: &Span) {
 /// The length of [`span_pb`]'s fields.
 fn span_len(span: &Span) -> usize {
     let parent = span.parent.map_or(0, |_| msg_len(4, 8));
-    let attrs = span.shared.as_ref().map_or(0, |s| s.pb.len()) + attrs_len(&span.attrs);
+    let [held, more] = span.attrs.lists();
+    let attrs = span.shared.as_ref().map_or(0, |s| s.pb.len()) + attrs_len(held) + attrs_len(more);
     msg_len(1, 16)
         + msg_len(2, 8)
         + parent
@@ -461,7 +465,7 @@ fn span_json(span: &Span) -> Value {
         "kind": span.kind as u8,
         "startTimeUnixNano": span.start.to_string(),
         "endTimeUnixNano": span.end.to_string(),
-        "attributes": span.shared().iter().chain(&span.attrs).map(attr_json).collect::<Value>(),
+        "attributes": span.shared().iter().chain(span.attrs.iter()).map(attr_json).collect::<Value>(),
         "status": status,
         "flags": flags(span),
     });

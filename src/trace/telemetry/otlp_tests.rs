@@ -75,7 +75,7 @@ fn lengths_computed_are_lengths_written() {
             "gen_ai.operation.name",
             AttrValue::Static("chat"),
         )]))),
-        attrs: Vec::new(),
+        attrs: Own::default(),
         status: Code::Unset,
         message: String::new(),
     };

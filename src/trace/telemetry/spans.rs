@@ -21,6 +21,7 @@ use super::context::SpanContext;
 use super::export::Exporter;
 use super::open::{Current, Open, Slot};
 use super::otlp::{AttrValue, Code, Kind, Name, SharedAttrs, Span};
+use super::own::Own;
 use super::shared::Shared;
 use crate::cost::Cost;
 use crate::trace::event::{Ending, TraceEvent};
@@ -168,7 +169,7 @@ impl RunSpans {
         });
         // Its own: the usage, the reasons, the retries, the response's id
         // and model, the first token, the cost (content comes on top).
-        let mut span = unplaced(Name::new("chat", model), Kind::Client, Some(shared), 10);
+        let mut span = unplaced(Name::new("chat", model), Kind::Client, Some(shared));
         if capture {
             content::request(&mut span, request);
         }
@@ -258,7 +259,6 @@ impl RunSpans {
             Name::new("invoke_agent", agent),
             Kind::Internal,
             Some(shared),
-            8,
         );
         place_under(&mut span, parent);
         span.add("axe.agent.path", s(&place.path));
@@ -293,7 +293,6 @@ impl RunSpans {
             Name::new("execute_tool", tool),
             Kind::Internal,
             Some(shared),
-            2,
         );
         let id: Arc<str> = Arc::from(call.id.as_str());
         span.add("gen_ai.tool.call.id", AttrValue::Shared(id.clone()));
@@ -388,8 +387,8 @@ impl RunSpans {
 
 /// A span whose parent is not known yet: [`place_under`] says it, where
 /// the parent is read (under the lock of its agent run's spans). It
-/// shares `shared` and has room for `own` attributes of its own.
-fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>, own: usize) -> Box<Span> {
+/// shares `shared`.
+fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>) -> Box<Span> {
     Box::new(Span {
         ctx: SpanContext {
             trace_id: [0; 16],
@@ -403,7 +402,7 @@ fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>, own: usize
         start: now(),
         end: 0,
         shared,
-        attrs: Vec::with_capacity(own),
+        attrs: Own::default(),
         status: Code::Unset,
         message: String::new(),
     })
@@ -452,7 +451,7 @@ impl Workflow {
     pub fn start(agent: &str, parent: Option<SpanContext>) -> Option<Workflow> {
         let exporter = super::export::exporter()?;
         let name = Name::new("invoke_workflow", agent.into());
-        let mut span = unplaced(name, Kind::Internal, None, 2);
+        let mut span = unplaced(name, Kind::Internal, None);
         place_under(&mut span, parent);
         span.add("gen_ai.operation.name", fixed("invoke_workflow"));
         span.add("gen_ai.agent.name", s(agent));
