@@ -89,8 +89,9 @@ impl AgentSpans {
     }
 
     /// `f` on the spans open; `T`'s default when spans are not exported.
-    /// Not wrapped in an `Option`: a span is 232 bytes, and each layer
-    /// was one more copy of it at opt-level "z" (measured).
+    /// Not wrapped in an `Option`: each layer was one more copy of what
+    /// `f` returns at opt-level "z" (measured when an open span was moved
+    /// whole, before spans were boxed).
     pub fn update<T: Default>(&self, f: impl FnOnce(&mut Spans) -> T) -> T {
         match &self.0 {
             Some(spans) => f(&mut spans.lock().unwrap_or_else(PoisonError::into_inner)),

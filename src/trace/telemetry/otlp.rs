@@ -98,9 +98,8 @@ impl SharedAttrs {
 }
 
 /// One span, finished or being built: boxed wherever it goes (its slot,
-/// the queue), so that each move is a pointer's, not 176 bytes copied by a
-/// loop at opt-level "z" (measured: about 165 instructions a move, a
-/// dozen moves a span; design §7.9).
+/// the queue), so that a move is a pointer's, not the span copied by a
+/// loop at opt-level "z" (measured: ~165 instructions a move; §7.9).
 #[derive(Debug, Clone)]
 pub struct Span {
     pub ctx: SpanContext,

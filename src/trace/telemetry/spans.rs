@@ -263,7 +263,9 @@ impl RunSpans {
         place_under(&mut span, parent);
         span.add("axe.agent.path", s(&place.path));
         span.add("axe.depth", int(u64::from(place.depth)));
-        self.put(place, Slot::Agent, span, None);
+        place
+            .spans
+            .update(|o| o.agent = Some(Open { span, outer: None }));
     }
 
     fn tool_call(
@@ -361,14 +363,6 @@ impl RunSpans {
             Ending::Interrupted(why) => span.fail("interrupted", why),
         }
         self.close(span);
-    }
-
-    fn put(&self, place: &Place, slot: Slot, span: Box<Span>, outer: Option<Current>) {
-        place.spans.update(|o| match slot {
-            Slot::Agent => o.agent = Some(Open { span, outer }),
-            Slot::Chat => o.chat = Some(Open { span, outer }),
-            Slot::Tool(_) => {}
-        });
     }
 
     fn with_open(&self, place: &Place, slot: Slot, f: impl FnOnce(&mut Span)) {
