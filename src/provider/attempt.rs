@@ -44,7 +44,7 @@ impl Provider {
         let sent = Instant::now();
         // A wire that never streams is asked for its answer whole.
         let streams = stream && self.wire.format().streams();
-        let tp = req.traceparent.as_deref();
+        let tp = req.traceparent.as_ref().map(|t| &t[..]);
         let resp = self.send_request(url, body, remaining, streams, tp)?;
         self.answered(resp, url, sent, stream, on_text)
     }
@@ -101,7 +101,7 @@ impl Provider {
         body: &[u8],
         remaining: Duration,
         stream: bool,
-        traceparent: Option<&str>,
+        traceparent: Option<&[u8]>,
     ) -> Result<HttpResponse<Body>, Attempt> {
         self.request(url, body, remaining, stream, traceparent)
             .send(body)
@@ -118,7 +118,7 @@ impl Provider {
         body: &[u8],
         remaining: Duration,
         stream: bool,
-        traceparent: Option<&str>,
+        traceparent: Option<&[u8]>,
     ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
         let format = self.wire.format();
         let accept = if stream {
@@ -144,7 +144,7 @@ impl Provider {
             // `header` the builder is moved in and out and the name parsed,
             // for every request a provider is sent (design §7.9).
             const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
-            if let (Some(headers), Ok(value)) = (call.headers_mut(), HeaderValue::from_str(tp)) {
+            if let (Some(headers), Ok(value)) = (call.headers_mut(), HeaderValue::from_bytes(tp)) {
                 headers.insert(TRACEPARENT, value);
             }
         }

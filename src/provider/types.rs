@@ -160,9 +160,10 @@ pub struct Request {
     /// How hard the model is asked to think, in each wire's own form; None
     /// sends nothing and leaves the model's default.
     pub reasoning: Option<Reasoning>,
-    /// The W3C `traceparent` header it carries: its chat span's (design
-    /// §7.9), set as it is sent; None sends no header.
-    pub traceparent: Option<String>,
+    /// The W3C `traceparent` header it carries, its 55 ASCII bytes: its
+    /// chat span's (design §7.9), set as it is sent; None sends no header.
+    /// Bytes, not a string: the header's value is the one copy made.
+    pub traceparent: Option<[u8; 55]>,
 }
 
 /// What a request asks of a model's reasoning (`[params]`'s

@@ -261,12 +261,7 @@ mod tests {
 
     fn running(path: &str, depth: u32, turn: u32) -> Running {
         Running {
-            place: Place {
-                agent: path.rsplit('/').next().unwrap().into(),
-                path: path.into(),
-                depth,
-                spans: Default::default(),
-            },
+            place: Place::new(path.rsplit('/').next().unwrap(), path, depth),
             turn,
             started: Instant::now(),
         }

@@ -143,7 +143,7 @@ pub(super) fn run(call: &ToolCall, caller: &Caller, seq: u32) -> ToolResult {
     }
     let started = Instant::now();
     let message = task_message(name, task, context, ctx);
-    match run_sub_agent(name, &message, caller, seq) {
+    match run_sub_agent(name, &message, call, caller, seq) {
         Ok(outcome) => answered(call, caller, name, &outcome, started),
         Err(SubAgentError::Rejected(message)) => rejected(call, ctx, name, message),
         Err(SubAgentError::Failed(description)) => failed(call, ctx, name, &description),
@@ -242,6 +242,7 @@ fn answered(
 fn run_sub_agent(
     name: &str,
     message: &str,
+    call: &ToolCall,
     caller: &Caller,
     seq: u32,
 ) -> Result<run::Outcome, SubAgentError> {
@@ -284,6 +285,10 @@ fn run_sub_agent(
         seed: ctx.seed.clone(),
         conversation: ctx.conversation.clone(),
     };
+    // Its spans go under this call's (design §7.9).
+    if let Some(spans) = ctx.ledger.spans() {
+        spans.sub_agent(&ctx.place, &call.id, &sub_ctx.place);
+    }
     // Its memory records the whole message as its task (design §10.2).
     run::run_agent(&resolved, message, message, &sub_ctx)
         .map_err(|err| SubAgentError::Failed(failure_text(&err)))

@@ -81,6 +81,8 @@ pub enum TraceEvent<'a> {
     /// arguments in one short line, the bytes it handled, a command's exit
     /// status, and its error when it failed.
     Tool {
+        /// The call's id (its span's key, design §7.9; not in the trace).
+        id: &'a str,
         name: &'a str,
         summary: &'a str,
         took: Duration,
@@ -244,6 +246,7 @@ impl TraceEvent<'_> {
                 bytes,
                 exit,
                 error,
+                ..
             } => json!({
                 "tool": name,
                 "arguments": summary,

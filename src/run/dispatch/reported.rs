@@ -38,6 +38,7 @@ pub(super) fn run(
         call.name, done.bytes
     ));
     let event = TraceEvent::Tool {
+        id: &call.id,
         name: &call.name,
         summary: &summary,
         took,

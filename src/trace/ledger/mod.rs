@@ -294,7 +294,10 @@ impl Ledger {
 
     /// The `traceparent` the request of the agent run at `place` carries:
     /// its chat span's, when spans are exported (design §7.9).
-    pub(crate) fn traceparent(&self, place: &Place) -> Option<String> {
+    pub(crate) fn traceparent(
+        &self,
+        place: &Place,
+    ) -> Option<[u8; crate::trace::telemetry::context::TRACEPARENT_LEN]> {
         self.spans.as_ref()?.traceparent(place)
     }
 

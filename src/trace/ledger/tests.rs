@@ -75,11 +75,11 @@ fn take_turn_refuses_once_the_tokens_are_spent() {
 fn children_are_numbered_per_name_from_one() {
     let c = Children::default();
     let root = Place::root("lead");
-    assert_eq!(root.child("r", c.next("r")).path, "lead/r#1");
-    assert_eq!(root.child("w", c.next("w")).path, "lead/w#1");
+    assert_eq!(&*root.child("r", c.next("r")).path, "lead/r#1");
+    assert_eq!(&*root.child("w", c.next("w")).path, "lead/w#1");
     let second = root.child("r", c.next("r"));
-    assert_eq!(second.path, "lead/r#2");
-    assert_eq!(second.child("f", 1).path, "lead/r#2/f#1");
+    assert_eq!(&*second.path, "lead/r#2");
+    assert_eq!(&*second.child("f", 1).path, "lead/r#2/f#1");
     assert_eq!(second.child("f", 1).depth, 2);
 }
 

@@ -2,7 +2,7 @@
 //! for the live view, and those ended, for `--json`'s `tool_call_details`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -25,10 +25,10 @@ pub(super) struct ToolLog {
 pub struct ToolDetail {
     /// The path of the agent run that made it.
     #[serde(skip)]
-    pub path: String,
+    pub path: Arc<str>,
     /// The name of the agent that made it.
     #[serde(skip)]
-    pub agent: String,
+    pub agent: Arc<str>,
     pub name: String,
     /// Its arguments as the model wrote them.
     pub input: serde_json::Value,
@@ -56,8 +56,8 @@ impl ToolDetail {
     ) -> ToolDetail {
         let input = serde_json::to_value(&call.arguments).unwrap_or_default();
         ToolDetail {
-            path: String::new(),
-            agent: String::new(),
+            path: Arc::default(),
+            agent: Arc::default(),
             name: call.name.clone(),
             input,
             // Redacted before it is cut, so that no part of a key is left
@@ -151,8 +151,11 @@ impl Ledger {
             .details
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut mine: Vec<ToolDetail> =
-            details.iter().filter(|d| d.path == path).cloned().collect();
+        let mut mine: Vec<ToolDetail> = details
+            .iter()
+            .filter(|d| *d.path == *path)
+            .cloned()
+            .collect();
         mine.sort_by_key(|d| (d.turn, d.index));
         mine
     }
@@ -168,11 +171,11 @@ impl Ledger {
             .unwrap_or_else(PoisonError::into_inner);
         let mut theirs: Vec<ToolDetail> = details
             .iter()
-            .filter(|d| d.agent == agent)
+            .filter(|d| *d.agent == *agent)
             .cloned()
             .collect();
         // Stable: the runs keep their order, each run's calls sorted.
-        let first: Vec<String> = theirs.iter().map(|d| d.path.clone()).collect();
+        let first: Vec<Arc<str>> = theirs.iter().map(|d| d.path.clone()).collect();
         theirs.sort_by_key(|d| {
             let run = first.iter().position(|p| *p == d.path).unwrap_or(0);
             (run, d.turn, d.index)

@@ -28,18 +28,21 @@ impl SpanContext {
     }
 
     /// The `traceparent` header naming this span:
-    /// `00-<trace id>-<span id>-<flags>`.
-    pub fn traceparent(&self) -> String {
-        // Written digit by digit into an array, then copied once: one is
-        // made for each request a provider is sent, and the iterator the
-        // hex codec writes through was most of its cost (design §7.9).
+    /// `00-<trace id>-<span id>-<flags>`, its 55 bytes (ASCII). Written
+    /// digit by digit into an array, not a string: one is made for each
+    /// request a provider is sent, whose header copies it once (design
+    /// §7.9).
+    pub fn traceparent(&self) -> [u8; TRACEPARENT_LEN] {
         let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
         crate::text::hex::encode_to_slice(&mut out[3..35], &self.trace_id);
         crate::text::hex::encode_to_slice(&mut out[36..52], &self.span_id);
         crate::text::hex::encode_to_slice(&mut out[53..55], &[self.flags]);
-        String::from_utf8(out.to_vec()).unwrap_or_default()
+        out
     }
 }
+
+/// A `traceparent` header's length, version `00`.
+pub const TRACEPARENT_LEN: usize = 55;
 
 /// `text` read as a W3C `traceparent`: version `00` exactly four fields (a
 /// later version: its first four, as the recommendation says), lowercase
@@ -119,7 +122,7 @@ mod tests {
     fn traceparent_is_read_strictly_and_written_back() {
         let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         let ctx = parse_traceparent(tp).unwrap();
-        assert_eq!(ctx.traceparent(), tp);
+        assert_eq!(&ctx.traceparent()[..], tp.as_bytes());
         assert!(ctx.remote);
         for bad in [
             "",

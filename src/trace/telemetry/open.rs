@@ -22,42 +22,29 @@ pub enum Slot<'a> {
     Tool(&'a str),
 }
 
-/// A span open, and the tool span its thread had open before it.
-#[derive(Debug)]
-pub struct Open {
-    pub span: Box<Span>,
-    pub outer: Option<Current>,
-}
-
-/// A tool span open on a thread: its context, its agent run's spans and
-/// its call's id (counted, shared with the span and the map).
-#[derive(Debug, Clone)]
-pub struct Current {
-    pub ctx: SpanContext,
-    pub spans: AgentSpans,
-    pub id: Arc<str>,
-}
-
-/// One agent run's spans open.
+/// One agent run's spans open, and the span it runs under.
 #[derive(Debug, Default)]
 pub struct Spans {
-    pub agent: Option<Open>,
-    pub chat: Option<Open>,
+    /// The `execute_tool` span of the `call_agent` call that runs it (a
+    /// sub-agent's), said by its caller as it starts it.
+    pub under: Option<SpanContext>,
+    pub agent: Option<Box<Span>>,
+    pub chat: Option<Box<Span>>,
     /// By call id: a fan-out's caller has hundreds open at once, which a
     /// list searched would make quadratic (measured). Made with the first.
-    tools: Option<HashMap<Arc<str>, Open>>,
+    tools: Option<HashMap<Arc<str>, Box<Span>>>,
 }
 
 impl Spans {
-    fn get(&mut self, slot: Slot) -> Option<&mut Open> {
+    fn get(&mut self, slot: Slot) -> Option<&mut Span> {
         match slot {
-            Slot::Agent => self.agent.as_mut(),
-            Slot::Chat => self.chat.as_mut(),
-            Slot::Tool(id) => self.tools.as_mut()?.get_mut(id),
+            Slot::Agent => self.agent.as_deref_mut(),
+            Slot::Chat => self.chat.as_deref_mut(),
+            Slot::Tool(id) => self.tools.as_mut()?.get_mut(id).map(|s| &mut **s),
         }
     }
 
-    fn take(&mut self, slot: Slot) -> Option<Open> {
+    fn take(&mut self, slot: Slot) -> Option<Box<Span>> {
         match slot {
             Slot::Agent => self.agent.take(),
             Slot::Chat => self.chat.take(),
@@ -65,47 +52,38 @@ impl Spans {
         }
     }
 
-    /// `open`, the tool span of the call `id` (its id shared, not copied);
-    /// the map, when it is made, with `keys`: made with keys of its own it
-    /// reads the thread's, which the first time on each of a fan-out's
-    /// helper threads asks the kernel for random bytes (measured).
-    pub fn put_tool(&mut self, id: Arc<str>, open: Open, keys: &RandomState) {
+    /// `span`, the tool span of the call `id` (its id shared with the
+    /// span's attribute, not copied); the map, when it is made, with
+    /// `keys`: made with keys of its own it reads the thread's, which the
+    /// first time on each of a fan-out's helper threads asks the kernel for
+    /// random bytes (measured).
+    pub fn put_tool(&mut self, id: Arc<str>, span: Box<Span>, keys: &RandomState) {
         self.tools
             .get_or_insert_with(|| HashMap::with_hasher(keys.clone()))
-            .insert(id, open);
+            .insert(id, span);
     }
 }
 
-/// An agent run's spans open, held by its place (and by the places cloned
-/// from it: the ledger's list of the runs going on, which ends them when
-/// the run is interrupted). Empty when no spans are exported.
-#[derive(Debug, Clone, Default)]
-pub struct AgentSpans(Option<Arc<Mutex<Spans>>>);
+/// An agent run's spans open, held by its place (and so by the clones of
+/// its place: the ledger's list of the runs going on, which ends them when
+/// the run is interrupted), in the place's own allocation: an agent run's
+/// spans cost no allocation of their own (design §7.9).
+#[derive(Debug, Default)]
+pub struct AgentSpans(Mutex<Spans>);
 
 impl AgentSpans {
-    /// A new agent run's: room for its spans when they are exported.
-    pub fn new() -> AgentSpans {
-        AgentSpans(super::export::exporter().map(|_| Arc::default()))
-    }
-
-    /// `f` on the spans open; `T`'s default when spans are not exported.
-    /// Not wrapped in an `Option`: each layer was one more copy of what
-    /// `f` returns at opt-level "z" (measured when an open span was moved
-    /// whole, before spans were boxed).
-    pub fn update<T: Default>(&self, f: impl FnOnce(&mut Spans) -> T) -> T {
-        match &self.0 {
-            Some(spans) => f(&mut spans.lock().unwrap_or_else(PoisonError::into_inner)),
-            None => T::default(),
-        }
+    /// `f` on the spans open.
+    pub fn update<T>(&self, f: impl FnOnce(&mut Spans) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// `f` on the span open in `slot`, if there is one.
-    pub fn with<T>(&self, slot: Slot, f: impl FnOnce(&mut Open) -> T) -> Option<T> {
+    pub fn with<T>(&self, slot: Slot, f: impl FnOnce(&mut Span) -> T) -> Option<T> {
         self.update(|s| s.get(slot).map(f))
     }
 
     /// The span open in `slot`, no longer open.
-    pub fn take(&self, slot: Slot) -> Option<Open> {
+    pub fn take(&self, slot: Slot) -> Option<Box<Span>> {
         self.update(|s| s.take(slot))
     }
 }

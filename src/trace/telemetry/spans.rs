@@ -5,21 +5,20 @@
 //! `execute_tool` on `tool_call` and `tool_result`. Spans open are keyed
 //! by the agent run's path (unique in a run) and a call's id.
 //!
-//! One link is not in the events and is kept per thread: a sub-agent runs
-//! on the thread of its caller's `call_agent` call, so the tool span open
-//! on the thread is its parent. The `traceparent` a provider's request
+//! One link is not in the events: the tool span a sub-agent runs under,
+//! which its caller says as it starts it ([`RunSpans::sub_agent`]). The
+//! `traceparent` a provider's request
 //! carries is its chat span's, asked for by the run ([`RunSpans::traceparent`])
 //! and set in the request.
 
-use std::cell::RefCell;
 use std::hash::RandomState;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::content;
-use super::context::SpanContext;
+use super::context::{SpanContext, TRACEPARENT_LEN};
 use super::export::Exporter;
-use super::open::{Current, Open, Slot};
+use super::open::Slot;
 use super::otlp::{AttrValue, Code, Kind, Name, SharedAttrs, Span};
 use super::own::Own;
 use super::shared::Shared;
@@ -38,10 +37,6 @@ pub struct RunSpans {
     keys: RandomState,
     /// The names, the run's id and the attribute lists its spans share.
     shared: Shared,
-}
-
-thread_local! {
-    static TOOL: RefCell<Option<Current>> = const { RefCell::new(None) };
 }
 
 fn now() -> u64 {
@@ -81,8 +76,8 @@ impl RunSpans {
 
     /// The `traceparent` of the chat span open for the agent run at
     /// `place`: what its request to the provider carries.
-    pub fn traceparent(&self, place: &Place) -> Option<String> {
-        place.spans.with(Slot::Chat, |o| o.span.ctx.traceparent())
+    pub fn traceparent(&self, place: &Place) -> Option<[u8; TRACEPARENT_LEN]> {
+        place.spans.with(Slot::Chat, |span| span.ctx.traceparent())
     }
 
     /// `event` of the run `run_id`, at `place`.
@@ -123,8 +118,10 @@ impl RunSpans {
             TraceEvent::ToolResult { call, result, .. } => {
                 self.tool_result(place, call, result, capture);
             }
-            TraceEvent::Tool { bytes, exit, .. } => {
-                on_current_tool(|span| {
+            TraceEvent::Tool {
+                id, bytes, exit, ..
+            } => {
+                place.spans.with(Slot::Tool(id), |span| {
                     span.set("axe.tool.bytes", int(*bytes));
                     if let Some(code) = exit {
                         span.set("process.exit.code", AttrValue::Int(i64::from(*code)));
@@ -175,11 +172,8 @@ impl RunSpans {
         }
         // Its parent read and the span put under one lock.
         place.spans.update(|o| {
-            place_under(
-                &mut span,
-                o.agent.as_ref().map(|a| a.span.ctx).or(self.parent),
-            );
-            o.chat = Some(Open { span, outer: None });
+            place_under(&mut span, o.agent.as_ref().map(|a| a.ctx).or(self.parent));
+            o.chat = Some(span);
         });
     }
 
@@ -220,29 +214,22 @@ impl RunSpans {
         result: &crate::provider::ToolResult,
         capture: bool,
     ) {
-        let Some(mut open) = place.spans.take(Slot::Tool(&call.id)) else {
+        let Some(mut span) = place.spans.take(Slot::Tool(&call.id)) else {
             return;
         };
-        TOOL.with(|t| *t.borrow_mut() = open.outer.take());
         if result.is_error {
             let first: String = result.content.chars().take(300).collect();
-            open.span.fail("tool_error", &first);
+            span.fail("tool_error", &first);
         }
         if capture {
             let text = crate::text::redact::redact(&result.content);
-            open.span.set("gen_ai.tool.call.result", s(&text));
+            span.set("gen_ai.tool.call.result", s(&text));
         }
-        self.close(open.span);
+        self.close(span);
     }
 
     fn run_start(&self, run_id: &str, place: &Place, provider: &str, model: &str) {
-        let parent = match place.depth {
-            0 => self.parent,
-            _ => TOOL
-                .with(|t| t.borrow().as_ref().map(|c| c.ctx))
-                .or(self.parent),
-        };
-        let parts = [place.agent.as_str(), provider, model, run_id];
+        let parts = [&*place.agent, provider, model, run_id];
         let (agent, shared) = self.shared.list("invoke_agent", &parts, [0; 3], |sh| {
             let agent = sh.name(&place.agent);
             let attrs = vec![
@@ -260,12 +247,14 @@ impl RunSpans {
             Kind::Internal,
             Some(shared),
         );
-        place_under(&mut span, parent);
-        span.add("axe.agent.path", s(&place.path));
+        span.add("axe.agent.path", AttrValue::Shared(place.path.clone()));
         span.add("axe.depth", int(u64::from(place.depth)));
-        place
-            .spans
-            .update(|o| o.agent = Some(Open { span, outer: None }));
+        // Under the tool span its caller said, or the run's parent; read
+        // and put under one lock.
+        place.spans.update(|o| {
+            place_under(&mut span, o.under.or(self.parent));
+            o.agent = Some(span);
+        });
     }
 
     fn tool_call(
@@ -309,21 +298,10 @@ impl RunSpans {
         if capture {
             span.add("gen_ai.tool.call.arguments", s(&content::arguments(call)));
         }
-        // Its parent read and the span put under one lock; the thread's
-        // note of it made in between (a sub-agent on this thread is under
-        // it).
+        // Its parent read and the span put under one lock.
         place.spans.update(|o| {
-            place_under(
-                &mut span,
-                o.agent.as_ref().map(|a| a.span.ctx).or(self.parent),
-            );
-            let current = Current {
-                ctx: span.ctx,
-                spans: place.spans.clone(),
-                id: id.clone(),
-            };
-            let outer = TOOL.with(|t| t.borrow_mut().replace(current));
-            o.put_tool(id, Open { span, outer }, &self.keys);
+            place_under(&mut span, o.agent.as_ref().map(|a| a.ctx).or(self.parent));
+            o.put_tool(id, span, &self.keys);
         });
     }
 
@@ -332,10 +310,10 @@ impl RunSpans {
         let (chat, agent) = place.spans.update(|o| (o.chat.take(), o.agent.take()));
         // A request cut short by a signal: its chat span ends with the run.
         if let Some(mut chat) = chat {
-            chat.span.fail("interrupted", "the run ended first");
-            self.close(chat.span);
+            chat.fail("interrupted", "the run ended first");
+            self.close(chat);
         }
-        let Some(Open { mut span, .. }) = agent else {
+        let Some(mut span) = agent else {
             return;
         };
         match end {
@@ -366,11 +344,18 @@ impl RunSpans {
     }
 
     fn with_open(&self, place: &Place, slot: Slot, f: impl FnOnce(&mut Span)) {
-        place.spans.with(slot, |o| f(&mut o.span));
+        place.spans.with(slot, f);
     }
 
     fn take(&self, place: &Place, slot: Slot) -> Option<Box<Span>> {
-        place.spans.take(slot).map(|o| o.span)
+        place.spans.take(slot)
+    }
+
+    /// The agent run at `child` is the sub-agent the call `call_id` of
+    /// the one at `caller` runs: its span goes under that call's.
+    pub fn sub_agent(&self, caller: &Place, call_id: &str, child: &Place) {
+        let under = caller.spans.with(Slot::Tool(call_id), |span| span.ctx);
+        child.spans.update(|o| o.under = under);
     }
 
     fn close(&self, mut span: Box<Span>) {
@@ -408,23 +393,14 @@ fn place_under(span: &mut Span, parent: Option<SpanContext>) {
     span.parent = parent;
 }
 
-/// `f` on the tool span open on this thread, if there is one (its key
-/// borrowed, not copied).
-fn on_current_tool(f: impl FnOnce(&mut Span)) {
-    TOOL.with(|t| {
-        if let Some(c) = t.borrow().as_ref() {
-            c.spans.with(Slot::Tool(&c.id), |o| f(&mut o.span));
-        }
-    });
-}
-
-/// Notes that the tool call running on this thread is an MCP server's
-/// `tool` (design §9.3): the MCP conventions' attributes on its span.
-pub fn mcp_call(spans: Option<&RunSpans>, server: &str, tool: &str) {
+/// Notes that the call `call_id` of the agent run at `place` is to an MCP
+/// server's `tool` (design §9.3): the MCP conventions' attributes on its
+/// span.
+pub fn mcp_call(spans: Option<&RunSpans>, place: &Place, call_id: &str, server: &str, tool: &str) {
     if spans.is_none() {
         return;
     }
-    on_current_tool(|span| {
+    place.spans.with(Slot::Tool(call_id), |span| {
         span.set("mcp.method.name", fixed("tools/call"));
         span.set("gen_ai.tool.type", fixed("extension"));
         span.set("axe.mcp.server", s(server));
