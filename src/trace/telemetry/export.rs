@@ -1,6 +1,6 @@
 //! The exporter (design §7.9): finished spans go into a bounded queue
-//! (a span that finds it full is dropped and counted, never waited for),
-//! and a thread of their own posts them in batches to the collector with
+//! without a lock (a span that finds it full is dropped and counted, never
+//! waited for), and a thread of their own posts them in batches to the collector with
 //! the blocking HTTP client. A run's spans wait for its end, and are
 //! posted from its own thread then, unless they fill half the queue or the
 //! run outlasts the linger: a short run starts no thread. A single run's
@@ -8,8 +8,8 @@
 //! flushed within a bound; a collector that is down or slow costs one
 //! warning, never the run.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,16 @@ pub const FLUSH_BOUND: Duration = Duration::from_secs(1);
 /// The process's exporter.
 pub struct Exporter {
     pub settings: Settings,
+    /// Spans ended and not yet posted, sent through a channel: a send
+    /// takes no lock (std's channel appends with atomics), where a fan-out's
+    /// helper threads, ending their spans at once, waited on one another in
+    /// the kernel for the queue's lock (measured, design §7.9).
+    tx: Sender<Box<Span>>,
+    rx: Mutex<Receiver<Box<Span>>>,
+    /// How many are in the channel: its bound, and a batch's fullness.
+    waiting: AtomicUsize,
+    /// When the first of them came (nanoseconds after [`epoch`]; 0: none).
+    since: AtomicU64,
     queue: Mutex<Queue>,
     /// Told when a batch is full or a flush is asked for: never per span,
     /// so that a span's end wakes no thread (design §7.9).
@@ -46,17 +56,29 @@ pub struct Exporter {
     client: OnceLock<Client>,
 }
 
-/// Spans waiting for the thread, and who waits for them to be posted.
+/// Who waits for the spans queued to be posted; its lock is also the one
+/// the thread waits under (a wake is sent holding it, so none is lost).
 #[derive(Default)]
 struct Queue {
-    #[allow(
-        clippy::vec_box,
-        reason = "a span is built boxed and moved as a pointer (otlp::Span)"
-    )]
-    spans: Vec<Box<Span>>,
-    /// When the first of `spans` came.
-    since: Option<Instant>,
     flushes: Vec<SyncSender<()>>,
+}
+
+/// Spans, as the queue hands them over.
+#[allow(
+    clippy::vec_box,
+    reason = "a span is built boxed and moved as a pointer (otlp::Span)"
+)]
+type Batch = Vec<Box<Span>>;
+
+/// The instant the exporter's times are counted from.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds since [`epoch`], never 0 (which says "none").
+fn stamp() -> u64 {
+    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX).max(1)
 }
 
 impl std::fmt::Debug for Exporter {
@@ -76,8 +98,14 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Export with `settings` from now on (the first call wins).
 pub fn start(settings: Settings) {
+    let (tx, rx) = channel();
+    epoch();
     let _ = EXPORTER.set(Exporter {
         settings,
+        tx,
+        rx: Mutex::new(rx),
+        waiting: AtomicUsize::new(0),
+        since: AtomicU64::new(0),
         queue: Mutex::default(),
         wake: Condvar::new(),
         thread: OnceLock::new(),
@@ -121,34 +149,59 @@ impl Exporter {
     /// run shorter than that posts at its end, [`finish`], from its own
     /// thread: a fan-out's threads then share the machine with no post).
     pub fn send(&'static self, span: Box<Span>) {
-        self.sent.store(true, Ordering::Relaxed);
-        let mut q = self.lock();
-        if q.spans.len() >= QUEUE {
-            drop(q);
+        // Read before written: a store by every span would pass the line
+        // between the cores.
+        if !self.sent.load(Ordering::Relaxed) {
+            self.sent.store(true, Ordering::Relaxed);
+        }
+        let before = self.waiting.fetch_add(1, Ordering::AcqRel);
+        if before >= QUEUE {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        // The first span of a batch wakes the thread once, to start its
-        // linger; a full batch, to post it.
-        let first = q.spans.is_empty();
+        // The receiver lives as long as the sender: this cannot fail.
+        let _ = self.tx.send(span);
+        // The first span of a batch starts its linger; it and a full
+        // batch wake the thread, once each.
+        let first = before == 0;
         if first {
-            q.since = Some(Instant::now());
-            q.spans.reserve(BATCH);
+            self.since.store(stamp(), Ordering::Release);
         }
-        q.spans.push(span);
-        let waiting = q.spans.len();
-        let full = waiting == BATCH;
-        let lingered = q.since.is_some_and(|t| t.elapsed() >= LINGER);
-        drop(q);
+        let waiting = before + 1;
+        let since = self.since.load(Ordering::Acquire);
+        let lingered = since != 0 && stamp().saturating_sub(since) >= LINGER.as_nanos() as u64;
         if self.thread.get().is_none() {
             let start = waiting >= QUEUE / 2 || lingered || !ONE_SHOT.load(Ordering::Relaxed);
             if !start {
                 return;
             }
             self.thread.get_or_init(|| self.spawn());
-            self.wake.notify_one();
-        } else if first || full {
-            self.wake.notify_one();
+            self.wake_thread();
+        } else if first || waiting == BATCH {
+            self.wake_thread();
+        }
+    }
+
+    /// Wakes the thread, holding the lock it checks its work under: it is
+    /// either before its check (and sees the work) or waiting (and woken).
+    fn wake_thread(&self) {
+        drop(self.lock());
+        self.wake.notify_one();
+    }
+
+    /// The spans queued, into `into` (in the order they came); the linger
+    /// starts again with the next.
+    fn drain(&self, into: &mut Batch) {
+        let rx = self.rx.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = into.len();
+        into.extend(rx.try_iter());
+        let n = into.len() - before;
+        if self.waiting.fetch_sub(n, Ordering::AcqRel) == n {
+            self.since.store(0, Ordering::Release);
+        } else {
+            // Some came while these were taken: they wait from now.
+            self.since.store(stamp(), Ordering::Release);
         }
     }
 
@@ -166,18 +219,17 @@ impl Exporter {
     /// waited [`LINGER`], or a flush; posts what is queued; says so to
     /// the flushes.
     fn work(&self) {
-        // The queue's Vec and this one change places at each post, so that
-        // neither is allocated again.
+        // Kept from post to post, so that it is not allocated again.
         let mut spans = Vec::new();
         loop {
             let mut q = self.lock();
             loop {
-                if !q.flushes.is_empty() || q.spans.len() >= BATCH {
+                if !q.flushes.is_empty() || self.waiting.load(Ordering::Acquire) >= BATCH {
                     break;
                 }
-                q = match q.since {
-                    None => self.wake.wait(q).unwrap_or_else(PoisonError::into_inner),
-                    Some(t) => match LINGER.checked_sub(t.elapsed()) {
+                q = match self.since.load(Ordering::Acquire) {
+                    0 => self.wake.wait(q).unwrap_or_else(PoisonError::into_inner),
+                    t => match LINGER.checked_sub(Duration::from_nanos(stamp().saturating_sub(t))) {
                         Some(left) if !left.is_zero() => {
                             self.wake
                                 .wait_timeout(q, left)
@@ -188,10 +240,9 @@ impl Exporter {
                     },
                 };
             }
-            std::mem::swap(&mut spans, &mut q.spans);
             let flushes = std::mem::take(&mut q.flushes);
-            q.since = None;
             drop(q);
+            self.drain(&mut spans);
             for batch in spans.chunks(BATCH) {
                 self.post(batch, self.settings.timeout);
             }
@@ -299,12 +350,10 @@ impl Client {
 /// its answer read at exit; its spans kept, for a post through ureq should
 /// none of the request have gone.
 struct Early {
-    #[allow(
-        clippy::vec_box,
-        reason = "a span is built boxed and moved as a pointer (otlp::Span)"
-    )]
-    spans: Vec<Box<Span>>,
-    exchange: Exchange,
+    spans: Batch,
+    /// None when the request could not be written by hand: posted through
+    /// ureq at exit, as a request none of which went.
+    exchange: Option<Exchange>,
 }
 
 static EARLY: Mutex<Option<Early>> = Mutex::new(None);
@@ -328,28 +377,33 @@ pub fn ended() {
     let Some(start) = direct.start() else {
         return;
     };
-    let mut q = e.lock();
-    if q.spans.is_empty() || q.spans.len() > BATCH {
+    let queued = e.waiting.load(Ordering::Acquire);
+    if queued == 0 || queued > BATCH {
         return;
     }
     let Some(stream) = direct.take_open() else {
         return;
     };
+    let mut spans = Vec::with_capacity(queued);
+    e.drain(&mut spans);
     let s = &e.settings;
     let mut body = e.body.lock().unwrap_or_else(PoisonError::into_inner);
     let kind = if s.json {
-        otlp::json(&s.resource, &q.spans, &mut body);
+        otlp::json(&s.resource, &spans, &mut body);
         "application/json"
     } else {
-        otlp::protobuf(&s.resource, &q.spans, &mut body);
+        otlp::protobuf(&s.resource, &spans, &mut body);
         "application/x-protobuf"
     };
     let Some(head) = oneshot::head(start, kind, body.len(), &s.headers) else {
+        // Posted at exit instead, through ureq.
+        *EARLY.lock().unwrap_or_else(PoisonError::into_inner) = Some(Early {
+            spans,
+            exchange: None,
+        });
         return;
     };
-    let exchange = Exchange::start(stream, &head, &body);
-    let spans = std::mem::take(&mut q.spans);
-    q.since = None;
+    let exchange = Some(Exchange::start(stream, &head, &body));
     *EARLY.lock().unwrap_or_else(PoisonError::into_inner) = Some(Early { spans, exchange });
 }
 
@@ -375,7 +429,8 @@ pub fn finish() {
         let _ = rx.recv_timeout(until.saturating_duration_since(Instant::now()));
     } else {
         // A run that started no thread: its spans are posted from here.
-        let spans = std::mem::take(&mut e.lock().spans);
+        let mut spans = Vec::new();
+        e.drain(&mut spans);
         for batch in spans.chunks(BATCH) {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -405,7 +460,11 @@ impl Early {
             std::mem::forget(spans);
             return;
         }
-        let failed = match exchange.answer(until) {
+        let answer = match exchange {
+            Some(exchange) => exchange.answer(until),
+            None => Err(Failed::NotSent),
+        };
+        let failed = match answer {
             Ok(status) if (200..300).contains(&status) => None,
             Ok(status) => Some(format!("HTTP {status}")),
             Err(Failed::Post(why)) => Some(why),
@@ -427,3 +486,7 @@ impl Early {
         std::mem::forget(spans);
     }
 }
+
+#[cfg(test)]
+#[path = "export_tests.rs"]
+mod tests;
