@@ -236,9 +236,10 @@ pub fn spend_tokens(budgets: &[Arc<Budget>], input: u64, output: u64, cost: u64)
 impl Ledger {
     /// A tree that traces nothing (the library's and the tests' default).
     pub fn new() -> Ledger {
+        let run_id = new_run_id();
         Ledger {
-            run_id: new_run_id(),
-            spans: crate::trace::telemetry::run_spans(None),
+            spans: crate::trace::telemetry::run_spans(&run_id, None),
+            run_id,
             ..Ledger::default()
         }
     }
@@ -280,7 +281,7 @@ impl Ledger {
             trace.write(event.line(&self.run_id, place, turn, self.bodies));
         }
         if let Some(spans) = &self.spans {
-            spans.event(&self.run_id, place, &event);
+            spans.event(place, &event);
         }
     }
 
@@ -288,7 +289,7 @@ impl Ledger {
     /// `TRACEPARENT`, a served request's `traceparent`; design §7.9).
     #[must_use]
     pub fn joined(mut self, parent: Option<crate::trace::telemetry::SpanContext>) -> Ledger {
-        self.spans = crate::trace::telemetry::run_spans(parent);
+        self.spans = crate::trace::telemetry::run_spans(&self.run_id, parent);
         self
     }
 
@@ -368,9 +369,11 @@ impl Ledger {
     /// An agent run is sending request number `turn`.
     pub fn record_turn(&self, place: &Place, turn: u32) {
         self.with_usage(&place.agent, |u| u.turns += 1);
-        // By path, newest first: from the oldest, N = 256 took 27 k compares.
+        // The same place (not one with the same path: two served requests
+        // to one agent are two runs at one path), newest first: from the
+        // oldest, N = 256 took 27 k compares.
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(r) = running.iter_mut().rfind(|r| r.place.path == place.path) {
+        if let Some(r) = running.iter_mut().rfind(|r| r.place.is(place)) {
             r.turn = turn;
         }
         drop(running);
@@ -405,7 +408,9 @@ impl Ledger {
         // Swapped out, not removed: the list's order means nothing (the
         // views sort it), and a removal moved every entry after it, which
         // in a 256-way fan-out was 0.5-1.4 M instructions (callgrind).
-        if let Some(i) = running.iter().position(|r| r.place.path == place.path) {
+        // Found by identity, a pointer's compare: by path, a fan-out's
+        // 256 ends compared ~10 k paths byte by byte (callgrind).
+        if let Some(i) = running.iter().position(|r| r.place.is(place)) {
             running.swap_remove(i);
         }
         drop(running);

@@ -50,6 +50,12 @@ impl Place {
         }))
     }
 
+    /// Whether `other` is this place (a clone of it), not merely one at
+    /// the same path.
+    pub fn is(&self, other: &Place) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// The top-level agent.
     pub fn root(agent: &str) -> Place {
         let agent: Arc<str> = agent.into();
@@ -111,7 +117,9 @@ mod tests {
         let long = "x".repeat(300);
         let deep = Place::new("x", &long, 3).child("y", 10);
         assert_eq!(*deep.path, format!("{long}/y#10"));
-        // A clone is the same place, and again() an equal one.
+        // A clone is the same place, and again() an equal one but not it.
+        assert!(deep.clone().is(&deep));
         assert_eq!(deep.clone(), deep.again());
+        assert!(!deep.again().is(&deep));
     }
 }

@@ -78,7 +78,9 @@ fn epoch() -> Instant {
 
 /// Nanoseconds since [`epoch`], never 0 (which says "none").
 fn stamp() -> u64 {
-    u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX).max(1)
+    u64::try_from(epoch().elapsed().as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1)
 }
 
 impl std::fmt::Debug for Exporter {
@@ -229,15 +231,17 @@ impl Exporter {
                 }
                 q = match self.since.load(Ordering::Acquire) {
                     0 => self.wake.wait(q).unwrap_or_else(PoisonError::into_inner),
-                    t => match LINGER.checked_sub(Duration::from_nanos(stamp().saturating_sub(t))) {
-                        Some(left) if !left.is_zero() => {
-                            self.wake
-                                .wait_timeout(q, left)
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .0
+                    t => {
+                        match LINGER.checked_sub(Duration::from_nanos(stamp().saturating_sub(t))) {
+                            Some(left) if !left.is_zero() => {
+                                self.wake
+                                    .wait_timeout(q, left)
+                                    .unwrap_or_else(PoisonError::into_inner)
+                                    .0
+                            }
+                            _ => break,
                         }
-                        _ => break,
-                    },
+                    }
                 };
             }
             let flushes = std::mem::take(&mut q.flushes);

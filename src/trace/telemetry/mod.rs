@@ -36,10 +36,10 @@ pub fn init(file: &TelemetrySettings) -> Result<(), String> {
     Ok(())
 }
 
-/// The spans of a new run under `parent` (another process's span), when
-/// spans are exported.
-pub fn run_spans(parent: Option<SpanContext>) -> Option<RunSpans> {
-    export::exporter().map(|e| RunSpans::new(e, parent))
+/// The spans of the new run `run_id` under `parent` (another process's
+/// span), when spans are exported.
+pub fn run_spans(run_id: &str, parent: Option<SpanContext>) -> Option<RunSpans> {
+    export::exporter().map(|e| RunSpans::new(e, run_id, parent))
 }
 
 /// `TRACEPARENT`, for a run that joins its caller's trace: `None` when it

@@ -7,7 +7,7 @@
 //! was open, and a wide fan-out's open spans were most of export's memory
 //! and of its cost (measured, design §7.9).
 
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use super::otlp::{AttrValue, SharedAttrs};
 
@@ -16,10 +16,10 @@ use super::otlp::{AttrValue, SharedAttrs};
 const KEPT: usize = 32;
 
 /// What a run's spans share.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
-    /// The run's id (a ledger has one; another is copied).
-    run_id: OnceLock<Arc<str>>,
+    /// The run's id: a ledger's spans are of its one run.
+    run_id: Arc<str>,
     /// Read far more often than written (a fan-out's threads all look up
     /// the same few), so under locks they read at once: a mutex here made
     /// them wait on one another in the kernel (measured, design §7.9).
@@ -88,19 +88,24 @@ impl Shared {
         }
     }
 
-    /// `axe.run_id`: the run's id, shared.
-    pub fn run_id(&self, run_id: &str) -> AttrValue {
-        let shared = self.run_id.get_or_init(|| Arc::from(run_id));
-        match &**shared == run_id {
-            true => AttrValue::Shared(shared.clone()),
-            false => AttrValue::Str(run_id.into()),
+    /// The run `run_id`'s.
+    pub fn new(run_id: &str) -> Shared {
+        Shared {
+            run_id: run_id.into(),
+            names: RwLock::default(),
+            lists: RwLock::default(),
         }
+    }
+
+    /// `axe.run_id`: the run's id, shared.
+    pub fn run_id(&self) -> AttrValue {
+        AttrValue::Shared(self.run_id.clone())
     }
 
     /// The attributes the spans of `op` made of `parts` and `nums` share,
     /// and what their names are of: the list kept, else `make`'s (kept
     /// while there is room). Everything a list says must be in `parts`
-    /// and `nums`.
+    /// and `nums`, but the run's id (the same in every list of a run).
     pub fn list(
         &self,
         op: &'static str,
@@ -143,7 +148,7 @@ mod tests {
     /// A list is shared only by spans made of the same parts and numbers.
     #[test]
     fn a_list_is_shared_by_what_it_was_made_of() {
-        let shared = Shared::default();
+        let shared = Shared::new("r");
         let made = std::cell::Cell::new(0);
         let get = |parts: &[&str], nums| {
             shared.list("chat", parts, nums, |s| {

@@ -60,12 +60,13 @@ fn int(v: u64) -> AttrValue {
 }
 
 impl RunSpans {
-    pub fn new(exporter: &'static Exporter, parent: Option<SpanContext>) -> RunSpans {
+    /// The spans of the run `run_id`, under `parent`.
+    pub fn new(exporter: &'static Exporter, run_id: &str, parent: Option<SpanContext>) -> RunSpans {
         RunSpans {
             exporter,
             parent,
             keys: RandomState::new(),
-            shared: Shared::default(),
+            shared: Shared::new(run_id),
         }
     }
 
@@ -80,15 +81,15 @@ impl RunSpans {
         place.spans.with(Slot::Chat, |span| span.ctx.traceparent())
     }
 
-    /// `event` of the run `run_id`, at `place`.
-    pub fn event(&self, run_id: &str, place: &Place, event: &TraceEvent) {
+    /// `event` of the run, at `place`.
+    pub fn event(&self, place: &Place, event: &TraceEvent) {
         let capture = self.exporter.settings.capture;
         match event {
             TraceEvent::RunStart {
                 provider, model, ..
-            } => self.run_start(run_id, place, provider, model),
+            } => self.run_start(place, provider, model),
             TraceEvent::Request { provider, request } => {
-                self.chat_start(run_id, place, &provider.name, request, capture);
+                self.chat_start(place, &provider.name, request, capture);
             }
             TraceEvent::Retry { .. } => self.with_open(place, Slot::Chat, |span| {
                 let n = match span.attrs.iter().find(|(k, _)| *k == "axe.retries") {
@@ -113,7 +114,7 @@ impl RunSpans {
                 });
             }
             TraceEvent::ToolCall { call, agent_called } => {
-                self.tool_call(run_id, place, call, agent_called, capture);
+                self.tool_call(place, call, agent_called, capture);
             }
             TraceEvent::ToolResult { call, result, .. } => {
                 self.tool_result(place, call, result, capture);
@@ -135,7 +136,6 @@ impl RunSpans {
 
     fn chat_start(
         &self,
-        run_id: &str,
         place: &Place,
         provider: &str,
         request: &crate::provider::Request,
@@ -147,7 +147,7 @@ impl RunSpans {
             u64::from(t.is_some()),
             t.map_or(0, f64::to_bits),
         ];
-        let parts = [request.model.as_str(), provider, run_id];
+        let parts = [request.model.as_str(), provider];
         let (model, shared) = self.shared.list("chat", &parts, nums, |sh| {
             let model = sh.name(&request.model);
             let mut attrs = vec![
@@ -161,7 +161,7 @@ impl RunSpans {
             if let Some(t) = t {
                 attrs.push(("gen_ai.request.temperature", AttrValue::Double(t)));
             }
-            attrs.push(("axe.run_id", sh.run_id(run_id)));
+            attrs.push(("axe.run_id", sh.run_id()));
             (model, attrs)
         });
         // Its own: the usage, the reasons, the retries, the response's id
@@ -228,8 +228,8 @@ impl RunSpans {
         self.close(span);
     }
 
-    fn run_start(&self, run_id: &str, place: &Place, provider: &str, model: &str) {
-        let parts = [&*place.agent, provider, model, run_id];
+    fn run_start(&self, place: &Place, provider: &str, model: &str) {
+        let parts = [&*place.agent, provider, model];
         let (agent, shared) = self.shared.list("invoke_agent", &parts, [0; 3], |sh| {
             let agent = sh.name(&place.agent);
             let attrs = vec![
@@ -237,7 +237,7 @@ impl RunSpans {
                 ("gen_ai.agent.name", AttrValue::Shared(agent.clone())),
                 ("gen_ai.provider.name", sh.provider(provider)),
                 ("gen_ai.request.model", sh.value(model)),
-                ("axe.run_id", sh.run_id(run_id)),
+                ("axe.run_id", sh.run_id()),
             ];
             (agent, attrs)
         });
@@ -259,19 +259,18 @@ impl RunSpans {
 
     fn tool_call(
         &self,
-        run_id: &str,
         place: &Place,
         call: &crate::provider::ToolCall,
         agent_called: &str,
         capture: bool,
     ) {
-        let parts = [call.name.as_str(), agent_called, run_id];
+        let parts = [call.name.as_str(), agent_called];
         let (tool, shared) = self.shared.list("execute_tool", &parts, [0; 3], |sh| {
             let tool = sh.name(&call.name);
             let mut attrs = vec![
                 ("gen_ai.operation.name", fixed("execute_tool")),
                 ("gen_ai.tool.name", AttrValue::Shared(tool.clone())),
-                ("axe.run_id", sh.run_id(run_id)),
+                ("axe.run_id", sh.run_id()),
             ];
             if !agent_called.is_empty() {
                 attrs.push(("axe.agent_called", sh.value(agent_called)));
