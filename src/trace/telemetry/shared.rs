@@ -7,7 +7,8 @@
 //! was open, and a wide fan-out's open spans were most of export's memory
 //! and of its cost (measured, design §7.9).
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::otlp::{AttrValue, SharedAttrs};
 
@@ -21,10 +22,54 @@ pub struct Shared {
     /// The run's id: a ledger's spans are of its one run.
     run_id: Arc<str>,
     /// Read far more often than written (a fan-out's threads all look up
-    /// the same few), so under locks they read at once: a mutex here made
-    /// them wait on one another in the kernel (measured, design §7.9).
-    names: RwLock<Vec<Arc<str>>>,
-    lists: RwLock<Vec<List>>,
+    /// the same few), so read without a lock: a mutex here made them wait
+    /// on one another in the kernel, and a read lock is a write to memory
+    /// every core shares (measured, design §7.9).
+    names: Kept<Arc<str>>,
+    lists: Kept<List>,
+}
+
+/// Up to [`KEPT`] values, added and never removed: read without a lock
+/// (each slot set once), added to under one.
+#[derive(Debug)]
+struct Kept<T> {
+    slots: Box<[OnceLock<T>]>,
+    /// How many slots are set: those before it are.
+    len: AtomicUsize,
+    adding: Mutex<()>,
+}
+
+impl<T> Kept<T> {
+    fn new() -> Kept<T> {
+        Kept {
+            slots: (0..KEPT).map(|_| OnceLock::new()).collect(),
+            len: AtomicUsize::new(0),
+            adding: Mutex::new(()),
+        }
+    }
+
+    /// The first value kept that `is`.
+    fn find(&self, is: impl Fn(&T) -> bool) -> Option<&T> {
+        let set = &self.slots[..self.len.load(Ordering::Acquire)];
+        set.iter().filter_map(OnceLock::get).find(|t| is(t))
+    }
+
+    /// The first value kept that `is`, else `made` kept (the one given
+    /// back, when there is no room left).
+    fn find_or_add(&self, is: impl Fn(&T) -> bool, made: T) -> Result<&T, T> {
+        let _adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = self.find(&is) {
+            return Ok(t);
+        }
+        let n = self.len.load(Ordering::Acquire);
+        let Some(slot) = self.slots.get(n) else {
+            return Err(made);
+        };
+        // Empty: slots are set only here, in order, under the lock.
+        let kept = slot.get_or_init(|| made);
+        self.len.store(n + 1, Ordering::Release);
+        Ok(kept)
+    }
 }
 
 /// An attribute list spans share, and what it was made of.
@@ -57,21 +102,14 @@ pub type Made = (Arc<str>, Vec<(&'static str, AttrValue)>);
 impl Shared {
     /// `v`, one of the names spans repeat: shared with the spans before.
     pub fn name(&self, v: &str) -> Arc<str> {
-        let find = |names: &[Arc<str>]| names.iter().find(|n| &***n == v).cloned();
-        let names = self.names.read().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = find(&names) {
-            return n;
+        let is = |n: &Arc<str>| **n == *v;
+        if let Some(n) = self.names.find(is) {
+            return n.clone();
         }
-        drop(names);
-        let mut names = self.names.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = find(&names) {
-            return n;
+        match self.names.find_or_add(is, Arc::from(v)) {
+            Ok(kept) => kept.clone(),
+            Err(made) => made,
         }
-        let n: Arc<str> = Arc::from(v);
-        if names.len() < KEPT {
-            names.push(n.clone());
-        }
-        n
     }
 
     /// `v`, one of the names spans repeat, as an attribute's value.
@@ -92,8 +130,8 @@ impl Shared {
     pub fn new(run_id: &str) -> Shared {
         Shared {
             run_id: run_id.into(),
-            names: RwLock::default(),
-            lists: RwLock::default(),
+            names: Kept::new(),
+            lists: Kept::new(),
         }
     }
 
@@ -113,31 +151,23 @@ impl Shared {
         nums: [u64; 3],
         make: impl FnOnce(&Shared) -> Made,
     ) -> (Arc<str>, Arc<SharedAttrs>) {
-        let find = |lists: &[List]| {
-            let l = lists.iter().find(|l| l.is(op, parts, nums))?;
-            Some((l.of.clone(), l.attrs.clone()))
-        };
-        let lists = self.lists.read().unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = find(&lists) {
-            return found;
+        let is = |l: &List| l.is(op, parts, nums);
+        let found = |l: &List| (l.of.clone(), l.attrs.clone());
+        if let Some(l) = self.lists.find(is) {
+            return found(l);
         }
-        drop(lists);
         let (of, attrs) = make(self);
-        let attrs = Arc::new(SharedAttrs::new(attrs));
-        let mut lists = self.lists.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = find(&lists) {
-            return found;
+        let made = List {
+            op,
+            parts: parts.iter().map(|p| Box::from(*p)).collect(),
+            nums,
+            of,
+            attrs: Arc::new(SharedAttrs::new(attrs)),
+        };
+        match self.lists.find_or_add(is, made) {
+            Ok(kept) => found(kept),
+            Err(made) => (made.of, made.attrs),
         }
-        if lists.len() < KEPT {
-            lists.push(List {
-                op,
-                parts: parts.iter().map(|p| Box::from(*p)).collect(),
-                nums,
-                of: of.clone(),
-                attrs: attrs.clone(),
-            });
-        }
-        (of, attrs)
     }
 }
 
@@ -166,5 +196,19 @@ mod tests {
         assert_eq!(made.get(), 3);
         assert_eq!(c.list[0].1, AttrValue::Shared("anthropic".into()));
         assert!(!Arc::ptr_eq(&a, &d));
+    }
+
+    /// Past its room a name is made for each span, not kept; those kept
+    /// stay shared.
+    #[test]
+    fn past_the_room_a_name_is_made_not_kept() {
+        let shared = Shared::new("r");
+        for i in 0..KEPT {
+            shared.name(&i.to_string());
+        }
+        let (a, b) = (shared.name("late"), shared.name("late"));
+        assert_eq!(&*a, "late");
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(Arc::ptr_eq(&shared.name("0"), &shared.name("0")));
     }
 }
