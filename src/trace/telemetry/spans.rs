@@ -2,14 +2,13 @@
 //! ledger hands each event here as it writes the trace, and a span opens
 //! and closes on the events that bound it — `invoke_agent` on `run_start`
 //! and `run_end`, `chat` on `request` and `response` or `error`,
-//! `execute_tool` on `tool_call` and `tool_result`. Spans open are keyed
-//! by the agent run's path (unique in a run) and a call's id.
+//! `execute_tool` on `tool_call` and `tool_result`. Spans open are held
+//! by the agent run's place (`open.rs`), a tool call's by its id.
 //!
 //! One link is not in the events: the tool span a sub-agent runs under,
 //! which its caller says as it starts it ([`RunSpans::sub_agent`]). The
-//! `traceparent` a provider's request
-//! carries is its chat span's, asked for by the run ([`RunSpans::traceparent`])
-//! and set in the request.
+//! `traceparent` a provider's request carries is its chat span's, asked
+//! for by the run ([`RunSpans::traceparent`]) and set in the request.
 
 use std::hash::RandomState;
 use std::sync::Arc;
