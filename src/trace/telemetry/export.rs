@@ -1,12 +1,12 @@
 //! The exporter (design §7.9): finished spans go into a bounded queue
 //! without a lock (a span that finds it full is dropped and counted, never
-//! waited for), and a thread of their own posts them in batches to the collector with
-//! the blocking HTTP client. A run's spans wait for its end, and are
-//! posted from its own thread then, unless they fill half the queue or the
-//! run outlasts the linger: a short run starts no thread. A single run's
-//! are written as its last span ends, their answer read at exit ([`ended`]). At exit the queue is
-//! flushed within a bound; a collector that is down or slow costs one
-//! warning, never the run.
+//! waited for), and a thread of their own posts them in batches to the
+//! collector with the blocking HTTP client. A run's spans wait for its end
+//! and are posted from its own thread then, unless they fill half the
+//! queue or the run outlasts the linger: a short run starts no thread. A
+//! single run's are written as its last span ends, their answer read at
+//! exit ([`ended`]). At exit the queue is flushed within a bound; a
+//! collector that is down or slow costs one warning, never the run.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
@@ -78,9 +78,8 @@ fn epoch() -> Instant {
 
 /// Nanoseconds since [`epoch`], never 0 (which says "none").
 fn stamp() -> u64 {
-    u64::try_from(epoch().elapsed().as_nanos())
-        .unwrap_or(u64::MAX)
-        .max(1)
+    let nanos = epoch().elapsed().as_nanos();
+    u64::try_from(nanos).unwrap_or(u64::MAX).max(1)
 }
 
 impl std::fmt::Debug for Exporter {
@@ -100,22 +99,8 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Export with `settings` from now on (the first call wins).
 pub fn start(settings: Settings) {
-    let (tx, rx) = channel();
     epoch();
-    let _ = EXPORTER.set(Exporter {
-        settings,
-        tx,
-        rx: Mutex::new(rx),
-        waiting: AtomicUsize::new(0),
-        since: AtomicU64::new(0),
-        queue: Mutex::default(),
-        wake: Condvar::new(),
-        thread: OnceLock::new(),
-        sent: AtomicBool::new(false),
-        dropped: AtomicU64::new(0),
-        body: Mutex::default(),
-        client: OnceLock::new(),
-    });
+    let _ = EXPORTER.set(Exporter::new(settings));
 }
 
 /// The exporter, when spans are exported.
@@ -136,6 +121,24 @@ pub fn deadline(at: Instant) {
 }
 
 impl Exporter {
+    fn new(settings: Settings) -> Exporter {
+        let (tx, rx) = channel();
+        Exporter {
+            settings,
+            tx,
+            rx: Mutex::new(rx),
+            waiting: AtomicUsize::new(0),
+            since: AtomicU64::new(0),
+            queue: Mutex::default(),
+            wake: Condvar::new(),
+            thread: OnceLock::new(),
+            sent: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+            body: Mutex::default(),
+            client: OnceLock::new(),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }

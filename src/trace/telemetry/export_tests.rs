@@ -9,28 +9,14 @@ use crate::trace::telemetry::own::Own;
 /// An exporter of its own, whose thread counts as started (none is), so
 /// that nothing takes the spans but the test.
 fn exporter() -> &'static Exporter {
-    let (tx, rx) = channel();
-    let e = Box::leak(Box::new(Exporter {
-        settings: Settings {
-            url: "http://127.0.0.1:9/v1/traces".into(),
-            json: false,
-            headers: Vec::new(),
-            resource: Resource::default(),
-            capture: false,
-            timeout: Duration::from_secs(1),
-        },
-        tx,
-        rx: Mutex::new(rx),
-        waiting: AtomicUsize::new(0),
-        since: AtomicU64::new(0),
-        queue: Mutex::default(),
-        wake: Condvar::new(),
-        thread: OnceLock::new(),
-        sent: AtomicBool::new(false),
-        dropped: AtomicU64::new(0),
-        body: Mutex::default(),
-        client: OnceLock::new(),
-    }));
+    let e = Box::leak(Box::new(Exporter::new(Settings {
+        url: "http://127.0.0.1:9/v1/traces".into(),
+        json: false,
+        headers: Vec::new(),
+        resource: Resource::default(),
+        capture: false,
+        timeout: Duration::from_secs(1),
+    })));
     let _ = e.thread.set(());
     e
 }
