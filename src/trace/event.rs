@@ -77,9 +77,9 @@ pub enum TraceEvent<'a> {
         result: &'a ToolResult,
         took: Duration,
     },
-    /// `tool`: a built-in tool (design §8.1) ran for `took`: its name, its
-    /// arguments in one short line, the bytes it handled, a command's exit
-    /// status, and its error when it failed.
+    /// `tool`: a built-in tool (design §8.1) or an MCP server's (§9.3) ran
+    /// for `took`: its name, its arguments in one short line, the bytes it
+    /// handled, a command's exit status, and its error when it failed.
     Tool {
         /// The call's id (its span's key, design §7.9; not in the trace).
         id: &'a str,
