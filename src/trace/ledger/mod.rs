@@ -430,7 +430,8 @@ impl Ledger {
             .clone()
     }
 
-    /// The agents running now, in order of start.
+    /// The agent runs going on now, in no order (a run that ends is
+    /// swapped out; the views sort them).
     pub fn running(&self) -> Vec<Running> {
         self.running
             .lock()

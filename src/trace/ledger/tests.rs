@@ -99,3 +99,19 @@ fn a_tool_detail_is_redacted_before_it_is_cut() {
     assert!(!d.output.contains("sk-led"), "{}", &d.output[4080..]);
     assert!(d.output.contains("[cut: "));
 }
+
+/// Two runs at one path (two requests served to one agent) are two runs:
+/// each ends its own entry, and a turn is counted on its own.
+#[test]
+fn runs_at_one_path_are_told_apart_by_their_place() {
+    let ledger = Ledger::new();
+    let (first, second) = (Place::root("lead"), Place::root("lead"));
+    ledger.record_start(&first);
+    ledger.record_start(&second);
+    ledger.record_turn(&first, 3);
+    ledger.record_end(&first, Duration::from_millis(1), false);
+    let running = ledger.running();
+    assert_eq!(running.len(), 1);
+    assert!(running[0].place.is(&second));
+    assert_eq!(running[0].turn, 0, "the turn was the other run's");
+}
