@@ -12,9 +12,9 @@ pub(super) fn run(call: &ToolCall, index: usize, caller: &Caller) -> ToolResult 
     let Some(bound) = caller.mcp.iter().find(|b| b.wire == call.name) else {
         return super::error_result(call, format!("Unknown tool: \"{}\"", call.name));
     };
-    let (ctx, spans) = (caller.ctx, caller.ctx.ledger.spans());
-    let (server, tool) = (&bound.server.name, &bound.tool);
-    crate::trace::telemetry::mcp_call(spans, &ctx.place, &call.id, server, tool);
+    if let Some(spans) = caller.ctx.ledger.spans() {
+        spans.mcp_call(&caller.ctx.place, &call.id, &bound.server.name, &bound.tool);
+    }
     super::reported::run(call, index, caller, || {
         let arguments = call.arguments_object();
         let done = bound

@@ -22,7 +22,7 @@ pub use context::{SpanContext, parse_traceparent};
 pub use export::{FLUSH_BOUND, deadline, ended, finish};
 pub use open::AgentSpans;
 pub use settings::TelemetrySettings;
-pub use spans::{RunSpans, Workflow, mcp_call};
+pub use spans::{RunSpans, Workflow};
 
 /// Export as config.toml's `[telemetry]` and the `OTEL_*` variables say;
 /// a setting axe cannot follow is the returned warning, and nothing is

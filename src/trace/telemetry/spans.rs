@@ -90,27 +90,29 @@ impl RunSpans {
             TraceEvent::Request { provider, request } => {
                 self.chat_start(place, &provider.name, request, capture);
             }
-            TraceEvent::Retry { .. } => self.with_open(place, Slot::Chat, |span| {
-                let n = match span.attrs.iter().find(|(k, _)| *k == "axe.retries") {
-                    Some((_, AttrValue::Int(n))) => *n,
-                    _ => 0,
-                };
-                span.set("axe.retries", AttrValue::Int(n + 1));
-            }),
+            TraceEvent::Retry { .. } => {
+                place.spans.with(Slot::Chat, |span| {
+                    let n = match span.attrs.iter().find(|(k, _)| *k == "axe.retries") {
+                        Some((_, AttrValue::Int(n))) => *n,
+                        _ => 0,
+                    };
+                    span.set("axe.retries", AttrValue::Int(n + 1));
+                });
+            }
             TraceEvent::Response {
                 response: r, cost, ..
             } => self.chat_end(place, r, *cost, capture),
             TraceEvent::Error { error, request } => {
                 let kind = crate::trace::event::error_kind(error);
                 if request.is_some() {
-                    if let Some(mut span) = self.take(place, Slot::Chat) {
+                    if let Some(mut span) = place.spans.take(Slot::Chat) {
                         span.fail(&kind, &error.to_string());
                         self.close(span);
                     }
                 }
-                self.with_open(place, Slot::Agent, |span| {
-                    span.fail(&kind, &error.to_string())
-                });
+                place
+                    .spans
+                    .with(Slot::Agent, |span| span.fail(&kind, &error.to_string()));
             }
             TraceEvent::ToolCall { call, agent_called } => {
                 self.tool_call(place, call, agent_called, capture);
@@ -177,7 +179,7 @@ impl RunSpans {
     }
 
     fn chat_end(&self, place: &Place, r: &crate::provider::Response, cost: Cost, capture: bool) {
-        let Some(mut span) = self.take(place, Slot::Chat) else {
+        let Some(mut span) = place.spans.take(Slot::Chat) else {
             return;
         };
         span.add("gen_ai.usage.input_tokens", int(r.input_tokens));
@@ -341,19 +343,23 @@ impl RunSpans {
         self.close(span);
     }
 
-    fn with_open(&self, place: &Place, slot: Slot, f: impl FnOnce(&mut Span)) {
-        place.spans.with(slot, f);
-    }
-
-    fn take(&self, place: &Place, slot: Slot) -> Option<Box<Span>> {
-        place.spans.take(slot)
-    }
-
     /// The agent run at `child` is the sub-agent the call `call_id` of
     /// the one at `caller` runs: its span goes under that call's.
     pub fn sub_agent(&self, caller: &Place, call_id: &str, child: &Place) {
         let under = caller.spans.with(Slot::Tool(call_id), |span| span.ctx);
         child.spans.update(|o| o.under = under);
+    }
+
+    /// Notes that the call `call_id` of the agent run at `place` is to an
+    /// MCP server's `tool` (design §9.3): the MCP conventions' attributes
+    /// on its span.
+    pub fn mcp_call(&self, place: &Place, call_id: &str, server: &str, tool: &str) {
+        place.spans.with(Slot::Tool(call_id), |span| {
+            span.set("mcp.method.name", fixed("tools/call"));
+            span.set("gen_ai.tool.type", fixed("extension"));
+            span.set("axe.mcp.server", s(server));
+            span.set("axe.mcp.tool", s(tool));
+        });
     }
 
     fn close(&self, mut span: Box<Span>) {
@@ -389,21 +395,6 @@ fn unplaced(name: Name, kind: Kind, shared: Option<Arc<SharedAttrs>>) -> Box<Spa
 fn place_under(span: &mut Span, parent: Option<SpanContext>) {
     span.ctx = SpanContext::child_of(parent.as_ref());
     span.parent = parent;
-}
-
-/// Notes that the call `call_id` of the agent run at `place` is to an MCP
-/// server's `tool` (design §9.3): the MCP conventions' attributes on its
-/// span.
-pub fn mcp_call(spans: Option<&RunSpans>, place: &Place, call_id: &str, server: &str, tool: &str) {
-    if spans.is_none() {
-        return;
-    }
-    place.spans.with(Slot::Tool(call_id), |span| {
-        span.set("mcp.method.name", fixed("tools/call"));
-        span.set("gen_ai.tool.type", fixed("extension"));
-        span.set("axe.mcp.server", s(server));
-        span.set("axe.mcp.tool", s(tool));
-    });
 }
 
 /// A batch's own span (design §11.2): every input's `invoke_agent` under
