@@ -9,10 +9,12 @@
 //! `localhost` is taken as 127.0.0.1 for the early connection (RFC 6761
 //! makes the name the loopback's); when that one cannot be used, the post
 //! connects as ureq does, the name looked up (a collector on `::1` alone).
+//! The exporter's HTTP client ([`Client`]) is here too: its agent makes the
+//! posts, on this connection when there is one.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
@@ -23,6 +25,55 @@ use ureq::unversioned::transport::{ConnectionDetails, Connector, NextTimeout, Tr
 #[cfg(target_os = "linux")]
 use crate::provider::adopt_tcp as adopt;
 use crate::provider::{OneWrite, Pooled, open_tcp};
+
+/// The exporter's HTTP client: its own, so that an export never holds a
+/// provider's connections. To a collector at an IP address over plain
+/// `http` (no proxy), it connects through `conn.rs`: the connection a run
+/// opens early, and a request in one write; otherwise as the providers'
+/// clients do (an IP literal resolved in place, not on a thread of its own
+/// per connection). The agent is made when a post needs it: a single run
+/// that posts by hand (`oneshot.rs`) never does.
+pub struct Client {
+    pub direct: Option<Arc<Direct>>,
+    agent: OnceLock<ureq::Agent>,
+}
+
+impl Client {
+    pub fn new(url: &str) -> Client {
+        // What ureq's configuration reads the proxy from, read alone.
+        let direct = ureq::Proxy::try_from_env()
+            .is_none()
+            .then(|| Direct::for_url(url))
+            .flatten();
+        Client {
+            direct,
+            agent: OnceLock::new(),
+        }
+    }
+
+    pub fn agent(&self) -> &ureq::Agent {
+        self.agent.get_or_init(|| {
+            let config = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
+                // ureq's 128 KiB each way, zeroed per connection, for a
+                // collector's answer of a few bytes: small buffers (as the
+                // providers' client has, design §3.15). The input buffer
+                // holds the answer's head, the output one a header line
+                // whole (a long token); a body is written in pieces.
+                .input_buffer_size(8 * 1024)
+                .output_buffer_size(8 * 1024)
+                .build();
+            match (&self.direct, config.proxy()) {
+                (Some(d), None) => {
+                    ureq::Agent::with_parts(config, Connect(d.clone()), Resolve(d.addr()))
+                }
+                _ => crate::provider::http_agent(config),
+            }
+        })
+    }
+}
 
 /// An early connection older than this is not used: a collector or a
 /// firewall may have dropped it without a word (a run that long does not

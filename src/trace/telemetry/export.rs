@@ -8,12 +8,14 @@
 //! exit ([`ended`]). At exit the queue is flushed within a bound; a
 //! collector that is down or slow costs one warning, never the run.
 
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::conn::{Connect, Direct, Resolve};
+use super::body::{self, Protobuf};
+use super::conn::Client;
 use super::oneshot::{self, Exchange, Failed};
 use super::otlp::{self, Span};
 use super::settings::Settings;
@@ -267,13 +269,23 @@ impl Exporter {
             return;
         }
         let s = &self.settings;
-        let mut body = self.body.lock().unwrap_or_else(PoisonError::into_inner);
-        let kind = if s.json {
-            otlp::json(&s.resource, spans, &mut body);
-            "application/json"
+        // JSON is written whole; protobuf is encoded into the client's
+        // buffer as it is sent (`body.rs`), the request saying its length.
+        let mut json = self.body.lock().unwrap_or_else(PoisonError::into_inner);
+        let (mut whole, mut stream): (&[u8], _) = (&[], None);
+        let (kind, len) = if s.json {
+            otlp::json(&s.resource, spans, &mut json);
+            whole = &json;
+            ("application/json", json.len())
         } else {
-            otlp::protobuf(&s.resource, spans, &mut body);
-            "application/x-protobuf"
+            let body = Protobuf::new(&s.resource, spans);
+            let len = body.len();
+            stream = Some(body);
+            ("application/x-protobuf", len)
+        };
+        let body: &mut dyn Read = match &mut stream {
+            Some(body) => body,
+            None => &mut whole,
         };
         let mut req = self
             .client()
@@ -283,10 +295,18 @@ impl Exporter {
             .config()
             .timeout_global(Some(timeout))
             .build();
+        // The user's own, if set, replaces it, as it did ureq's.
+        if !s
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        {
+            req = req.header("content-length", len);
+        }
         for (k, v) in &s.headers {
             req = req.header(k.as_str(), v.as_str());
         }
-        let failed = match req.send(&body[..]) {
+        let failed = match req.send(ureq::SendBody::from_reader(body)) {
             Ok(resp) if resp.status().is_success() => return,
             Ok(resp) => format!("HTTP {}", resp.status().as_u16()),
             Err(e) => e.to_string(),
@@ -301,55 +321,6 @@ impl Exporter {
 fn warn_once(text: &str) {
     if !WARNED.swap(true, Ordering::Relaxed) {
         stderr::warn(text);
-    }
-}
-
-/// The exporter's HTTP client: its own, so that an export never holds a
-/// provider's connections. To a collector at an IP address over plain
-/// `http` (no proxy), it connects through `conn.rs`: the connection a run
-/// opens early, and a request in one write; otherwise as the providers'
-/// clients do (an IP literal resolved in place, not on a thread of its own
-/// per connection). The agent is made when a post needs it: a single run
-/// that posts by hand (`oneshot.rs`) never does.
-struct Client {
-    direct: Option<Arc<Direct>>,
-    agent: OnceLock<ureq::Agent>,
-}
-
-impl Client {
-    fn new(url: &str) -> Client {
-        // What ureq's configuration reads the proxy from, read alone.
-        let direct = ureq::Proxy::try_from_env()
-            .is_none()
-            .then(|| Direct::for_url(url))
-            .flatten();
-        Client {
-            direct,
-            agent: OnceLock::new(),
-        }
-    }
-
-    fn agent(&self) -> &ureq::Agent {
-        self.agent.get_or_init(|| {
-            let config = ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .max_redirects(0)
-                .user_agent(concat!("axe/", env!("CARGO_PKG_VERSION")))
-                // ureq's 128 KiB each way, zeroed per connection, for a
-                // collector's answer of a few bytes: small buffers (as the
-                // providers' client has, design §3.15). The input buffer
-                // holds the answer's head, the output one a header line
-                // whole (a long token); a body is written in pieces.
-                .input_buffer_size(8 * 1024)
-                .output_buffer_size(8 * 1024)
-                .build();
-            match (&self.direct, config.proxy()) {
-                (Some(d), None) => {
-                    ureq::Agent::with_parts(config, Connect(d.clone()), Resolve(d.addr()))
-                }
-                _ => crate::provider::http_agent(config),
-            }
-        })
     }
 }
 
@@ -399,7 +370,7 @@ pub fn ended() {
         otlp::json(&s.resource, &spans, &mut body);
         "application/json"
     } else {
-        otlp::protobuf(&s.resource, &spans, &mut body);
+        body::protobuf(&s.resource, &spans, &mut body);
         "application/x-protobuf"
     };
     let Some(head) = oneshot::head(start, kind, body.len(), &s.headers) else {

@@ -1,11 +1,13 @@
 //! OpenTelemetry traces (design §7.9): a run's trace events turned into
 //! spans in the GenAI conventions (`spans`, with `content` when asked),
-//! exported as OTLP over HTTP, protobuf or JSON, written by hand (`otlp`)
+//! exported as OTLP over HTTP, protobuf or JSON, written by hand (`otlp`;
+//! a batch's protobuf body read a piece at a time: `body`)
 //! by a thread of their own (`export`, on a connection of its own to a
 //! collector at an IP address: `conn`); where they go (`settings`); the
 //! W3C trace context a run joins and passes on (`context`). Nothing is
 //! built or sent unless an endpoint is set.
 
+mod body;
 mod conn;
 mod content;
 pub mod context;

@@ -157,72 +157,22 @@ pub struct Resource {
     pub attrs: Vec<(String, AttrValue)>,
 }
 
-const SCOPE: &str = "axe";
-/// What [`protobuf`] grows its buffer by before writing over it.
-static ZEROS: [u8; 4096] = [0; 4096];
-const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// `spans` as an `ExportTraceServiceRequest` in protobuf, into `out`
-/// (cleared first, its capacity kept for the next batch). Each message's
-/// length is computed before it is written, so the body is written once,
-/// into one buffer sized beforehand: no buffer per nested message, no copy
-/// of one into its parent (design §7.9).
-pub fn protobuf(resource: &Resource, spans: &[Box<Span>], out: &mut Vec<u8>) {
-    out.clear();
-    let resource_len: usize = resource
-        .attrs
-        .iter()
-        .map(|(k, v)| msg_len(1, kv_len(k, v)))
-        .sum();
-    let scope_len = msg_len(1, SCOPE.len()) + msg_len(2, VERSION.len());
-    // Each span's length once: the sum needs it, and so does its head.
-    let lens: Vec<usize> = spans.iter().map(|s| span_len(s)).collect();
-    let scope_spans_len =
-        msg_len(1, scope_len) + lens.iter().map(|&n| msg_len(2, n)).sum::<usize>();
-    let resource_spans_len = msg_len(1, resource_len) + msg_len(2, scope_spans_len);
-    let total = msg_len(1, resource_spans_len);
-    // Every byte is written below: the buffer is grown by copies of a
-    // block of zeros (`resize` stores a byte at a time at opt-level "z").
-    out.clear();
-    out.reserve(total);
-    while out.len() < total {
-        let n = (total - out.len()).min(ZEROS.len());
-        out.extend_from_slice(&ZEROS[..n]);
-    }
-    let out = &mut Out { buf: out, at: 0 };
-    head(out, 1, resource_spans_len);
-    head(out, 1, resource_len);
-    for (k, v) in &resource.attrs {
-        head(out, 1, kv_len(k, v));
-        key_value(out, k, v);
-    }
-    head(out, 2, scope_spans_len);
-    head(out, 1, scope_len);
-    string(out, 1, SCOPE);
-    string(out, 2, VERSION);
-    for (span, &len) in spans.iter().zip(&lens) {
-        head(out, 2, len);
-        span_pb(out, span);
-    }
-    debug_assert_eq!(
-        out.at, total,
-        "the lengths computed are the lengths written"
-    );
-}
+pub(super) const SCOPE: &str = "axe";
+pub(super) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The body being written into a buffer of its length, computed
 /// beforehand: a byte stored through an index, not pushed (`Vec::push`,
 /// a call at opt-level "z", was the encoder's largest cost; design §7.9).
 /// A write past the end, which the lengths computed rule out, is dropped
 /// rather than a panic.
-struct Out<'a> {
-    buf: &'a mut [u8],
-    at: usize,
+pub(super) struct Out<'a> {
+    pub(super) buf: &'a mut [u8],
+    pub(super) at: usize,
 }
 
 impl Out<'_> {
     #[inline(always)]
-    fn push(&mut self, b: u8) {
+    pub(super) fn push(&mut self, b: u8) {
         if let Some(slot) = self.buf.get_mut(self.at) {
             *slot = b;
         }
@@ -230,7 +180,7 @@ impl Out<'_> {
     }
 
     #[inline(always)]
-    fn extend_from_slice(&mut self, bytes: &[u8]) {
+    pub(super) fn extend_from_slice(&mut self, bytes: &[u8]) {
         if let Some(dst) = self.buf.get_mut(self.at..self.at + bytes.len()) {
             dst.copy_from_slice(bytes);
         }
@@ -239,7 +189,7 @@ impl Out<'_> {
 }
 
 /// One `Span` message's fields.
-fn span_pb(s: &mut Out, span: &Span) {
+pub(super) fn span_pb(s: &mut Out, span: &Span) {
     bytes(s, 1, &span.ctx.trace_id);
     bytes(s, 2, &span.ctx.span_id);
     if let Some(p) = &span.parent {
@@ -274,7 +224,7 @@ fn span_pb(s: &mut Out, span: &Span) {
 }
 
 /// The length of [`span_pb`]'s fields.
-fn span_len(span: &Span) -> usize {
+pub(super) fn span_len(span: &Span) -> usize {
     let parent = span.parent.map_or(0, |_| msg_len(4, 8));
     let [held, more] = span.attrs.lists();
     let attrs = span.shared.as_ref().map_or(0, |s| s.pb.len()) + attrs_len(held) + attrs_len(more);
@@ -306,8 +256,7 @@ fn attrs_len(list: &Attrs) -> usize {
 /// `list` as a span's attribute fields.
 fn attrs_pb(out: &mut Out, list: &Attrs) {
     for (k, v) in list {
-        head(out, 9, kv_len(k, v));
-        key_value(out, k, v);
+        key_value(out, 9, k, v);
     }
 }
 
@@ -331,14 +280,19 @@ fn flags(span: &Span) -> u32 {
     u32::from(span.ctx.flags) | 0x100 | (u32::from(remote) << 9)
 }
 
-fn key_value(kv: &mut Out, key: &str, value: &AttrValue) {
-    string(kv, 1, key);
-    head(kv, 2, any_len(value));
-    any_value(kv, value);
+/// A `KeyValue` as the field `field`: its value's length computed once,
+/// for its head and its own (it was three times, design §7.9).
+#[inline(always)]
+pub(super) fn key_value(out: &mut Out, field: u32, key: &str, value: &AttrValue) {
+    let len = any_len(value);
+    head(out, field, msg_len(1, key.len()) + msg_len(2, len));
+    string(out, 1, key);
+    head(out, 2, len);
+    any_value(out, value);
 }
 
 #[inline(always)]
-fn kv_len(key: &str, value: &AttrValue) -> usize {
+pub(super) fn kv_len(key: &str, value: &AttrValue) -> usize {
     msg_len(1, key.len()) + msg_len(2, any_len(value))
 }
 
@@ -410,14 +364,14 @@ fn varint_len(n: u64) -> usize {
 
 /// A length-delimited field's head: its tag and the length that follows.
 #[inline(always)]
-fn head(out: &mut Out, field: u32, len: usize) {
+pub(super) fn head(out: &mut Out, field: u32, len: usize) {
     tag(out, field, 2);
     varint(out, len as u64);
 }
 
 /// The whole length of a length-delimited field of `len` bytes.
 #[inline(always)]
-fn msg_len(field: u32, len: usize) -> usize {
+pub(super) fn msg_len(field: u32, len: usize) -> usize {
     tag_len(field) + varint_len(len as u64) + len
 }
 
@@ -428,7 +382,7 @@ fn bytes(out: &mut Out, field: u32, b: &[u8]) {
 }
 
 #[inline(always)]
-fn string(out: &mut Out, field: u32, s: &str) {
+pub(super) fn string(out: &mut Out, field: u32, s: &str) {
     bytes(out, field, s.as_bytes());
 }
 

@@ -2,6 +2,7 @@
 //! JSON form's shape (`otlp.rs`).
 
 use super::*;
+use crate::trace::telemetry::body::protobuf;
 
 #[test]
 fn varints_are_protobufs() {
