@@ -198,11 +198,18 @@ fn attempt<T>(f: impl FnOnce() -> T) -> Option<T> {
 }
 
 /// Runs `f` for every binary [`repeats`] times, the binaries taking turns,
-/// and returns each binary's runs (None where one failed).
+/// and returns each binary's runs (None where one failed). The turns go
+/// one way round in a repetition and the other way in the next, so that no
+/// binary always runs first: two builds on the telemetry row read 3.4
+/// points apart one way round and 0.9 the other (design §7.9).
 fn repeated<T>(bins: &[Bin], mut f: impl FnMut(&Bin) -> T) -> Vec<Option<Vec<T>>> {
     let mut runs: Vec<Option<Vec<T>>> = bins.iter().map(|_| Some(Vec::new())).collect();
-    for _ in 0..repeats() {
-        for (bin, runs) in bins.iter().zip(runs.iter_mut()) {
+    for repetition in 0..repeats() {
+        let mut turns: Vec<_> = bins.iter().zip(runs.iter_mut()).collect();
+        if repetition % 2 == 1 {
+            turns.reverse();
+        }
+        for (bin, runs) in turns {
             if runs.is_some() {
                 match attempt(|| f(bin)) {
                     Some(run) => runs.as_mut().map(|r| r.push(run)),
