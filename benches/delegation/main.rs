@@ -202,9 +202,14 @@ fn attempt<T>(f: impl FnOnce() -> T) -> Option<T> {
 /// one way round in a repetition and the other way in the next, so that no
 /// binary always runs first: two builds on the telemetry row read 3.4
 /// points apart one way round and 0.9 the other (design §7.9).
-fn repeated<T>(bins: &[Bin], mut f: impl FnMut(&Bin) -> T) -> Vec<Option<Vec<T>>> {
+fn repeated<T>(bins: &[Bin], f: impl FnMut(&Bin) -> T) -> Vec<Option<Vec<T>>> {
+    repeated_n(bins, repeats(), f)
+}
+
+/// [`repeated`], `n` times.
+fn repeated_n<T>(bins: &[Bin], n: usize, mut f: impl FnMut(&Bin) -> T) -> Vec<Option<Vec<T>>> {
     let mut runs: Vec<Option<Vec<T>>> = bins.iter().map(|_| Some(Vec::new())).collect();
-    for repetition in 0..repeats() {
+    for repetition in 0..n {
         let mut turns: Vec<_> = bins.iter().zip(runs.iter_mut()).collect();
         if repetition % 2 == 1 {
             turns.reverse();
