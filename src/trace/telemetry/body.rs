@@ -28,7 +28,10 @@ pub struct Protobuf<'a> {
 }
 
 impl<'a> Protobuf<'a> {
-    /// The body of `spans`, sent by the sender `resource` says.
+    /// The body of `spans`, sent by the sender `resource` says. Each
+    /// message's length is computed before it is written, so that every
+    /// byte is written once, in place: no buffer per nested message, no
+    /// copy of one into its parent.
     pub fn new(resource: &Resource, spans: &'a [Box<Span>]) -> Protobuf<'a> {
         let resource_len: usize = resource
             .attrs
@@ -124,8 +127,8 @@ impl Read for Protobuf<'_> {
 }
 
 /// `spans` as an `ExportTraceServiceRequest` in protobuf, into `out`
-/// (cleared first, its capacity kept for the next batch): the body a post
-/// written by hand sends whole (`oneshot.rs`).
+/// (written over: its allocation kept when it is long enough): the body a
+/// post written by hand sends whole (`oneshot.rs`).
 pub fn protobuf(resource: &Resource, spans: &[Box<Span>], out: &mut Vec<u8>) {
     let mut body = Protobuf::new(resource, spans);
     sized(out, body.len());

@@ -28,8 +28,8 @@ use crate::provider::{OneWrite, Pooled, open_tcp};
 
 /// The exporter's HTTP client: its own, so that an export never holds a
 /// provider's connections. To a collector at an IP address over plain
-/// `http` (no proxy), it connects through `conn.rs`: the connection a run
-/// opens early, and a request in one write; otherwise as the providers'
+/// `http` (no proxy), it connects through [`Direct`]: the connection
+/// a run opens early, and a request in one write; otherwise as the providers'
 /// clients do (an IP literal resolved in place, not on a thread of its own
 /// per connection). The agent is made when a post needs it: a single run
 /// that posts by hand (`oneshot.rs`) never does.

@@ -272,20 +272,14 @@ impl Exporter {
         // JSON is written whole; protobuf is encoded into the client's
         // buffer as it is sent (`body.rs`), the request saying its length.
         let mut json = self.body.lock().unwrap_or_else(PoisonError::into_inner);
-        let (mut whole, mut stream): (&[u8], _) = (&[], None);
-        let (kind, len) = if s.json {
+        let (mut whole, mut encoded): (&[u8], Protobuf);
+        let (kind, len, body): (_, _, &mut dyn Read) = if s.json {
             otlp::json(&s.resource, spans, &mut json);
             whole = &json;
-            ("application/json", json.len())
+            ("application/json", whole.len(), &mut whole)
         } else {
-            let body = Protobuf::new(&s.resource, spans);
-            let len = body.len();
-            stream = Some(body);
-            ("application/x-protobuf", len)
-        };
-        let body: &mut dyn Read = match &mut stream {
-            Some(body) => body,
-            None => &mut whole,
+            encoded = Protobuf::new(&s.resource, spans);
+            ("application/x-protobuf", encoded.len(), &mut encoded)
         };
         let mut req = self
             .client()
